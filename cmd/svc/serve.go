@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"svc.dev/svc/platform"
+	"svc.dev/svc/server"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		addr, dataDir string
+		dev           bool
+		rateLimit     int
+		rateWindow    time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API (REST and Connect) on bbolt from a data directory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				dataDir = defaultDataDir()
+			}
+			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev,
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, log: cmd.ErrOrStderr()})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on")
+	f.StringVar(&dataDir, "data", "", "data directory (default $XDG_DATA_HOME/svc or ~/.local/share/svc)")
+	f.BoolVar(&dev, "dev", false, "seed a test tenant and write dev-credentials.json into the data directory")
+	f.IntVar(&rateLimit, "rate-limit", platform.DefaultRateLimit.Limit, "requests allowed per principal per window")
+	f.DurationVar(&rateWindow, "rate-window", platform.DefaultRateLimit.Window, "rate limit window")
+	return cmd
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "svc")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "svc")
+	}
+	return "svc-data"
+}
+
+type serveOptions struct {
+	addr, dataDir string
+	dev           bool
+	rate          platform.RateLimit
+	log           interface{ Write([]byte) (int, error) }
+}
+
+// serve runs the API until ctx is cancelled (SIGINT, SIGTERM), then drains requests and
+// closes the store.
+func serve(ctx context.Context, o serveOptions) error {
+	logger := slog.New(slog.NewTextHandler(o.log, nil))
+	srv, err := server.New(server.Config{DataDir: o.dataDir, RateLimit: o.rate, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	baseURL := "http://" + ln.Addr().String()
+	if o.dev {
+		creds, err := srv.Seed(ctx, baseURL)
+		if err != nil {
+			ln.Close()
+			srv.Close()
+			return fmt.Errorf("seed: %w", err)
+		}
+		logger.Info("dev tenant ready", "credentials", filepath.Join(o.dataDir, server.DevCredentialsFile), "user_id", creds.UserID)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	logger.Info("svc listening", "base_url", baseURL, "data", o.dataDir)
+
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		logger.Info("shutting down: draining requests")
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = hs.Shutdown(sctx)
+		cancel()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if cerr := srv.Close(); err == nil {
+		err = cerr
+	}
+	logger.Info("stopped")
+	return err
+}

@@ -1,0 +1,57 @@
+// Package id makes and checks the spec's identifiers: a prefix such as "pln_" followed by a
+// 26-character ULID in Crockford's base32 (0-9A-HJKMNP-TV-Z). ULIDs sort by creation time, so
+// storage keyed by id lists in creation order.
+package id
+
+import (
+	"crypto/rand"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+var (
+	mu      sync.Mutex
+	entropy = ulid.Monotonic(rand.Reader, 0)
+)
+
+// New returns a fresh id with the given prefix (without the underscore): New("pln").
+// Ids made by one process are strictly increasing, even within a millisecond.
+func New(prefix string) string {
+	return NewAt(prefix, time.Now())
+}
+
+// NewAt is New with the time part taken from t.
+func NewAt(prefix string, t time.Time) string {
+	mu.Lock()
+	u := ulid.MustNew(ulid.Timestamp(t), entropy)
+	mu.Unlock()
+	return prefix + "_" + u.String()
+}
+
+// Valid reports whether s is a well-formed id with the given prefix.
+func Valid(prefix, s string) bool {
+	rest, ok := strings.CutPrefix(s, prefix+"_")
+	if !ok || len(rest) != ulid.EncodedSize {
+		return false
+	}
+	for i := range len(rest) {
+		if !strings.ContainsRune(alphabet, rune(rest[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// Prefix returns the prefix of an id ("pln" for "pln_01..."), or "" if it has none.
+func Prefix(s string) string {
+	p, _, ok := strings.Cut(s, "_")
+	if !ok {
+		return ""
+	}
+	return p
+}
+
+const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

@@ -1,0 +1,200 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"svc.dev/svc/id"
+)
+
+// OperationClasses are the spec's operation classes, the unit of every scope and grant.
+var OperationClasses = []string{"discover", "preserve", "write", "remove", "restore", "migrate", "monitor", "automate", "billable_execute"}
+
+// Application is a developer application in an organization.
+type Application struct {
+	ID               string    `json:"id"`
+	OrgID            string    `json:"org_id"`
+	Name             string    `json:"name"`
+	OperationClasses []string  `json:"operation_classes"`
+	RedirectURIs     []string  `json:"redirect_uris,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+// APIKey is a developer key. The secret is shown once; only its hash is kept.
+type APIKey struct {
+	ID         string     `json:"id"`
+	AppID      string     `json:"app_id"`
+	OrgID      string     `json:"org_id"`
+	Mode       Mode       `json:"mode"`
+	Scopes     []string   `json:"scopes"`
+	SecretHash string     `json:"secret_hash"`
+	Last4      string     `json:"last4"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"` // set when the key is rotated
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Grant is what an end user allowed an application to do through a connection.
+type Grant struct {
+	ID               string   `json:"id"`
+	OperationClasses []string `json:"operation_classes"`
+	// SourceIDs limits the grant to these sources; empty means all of the user's sources.
+	SourceIDs []string `json:"source_ids,omitempty"`
+}
+
+// Allows reports whether the grant includes the operation class.
+func (g Grant) Allows(op string) bool { return slices.Contains(g.OperationClasses, op) }
+
+// AllowsSource reports whether the grant reaches the source.
+func (g Grant) AllowsSource(sourceID string) bool {
+	return len(g.SourceIDs) == 0 || slices.Contains(g.SourceIDs, sourceID)
+}
+
+// Connection is an end user's delegation to an application, in one mode.
+type Connection struct {
+	ID        string     `json:"id"`
+	AppID     string     `json:"app_id"`
+	OrgID     string     `json:"org_id"`
+	UserID    string     `json:"user_id"`
+	Mode      Mode       `json:"mode"`
+	Grant     Grant      `json:"grant"`
+	Status    string     `json:"status"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Tenant is the end-user tenant the connection reaches.
+func (c *Connection) Tenant() Tenant { return Tenant{Owner: c.UserID, Mode: c.Mode} }
+
+// DeveloperStore keeps applications, keys and connections.
+type DeveloperStore interface {
+	CreateApplication(ctx context.Context, a *Application) error
+	Application(ctx context.Context, id string) (*Application, error)
+	CreateKey(ctx context.Context, k *APIKey) error
+	// KeyBySecretHash returns the key whose secret hashes to hash, or ErrNotFound.
+	KeyBySecretHash(ctx context.Context, hash string) (*APIKey, error)
+	CreateConnection(ctx context.Context, c *Connection) error
+	Connection(ctx context.Context, id string) (*Connection, error)
+}
+
+// Developers manages applications, keys and connections.
+type Developers struct {
+	store DeveloperStore
+	now   func() time.Time
+}
+
+// NewDevelopers returns a developer service over s; now defaults to time.Now.
+func NewDevelopers(s DeveloperStore, now func() time.Time) *Developers {
+	if now == nil {
+		now = time.Now
+	}
+	return &Developers{store: s, now: now}
+}
+
+// CreateApplication creates an application allowed the given operation classes.
+func (d *Developers) CreateApplication(ctx context.Context, orgID, name string, ops, redirectURIs []string) (*Application, error) {
+	for _, op := range ops {
+		if !slices.Contains(OperationClasses, op) {
+			return nil, fmt.Errorf("unknown operation class %q", op)
+		}
+	}
+	a := &Application{ID: id.New("app"), OrgID: orgID, Name: name, OperationClasses: ops, RedirectURIs: redirectURIs,
+		CreatedAt: d.now().UTC().Truncate(time.Millisecond)}
+	if err := d.store.CreateApplication(ctx, a); err != nil {
+		return nil, fmt.Errorf("create application: %w", err)
+	}
+	return a, nil
+}
+
+// CreateKey makes a key for an application in a mode and returns it with its secret, which is
+// not kept and cannot be shown again. Scopes default to all of the application's operation
+// classes and may not exceed them (ErrScope).
+func (d *Developers) CreateKey(ctx context.Context, appID string, mode Mode, scopes []string) (*APIKey, string, error) {
+	app, err := d.store.Application(ctx, appID)
+	if err != nil {
+		return nil, "", fmt.Errorf("find application: %w", err)
+	}
+	if scopes == nil {
+		scopes = app.OperationClasses
+	}
+	for _, s := range scopes {
+		if !slices.Contains(app.OperationClasses, s) {
+			return nil, "", fmt.Errorf("%w: %q", ErrScope, s)
+		}
+	}
+	secret, err := NewToken("sk_"+string(mode)+"_", 32)
+	if err != nil {
+		return nil, "", err
+	}
+	k := &APIKey{ID: id.New("key"), AppID: app.ID, OrgID: app.OrgID, Mode: mode, Scopes: slices.Clone(scopes),
+		SecretHash: HashToken(secret), Last4: secret[len(secret)-4:], CreatedAt: d.now().UTC().Truncate(time.Millisecond)}
+	if err := d.store.CreateKey(ctx, k); err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	return k, secret, nil
+}
+
+// AuthenticateKey returns the live key for a secret, or ErrUnauthenticated when it is unknown,
+// revoked or past its rotation overlap.
+func (d *Developers) AuthenticateKey(ctx context.Context, secret string) (*APIKey, error) {
+	if !strings.HasPrefix(secret, "sk_test_") && !strings.HasPrefix(secret, "sk_live_") {
+		return nil, ErrUnauthenticated
+	}
+	k, err := d.store.KeyBySecretHash(ctx, HashToken(secret))
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrUnauthenticated
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find key: %w", err)
+	}
+	now := d.now()
+	if k.RevokedAt != nil || (k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)) {
+		return nil, ErrUnauthenticated
+	}
+	return k, nil
+}
+
+// Connect records an end user's grant to an application in a mode. The grant may not exceed
+// the application's operation classes.
+func (d *Developers) Connect(ctx context.Context, appID, userID string, mode Mode, g Grant) (*Connection, error) {
+	app, err := d.store.Application(ctx, appID)
+	if err != nil {
+		return nil, fmt.Errorf("find application: %w", err)
+	}
+	for _, op := range g.OperationClasses {
+		if !slices.Contains(app.OperationClasses, op) {
+			return nil, fmt.Errorf("%w: %q", ErrScope, op)
+		}
+	}
+	if g.ID == "" {
+		g.ID = id.New("grt")
+	}
+	c := &Connection{ID: id.New("cxn"), AppID: app.ID, OrgID: app.OrgID, UserID: userID, Mode: mode, Grant: g,
+		Status: "active", CreatedAt: d.now().UTC().Truncate(time.Millisecond)}
+	if err := d.store.CreateConnection(ctx, c); err != nil {
+		return nil, fmt.Errorf("create connection: %w", err)
+	}
+	return c, nil
+}
+
+// Connection returns the active connection with the given id, as seen by a key: a connection
+// of another application or mode, or a revoked one, is ErrNotFound.
+func (d *Developers) Connection(ctx context.Context, k *APIKey, connID string) (*Connection, error) {
+	c, err := d.store.Connection(ctx, connID)
+	if err != nil {
+		return nil, err
+	}
+	if c.AppID != k.AppID || c.Mode != k.Mode || c.RevokedAt != nil {
+		return nil, ErrNotFound
+	}
+	return c, nil
+}
+
+// Application returns an application by id.
+func (d *Developers) Application(ctx context.Context, id string) (*Application, error) {
+	return d.store.Application(ctx, id)
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/store"
+	"svc.dev/svc/wire"
+)
+
+// Problem codes (docs/errors.md lists them with their statuses).
+const (
+	codeValidation       = "validation_failed"
+	codeUnauthenticated  = "unauthenticated"
+	codeForbidden        = "forbidden"
+	codeNotFound         = "not_found"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeInvalidState     = "invalid_state"
+	codeKeyReused        = "idempotency_key_reused"
+	codeKeyInUse         = "idempotency_key_in_use"
+	codeConflict         = "conflict"
+	codeTooLarge         = "payload_too_large"
+	codeMediaType        = "unsupported_media_type"
+	codeRateLimited      = "rate_limited"
+	codeInternal         = "internal"
+	codeNotImplemented   = "not_implemented"
+)
+
+var titles = map[string]string{
+	codeValidation:       "Validation failed",
+	codeUnauthenticated:  "Unauthenticated",
+	codeForbidden:        "Forbidden",
+	codeNotFound:         "Not found",
+	codeMethodNotAllowed: "Method not allowed",
+	codeInvalidState:     "Invalid state",
+	codeKeyReused:        "Idempotency key reused",
+	codeKeyInUse:         "Idempotency key in use",
+	codeConflict:         "Conflict",
+	codeTooLarge:         "Payload too large",
+	codeMediaType:        "Unsupported media type",
+	codeRateLimited:      "Rate limited",
+	codeInternal:         "Internal error",
+	codeNotImplemented:   "Not implemented",
+}
+
+// problemTypeBase prefixes every problem type URI; the code completes it.
+const problemTypeBase = "https://svc.dev/problems/"
+
+// problem is an error as the API shows it (RFC 9457). Only the edge makes problems: domain
+// errors are mapped in toProblem, and internal causes never reach the detail.
+type problem struct {
+	status int
+	code   string
+	detail string
+	errors []*svcv1.FieldViolation
+	header http.Header
+}
+
+func (p *problem) Error() string { return p.code + ": " + p.detail }
+
+func newProblem(status int, code, detail string) *problem {
+	return &problem{status: status, code: code, detail: detail}
+}
+
+func invalid(path, msg string) *problem {
+	return &problem{status: http.StatusBadRequest, code: codeValidation, detail: "The request is not valid.",
+		errors: []*svcv1.FieldViolation{{Path: path, Message: msg}}}
+}
+
+// proto returns the problem document for a request.
+func (p *problem) proto(requestID string) *svcv1.Problem {
+	errs := p.errors
+	if errs == nil {
+		errs = []*svcv1.FieldViolation{}
+	}
+	return &svcv1.Problem{Type: problemTypeBase + p.code, Title: titles[p.code], Status: int32(p.status),
+		Detail: p.detail, Code: p.code, RequestId: requestID, Errors: errs}
+}
+
+// errNotImplemented is what methods without an implementation yet return.
+var errNotImplemented = newProblem(http.StatusNotImplemented, codeNotImplemented,
+	"This endpoint is defined but its capability is not implemented yet.")
+
+// toProblem maps any error from a handler or the domain to what the client sees.
+func toProblem(err error) *problem {
+	var p *problem
+	var we *wire.Error
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &we):
+		return invalid(we.Path, we.Msg)
+	case errors.Is(err, platform.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return newProblem(http.StatusNotFound, codeNotFound, "The resource does not exist.")
+	case errors.Is(err, platform.ErrUnauthenticated):
+		return newProblem(http.StatusUnauthorized, codeUnauthenticated, "A valid credential is required.")
+	case errors.Is(err, platform.ErrInvalidCredentials):
+		return newProblem(http.StatusUnauthorized, codeUnauthenticated, "The email or password is not correct.")
+	case errors.Is(err, platform.ErrEmailTaken):
+		return newProblem(http.StatusConflict, codeConflict, "An account with this email address already exists.")
+	case errors.Is(err, platform.ErrInvalidCursor):
+		return invalid("cursor", "is not a cursor issued for this request")
+	case errors.Is(err, platform.ErrScope):
+		return newProblem(http.StatusForbidden, codeForbidden, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return newProblem(http.StatusServiceUnavailable, codeInternal, "The request was cancelled.")
+	}
+	return newProblem(http.StatusInternalServerError, codeInternal, "The server failed to process the request.")
+}
+
+// connectCodes maps problem statuses onto Connect codes.
+var connectCodes = map[int]connect.Code{
+	http.StatusBadRequest:            connect.CodeInvalidArgument,
+	http.StatusUnauthorized:          connect.CodeUnauthenticated,
+	http.StatusForbidden:             connect.CodePermissionDenied,
+	http.StatusNotFound:              connect.CodeNotFound,
+	http.StatusMethodNotAllowed:      connect.CodeUnimplemented,
+	http.StatusConflict:              connect.CodeAborted,
+	http.StatusRequestEntityTooLarge: connect.CodeResourceExhausted,
+	http.StatusUnsupportedMediaType:  connect.CodeInvalidArgument,
+	http.StatusTooManyRequests:       connect.CodeResourceExhausted,
+	http.StatusNotImplemented:        connect.CodeUnimplemented,
+	http.StatusServiceUnavailable:    connect.CodeUnavailable,
+}
+
+// connectError renders a problem for Connect and gRPC clients: the code from the status, the
+// detail as message, and the whole problem document as an error detail.
+func (p *problem) connectError(requestID string) *connect.Error {
+	code, ok := connectCodes[p.status]
+	if !ok {
+		code = connect.CodeInternal
+	}
+	if p.code == codeInvalidState || p.code == "plan_stale" {
+		code = connect.CodeFailedPrecondition
+	}
+	e := connect.NewError(code, fmt.Errorf("%s", p.detail))
+	if d, err := connect.NewErrorDetail(p.proto(requestID)); err == nil {
+		e.AddDetail(d)
+	}
+	return e
+}

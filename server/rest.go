@@ -1,0 +1,192 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/wire"
+)
+
+// route is one REST path of a method, from its google.api.http annotation.
+type route struct {
+	m    *method
+	verb string
+	path string   // "/v1/plans/{id}"
+	body string   // "*", a field name, or "" for none
+	vars []string // path variables, in order
+}
+
+var pathVar = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// httpRule returns a method's REST route, or nil when it has none.
+func httpRule(m *method) *route {
+	rule, _ := proto.GetExtension(m.desc.Options(), annotations.E_Http).(*annotations.HttpRule)
+	if rule == nil {
+		return nil
+	}
+	r := &route{m: m, body: rule.GetBody()}
+	switch p := rule.GetPattern().(type) {
+	case *annotations.HttpRule_Get:
+		r.verb, r.path = http.MethodGet, p.Get
+	case *annotations.HttpRule_Post:
+		r.verb, r.path = http.MethodPost, p.Post
+	case *annotations.HttpRule_Put:
+		r.verb, r.path = http.MethodPut, p.Put
+	case *annotations.HttpRule_Patch:
+		r.verb, r.path = http.MethodPatch, p.Patch
+	case *annotations.HttpRule_Delete:
+		r.verb, r.path = http.MethodDelete, p.Delete
+	default:
+		return nil
+	}
+	for _, v := range pathVar.FindAllStringSubmatch(r.path, -1) {
+		r.vars = append(r.vars, v[1])
+	}
+	return r
+}
+
+// restRouter routes the spec's REST paths to the methods; anything else is a 404 or 405
+// problem.
+func (s *Server) restRouter() http.Handler {
+	mux := http.NewServeMux()
+	paths := http.NewServeMux() // path patterns without methods, to tell 405 from 404
+	allowed := map[string][]string{}
+	for _, m := range s.methods {
+		r := httpRule(m)
+		if r == nil {
+			continue
+		}
+		mux.Handle(r.verb+" "+r.path, s.restHandler(r))
+		if _, ok := allowed[r.path]; !ok {
+			paths.Handle(r.path, http.NotFoundHandler())
+		}
+		allowed[r.path] = append(allowed[r.path], r.verb)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if !s.rateHeaders(w, r) {
+			return
+		}
+		rid := requestIDFrom(r.Context())
+		if _, pattern := paths.Handler(r); pattern != "" {
+			verbs := slices.Sorted(slices.Values(allowed[pattern]))
+			w.Header().Set("Allow", strings.Join(verbs, ", "))
+			writeProblem(w, rid, newProblem(http.StatusMethodNotAllowed, codeMethodNotAllowed,
+				r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(verbs, ", ")+"."))
+			return
+		}
+		writeProblem(w, rid, newProblem(http.StatusNotFound, codeNotFound, "No endpoint at "+r.Method+" "+r.URL.Path+"."))
+	})
+	return mux
+}
+
+func (s *Server) restHandler(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in := incoming{header: r.Header, req: r}
+		out := s.invoke(r.Context(), rt.m, in, func() (proto.Message, error) { return s.decodeREST(rt, r) })
+		s.writeREST(w, r, out)
+	})
+}
+
+// decodeREST builds the request message from path variables, query parameters and the JSON
+// body, strictly: unknown parameters and fields are validation errors.
+func (s *Server) decodeREST(rt *route, r *http.Request) (proto.Message, error) {
+	msg := newMessage(rt.m.desc.Input())
+	md := msg.ProtoReflect().Descriptor()
+	if rt.body != "" && r.Body != nil {
+		data, err := io.ReadAll(r.Body)
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, newProblem(http.StatusRequestEntityTooLarge, codeTooLarge, "The request body is larger than the limit.")
+		}
+		if err != nil {
+			return nil, newProblem(http.StatusBadRequest, codeValidation, "The request body could not be read.")
+		}
+		if len(strings.TrimSpace(string(data))) > 0 {
+			if !isJSON(r.Header.Get("Content-Type")) {
+				return nil, newProblem(http.StatusUnsupportedMediaType, codeMediaType, "The request body must be application/json.")
+			}
+			if err := decodeBody(rt, msg, data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, v := range rt.vars {
+		fd := md.Fields().ByName(protoreflect.Name(v))
+		if fd == nil {
+			return nil, newProblem(http.StatusInternalServerError, codeInternal, "route variable without field")
+		}
+		if err := wire.SetText(msg.ProtoReflect(), fd, r.PathValue(v)); err != nil {
+			return nil, err
+		}
+	}
+	for name, values := range r.URL.Query() {
+		fd := wire.FieldByName(md, name)
+		if fd == nil || rt.body == "*" || slices.Contains(rt.vars, string(fd.Name())) ||
+			(rt.body != "" && string(fd.Name()) == rt.body) {
+			return nil, invalid(name, "unknown query parameter")
+		}
+		if !fd.IsList() && len(values) > 1 {
+			return nil, invalid(name, "may be given once")
+		}
+		for _, v := range values {
+			if err := wire.SetText(msg.ProtoReflect(), fd, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return msg, nil
+}
+
+func decodeBody(rt *route, msg proto.Message, data []byte) error {
+	if rt.body == "*" {
+		return wire.Unmarshal(data, msg)
+	}
+	fd := msg.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(rt.body))
+	if fd == nil || fd.Message() == nil {
+		return newProblem(http.StatusInternalServerError, codeInternal, "body field is not a message")
+	}
+	sub := msg.ProtoReflect().Mutable(fd).Message()
+	return wire.Unmarshal(data, sub.Interface())
+}
+
+// writeREST renders an outcome as the spec's REST response.
+func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, out *outcome) {
+	h := w.Header()
+	for k, v := range out.header {
+		h[k] = v
+	}
+	rid := requestIDFrom(r.Context())
+	if out.problem != nil {
+		writeProblem(w, rid, out.problem)
+		return
+	}
+	switch {
+	case out.status == http.StatusNoContent:
+		w.WriteHeader(out.status)
+		return
+	case out.status >= 300 && out.status < 400:
+		if red, ok := out.msg.(*svcv1.Redirect); ok {
+			h.Set("Location", red.GetLocation())
+		}
+		w.WriteHeader(out.status)
+		return
+	}
+	body, err := wire.Marshal(out.msg)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "encode response", "request_id", rid, "err", err)
+		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to encode the response."))
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(out.status)
+	w.Write(body)
+}

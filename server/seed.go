@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/platform"
+)
+
+// DevCredentials is dev-credentials.json: everything a developer needs to call a --dev server.
+type DevCredentials struct {
+	BaseURL       string `json:"base_url"`
+	TestAPIKey    string `json:"test_api_key"`
+	LiveAPIKey    string `json:"live_api_key"`
+	ConnectionID  string `json:"connection_id"`
+	SessionCookie string `json:"session_cookie"`
+	UserID        string `json:"user_id"`
+	OrgID         string `json:"org_id"`
+	ApplicationID string `json:"application_id"`
+}
+
+// DevCredentialsFile is the name of the credentials file in the data directory.
+const DevCredentialsFile = "dev-credentials.json"
+
+// Seed prepares a --dev server: unless dev-credentials.json already holds working
+// credentials, it runs a seed job that creates, through the same code paths as the API, a
+// developer account, an organization, an application with test and live keys, and a test-mode
+// connection from the account to the application; then it writes dev-credentials.json (0600).
+func (s *Server) Seed(ctx context.Context, baseURL string) (*DevCredentials, error) {
+	path := filepath.Join(s.cfg.DataDir, DevCredentialsFile)
+	if creds, err := s.existingCredentials(ctx, path); err == nil {
+		creds.BaseURL = baseURL
+		return creds, writeJSON(path, creds)
+	}
+	creds, err := s.runSeedJob(ctx)
+	if err != nil {
+		return nil, err
+	}
+	creds.BaseURL = baseURL
+	return creds, writeJSON(path, creds)
+}
+
+func (s *Server) existingCredentials(ctx context.Context, path string) (*DevCredentials, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var creds DevCredentials
+	if err := json.Unmarshal(data, &creds); err != nil {
+		return nil, err
+	}
+	if _, err := s.devs.AuthenticateKey(ctx, creds.TestAPIKey); err != nil {
+		return nil, err
+	}
+	if _, err := s.accounts.Authenticate(ctx, creds.SessionCookie); err != nil {
+		return nil, err
+	}
+	return &creds, nil
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileSync(path, append(data, '\n'), 0o600)
+}
+
+// runSeedJob records a seed job and runs it to completion.
+func (s *Server) runSeedJob(ctx context.Context) (*DevCredentials, error) {
+	password, err := platform.NewToken("", 24)
+	if err != nil {
+		return nil, err
+	}
+	email := "dev+" + id.New("usr")[4:] + "@svc.localhost"
+	name := "Dev User"
+	u, session, err := s.accounts.SignUp(ctx, email, password, &name, "en")
+	if err != nil {
+		return nil, fmt.Errorf("seed: sign up: %w", err)
+	}
+	tenant := platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}.String()
+	now := timestamppb.New(s.cfg.Now())
+	job := &svcv1.Job{Id: id.New("job"), Kind: svcv1.JobKind_JOB_KIND_SEED, Status: svcv1.JobStatus_JOB_STATUS_RUNNING,
+		CreatedAt: now, UpdatedAt: now}
+	if err := s.jobs.Put(ctx, tenant, job.Id, job); err != nil {
+		return nil, err
+	}
+	creds, runErr := s.seedTenant(ctx, u, session)
+	job.UpdatedAt = timestamppb.New(s.cfg.Now())
+	job.FinishedAt = job.UpdatedAt
+	if runErr != nil {
+		job.Status = svcv1.JobStatus_JOB_STATUS_FAILED
+		job.Error = new(string)
+		*job.Error = "seed failed"
+	} else {
+		job.Status, job.Progress = svcv1.JobStatus_JOB_STATUS_SUCCEEDED, 100
+		job.Result, _ = structpb.NewStruct(map[string]any{
+			"user_id": creds.UserID, "org_id": creds.OrgID, "application_id": creds.ApplicationID, "connection_id": creds.ConnectionID,
+		})
+	}
+	if err := s.jobs.Put(context.WithoutCancel(ctx), tenant, job.Id, job); err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	return creds, runErr
+}
+
+// seedTenant is the body of the seed job. Later capabilities extend it with their data.
+func (s *Server) seedTenant(ctx context.Context, u *platform.User, session string) (*DevCredentials, error) {
+	org, err := s.accounts.CreateOrg(ctx, u.ID, "Dev Org")
+	if err != nil {
+		return nil, err
+	}
+	app, err := s.devs.CreateApplication(ctx, org.ID, "Dev App", platform.OperationClasses, []string{"http://127.0.0.1/callback"})
+	if err != nil {
+		return nil, err
+	}
+	_, testKey, err := s.devs.CreateKey(ctx, app.ID, platform.ModeTest, nil)
+	if err != nil {
+		return nil, err
+	}
+	_, liveKey, err := s.devs.CreateKey(ctx, app.ID, platform.ModeLive, nil)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.devs.Connect(ctx, app.ID, u.ID, platform.ModeTest, platform.Grant{OperationClasses: platform.OperationClasses})
+	if err != nil {
+		return nil, err
+	}
+	return &DevCredentials{TestAPIKey: testKey, LiveAPIKey: liveKey, ConnectionID: conn.ID, SessionCookie: session,
+		UserID: u.ID, OrgID: org.ID, ApplicationID: app.ID}, nil
+}
+
+var _ = time.Now

@@ -1,0 +1,323 @@
+// Package server is svc's API edge: one implementation of every svc.v1 method served over
+// Connect (and gRPC, gRPC-Web) and over the spec's REST paths, with authentication, tenancy,
+// validation, idempotency, rate limits, pagination and RFC 9457 problem details shared by both.
+// It is the only package that turns domain errors into wire errors.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/store"
+	"svc.dev/svc/wire"
+)
+
+// Config configures a Server. Zero fields take defaults.
+type Config struct {
+	// DataDir holds the store, the master key and, with Dev, dev-credentials.json.
+	DataDir string
+	// BaseURL is the externally visible address (for dev-credentials.json and links).
+	BaseURL string
+	// RateLimit is the per-principal allowance (default platform.DefaultRateLimit).
+	RateLimit platform.RateLimit
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// Password sets the argon2id cost (default platform.DefaultPasswordParams).
+	Password platform.PasswordParams
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives operational logs; secrets are never logged (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server is the API. Make it with New, serve Handler, and Close it when done.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	db        *store.DB
+	accounts  *platform.Accounts
+	devs      *platform.Developers
+	idem      *platform.Idempotency
+	limiter   *platform.Limiter
+	cursors   *platform.Cursors
+	validator protovalidate.Validator
+	csrf      *http.CrossOriginProtection
+	methods   map[string]*method // by procedure
+	handler   http.Handler
+	openapi   []byte
+
+	plans        *store.Collection[*svcv1.Plan]
+	jobs         *store.Collection[*svcv1.Job]
+	sources      *store.Collection[*svcv1.Source]
+	vaultObjects *store.Collection[*svcv1.VaultObject]
+}
+
+// New opens (creating if needed) the data directory and returns a ready server.
+func New(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: no data directory")
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	master, err := loadOrCreateKey(filepath.Join(cfg.DataDir, "master.key"))
+	if err != nil {
+		return nil, err
+	}
+	keys, err := platform.NewKeyring(master)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(filepath.Join(cfg.DataDir, "svc.db"))
+	if err != nil {
+		return nil, err
+	}
+	v, err := protovalidate.New()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("validator: %w", err)
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		db:        db,
+		accounts:  platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
+		devs:      platform.NewDevelopers(db, cfg.Now),
+		idem:      platform.NewIdempotency(db, cfg.Now),
+		limiter:   platform.NewLimiter(cfg.RateLimit, cfg.Now),
+		cursors:   platform.NewCursors(keys.Derive("cursor")),
+		validator: v,
+		csrf:      http.NewCrossOriginProtection(),
+		methods:   map[string]*method{},
+		plans:     store.NewCollection(db, "plans", func() *svcv1.Plan { return &svcv1.Plan{} }),
+		jobs:      store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
+		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }),
+		vaultObjects: store.NewCollection(db, "vault_objects", func() *svcv1.VaultObject {
+			return &svcv1.VaultObject{}
+		}),
+	}
+	// Requests in flight when the process last stopped will never finish: free their keys.
+	if _, err := s.idem.Purge(context.Background(), true); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	if err := s.loadMethods(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.register()
+	if s.openapi, err = s.openAPIDocument(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler serving the whole API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close closes the store. Call it after the HTTP server has drained.
+func (s *Server) Close() error { return s.db.Close() }
+
+// DB returns the server's store (for the seed job and tests).
+func (s *Server) DB() *store.DB { return s.db }
+
+func loadOrCreateKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	if err == nil {
+		return key, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("generate master key: %w", err)
+	}
+	if err := writeFileSync(path, key, 0o600); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+// writeFileSync writes a file atomically: temp file, fsync, rename.
+func writeFileSync(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(perm); err == nil {
+		_, err = tmp.Write(data)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), path)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// loadMethods builds the method table from every service of the svc.v1 package.
+func (s *Server) loadMethods() error {
+	var err error
+	protoregistry.GlobalFiles.RangeFilesByPackage("svc.v1", func(fd protoreflect.FileDescriptor) bool {
+		svcs := fd.Services()
+		for i := range svcs.Len() {
+			sd := svcs.Get(i)
+			for j := range sd.Methods().Len() {
+				md := sd.Methods().Get(j)
+				ep, _ := proto.GetExtension(md.Options(), svcv1.E_Endpoint).(*svcv1.Endpoint)
+				if ep == nil {
+					ep = &svcv1.Endpoint{}
+				}
+				m := &method{desc: md, procedure: "/" + string(sd.FullName()) + "/" + string(md.Name()), endpoint: ep}
+				if f := md.Input().Fields().ByName("connection_id"); f != nil {
+					m.connectionField = f
+				}
+				s.methods[m.procedure] = m
+			}
+		}
+		return true
+	})
+	if len(s.methods) == 0 {
+		err = errors.New("server: no svc.v1 services registered")
+	}
+	return err
+}
+
+// handle installs the implementation of a procedure.
+func handle[Req, Res proto.Message](s *Server, procedure string, fn func(context.Context, Req) (Res, error)) {
+	m, ok := s.methods[procedure]
+	if !ok {
+		panic("server: no method " + procedure)
+	}
+	m.call = func(ctx context.Context, req proto.Message) (proto.Message, error) {
+		return fn(ctx, req.(Req))
+	}
+}
+
+// newMessage returns an empty message of the descriptor's generated Go type.
+func newMessage(md protoreflect.MessageDescriptor) proto.Message {
+	if mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName()); err == nil {
+		return mt.New().Interface()
+	}
+	return dynamicpb.NewMessage(md)
+}
+
+// routes assembles the HTTP surface: Connect procedures, REST routes, documents, and
+// problems for everything else.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	rest := s.restRouter()
+	for _, m := range s.methods {
+		mux.Handle(m.procedure, s.connectHandler(m))
+	}
+	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
+	mux.Handle("/", rest)
+	return s.middleware(mux)
+}
+
+// middleware gives every request an id, bounds its body, and turns a panic into a 500 problem.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rid := id.New("req")
+		w.Header().Set("Request-Id", rid)
+		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
+		ctx = context.WithValue(ctx, httpRequestKey{}, r)
+		r = r.WithContext(ctx)
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(ctx, "panic", "request_id", rid, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to process the request."))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// rateHeaders applies the anonymous (per client address) allowance to plain HTTP routes that
+// bypass the RPC pipeline, so that every response carries the RateLimit headers.
+func (s *Server) rateHeaders(w http.ResponseWriter, r *http.Request) bool {
+	d := s.limiter.Take("ip:" + clientIP(r))
+	h := w.Header()
+	h.Set("RateLimit-Limit", fmt.Sprint(d.Limit))
+	h.Set("RateLimit-Remaining", fmt.Sprint(d.Remaining))
+	h.Set("RateLimit-Reset", fmt.Sprint(d.Reset))
+	if !d.Allowed {
+		h.Set("Retry-After", fmt.Sprint(d.RetryAfter))
+		writeProblem(w, requestIDFrom(r.Context()), newProblem(http.StatusTooManyRequests, codeRateLimited, "Too many requests."))
+		return false
+	}
+	return true
+}
+
+func writeProblem(w http.ResponseWriter, requestID string, p *problem) {
+	for k, v := range p.header {
+		w.Header()[k] = v
+	}
+	body, err := wire.Marshal(p.proto(requestID))
+	if err != nil {
+		body = []byte(`{"type":"` + problemTypeBase + codeInternal + `","title":"Internal error","status":500,"code":"internal","request_id":"` + requestID + `","errors":[]}`)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Del("Content-Length")
+	w.WriteHeader(p.status)
+	w.Write(body)
+}
+
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	if !s.rateHeaders(w, r) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(s.openapi)
+}
+
+// isJSON reports whether a Content-Type names JSON.
+func isJSON(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(strings.ToLower(mt))
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}

@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+)
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// Collection is one kind of API resource (plans, executions, ...), stored as deterministic
+// protobuf under tenant and id. Ids are ULIDs, so key order is creation order and lists come
+// newest first without a secondary index.
+type Collection[T proto.Message] struct {
+	db     *DB
+	bucket string
+	new    func() T
+}
+
+// NewCollection returns the collection stored in bucket name; newT makes an empty resource.
+func NewCollection[T proto.Message](db *DB, name string, newT func() T) *Collection[T] {
+	return &Collection[T]{db: db, bucket: "res_" + name, new: newT}
+}
+
+func resourceKey(tenant, id string) []byte { return []byte(tenant + "/" + id) }
+
+// Put stores m as the resource id of tenant, replacing any previous version.
+func (c *Collection[T]) Put(ctx context.Context, tenant, id string, m T) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
+	}
+	return c.db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if err != nil {
+			return err
+		}
+		return b.Put(resourceKey(tenant, id), data)
+	})
+}
+
+// Get returns the resource id of tenant, or ErrNotFound; a resource of another tenant is not
+// found.
+func (c *Collection[T]) Get(ctx context.Context, tenant, id string) (T, error) {
+	m := c.new()
+	err := c.db.view(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if errors.Is(err, errNoBucket) {
+			return ErrNotFound
+		}
+		data := b.Get(resourceKey(tenant, id))
+		if data == nil {
+			return ErrNotFound
+		}
+		return proto.Unmarshal(data, m)
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return m, nil
+}
+
+// Page is one page of a listing, newest first.
+type Page[T proto.Message] struct {
+	Items []T
+	// Last is the id of the last item when more items follow, else "".
+	Last string
+
+	lastKey []byte
+}
+
+// List returns up to limit resources of tenant, newest first, starting after (older than)
+// the resource id after ("" for the newest), keeping only those for which keep returns true
+// (nil keeps all).
+func (c *Collection[T]) List(ctx context.Context, tenant, after string, limit int, keep func(T) bool) (Page[T], error) {
+	var page Page[T]
+	prefix := []byte(tenant + "/")
+	err := c.db.view(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if errors.Is(err, errNoBucket) {
+			return nil
+		}
+		cur := b.Cursor()
+		var k, v []byte
+		if after == "" {
+			// Position on the last key of the tenant: seek past the prefix, then step back.
+			end := append(append([]byte(nil), prefix[:len(prefix)-1]...), '/'+1)
+			if k, _ = cur.Seek(end); k == nil {
+				k, v = cur.Last()
+			} else {
+				k, v = cur.Prev()
+			}
+		} else {
+			start := resourceKey(tenant, after)
+			if k, v = cur.Seek(start); k == nil {
+				k, v = cur.Last()
+			} else {
+				k, v = cur.Prev()
+			}
+		}
+		for ; k != nil && prefixed(k, prefix); k, v = cur.Prev() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			m := c.new()
+			if err := proto.Unmarshal(v, m); err != nil {
+				return fmt.Errorf("decode %s %s: %w", c.bucket, k, err)
+			}
+			if keep != nil && !keep(m) {
+				continue
+			}
+			if len(page.Items) == limit {
+				page.Last = string(page.lastKey[len(prefix):])
+				return nil
+			}
+			page.Items = append(page.Items, m)
+			page.lastKey = append(page.lastKey[:0], k...)
+		}
+		return nil
+	})
+	page.lastKey = nil
+	return page, err
+}
+
+// Scan calls fn for every resource of tenant, oldest first, until fn returns false.
+func (c *Collection[T]) Scan(ctx context.Context, tenant string, fn func(T) bool) error {
+	prefix := []byte(tenant + "/")
+	return c.db.view(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if errors.Is(err, errNoBucket) {
+			return nil
+		}
+		cur := b.Cursor()
+		for k, v := cur.Seek(prefix); k != nil && prefixed(k, prefix); k, v = cur.Next() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			m := c.new()
+			if err := proto.Unmarshal(v, m); err != nil {
+				return fmt.Errorf("decode %s %s: %w", c.bucket, k, err)
+			}
+			if !fn(m) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
+// Count returns how many resources of tenant satisfy keep (nil counts all).
+func (c *Collection[T]) Count(ctx context.Context, tenant string, keep func(T) bool) (int, error) {
+	n := 0
+	err := c.Scan(ctx, tenant, func(m T) bool {
+		if keep == nil || keep(m) {
+			n++
+		}
+		return true
+	})
+	return n, err
+}

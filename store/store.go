@@ -1,0 +1,89 @@
+// Package store is svc's embedded storage on bbolt: one file holds the platform's records
+// (users, sessions, organizations, applications, keys, connections, idempotency records) and
+// every tenant-scoped API resource. It implements the storage interfaces that the domain
+// packages declare; nothing outside cmd and server imports it.
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrNotFound is returned when a resource is not in the tenant's collection.
+var ErrNotFound = errors.New("not found")
+
+// DB is an open store.
+type DB struct{ bolt *bolt.DB }
+
+// Open opens (creating if needed) the store file at path.
+func Open(path string) (*DB, error) {
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return &DB{bolt: b}, nil
+}
+
+// Close closes the store; after it returns, the file is consistent on disk.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+func (db *DB) view(fn func(*bolt.Tx) error) error   { return db.bolt.View(fn) }
+func (db *DB) update(fn func(*bolt.Tx) error) error { return db.bolt.Update(fn) }
+
+// bucket returns the named bucket in a write transaction, creating it if needed.
+func bucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
+	if tx.Writable() {
+		return tx.CreateBucketIfNotExists([]byte(name))
+	}
+	b := tx.Bucket([]byte(name))
+	if b == nil {
+		return nil, errNoBucket
+	}
+	return b, nil
+}
+
+// errNoBucket stands for "nothing stored yet" in read transactions.
+var errNoBucket = errors.New("no bucket")
+
+// getJSON reads a JSON record; missing ones are notFound.
+func getJSON(tx *bolt.Tx, name, key string, v any, notFound error) error {
+	b, err := bucket(tx, name)
+	if errors.Is(err, errNoBucket) {
+		return notFound
+	}
+	if err != nil {
+		return err
+	}
+	data := b.Get([]byte(key))
+	if data == nil {
+		return notFound
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s/%s: %w", name, key, err)
+	}
+	return nil
+}
+
+func putJSON(tx *bolt.Tx, name, key string, v any) error {
+	b, err := bucket(tx, name)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", name, key, err)
+	}
+	return b.Put([]byte(key), data)
+}
+
+// ctxErr lets a cancelled request stop before it touches the file.
+func ctxErr(ctx context.Context) error { return ctx.Err() }
+
+// prefixed reports whether k starts with p.
+func prefixed(k, p []byte) bool { return bytes.HasPrefix(k, p) }
