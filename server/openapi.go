@@ -1,3 +1,345 @@
 package server
 
-func (s *Server) openAPIDocument() ([]byte, error) { return []byte(`{}`), nil }
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/wire"
+)
+
+// obj is a JSON object under construction; encoding/json writes its keys sorted, so the
+// document is byte-for-byte stable.
+type obj = map[string]any
+
+// openAPIDocument generates the OpenAPI 3.1 document of the REST surface from the same
+// descriptors the router and the codec use: routes from google.api.http, schemas from the
+// messages with the codec's naming, nullability and enum strings, and constraints from the
+// protovalidate rules.
+func (s *Server) openAPIDocument() ([]byte, error) {
+	g := &openAPIGen{schemas: obj{}}
+	paths := obj{}
+	var routes []*route
+	for _, m := range s.methods {
+		if r := httpRule(m); r != nil {
+			routes = append(routes, r)
+		}
+	}
+	slices.SortFunc(routes, func(a, b *route) int { return strings.Compare(a.path+a.verb, b.path+b.verb) })
+	for _, r := range routes {
+		item, _ := paths[r.path].(obj)
+		if item == nil {
+			item = obj{}
+			paths[r.path] = item
+		}
+		item[strings.ToLower(r.verb)] = g.operation(r)
+	}
+	g.schemas["Problem"] = g.messageSchema((&svcv1.Problem{}).ProtoReflect().Descriptor())
+	doc := obj{
+		"openapi": "3.1.0",
+		"info": obj{
+			"title":       "svc API",
+			"version":     "v1",
+			"description": "The data-lifecycle service: plans, executions, receipts, manifests, vault, intelligence, creator revenue and the developer platform. Errors are RFC 9457 problem documents.",
+		},
+		"paths": paths,
+		"components": obj{
+			"schemas": g.schemas,
+			"securitySchemes": obj{
+				"apiKey":  obj{"type": "http", "scheme": "bearer", "description": "A developer API key, sk_test_... or sk_live_..."},
+				"session": obj{"type": "apiKey", "in": "cookie", "name": "svc_session"},
+			},
+			"headers": obj{
+				"RateLimit-Limit":     obj{"schema": obj{"type": "integer"}, "description": "Requests allowed per window."},
+				"RateLimit-Remaining": obj{"schema": obj{"type": "integer"}, "description": "Requests left now."},
+				"RateLimit-Reset":     obj{"schema": obj{"type": "integer"}, "description": "Seconds until the allowance is full again."},
+			},
+		},
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+type openAPIGen struct{ schemas obj }
+
+var rateHeaders = obj{
+	"RateLimit-Limit":     obj{"$ref": "#/components/headers/RateLimit-Limit"},
+	"RateLimit-Remaining": obj{"$ref": "#/components/headers/RateLimit-Remaining"},
+	"RateLimit-Reset":     obj{"$ref": "#/components/headers/RateLimit-Reset"},
+}
+
+func (g *openAPIGen) operation(r *route) obj {
+	m := r.m
+	in := m.desc.Input()
+	op := obj{
+		"operationId": string(m.desc.Parent().Name()) + "_" + string(m.desc.Name()),
+		"tags":        []string{string(m.desc.Parent().Name())},
+	}
+	var params []any
+	for _, v := range r.vars {
+		fd := in.Fields().ByName(protoreflect.Name(v))
+		params = append(params, obj{"name": v, "in": "path", "required": true, "schema": g.fieldSchema(fd, false)})
+	}
+	if r.body == "" {
+		for i := range in.Fields().Len() {
+			fd := in.Fields().Get(i)
+			if slices.Contains(r.vars, string(fd.Name())) {
+				continue
+			}
+			p := obj{"name": wire.JSONName(fd), "in": "query", "schema": g.fieldSchema(fd, false)}
+			if fd.IsList() {
+				p["style"], p["explode"] = "form", false
+			}
+			if rules := fieldRules(fd); rules.GetRequired() || rules.GetString().GetMinLen() > 0 {
+				p["required"] = true
+			}
+			if fd.Name() == "connection_id" && m.endpoint.GetConnectionScoped() {
+				p["description"] = "Required when authenticating with a developer API key."
+			}
+			params = append(params, p)
+		}
+	}
+	if m.endpoint.GetIdempotent() {
+		params = append(params, obj{"name": "Idempotency-Key", "in": "header", "schema": obj{"type": "string", "maxLength": 255},
+			"description": "Replays the first response for 24 hours; reuse with another body is 409 idempotency_key_reused."})
+	}
+	if params != nil {
+		op["parameters"] = params
+	}
+	switch r.body {
+	case "":
+	case "*":
+		op["requestBody"] = obj{"content": obj{"application/json": obj{"schema": g.bodySchema(in, r.vars)}}}
+	default:
+		fd := in.Fields().ByName(protoreflect.Name(r.body))
+		op["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": g.ref(fd.Message())}}}
+	}
+	status := m.successStatus()
+	success := obj{"description": "Success.", "headers": rateHeaders}
+	switch {
+	case status == http.StatusNoContent:
+	case status >= 300 && status < 400:
+		h := obj{"Location": obj{"schema": obj{"type": "string"}}}
+		for k, v := range rateHeaders {
+			h[k] = v
+		}
+		success["headers"] = h
+	default:
+		success["content"] = obj{"application/json": obj{"schema": g.ref(m.desc.Output())}}
+	}
+	op["responses"] = obj{
+		strconv.Itoa(status): success,
+		"default": obj{"description": "A problem (RFC 9457).", "headers": rateHeaders,
+			"content": obj{"application/problem+json": obj{"schema": obj{"$ref": "#/components/schemas/Problem"}}}},
+	}
+	var sec []any
+	if !m.public() {
+		if m.accepts(svcv1.Credential_CREDENTIAL_API_KEY) {
+			sec = append(sec, obj{"apiKey": []string{}})
+		}
+		if m.accepts(svcv1.Credential_CREDENTIAL_SESSION) {
+			sec = append(sec, obj{"session": []string{}})
+		}
+	}
+	op["security"] = nonNil(sec)
+	return op
+}
+
+// bodySchema is a request message as a body: the message without its path variables.
+func (g *openAPIGen) bodySchema(md protoreflect.MessageDescriptor, vars []string) any {
+	if len(vars) == 0 {
+		return g.ref(md)
+	}
+	sch := g.objectSchema(md, vars)
+	delete(sch, "required")
+	return sch
+}
+
+// ref names a message's schema, generating it on first use.
+func (g *openAPIGen) ref(md protoreflect.MessageDescriptor) obj {
+	switch md.FullName() {
+	case timestampName, structName, valueName, listValueName:
+		return g.wellKnown(md)
+	}
+	name := string(md.Name())
+	if md.Parent() != nil {
+		if parent, ok := md.Parent().(protoreflect.MessageDescriptor); ok {
+			name = string(parent.Name()) + "_" + name
+		}
+	}
+	if md.FullName() == "google.protobuf.Empty" {
+		name = "Empty"
+	}
+	if _, ok := g.schemas[name]; !ok {
+		g.schemas[name] = obj{} // placeholder against recursion
+		g.schemas[name] = g.messageSchema(md)
+	}
+	return obj{"$ref": "#/components/schemas/" + name}
+}
+
+const (
+	timestampName protoreflect.FullName = "google.protobuf.Timestamp"
+	structName    protoreflect.FullName = "google.protobuf.Struct"
+	valueName     protoreflect.FullName = "google.protobuf.Value"
+	listValueName protoreflect.FullName = "google.protobuf.ListValue"
+)
+
+func (g *openAPIGen) wellKnown(md protoreflect.MessageDescriptor) obj {
+	switch md.FullName() {
+	case timestampName:
+		return obj{"type": "string", "format": "date-time"}
+	case structName:
+		return obj{"type": "object"}
+	case listValueName:
+		return obj{"type": "array"}
+	}
+	return obj{}
+}
+
+func (g *openAPIGen) messageSchema(md protoreflect.MessageDescriptor) obj {
+	return g.objectSchema(md, nil)
+}
+
+// objectSchema: every field is always present on the wire (unset ones as null), except
+// those marked omit_unset, so all others are required.
+func (g *openAPIGen) objectSchema(md protoreflect.MessageDescriptor, skip []string) obj {
+	props := obj{}
+	var required []string
+	for i := range md.Fields().Len() {
+		fd := md.Fields().Get(i)
+		if slices.Contains(skip, string(fd.Name())) {
+			continue
+		}
+		name := wire.JSONName(fd)
+		omit, _ := proto.GetExtension(fd.Options(), svcv1.E_OmitUnset).(bool)
+		mustBeSet := fieldRules(fd).GetRequired()
+		nullable := !fd.IsList() && !fd.IsMap() && !omit && !mustBeSet &&
+			(fd.HasPresence() || fd.Kind() == protoreflect.EnumKind)
+		props[name] = g.fieldSchema(fd, nullable)
+		if !omit {
+			required = append(required, name)
+		}
+	}
+	sch := obj{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		sch["required"] = required
+	}
+	if d := comment(md); d != "" {
+		sch["description"] = d
+	}
+	return sch
+}
+
+func comment(d protoreflect.Descriptor) string {
+	loc := d.ParentFile().SourceLocations().ByDescriptor(d)
+	return strings.TrimSpace(loc.LeadingComments)
+}
+
+func fieldRules(fd protoreflect.FieldDescriptor) *validate.FieldRules {
+	r, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
+	return r
+}
+
+func (g *openAPIGen) fieldSchema(fd protoreflect.FieldDescriptor, nullable bool) any {
+	rules := fieldRules(fd)
+	switch {
+	case fd.IsList():
+		items := g.singularSchema(fd, rules.GetRepeated().GetItems())
+		sch := obj{"type": "array", "items": items}
+		if n := rules.GetRepeated().GetMinItems(); n > 0 {
+			sch["minItems"] = n
+		}
+		return sch
+	case fd.IsMap():
+		return obj{"type": "object", "additionalProperties": g.singularSchema(fd.MapValue(), nil)}
+	}
+	sch := g.singularSchema(fd, rules)
+	if !nullable {
+		return sch
+	}
+	if fd.Kind() == protoreflect.MessageKind {
+		return obj{"anyOf": []any{sch, obj{"type": "null"}}}
+	}
+	sch["type"] = []string{sch["type"].(string), "null"}
+	if e, ok := sch["enum"].([]any); ok {
+		sch["enum"] = append(e, nil)
+	}
+	return sch
+}
+
+func (g *openAPIGen) singularSchema(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) obj {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return g.ref(fd.Message())
+	case protoreflect.EnumKind:
+		var vals []any
+		for _, v := range wire.EnumValues(fd.Enum()) {
+			vals = append(vals, v)
+		}
+		return obj{"type": "string", "enum": vals}
+	case protoreflect.BoolKind:
+		return obj{"type": "boolean"}
+	case protoreflect.StringKind:
+		sch := obj{"type": "string"}
+		sr := rules.GetString()
+		if sr.HasPattern() {
+			sch["pattern"] = sr.GetPattern()
+		}
+		if sr.HasMinLen() {
+			sch["minLength"] = sr.GetMinLen()
+		}
+		if sr.HasMaxLen() {
+			sch["maxLength"] = sr.GetMaxLen()
+		}
+		if sr.HasConst() {
+			sch["const"] = sr.GetConst()
+		}
+		if sr.GetEmail() {
+			sch["format"] = "email"
+		}
+		if sr.GetUri() {
+			sch["format"] = "uri"
+		}
+		return sch
+	case protoreflect.BytesKind:
+		return obj{"type": "string", "contentEncoding": "base64"}
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		sch := obj{"type": "number"}
+		if dr := rules.GetDouble(); dr != nil {
+			if dr.HasGte() {
+				sch["minimum"] = dr.GetGte()
+			}
+			if dr.HasLte() {
+				sch["maximum"] = dr.GetLte()
+			}
+		}
+		return sch
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		sch := obj{"type": "integer", "format": "int32"}
+		if ir := rules.GetInt32(); ir != nil {
+			if ir.HasGte() {
+				sch["minimum"] = ir.GetGte()
+			}
+			if ir.HasLte() {
+				sch["maximum"] = ir.GetLte()
+			}
+		}
+		return sch
+	}
+	sch := obj{"type": "integer", "format": "int64"}
+	if ir := rules.GetInt64(); ir != nil {
+		if ir.HasGte() {
+			sch["minimum"] = ir.GetGte()
+		}
+		if ir.HasLte() {
+			sch["maximum"] = ir.GetLte()
+		}
+	}
+	return sch
+}

@@ -147,8 +147,14 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close closes the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error { return s.db.Close() }
 
-// DB returns the server's store (for the seed job and tests).
+// DB returns the server's store, for tools and tests that load data directly.
 func (s *Server) DB() *store.DB { return s.db }
+
+// Accounts returns the account service, for tools and tests.
+func (s *Server) Accounts() *platform.Accounts { return s.accounts }
+
+// Developers returns the developer platform service, for tools and tests.
+func (s *Server) Developers() *platform.Developers { return s.devs }
 
 func loadOrCreateKey(path string) ([]byte, error) {
 	key, err := os.ReadFile(path)
