@@ -40,7 +40,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // env is a running server on a real loopback listener, seeded like --dev.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *server.Server
 	ts     *httptest.Server
 	creds  *server.DevCredentials
@@ -51,7 +51,7 @@ type env struct {
 // cheap argon2id parameters keep the tests fast; production uses the OWASP defaults.
 var cheapPasswords = platform.PasswordParams{Memory: 64, Time: 1, Threads: 1}
 
-func newEnv(t *testing.T, opts ...func(*server.Config)) *env {
+func newEnv(t testing.TB, opts ...func(*server.Config)) *env {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	cfg := server.Config{DataDir: t.TempDir(), Password: cheapPasswords, Now: clk.Now,

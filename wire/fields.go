@@ -16,6 +16,8 @@ type field struct {
 	quoted    []byte // `"name":`
 	omitUnset bool
 	nullable  bool // has presence: unset is written as null
+	realOneof bool // member of a non-synthetic oneof: written only when set
+	enum      *enumNames
 }
 
 // message is the codec's view of one message type.
@@ -77,6 +79,14 @@ func describe(md protoreflect.MessageDescriptor) *message {
 			name:     name,
 			quoted:   append(appendString(nil, name), ':'),
 			nullable: fd.HasPresence() && !fd.IsList() && !fd.IsMap(),
+		}
+		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() {
+			f.realOneof = true
+		}
+		if fd.Kind() == protoreflect.EnumKind {
+			f.enum = describeEnum(fd.Enum())
+		} else if fd.IsMap() && fd.MapValue().Kind() == protoreflect.EnumKind {
+			f.enum = describeEnum(fd.MapValue().Enum())
 		}
 		if opts := fd.Options(); opts != nil {
 			f.omitUnset, _ = proto.GetExtension(opts, svcv1.E_OmitUnset).(bool)

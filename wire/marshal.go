@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -23,9 +24,23 @@ const (
 	listValueName protoreflect.FullName = "google.protobuf.ListValue"
 )
 
+// buffers recycles encoding buffers so that large responses do not regrow one each time.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // Marshal returns the wire JSON of m.
 func Marshal(m proto.Message) ([]byte, error) {
-	return Append(make([]byte, 0, 256), m)
+	bp := buffers.Get().(*[]byte)
+	b, err := Append((*bp)[:0], m)
+	if err != nil {
+		buffers.Put(bp)
+		return nil, err
+	}
+	out := append([]byte(nil), b...)
+	if cap(b) <= 4<<20 { // do not pin huge buffers
+		*bp = b
+		buffers.Put(bp)
+	}
+	return out, nil
 }
 
 // Append appends the wire JSON of m to b.
@@ -47,7 +62,7 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	var err error
 	for i := range desc.fields {
 		f := &desc.fields[i]
-		if od := f.fd.ContainingOneof(); od != nil && !od.IsSynthetic() && !m.Has(f.fd) {
+		if f.realOneof && !m.Has(f.fd) {
 			continue // a real oneof writes only its set member
 		}
 		unset := f.nullable && !m.Has(f.fd)
@@ -63,11 +78,11 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 		case unset:
 			b = append(b, "null"...)
 		case f.fd.IsList():
-			b, err = appendList(b, f.fd, m.Get(f.fd).List())
+			b, err = appendList(b, f, m.Get(f.fd).List())
 		case f.fd.IsMap():
-			b, err = appendMap(b, f.fd, m.Get(f.fd).Map())
+			b, err = appendMap(b, f, m.Get(f.fd).Map())
 		default:
-			b, err = appendSingular(b, f.fd, m.Get(f.fd))
+			b, err = appendSingular(b, f.fd, f.enum, m.Get(f.fd))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
@@ -76,21 +91,21 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendList(b []byte, fd protoreflect.FieldDescriptor, l protoreflect.List) ([]byte, error) {
+func appendList(b []byte, f *field, l protoreflect.List) ([]byte, error) {
 	b = append(b, '[')
 	var err error
 	for i := range l.Len() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendSingular(b, fd, l.Get(i)); err != nil {
+		if b, err = appendSingular(b, f.fd, f.enum, l.Get(i)); err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
 	}
 	return append(b, ']'), nil
 }
 
-func appendMap(b []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map) ([]byte, error) {
+func appendMap(b []byte, f *field, mp protoreflect.Map) ([]byte, error) {
 	keys := make([]protoreflect.MapKey, 0, mp.Len())
 	mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
 		keys = append(keys, k)
@@ -114,14 +129,14 @@ func appendMap(b []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map) (
 		}
 		b = appendString(b, k.String())
 		b = append(b, ':')
-		if b, err = appendSingular(b, fd.MapValue(), mp.Get(k)); err != nil {
+		if b, err = appendSingular(b, f.fd.MapValue(), f.enum, mp.Get(k)); err != nil {
 			return nil, fmt.Errorf("[%q]: %w", k.String(), err)
 		}
 	}
 	return append(b, '}'), nil
 }
 
-func appendSingular(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) ([]byte, error) {
+func appendSingular(b []byte, fd protoreflect.FieldDescriptor, enum *enumNames, v protoreflect.Value) ([]byte, error) {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
 		return strconv.AppendBool(b, v.Bool()), nil
@@ -141,7 +156,7 @@ func appendSingular(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Va
 		b = base64.StdEncoding.AppendEncode(b, v.Bytes())
 		return append(b, '"'), nil
 	case protoreflect.EnumKind:
-		s := EnumString(fd.Enum(), v.Enum())
+		s := enum.toWire[v.Enum()]
 		if s == "" {
 			if v.Enum() == 0 {
 				return append(b, "null"...), nil

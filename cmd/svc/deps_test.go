@@ -1,0 +1,27 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Domain packages and the provider SDK must not reach the edge or the storage engine:
+// storage comes to them through interfaces they declare.
+func TestDomainDependencies(t *testing.T) {
+	domain := []string{"platform", "wire", "id", "plan", "execute", "receipt", "manifest", "vault", "intel", "creator", "providers"}
+	forbidden := []string{"svc.dev/svc/server", "svc.dev/svc/store", "go.etcd.io/bbolt", "connectrpc.com/connect"}
+	for _, pkg := range domain {
+		out, err := exec.Command("go", "list", "-deps", "svc.dev/svc/"+pkg).Output()
+		if err != nil {
+			continue // not written yet
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range forbidden {
+				if dep == f || strings.HasPrefix(dep, f+"/") {
+					t.Errorf("%s depends on %s", pkg, dep)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"svc.dev/svc/server"
+)
+
+// svcBinary builds the real binary once per test run.
+func svcBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "svc")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// start runs `svc serve --dev` on a free loopback port and returns its base URL.
+func start(t *testing.T, bin, data string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--dev", "--addr", "127.0.0.1:0", "--data", data)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	log := &strings.Builder{}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`base_url=(\S+)`)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case url := <-found:
+		return cmd, url, log
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("svc serve did not start:\n%s", log)
+	}
+	return nil, "", nil
+}
+
+func TestServeDevAndGracefulShutdown(t *testing.T) {
+	bin := svcBinary(t)
+	data := t.TempDir()
+	cmd, base, log := start(t, bin, data)
+
+	raw, err := os.ReadFile(filepath.Join(data, server.DevCredentialsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(data, server.DevCredentialsFile)); fi.Mode().Perm() != 0o600 {
+		t.Errorf("dev-credentials.json mode %v, want 0600", fi.Mode().Perm())
+	}
+	var creds map[string]string
+	if err := json.Unmarshal(raw, &creds); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"base_url", "test_api_key", "live_api_key", "connection_id", "session_cookie", "user_id", "org_id", "application_id"} {
+		if creds[k] == "" {
+			t.Errorf("dev-credentials.json lacks %s", k)
+		}
+	}
+	if creds["base_url"] != base {
+		t.Errorf("base_url %q, want %q", creds["base_url"], base)
+	}
+	get := func(path, hk, hv string) int {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set(hk, hv)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if s := get("/v1/plans?connection_id="+creds["connection_id"], "Authorization", "Bearer "+creds["test_api_key"]); s != 200 {
+		t.Fatalf("test key + connection: %d", s)
+	}
+	if s := get("/v1/account", "Cookie", "svc_session="+creds["session_cookie"]); s != 200 {
+		t.Fatalf("session cookie: %d", s)
+	}
+
+	// SIGTERM drains and exits cleanly, releasing the bbolt file.
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, log)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("svc did not stop on SIGTERM")
+	}
+	if !strings.Contains(log.String(), "msg=stopped") {
+		t.Errorf("no clean stop in the log:\n%s", log)
+	}
+	db, err := bolt.Open(filepath.Join(data, "svc.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("store still locked after shutdown: %v", err)
+	}
+	db.Close()
+
+	// A restart keeps the same working credentials (the seed job does not run twice).
+	cmd2, base2, _ := start(t, bin, data)
+	defer func() { cmd2.Process.Signal(syscall.SIGINT); cmd2.Wait() }()
+	raw2, _ := os.ReadFile(filepath.Join(data, server.DevCredentialsFile))
+	var creds2 map[string]string
+	json.Unmarshal(raw2, &creds2)
+	if creds2["test_api_key"] != creds["test_api_key"] || creds2["user_id"] != creds["user_id"] || creds2["base_url"] != base2 {
+		t.Fatalf("restart changed credentials: %v -> %v", creds, creds2)
+	}
+	if s := get2(t, base2+"/v1/account", creds2["session_cookie"]); s != 200 {
+		t.Fatalf("after restart: %d", s)
+	}
+}
+
+func get2(t *testing.T, url, session string) int {
+	req, _ := http.NewRequestWithContext(context.Background(), "GET", url, nil)
+	req.Header.Set("Cookie", "svc_session="+session)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
