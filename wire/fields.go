@@ -24,6 +24,9 @@ type field struct {
 type message struct {
 	fields []field
 	byName map[string]*field
+
+	sortOnce sync.Once
+	byKey    []*field // fields in canonical (UTF-16 name) order
 }
 
 var messages sync.Map // protoreflect.FullName -> *message
