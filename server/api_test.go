@@ -168,3 +168,17 @@ func TestProblemForPanicsAndUnknownRoutesIsNeverPlainText(t *testing.T) {
 		}
 	}
 }
+
+func TestInternalErrorLeaksNothing(t *testing.T) {
+	e := newEnv(t)
+	e.srv.DB().Close() // the storage engine fails under the running server
+	for _, r := range []*resp{
+		e.do("GET", "/v1/account", "", e.session()...),
+		e.do("GET", e.plansPath(), "", e.key()...),
+	} {
+		p := checkProblem(t, r, 500, "internal")
+		if d, _ := p["detail"].(string); strings.Contains(strings.ToLower(d), "database") || strings.Contains(d, "bolt") {
+			t.Errorf("internal detail leaked: %q", d)
+		}
+	}
+}

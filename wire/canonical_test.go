@@ -93,7 +93,7 @@ func randomValue(t *rapid.T, fd protoreflect.FieldDescriptor, newMsg func() prot
 	case protoreflect.Int32Kind:
 		return protoreflect.ValueOfInt32(rapid.Int32().Draw(t, "i32")), true
 	case protoreflect.Int64Kind:
-		return protoreflect.ValueOfInt64(rapid.Int64Range(-(1<<53 - 1), 1<<53-1).Draw(t, "i64")), true
+		return protoreflect.ValueOfInt64(rapid.Int64Range(-(1<<53-1), 1<<53-1).Draw(t, "i64")), true
 	case protoreflect.DoubleKind:
 		return protoreflect.ValueOfFloat64(rapid.Float64().Filter(func(f float64) bool { return f == f && f < 1e300 && f > -1e300 }).Draw(t, "f")), true
 	case protoreflect.EnumKind:

@@ -83,13 +83,13 @@ func TestUnmarshalErrors(t *testing.T) {
 	}
 	var job svcv1.Job
 	for body, path := range map[string]string{
-		`{"progress":"40"}`:              "progress",
-		`{"progress":4.5}`:               "progress",
-		`{"progress":99999999999}`:       "progress",
-		`{"created_at":"yesterday"}`:     "created_at",
-		`{"result":[1]}`:                 "result",
-		`{"sources_connected":1}`:        "sources_connected",
-		`{"kind":null,"status":"nope"}`:  "status",
+		`{"progress":"40"}`:               "progress",
+		`{"progress":4.5}`:                "progress",
+		`{"progress":99999999999}`:        "progress",
+		`{"created_at":"yesterday"}`:      "created_at",
+		`{"result":[1]}`:                  "result",
+		`{"sources_connected":1}`:         "sources_connected",
+		`{"kind":null,"status":"nope"}`:   "status",
 		`{"result":{"a":1},"error":true}`: "error",
 	} {
 		err := wire.Unmarshal([]byte(body), &job)
