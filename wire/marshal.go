@@ -319,3 +319,6 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// AppendString appends s as a JSON string, escaped as the wire format and RFC 8785 escape it.
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }

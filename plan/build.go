@@ -1,0 +1,341 @@
+package plan
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/wire"
+)
+
+// Version is the plan format version (planVersion).
+const Version = "1"
+
+// DefaultTTL is how long a plan stays valid for authorization and execution.
+const DefaultTTL = 24 * time.Hour
+
+// ErrInvalid is returned when a build request cannot make a plan (an intent that needs a
+// destination without one, no sources, ...). The message says why.
+var ErrInvalid = errors.New("invalid plan request")
+
+// Request is what to plan.
+type Request struct {
+	TenantID, UserID string
+	Actor            *svcv1.Actor
+	Simulated        bool
+	Intent           svcv1.PlanIntent
+	Sources          []Source
+	// Policy, when set, replaces every source's own policy for this plan.
+	Policy *svcv1.SourcePolicy
+	// Destination is required for export and migrate.
+	Destination          *svcv1.Destination
+	PreservationRequired bool
+	Grant                Grant
+	Billing              *Billing
+	Now                  time.Time
+	TTL                  time.Duration // default DefaultTTL
+}
+
+// candidate is an object on its way into the plan.
+type candidate struct {
+	obj      *svcv1.PlanObject
+	modified int64 // unix nanoseconds, for duplicate handling
+	src      int
+	unsub    bool // has List-Unsubscribe
+}
+
+// Build makes a plan. It reads each source's listing to the end, one page at a time, and never
+// changes provider state. The plan is validated, or rejected when the policy decision is deny.
+func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
+	if len(req.Sources) == 0 {
+		return nil, fmt.Errorf("%w: no sources", ErrInvalid)
+	}
+	switch req.Intent {
+	case svcv1.PlanIntent_PLAN_INTENT_RESTORE:
+		return nil, fmt.Errorf("%w: restore plans start from the vault (POST /v1/vault/objects/{id}/restore)", ErrInvalid)
+	case svcv1.PlanIntent_PLAN_INTENT_EXPORT, svcv1.PlanIntent_PLAN_INTENT_MIGRATE:
+		if req.Destination == nil {
+			return nil, fmt.Errorf("%w: intent %s needs a destination", ErrInvalid, enumString(req.Intent))
+		}
+	}
+	now := req.Now.UTC().Truncate(time.Millisecond)
+	ttl := cmp.Or(req.TTL, DefaultTTL)
+	p := &svcv1.Plan{
+		PlanId:               id.NewAt("pln", now),
+		PlanVersion:          Version,
+		TenantId:             req.TenantID,
+		UserId:               req.UserID,
+		Actor:                req.Actor,
+		Intent:               req.Intent,
+		Simulated:            req.Simulated,
+		CreatedAt:            timestamppb.New(now),
+		ExpiresAt:            timestamppb.New(now.Add(ttl)),
+		Destination:          req.Destination,
+		PreservationRequired: req.PreservationRequired,
+		Projection:           &svcv1.Projection{},
+		Objects:              []*svcv1.PlanObject{},
+		Excluded:             []*svcv1.Exclusion{},
+	}
+	rules := make([]rules, len(req.Sources))
+	var cands []candidate
+	bySHA := map[string][]int32{}
+	for si := range req.Sources {
+		src := &req.Sources[si]
+		pol := src.Policy
+		if req.Policy != nil {
+			pol = req.Policy
+		}
+		rules[si] = resolve(pol)
+		r := &rules[si]
+		marker := Marker{Kind: "none"}
+		for {
+			page, err := src.Objects.Next(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("list source %s: %w", src.ID, err)
+			}
+			if page.Marker.Kind != "" {
+				marker = page.Marker
+			}
+			for i := range page.Objects {
+				o := &page.Objects[i]
+				asset := AssetID(req.TenantID, src.ID, o.ID)
+				if reason, detail := r.exclusion(o, now); reason != 0 {
+					p.Excluded = append(p.Excluded, &svcv1.Exclusion{AssetId: asset, Reason: reason, Detail: detail})
+					continue
+				}
+				po := &svcv1.PlanObject{
+					AssetId:           asset,
+					SourceId:          src.ID,
+					Provider:          src.Provider,
+					ProviderObjectId:  o.ID,
+					ExpectedSizeBytes: o.SizeBytes,
+					StorageClass:      r.classify(o, now),
+				}
+				if o.Version != "" {
+					po.ExpectedVersion = proto.String(o.Version)
+				}
+				if o.SHA256 != "" {
+					po.ExpectedSha256 = proto.String(o.SHA256)
+					bySHA[o.SHA256] = append(bySHA[o.SHA256], int32(len(cands)))
+				}
+				modified := o.ModifiedAt
+				if modified.IsZero() {
+					modified = o.CreatedAt
+				}
+				cands = append(cands, candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != ""})
+			}
+			if page.Last {
+				break
+			}
+		}
+		mk, ok := wire.ParseEnum(svcv1.SourceMarkerKind(0).Descriptor(), marker.Kind)
+		if !ok {
+			return nil, fmt.Errorf("source %s: unknown marker kind %q", src.ID, marker.Kind)
+		}
+		p.SourceMarkers = append(p.SourceMarkers, &svcv1.SourceMarker{Provider: src.Provider, SourceId: src.ID,
+			Kind: svcv1.SourceMarkerKind(mk), Value: marker.Value, ObservedAt: timestamppb.New(now)})
+	}
+	markDuplicates(cands, bySHA, rules)
+
+	removed := make([]int64, len(req.Sources))
+	ops := map[svcv1.OperationClass]bool{svcv1.OperationClass_OPERATION_CLASS_DISCOVER: true}
+	for i := range cands {
+		c := &cands[i]
+		src := &req.Sources[c.src]
+		acts, reason, detail := actionsFor(req, &rules[c.src], src, c)
+		switch {
+		case reason != 0:
+			p.Excluded = append(p.Excluded, &svcv1.Exclusion{AssetId: c.obj.AssetId, Reason: reason, Detail: detail})
+			continue
+		case acts == nil:
+			continue // not part of this intent (unsubscribe plans hold subscriptions only)
+		}
+		c.obj.Actions = acts
+		c.obj.PreservationElected = slices.Contains(acts, svcv1.PlanAction_PLAN_ACTION_PRESERVE)
+		p.Objects = append(p.Objects, c.obj)
+		project(p.Projection, c.obj, removed, c.src, ops)
+	}
+	if req.Billing != nil {
+		ops[svcv1.OperationClass_OPERATION_CLASS_BILLABLE_EXECUTE] = true
+	}
+	for op := range ops {
+		p.OperationClasses = append(p.OperationClasses, op)
+	}
+	slices.Sort(p.OperationClasses)
+	p.Projection.ProjectedReclaimBytes = p.Projection.BytesToRemove
+	p.Projection.ProjectedQuota = []*svcv1.ProjectedQuota{}
+	for si := range req.Sources {
+		if q := req.Sources[si].Quota; q != nil {
+			pq := &svcv1.ProjectedQuota{SourceId: req.Sources[si].ID, UsedBytesAfter: max(0, q.UsedBytes-removed[si])}
+			if q.LimitBytes > 0 {
+				pq.LimitBytes = proto.Int64(q.LimitBytes)
+				pq.PercentAfter = proto.Float64(math.Round(float64(pq.UsedBytesAfter)*10000/float64(q.LimitBytes)) / 100)
+			}
+			p.Projection.ProjectedQuota = append(p.Projection.ProjectedQuota, pq)
+		}
+	}
+	if req.Billing != nil {
+		p.Meter = Estimate(p.Projection, req.Billing)
+	}
+	Canonicalize(p)
+	status := make(map[string]svcv1.SourceStatus, len(req.Sources))
+	for _, s := range req.Sources {
+		status[s.ID] = s.Status
+	}
+	p.Policy = Decide(p, Decision{SourceStatus: status, Grant: req.Grant, Billing: req.Billing})
+	p.State = svcv1.PlanState_PLAN_STATE_VALIDATED
+	if p.Policy.GetDecision() == svcv1.PolicyDecision_POLICY_DECISION_DENY {
+		p.State = svcv1.PlanState_PLAN_STATE_REJECTED
+	}
+	h, err := Hash(p)
+	if err != nil {
+		return nil, err
+	}
+	p.Hash = h
+	return p, nil
+}
+
+// markDuplicates turns all but one object of each group of identical content into duplicates
+// (or, with duplicateHandling review, every member into review). Objects the policy preserves
+// or protects keep their class, and a preserved or protected member is the one kept.
+func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) {
+	for _, group := range bySHA {
+		if len(group) < 2 {
+			continue
+		}
+		keep := int32(-1)
+		for _, i := range group {
+			if sc := cands[i].obj.StorageClass; sc == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || sc == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE {
+				keep = i
+				break
+			}
+		}
+		if keep < 0 {
+			keep = group[0]
+			for _, i := range group[1:] {
+				a, b := &cands[i], &cands[keep]
+				newer := a.modified > b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
+				older := a.modified < b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
+				if (rules[a.src].duplicates == svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && older) ||
+					(rules[a.src].duplicates != svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && newer) {
+					keep = i
+				}
+			}
+		}
+		for _, i := range group {
+			c := &cands[i]
+			if sc := c.obj.StorageClass; sc == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || sc == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE {
+				continue
+			}
+			switch {
+			case rules[c.src].duplicates == svcv1.DuplicateHandling_DUPLICATE_HANDLING_REVIEW:
+				c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_REVIEW
+			case i != keep:
+				c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_DUPLICATE
+			}
+		}
+	}
+}
+
+var (
+	preserve = svcv1.PlanAction_PLAN_ACTION_PRESERVE
+	trash    = svcv1.PlanAction_PLAN_ACTION_TRASH
+	copyTo   = svcv1.PlanAction_PLAN_ACTION_COPY
+	moveTo   = svcv1.PlanAction_PLAN_ACTION_MOVE
+	unsub    = svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE
+	noop     = svcv1.PlanAction_PLAN_ACTION_NOOP
+)
+
+// actionsFor chooses an object's actions for the intent, or an exclusion when the provider
+// cannot do what the intent needs. nil actions without a reason leave the object out.
+func actionsFor(req Request, r *rules, src *Source, c *candidate) ([]svcv1.PlanAction, svcv1.ExclusionReason, string) {
+	class := c.obj.StorageClass
+	vaultAll := r.preservation == svcv1.PreservationMode_PRESERVATION_MODE_VAULT_ALL
+	keepCopy := vaultAll || class == svcv1.StorageClass_STORAGE_CLASS_PRESERVE
+	switch req.Intent {
+	case svcv1.PlanIntent_PLAN_INTENT_RESCUE:
+		return []svcv1.PlanAction{preserve}, 0, ""
+	case svcv1.PlanIntent_PLAN_INTENT_EXPORT:
+		if keepCopy {
+			return []svcv1.PlanAction{preserve, copyTo}, 0, ""
+		}
+		return []svcv1.PlanAction{copyTo}, 0, ""
+	case svcv1.PlanIntent_PLAN_INTENT_MIGRATE:
+		if !src.CanTrash {
+			return nil, svcv1.ExclusionReason_EXCLUSION_REASON_UNSUPPORTED_CAPABILITY, "the provider cannot remove the original after the move"
+		}
+		if keepCopy || req.PreservationRequired {
+			return []svcv1.PlanAction{preserve, moveTo}, 0, ""
+		}
+		return []svcv1.PlanAction{moveTo}, 0, ""
+	case svcv1.PlanIntent_PLAN_INTENT_UNSUBSCRIBE:
+		if class == svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL && c.unsub {
+			return []svcv1.PlanAction{unsub}, 0, ""
+		}
+		return nil, 0, ""
+	}
+	// svc (clean-up) and simulation.
+	if r.removable(class) && r.sourceAction == svcv1.SourceAction_SOURCE_ACTION_TRASH {
+		if !src.CanTrash {
+			return nil, svcv1.ExclusionReason_EXCLUSION_REASON_UNSUPPORTED_CAPABILITY, "the provider cannot trash objects"
+		}
+		if keepCopy || req.PreservationRequired {
+			return []svcv1.PlanAction{preserve, trash}, 0, ""
+		}
+		return []svcv1.PlanAction{trash}, 0, ""
+	}
+	if keepCopy {
+		return []svcv1.PlanAction{preserve}, 0, ""
+	}
+	return []svcv1.PlanAction{noop}, 0, ""
+}
+
+// project adds an object to the projection and the operation classes.
+func project(pr *svcv1.Projection, o *svcv1.PlanObject, removed []int64, src int, ops map[svcv1.OperationClass]bool) {
+	pr.ObjectCount++
+	for _, a := range o.Actions {
+		switch a {
+		case preserve:
+			pr.BytesToPreserve += o.ExpectedSizeBytes
+			ops[svcv1.OperationClass_OPERATION_CLASS_PRESERVE] = true
+		case trash:
+			pr.BytesToRemove += o.ExpectedSizeBytes
+			removed[src] += o.ExpectedSizeBytes
+			ops[svcv1.OperationClass_OPERATION_CLASS_REMOVE] = true
+		case copyTo:
+			pr.BytesToTransfer += o.ExpectedSizeBytes
+			ops[svcv1.OperationClass_OPERATION_CLASS_WRITE] = true
+		case moveTo:
+			pr.BytesToTransfer += o.ExpectedSizeBytes
+			pr.BytesToRemove += o.ExpectedSizeBytes
+			removed[src] += o.ExpectedSizeBytes
+			ops[svcv1.OperationClass_OPERATION_CLASS_MIGRATE] = true
+		case unsub:
+			ops[svcv1.OperationClass_OPERATION_CLASS_AUTOMATE] = true
+		}
+	}
+}
+
+// Canonicalize puts a plan's arrays in their canonical order: objects and excluded by
+// assetId, source markers by provider then sourceId, operation classes in enumeration order.
+func Canonicalize(p *svcv1.Plan) {
+	slices.SortFunc(p.Objects, func(a, b *svcv1.PlanObject) int { return cmp.Compare(a.AssetId, b.AssetId) })
+	slices.SortFunc(p.Excluded, func(a, b *svcv1.Exclusion) int { return cmp.Compare(a.AssetId, b.AssetId) })
+	slices.SortFunc(p.SourceMarkers, func(a, b *svcv1.SourceMarker) int {
+		return cmp.Or(cmp.Compare(enumString(a.Provider), enumString(b.Provider)), cmp.Compare(a.SourceId, b.SourceId))
+	})
+	slices.Sort(p.OperationClasses)
+}
+
+// enumString is an enum value's wire string.
+func enumString(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
