@@ -87,8 +87,8 @@ func Decide(p *svcv1.Plan, d Decision) *svcv1.PlanPolicy {
 		}
 	}
 	if delegated && !d.Approvals.HumanUser && (removeObjects > DelegatedRemovalObjects || removeBytes > DelegatedRemovalBytes) {
-		need(svcv1.Approval_APPROVAL_HUMAN_USER, fmt.Sprintf("removes %d objects (%d bytes); an application may remove at most %d objects or %d bytes without the user's approval",
-			removeObjects, removeBytes, DelegatedRemovalObjects, DelegatedRemovalBytes))
+		need(svcv1.Approval_APPROVAL_HUMAN_USER, fmt.Sprintf("removes %d objects (%.1f GB); an application may remove at most %d objects or %.0f GB without the user's approval",
+			removeObjects, float64(removeBytes)/1e9, DelegatedRemovalObjects, float64(DelegatedRemovalBytes)/1e9))
 	}
 	if b, m := d.Billing, p.GetMeter(); b != nil && m != nil {
 		if !m.GetWithinStandingEnvelope() {

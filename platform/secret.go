@@ -1,10 +1,13 @@
 package platform
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/big"
 )
@@ -51,4 +54,44 @@ func (k *Keyring) Derive(purpose string) []byte {
 		panic("hkdf: " + err.Error()) // only for lengths far beyond 32
 	}
 	return key
+}
+
+// Sealer encrypts small secrets at rest (provider credentials, webhook secrets) with
+// AES-256-GCM under a key from the keyring. The associated data binds a sealed value to where
+// it is stored, so it cannot be moved to another record.
+type Sealer struct{ aead cipher.AEAD }
+
+// NewSealer returns a sealer with a 32-byte key.
+func NewSealer(key []byte) (*Sealer, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("sealer: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("sealer: %w", err)
+	}
+	return &Sealer{aead: aead}, nil
+}
+
+// Seal encrypts plaintext; the output is nonce || ciphertext.
+func (s *Sealer) Seal(plaintext, aad []byte) ([]byte, error) {
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	return s.aead.Seal(nonce, nonce, plaintext, aad), nil
+}
+
+// Open decrypts what Seal produced with the same associated data.
+func (s *Sealer) Open(sealed, aad []byte) ([]byte, error) {
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, errors.New("open sealed value: too short")
+	}
+	out, err := s.aead.Open(nil, sealed[:n], sealed[n:], aad)
+	if err != nil {
+		return nil, fmt.Errorf("open sealed value: %w", err)
+	}
+	return out, nil
 }

@@ -60,7 +60,10 @@ func sessionToken(h http.Header) string {
 // resolveTenant decides which tenant the request acts on and enforces key scopes and
 // connection grants. A developer key reaches an end user's tenant only through a connection
 // of its own application and mode, within the connection's grant.
-func (s *Server) resolveTenant(ctx context.Context, m *method, req proto.Message, caller *Caller) *problem {
+//
+// A session acts on the user's live tenant, or on their test tenant with the header
+// Svc-Mode: test (how a user reviews and approves what a test-mode application planned).
+func (s *Server) resolveTenant(ctx context.Context, m *method, header http.Header, req proto.Message, caller *Caller) *problem {
 	connID := ""
 	if m.connectionField != nil {
 		connID = req.ProtoReflect().Get(m.connectionField).String()
@@ -71,7 +74,15 @@ func (s *Server) resolveTenant(ctx context.Context, m *method, req proto.Message
 		if connID != "" {
 			return invalid("connection_id", "is only accepted with a developer API key")
 		}
-		caller.Tenant = platform.Tenant{Owner: caller.User.ID, Mode: platform.ModeLive}
+		mode := platform.ModeLive
+		switch m := header.Get("Svc-Mode"); m {
+		case "", "live":
+		case "test":
+			mode = platform.ModeTest
+		default:
+			return invalid("Svc-Mode", "must be test or live")
+		}
+		caller.Tenant = platform.Tenant{Owner: caller.User.ID, Mode: mode}
 	case caller.Key != nil:
 		k := caller.Key
 		if op != "" && !slices.Contains(k.Scopes, op) {

@@ -173,7 +173,7 @@ func (s *Server) run(ctx context.Context, m *method, in incoming, decode decodeF
 	if p := s.validate(req); p != nil {
 		return fail(p)
 	}
-	if p := s.resolveTenant(ctx, m, req, caller); p != nil {
+	if p := s.resolveTenant(ctx, m, in.header, req, caller); p != nil {
 		return fail(p)
 	}
 	ctx = context.WithValue(ctx, callerKey{}, caller)
@@ -304,7 +304,8 @@ func (s *Server) replay(m *method, rec *platform.IdempotencyRecord) *outcome {
 		if err := proto.Unmarshal(rec.Body, &p); err != nil {
 			return fail(toProblem(err))
 		}
-		prob := &problem{status: int(p.GetStatus()), code: p.GetCode(), detail: p.GetDetail(), errors: p.GetErrors(), header: out.header}
+		prob := &problem{status: int(p.GetStatus()), code: p.GetCode(), detail: p.GetDetail(), errors: p.GetErrors(), header: out.header,
+			approvals: p.GetRequiredApprovals()}
 		return &outcome{status: rec.Status, problem: prob, header: out.header, replayed: true}
 	}
 	msg := newMessage(m.desc.Output())

@@ -25,6 +25,13 @@ func (s *Server) register() {
 	handle(s, svcv1connect.AccountServiceUpdateAccountProcedure, s.updateAccount)
 	handle(s, svcv1connect.DeveloperServiceCreateOrganizationProcedure, s.createOrganization)
 	handle(s, svcv1connect.PlanServiceListPlansProcedure, s.listPlans)
+	handle(s, svcv1connect.PlanServiceCreatePlanProcedure, s.createPlan)
+	handle(s, svcv1connect.PlanServiceGetPlanProcedure, s.getPlan)
+	handle(s, svcv1connect.PlanServiceAuthorizePlanProcedure, s.authorizePlan)
+	handle(s, svcv1connect.PlanServiceCancelPlanProcedure, s.cancelPlan)
+	handle(s, svcv1connect.SourceServiceListSourcesProcedure, s.listSources)
+	handle(s, svcv1connect.SourceServiceGetSourceProcedure, s.getSource)
+	handle(s, svcv1connect.SourceServiceUpdateSourcePolicyProcedure, s.updateSourcePolicy)
 }
 
 func (s *Server) signUp(ctx context.Context, req *svcv1.SignUpRequest) (*svcv1.Account, error) {
@@ -182,3 +189,6 @@ func enumNumber(ed protoreflect.EnumDescriptor, s string) protoreflect.EnumNumbe
 	n, _ := wire.ParseEnum(ed, s)
 	return n
 }
+
+// enumWire is an enum value's wire string.
+func enumWire(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }

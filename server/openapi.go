@@ -86,10 +86,10 @@ func (g *openAPIGen) operation(r *route) obj {
 		fd := in.Fields().ByName(protoreflect.Name(v))
 		params = append(params, obj{"name": v, "in": "path", "required": true, "schema": g.fieldSchema(fd, false)})
 	}
-	if r.body == "" {
+	{
 		for i := range in.Fields().Len() {
 			fd := in.Fields().Get(i)
-			if slices.Contains(r.vars, string(fd.Name())) {
+			if slices.Contains(r.vars, string(fd.Name())) || (r.body != "" && !queryOnly(fd)) {
 				continue
 			}
 			p := obj{"name": wire.JSONName(fd), "in": "query", "schema": g.fieldSchema(fd, false)}
@@ -115,7 +115,11 @@ func (g *openAPIGen) operation(r *route) obj {
 	switch r.body {
 	case "":
 	case "*":
-		op["requestBody"] = obj{"content": obj{"application/json": obj{"schema": g.bodySchema(in, r.vars)}}}
+		skip := r.vars
+		if in.Fields().ByName("connection_id") != nil {
+			skip = append(slices.Clone(skip), "connection_id")
+		}
+		op["requestBody"] = obj{"content": obj{"application/json": obj{"schema": g.bodySchema(in, skip)}}}
 	default:
 		fd := in.Fields().ByName(protoreflect.Name(r.body))
 		op["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": g.ref(fd.Message())}}}

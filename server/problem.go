@@ -9,7 +9,9 @@ import (
 	"connectrpc.com/connect"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
 	"svc.dev/svc/wire"
 )
@@ -30,6 +32,8 @@ const (
 	codeRateLimited      = "rate_limited"
 	codeInternal         = "internal"
 	codeNotImplemented   = "not_implemented"
+	codeProviderError    = "provider_error"
+	codeProviderDown     = "provider_unavailable"
 )
 
 var titles = map[string]string{
@@ -47,6 +51,11 @@ var titles = map[string]string{
 	codeRateLimited:      "Rate limited",
 	codeInternal:         "Internal error",
 	codeNotImplemented:   "Not implemented",
+	codeProviderError:    "Provider error",
+	codeProviderDown:     "Provider unavailable",
+	codePlanStale:        "Plan stale",
+	codeActionDenied:     "Action denied",
+	codeStepUpRequired:   "Step-up required",
 }
 
 // problemTypeBase prefixes every problem type URI; the code completes it.
@@ -60,6 +69,8 @@ type problem struct {
 	detail string
 	errors []*svcv1.FieldViolation
 	header http.Header
+	// approvals are what a step_up_required problem needs.
+	approvals []string
 }
 
 func (p *problem) Error() string { return p.code + ": " + p.detail }
@@ -80,7 +91,7 @@ func (p *problem) proto(requestID string) *svcv1.Problem {
 		errs = []*svcv1.FieldViolation{}
 	}
 	return &svcv1.Problem{Type: problemTypeBase + p.code, Title: titles[p.code], Status: int32(p.status),
-		Detail: p.detail, Code: p.code, RequestId: requestID, Errors: errs}
+		Detail: p.detail, Code: p.code, RequestId: requestID, Errors: errs, RequiredApprovals: p.approvals}
 }
 
 // errNotImplemented is what methods without an implementation yet return.
@@ -106,6 +117,17 @@ func toProblem(err error) *problem {
 		return newProblem(http.StatusConflict, codeConflict, "An account with this email address already exists.")
 	case errors.Is(err, platform.ErrInvalidCursor):
 		return invalid("cursor", "is not a cursor issued for this request")
+	case errors.Is(err, plan.ErrInvalidState):
+		return newProblem(http.StatusConflict, codeInvalidState, err.Error()+".")
+	case errors.Is(err, plan.ErrInvalid):
+		return invalid("", err.Error())
+	case errors.Is(err, providers.ErrTransient), errors.Is(err, providers.ErrPluginCrashed),
+		errors.Is(err, providers.ErrPluginTimeout), errors.Is(err, providers.ErrPluginUnavailable):
+		return newProblem(http.StatusServiceUnavailable, codeProviderDown, "A provider is unavailable; retry later.")
+	case errors.Is(err, providers.ErrPermission):
+		return newProblem(http.StatusBadGateway, codeProviderError, "The provider refused access; the source may need to be reconnected.")
+	case errors.Is(err, providers.ErrInvalidResponse), errors.Is(err, providers.ErrInvalidData):
+		return newProblem(http.StatusBadGateway, codeProviderError, "A provider answered with invalid data.")
 	case errors.Is(err, platform.ErrScope):
 		return newProblem(http.StatusForbidden, codeForbidden, err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -127,6 +149,7 @@ var connectCodes = map[int]connect.Code{
 	http.StatusTooManyRequests:       connect.CodeResourceExhausted,
 	http.StatusNotImplemented:        connect.CodeUnimplemented,
 	http.StatusServiceUnavailable:    connect.CodeUnavailable,
+	http.StatusBadGateway:            connect.CodeUnavailable,
 }
 
 // connectError renders a problem for Connect and gRPC clients: the code from the status, the
@@ -136,7 +159,7 @@ func (p *problem) connectError(requestID string) *connect.Error {
 	if !ok {
 		code = connect.CodeInternal
 	}
-	if p.code == codeInvalidState || p.code == "plan_stale" {
+	if p.code == codeInvalidState || p.code == codePlanStale {
 		code = connect.CodeFailedPrecondition
 	}
 	e := connect.NewError(code, fmt.Errorf("%s", p.detail))

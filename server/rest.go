@@ -130,7 +130,7 @@ func (s *Server) decodeREST(rt *route, r *http.Request) (proto.Message, error) {
 	}
 	for name, values := range r.URL.Query() {
 		fd := wire.FieldByName(md, name)
-		if fd == nil || rt.body == "*" || slices.Contains(rt.vars, string(fd.Name())) ||
+		if fd == nil || (rt.body == "*" && !queryOnly(fd)) || slices.Contains(rt.vars, string(fd.Name())) ||
 			(rt.body != "" && string(fd.Name()) == rt.body) {
 			return nil, invalid(name, "unknown query parameter")
 		}
@@ -146,9 +146,19 @@ func (s *Server) decodeREST(rt *route, r *http.Request) (proto.Message, error) {
 	return msg, nil
 }
 
+// queryOnly reports whether a field is taken from the query string only, even when the body
+// holds the rest of the request: connection_id, which the spec makes a query parameter.
+func queryOnly(fd protoreflect.FieldDescriptor) bool { return fd.Name() == "connection_id" }
+
 func decodeBody(rt *route, msg proto.Message, data []byte) error {
 	if rt.body == "*" {
-		return wire.Unmarshal(data, msg)
+		if err := wire.Unmarshal(data, msg); err != nil {
+			return err
+		}
+		if f := msg.ProtoReflect().Descriptor().Fields().ByName("connection_id"); f != nil && msg.ProtoReflect().Has(f) {
+			return invalid("connection_id", "is a query parameter, not a body field")
+		}
+		return nil
 	}
 	fd := msg.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(rt.body))
 	if fd == nil || fd.Message() == nil {

@@ -15,6 +15,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
 )
 
 // DevCredentials is dev-credentials.json: everything a developer needs to call a --dev server.
@@ -134,6 +135,24 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 	}
 	conn, err := s.devs.Connect(ctx, app.ID, u.ID, platform.ModeTest, platform.Grant{OperationClasses: platform.OperationClasses})
 	if err != nil {
+		return nil, err
+	}
+	// Test mode is simulated: a mailbox and a drive of synthetic content, and the vault as a
+	// destination.
+	test := platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}
+	for _, src := range []SourceSpec{
+		{Provider: providers.Simulated, SourceRef: "mail/dev", Kind: "mail", DisplayName: "Simulated mailbox", Email: u.Email,
+			Config: providers.Config{"seed": "42", "objects": "2000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
+		{Provider: providers.Simulated, SourceRef: "files/dev", Kind: "files", DisplayName: "Simulated drive",
+			Config: providers.Config{"seed": "42", "objects": "1000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
+	} {
+		if _, err := s.ConnectSource(ctx, test, src); err != nil {
+			return nil, err
+		}
+	}
+	dst := &svcv1.Destination{DestinationId: id.New("dst"), Provider: svcv1.Provider_PROVIDER_SVC_VAULT, Label: "svc vault",
+		PermissionMapping: svcv1.PermissionMapping_PERMISSION_MAPPING_PRESERVE_WHERE_SUPPORTED, KnownLossiness: []string{}}
+	if err := s.destinations.Put(ctx, test.String(), dst.DestinationId, dst); err != nil {
 		return nil, err
 	}
 	return &DevCredentials{TestAPIKey: testKey, LiveAPIKey: liveKey, ConnectionID: conn.ID, SessionCookie: session,

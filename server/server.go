@@ -26,6 +26,8 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/store"
 	"svc.dev/svc/wire"
 )
@@ -46,6 +48,8 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives operational logs; secrets are never logged (default slog.Default()).
 	Logger *slog.Logger
+	// Providers opens sources (default: the built-ins, in process). The caller closes it.
+	Providers *providers.Registry
 }
 
 // Server is the API. Make it with New, serve Handler, and Close it when done.
@@ -63,11 +67,16 @@ type Server struct {
 	methods   map[string]*method // by procedure
 	handler   http.Handler
 	openapi   []byte
+	providers *providers.Registry
+	ownsReg   bool
+	sealer    *platform.Sealer
+	openedSources
 
 	plans        *store.Collection[*svcv1.Plan]
 	jobs         *store.Collection[*svcv1.Job]
 	sources      *store.Collection[*svcv1.Source]
 	vaultObjects *store.Collection[*svcv1.VaultObject]
+	destinations *store.Collection[*svcv1.Destination]
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -99,6 +108,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	sealer, err := platform.NewSealer(keys.Derive("sealed-secrets"))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	v, err := protovalidate.New()
 	if err != nil {
 		db.Close()
@@ -122,6 +136,17 @@ func New(cfg Config) (*Server, error) {
 		vaultObjects: store.NewCollection(db, "vault_objects", func() *svcv1.VaultObject {
 			return &svcv1.VaultObject{}
 		}),
+		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }),
+		providers:     cfg.Providers,
+		sealer:        sealer,
+		openedSources: openedSources{opened: map[string]openedSource{}},
+	}
+	if s.providers == nil {
+		if s.providers, err = builtin.Registry(builtin.Options{}); err != nil {
+			db.Close()
+			return nil, err
+		}
+		s.ownsReg = true
 	}
 	// Requests in flight when the process last stopped will never finish: free their keys.
 	if _, err := s.idem.Purge(context.Background(), true); err != nil {
@@ -144,8 +169,14 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the HTTP handler serving the whole API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close closes the store. Call it after the HTTP server has drained.
-func (s *Server) Close() error { return s.db.Close() }
+// Close closes the open providers and the store. Call it after the HTTP server has drained.
+func (s *Server) Close() error {
+	s.closeAll()
+	if s.ownsReg {
+		s.providers.Close()
+	}
+	return s.db.Close()
+}
 
 // DB returns the server's store, for tools and tests that load data directly.
 func (s *Server) DB() *store.DB { return s.db }

@@ -166,3 +166,33 @@ func (c *Collection[T]) Count(ctx context.Context, tenant string, keep func(T) b
 	})
 	return n, err
 }
+
+// Update applies fn to the stored resource id of tenant and stores the result, atomically
+// (one write transaction); ErrNotFound when it does not exist. If fn fails nothing is stored.
+func (c *Collection[T]) Update(ctx context.Context, tenant, id string, fn func(T) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return c.db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if err != nil {
+			return err
+		}
+		data := b.Get(resourceKey(tenant, id))
+		if data == nil {
+			return ErrNotFound
+		}
+		m := c.new()
+		if err := proto.Unmarshal(data, m); err != nil {
+			return fmt.Errorf("decode %s %s: %w", c.bucket, id, err)
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		out, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
+		}
+		return b.Put(resourceKey(tenant, id), out)
+	})
+}

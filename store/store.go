@@ -87,3 +87,35 @@ func ctxErr(ctx context.Context) error { return ctx.Err() }
 
 // prefixed reports whether k starts with p.
 func prefixed(k, p []byte) bool { return bytes.HasPrefix(k, p) }
+
+// PutBlob stores an opaque value (sealed secrets) under bucket and key.
+func (db *DB) PutBlob(ctx context.Context, name, key string, value []byte) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, "blob_"+name)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(key), value)
+	})
+}
+
+// GetBlob returns the value PutBlob stored, or ErrNotFound.
+func (db *DB) GetBlob(ctx context.Context, name, key string) ([]byte, error) {
+	var out []byte
+	err := db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("blob_" + name))
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get([]byte(key))
+		if v == nil {
+			return ErrNotFound
+		}
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	return out, err
+}

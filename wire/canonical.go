@@ -123,7 +123,7 @@ func (c *Canon) Message(m protoreflect.Message, fields []string) {
 		if f.realOneof && !m.Has(f.fd) {
 			continue
 		}
-		if f.nullable && f.omitUnset && !m.Has(f.fd) {
+		if f.omitUnset && !m.Has(f.fd) && (f.nullable || f.fd.IsList() || f.fd.IsMap()) {
 			continue
 		}
 		if !first {

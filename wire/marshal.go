@@ -66,7 +66,7 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 			continue // a real oneof writes only its set member
 		}
 		unset := f.nullable && !m.Has(f.fd)
-		if unset && f.omitUnset {
+		if f.omitUnset && (unset || ((f.fd.IsList() || f.fd.IsMap()) && !m.Has(f.fd))) {
 			continue
 		}
 		if !first {

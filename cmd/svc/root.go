@@ -15,6 +15,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCmd())
+	root.AddCommand(newServeCmd(), newPlanCmd(), newProvidersCmd(), newPluginCmd())
 	return root
 }

@@ -14,12 +14,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"svc.dev/svc/platform"
+	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/server"
 )
 
 func newServeCmd() *cobra.Command {
 	var (
 		addr, dataDir string
+		pluginDir     string
+		inProcess     bool
 		dev           bool
 		rateLimit     int
 		rateWindow    time.Duration
@@ -32,7 +35,7 @@ func newServeCmd() *cobra.Command {
 			if dataDir == "" {
 				dataDir = defaultDataDir()
 			}
-			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev,
+			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, log: cmd.ErrOrStderr()})
 		},
 	}
@@ -42,6 +45,8 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&dev, "dev", false, "seed a test tenant and write dev-credentials.json into the data directory")
 	f.IntVar(&rateLimit, "rate-limit", platform.DefaultRateLimit.Limit, "requests allowed per principal per window")
 	f.DurationVar(&rateWindow, "rate-window", platform.DefaultRateLimit.Window, "rate limit window")
+	f.StringVar(&pluginDir, "plugin-dir", builtin.DefaultPluginDir(), "directory of third-party provider plugins (svc-provider-NAME)")
+	f.BoolVar(&inProcess, "in-process-providers", false, "run the built-in providers in this process instead of as plugins")
 	return cmd
 }
 
@@ -57,7 +62,9 @@ func defaultDataDir() string {
 
 type serveOptions struct {
 	addr, dataDir string
+	pluginDir     string
 	dev           bool
+	inProcess     bool
 	rate          platform.RateLimit
 	log           interface{ Write([]byte) (int, error) }
 }
@@ -66,7 +73,22 @@ type serveOptions struct {
 // closes the store.
 func serve(ctx context.Context, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(o.log, nil))
-	srv, err := server.New(server.Config{DataDir: o.dataDir, RateLimit: o.rate, Logger: logger})
+	// The binary serves its own built-in providers out of process, so a provider crash or hang
+	// cannot take the API down.
+	opts := builtin.Options{PluginDir: o.pluginDir}
+	if !o.inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		opts.Executable = exe
+	}
+	reg, err := builtin.Registry(opts)
+	if err != nil {
+		return fmt.Errorf("providers: %w", err)
+	}
+	defer reg.Close()
+	srv, err := server.New(server.Config{DataDir: o.dataDir, RateLimit: o.rate, Logger: logger, Providers: reg})
 	if err != nil {
 		return err
 	}

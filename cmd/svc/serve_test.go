@@ -32,16 +32,17 @@ func svcBinary(t *testing.T) string {
 }
 
 // start runs `svc serve --dev` on a free loopback port and returns its base URL.
-func start(t *testing.T, bin, data string) (*exec.Cmd, string, *strings.Builder) {
+func start(t *testing.T, bin, data string) (*exec.Cmd, string, *logTail) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--dev", "--addr", "127.0.0.1:0", "--data", data)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	log := &strings.Builder{}
+	log := &logTail{done: make(chan struct{})}
 	found := make(chan string, 1)
 	go func() {
+		defer close(log.done)
 		sc := bufio.NewScanner(stderr)
 		re := regexp.MustCompile(`base_url=(\S+)`)
 		for sc.Scan() {
@@ -103,10 +104,35 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 		t.Fatalf("session cookie: %d", s)
 	}
 
+	// The plan client: create a plan over the seeded simulated sources, then authorize it as
+	// the end user (the plan needs the user's approval: it removes more than an application
+	// may alone).
+	credsFile := filepath.Join(data, server.DevCredentialsFile)
+	out, err := exec.Command(bin, "plan", "create", "--credentials", credsFile, "--intent", "svc",
+		"--policy", `{"minAgeDays":30,"removePromotional":true}`).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "What would happen") || !strings.Contains(string(out), "Decision: ") {
+		t.Fatalf("svc plan create: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`svc plan authorize (pln_\S+) --hash ([0-9a-f]{64})`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no authorize hint in:\n%s", out)
+	}
+	out, err = exec.Command(bin, "plan", "authorize", m[1], "--hash", m[2], "--server", base, "--session", creds["session_cookie"], "--test-mode").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "state    authorized") {
+		t.Fatalf("svc plan authorize: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "plan", "authorize", m[1], "--hash", m[2], "--credentials", credsFile).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "invalid_state") {
+		t.Fatalf("authorizing twice must fail with invalid_state: %v\n%s", err, out)
+	}
+
 	// SIGTERM drains and exits cleanly, releasing the bbolt file.
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		<-log.done // read stderr to the end before Wait closes it
+		done <- cmd.Wait()
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -137,6 +163,12 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	if s := get2(t, base2+"/v1/account", creds2["session_cookie"]); s != 200 {
 		t.Fatalf("after restart: %d", s)
 	}
+}
+
+// logTail collects a process's stderr; done closes at EOF.
+type logTail struct {
+	strings.Builder
+	done chan struct{}
 }
 
 func get2(t *testing.T, url, session string) int {

@@ -515,16 +515,19 @@ func (x *Evidence) GetExcerpt() string {
 
 // Problem is an RFC 9457 problem document; Connect errors carry it as a detail.
 type Problem struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Title         string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
-	Status        int32                  `protobuf:"varint,3,opt,name=status,proto3" json:"status,omitempty"`
-	Detail        string                 `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
-	Code          string                 `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
-	RequestId     string                 `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Errors        []*FieldViolation      `protobuf:"bytes,7,rep,name=errors,proto3" json:"errors,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Type      string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Title     string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Status    int32                  `protobuf:"varint,3,opt,name=status,proto3" json:"status,omitempty"`
+	Detail    string                 `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	Code      string                 `protobuf:"bytes,5,opt,name=code,proto3" json:"code,omitempty"`
+	RequestId string                 `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Errors    []*FieldViolation      `protobuf:"bytes,7,rep,name=errors,proto3" json:"errors,omitempty"`
+	// required_approvals lists what a step_up_required answer needs (an RFC 9457 extension
+	// member, present only then).
+	RequiredApprovals []string `protobuf:"bytes,8,rep,name=required_approvals,json=requiredApprovals,proto3" json:"required_approvals,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Problem) Reset() {
@@ -606,6 +609,13 @@ func (x *Problem) GetErrors() []*FieldViolation {
 	return nil
 }
 
+func (x *Problem) GetRequiredApprovals() []string {
+	if x != nil {
+		return x.RequiredApprovals
+	}
+	return nil
+}
+
 // FieldViolation names one invalid field of a request.
 type FieldViolation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -681,7 +691,7 @@ const file_svc_v1_common_proto_rawDesc = "" +
 	"\tsource_id\x18\x03 \x01(\tR\bsourceId\x12C\n" +
 	"\vobserved_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\n" +
 	"observedAt\x12\"\n" +
-	"\aexcerpt\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xac\x02R\aexcerpt:\x04\xa0\xb5\x18\x01\"\xc6\x01\n" +
+	"\aexcerpt\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xac\x02R\aexcerpt:\x04\xa0\xb5\x18\x01\"\xfb\x01\n" +
 	"\aProblem\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x16\n" +
@@ -690,7 +700,8 @@ const file_svc_v1_common_proto_rawDesc = "" +
 	"\x04code\x18\x05 \x01(\tR\x04code\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12.\n" +
-	"\x06errors\x18\a \x03(\v2\x16.svc.v1.FieldViolationR\x06errors\">\n" +
+	"\x06errors\x18\a \x03(\v2\x16.svc.v1.FieldViolationR\x06errors\x123\n" +
+	"\x12required_approvals\x18\b \x03(\tB\x04\x90\xb5\x18\x01R\x11requiredApprovals\">\n" +
 	"\x0eFieldViolation\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage*\xd7\x03\n" +

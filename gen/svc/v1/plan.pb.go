@@ -1804,11 +1804,270 @@ func (x *ListPlansResponse) GetNextCursor() string {
 	return ""
 }
 
+// PlanService reads plans.
+// CreatePlanRequest asks for a plan over some sources.
+type CreatePlanRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId *string                `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	// intent is what the plan is for.
+	Intent PlanIntent `protobuf:"varint,2,opt,name=intent,proto3,enum=svc.v1.PlanIntent" json:"intent,omitempty"`
+	// source_ids are the sources to plan over; empty means every connected source the caller reaches.
+	SourceIds []string `protobuf:"bytes,3,rep,name=source_ids,json=sourceIds,proto3" json:"source_ids,omitempty"`
+	// policy, when set, replaces the sources' own policies for this plan.
+	Policy *SourcePolicy `protobuf:"bytes,4,opt,name=policy,proto3" json:"policy,omitempty"`
+	// destination_id is where export and migrate plans write.
+	DestinationId *string `protobuf:"bytes,5,opt,name=destination_id,json=destinationId,proto3,oneof" json:"destination_id,omitempty"`
+	// preservation_required makes every removed or moved object be vaulted first (default true).
+	PreservationRequired *bool `protobuf:"varint,6,opt,name=preservation_required,json=preservationRequired,proto3,oneof" json:"preservation_required,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *CreatePlanRequest) Reset() {
+	*x = CreatePlanRequest{}
+	mi := &file_svc_v1_plan_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatePlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatePlanRequest) ProtoMessage() {}
+
+func (x *CreatePlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_plan_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatePlanRequest.ProtoReflect.Descriptor instead.
+func (*CreatePlanRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CreatePlanRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+func (x *CreatePlanRequest) GetIntent() PlanIntent {
+	if x != nil {
+		return x.Intent
+	}
+	return PlanIntent_PLAN_INTENT_UNSPECIFIED
+}
+
+func (x *CreatePlanRequest) GetSourceIds() []string {
+	if x != nil {
+		return x.SourceIds
+	}
+	return nil
+}
+
+func (x *CreatePlanRequest) GetPolicy() *SourcePolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *CreatePlanRequest) GetDestinationId() string {
+	if x != nil && x.DestinationId != nil {
+		return *x.DestinationId
+	}
+	return ""
+}
+
+func (x *CreatePlanRequest) GetPreservationRequired() bool {
+	if x != nil && x.PreservationRequired != nil {
+		return *x.PreservationRequired
+	}
+	return false
+}
+
+// GetPlanRequest reads a plan.
+type GetPlanRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPlanRequest) Reset() {
+	*x = GetPlanRequest{}
+	mi := &file_svc_v1_plan_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPlanRequest) ProtoMessage() {}
+
+func (x *GetPlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_plan_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPlanRequest.ProtoReflect.Descriptor instead.
+func (*GetPlanRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetPlanRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetPlanRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// AuthorizePlanRequest authorizes a plan by its hash.
+type AuthorizePlanRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	// plan_hash is the hash the authorizer reviewed; it must be the plan's current hash.
+	PlanHash      string `protobuf:"bytes,3,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizePlanRequest) Reset() {
+	*x = AuthorizePlanRequest{}
+	mi := &file_svc_v1_plan_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizePlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizePlanRequest) ProtoMessage() {}
+
+func (x *AuthorizePlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_plan_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizePlanRequest.ProtoReflect.Descriptor instead.
+func (*AuthorizePlanRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AuthorizePlanRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AuthorizePlanRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+func (x *AuthorizePlanRequest) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
+	}
+	return ""
+}
+
+// CancelPlanRequest cancels a plan that has not started executing.
+type CancelPlanRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelPlanRequest) Reset() {
+	*x = CancelPlanRequest{}
+	mi := &file_svc_v1_plan_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelPlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelPlanRequest) ProtoMessage() {}
+
+func (x *CancelPlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_plan_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelPlanRequest.ProtoReflect.Descriptor instead.
+func (*CancelPlanRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CancelPlanRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CancelPlanRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
 var File_svc_v1_plan_proto protoreflect.FileDescriptor
 
 const file_svc_v1_plan_proto_rawDesc = "" +
 	"\n" +
-	"\x11svc/v1/plan.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13svc/v1/common.proto\x1a\x14svc/v1/options.proto\"\xc1\b\n" +
+	"\x11svc/v1/plan.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13svc/v1/common.proto\x1a\x14svc/v1/options.proto\x1a\x13svc/v1/source.proto\"\xc1\b\n" +
 	"\x04Plan\x12<\n" +
 	"\aplan_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^pln_[0-9A-HJKMNP-TV-Z]{26}$R\x06planId\x12+\n" +
 	"\fplan_version\x18\x02 \x01(\tB\b\xbaH\x05r\x03\n" +
@@ -1937,7 +2196,31 @@ const file_svc_v1_plan_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2\f.svc.v1.PlanR\x04data\x12$\n" +
 	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
-	"\f_next_cursor*\xb5\x02\n" +
+	"\f_next_cursor\"\xe0\x03\n" +
+	"\x11CreatePlanRequest\x12M\n" +
+	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x127\n" +
+	"\x06intent\x18\x02 \x01(\x0e2\x12.svc.v1.PlanIntentB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\x06intent\x12K\n" +
+	"\n" +
+	"source_ids\x18\x03 \x03(\tB,\xbaH)\x92\x01&\x10d\x18\x01\" r\x1e2\x1c^src_[0-9A-HJKMNP-TV-Z]{26}$R\tsourceIds\x12,\n" +
+	"\x06policy\x18\x04 \x01(\v2\x14.svc.v1.SourcePolicyR\x06policy\x12O\n" +
+	"\x0edestination_id\x18\x05 \x01(\tB#\xbaH r\x1e2\x1c^dst_[0-9A-HJKMNP-TV-Z]{26}$H\x01R\rdestinationId\x88\x01\x01\x128\n" +
+	"\x15preservation_required\x18\x06 \x01(\bH\x02R\x14preservationRequired\x88\x01\x01B\x10\n" +
+	"\x0e_connection_idB\x11\n" +
+	"\x0f_destination_idB\x18\n" +
+	"\x16_preservation_required\"\xa6\x01\n" +
+	"\x0eGetPlanRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^pln_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xe0\x01\n" +
+	"\x14AuthorizePlanRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^pln_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x122\n" +
+	"\tplan_hash\x18\x03 \x01(\tB\x15\xbaH\x12r\x102\x0e^[0-9a-f]{64}$R\bplanHashB\x10\n" +
+	"\x0e_connection_id\"\xa9\x01\n" +
+	"\x11CancelPlanRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^pln_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id*\xb5\x02\n" +
 	"\n" +
 	"PlanIntent\x12\x1b\n" +
 	"\x17PLAN_INTENT_UNSPECIFIED\x10\x00\x12\x1c\n" +
@@ -2033,8 +2316,15 @@ const file_svc_v1_plan_proto_rawDesc = "" +
 	"\x16APPROVAL_SCOPE_STEP_UP\x10\x04\x1a\x11\x8a\xb5\x18\rscope_step_up*?\n" +
 	"\bCurrency\x12\x18\n" +
 	"\x14CURRENCY_UNSPECIFIED\x10\x00\x12\x19\n" +
-	"\fCURRENCY_USD\x10\x01\x1a\a\x8a\xb5\x18\x03usd2u\n" +
-	"\vPlanService\x12f\n" +
+	"\fCURRENCY_USD\x10\x01\x1a\a\x8a\xb5\x18\x03usd2\x8a\x04\n" +
+	"\vPlanService\x12^\n" +
+	"\n" +
+	"CreatePlan\x12\x19.svc.v1.CreatePlanRequest\x1a\f.svc.v1.Plan\"'\x9a\xb5\x18\x0f\b\xc9\x01\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x0e:\x01*\"\t/v1/plans\x12X\n" +
+	"\aGetPlan\x12\x16.svc.v1.GetPlanRequest\x1a\f.svc.v1.Plan\"'\x9a\xb5\x18\n" +
+	"*\bdiscover\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/plans/{id}\x90\x02\x01\x12p\n" +
+	"\rAuthorizePlan\x12\x1c.svc.v1.AuthorizePlanRequest\x1a\f.svc.v1.Plan\"3\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v1/plans/{id}/authorize\x12g\n" +
+	"\n" +
+	"CancelPlan\x12\x19.svc.v1.CancelPlanRequest\x1a\f.svc.v1.Plan\"0\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/v1/plans/{id}/cancel\x12f\n" +
 	"\tListPlans\x12\x18.svc.v1.ListPlansRequest\x1a\x19.svc.v1.ListPlansResponse\"$\x9a\xb5\x18\f\x18\x01*\bdiscover\x82\xd3\xe4\x93\x02\v\x12\t/v1/plans\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
@@ -2050,7 +2340,7 @@ func file_svc_v1_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_svc_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_svc_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_svc_v1_plan_proto_goTypes = []any{
 	(PlanIntent)(0),               // 0: svc.v1.PlanIntent
 	(PlanState)(0),                // 1: svc.v1.PlanState
@@ -2075,18 +2365,23 @@ var file_svc_v1_plan_proto_goTypes = []any{
 	(*PlanAuthorization)(nil),     // 20: svc.v1.PlanAuthorization
 	(*ListPlansRequest)(nil),      // 21: svc.v1.ListPlansRequest
 	(*ListPlansResponse)(nil),     // 22: svc.v1.ListPlansResponse
-	nil,                           // 23: svc.v1.Destination.MetadataMappingEntry
-	(*Actor)(nil),                 // 24: svc.v1.Actor
-	(OperationClass)(0),           // 25: svc.v1.OperationClass
-	(*timestamppb.Timestamp)(nil), // 26: google.protobuf.Timestamp
-	(Provider)(0),                 // 27: svc.v1.Provider
+	(*CreatePlanRequest)(nil),     // 23: svc.v1.CreatePlanRequest
+	(*GetPlanRequest)(nil),        // 24: svc.v1.GetPlanRequest
+	(*AuthorizePlanRequest)(nil),  // 25: svc.v1.AuthorizePlanRequest
+	(*CancelPlanRequest)(nil),     // 26: svc.v1.CancelPlanRequest
+	nil,                           // 27: svc.v1.Destination.MetadataMappingEntry
+	(*Actor)(nil),                 // 28: svc.v1.Actor
+	(OperationClass)(0),           // 29: svc.v1.OperationClass
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(Provider)(0),                 // 31: svc.v1.Provider
+	(*SourcePolicy)(nil),          // 32: svc.v1.SourcePolicy
 }
 var file_svc_v1_plan_proto_depIdxs = []int32{
-	24, // 0: svc.v1.Plan.actor:type_name -> svc.v1.Actor
+	28, // 0: svc.v1.Plan.actor:type_name -> svc.v1.Actor
 	0,  // 1: svc.v1.Plan.intent:type_name -> svc.v1.PlanIntent
-	25, // 2: svc.v1.Plan.operation_classes:type_name -> svc.v1.OperationClass
-	26, // 3: svc.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	26, // 4: svc.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 2: svc.v1.Plan.operation_classes:type_name -> svc.v1.OperationClass
+	30, // 3: svc.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	30, // 4: svc.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
 	11, // 5: svc.v1.Plan.source_markers:type_name -> svc.v1.SourceMarker
 	12, // 6: svc.v1.Plan.objects:type_name -> svc.v1.PlanObject
 	13, // 7: svc.v1.Plan.excluded:type_name -> svc.v1.Exclusion
@@ -2096,32 +2391,42 @@ var file_svc_v1_plan_proto_depIdxs = []int32{
 	18, // 11: svc.v1.Plan.meter:type_name -> svc.v1.PlanMeter
 	1,  // 12: svc.v1.Plan.state:type_name -> svc.v1.PlanState
 	20, // 13: svc.v1.Plan.authorization:type_name -> svc.v1.PlanAuthorization
-	27, // 14: svc.v1.SourceMarker.provider:type_name -> svc.v1.Provider
+	31, // 14: svc.v1.SourceMarker.provider:type_name -> svc.v1.Provider
 	5,  // 15: svc.v1.SourceMarker.kind:type_name -> svc.v1.SourceMarkerKind
-	26, // 16: svc.v1.SourceMarker.observed_at:type_name -> google.protobuf.Timestamp
-	27, // 17: svc.v1.PlanObject.provider:type_name -> svc.v1.Provider
+	30, // 16: svc.v1.SourceMarker.observed_at:type_name -> google.protobuf.Timestamp
+	31, // 17: svc.v1.PlanObject.provider:type_name -> svc.v1.Provider
 	2,  // 18: svc.v1.PlanObject.storage_class:type_name -> svc.v1.StorageClass
 	3,  // 19: svc.v1.PlanObject.actions:type_name -> svc.v1.PlanAction
 	4,  // 20: svc.v1.Exclusion.reason:type_name -> svc.v1.ExclusionReason
-	27, // 21: svc.v1.Destination.provider:type_name -> svc.v1.Provider
-	23, // 22: svc.v1.Destination.metadata_mapping:type_name -> svc.v1.Destination.MetadataMappingEntry
+	31, // 21: svc.v1.Destination.provider:type_name -> svc.v1.Provider
+	27, // 22: svc.v1.Destination.metadata_mapping:type_name -> svc.v1.Destination.MetadataMappingEntry
 	6,  // 23: svc.v1.Destination.permission_mapping:type_name -> svc.v1.PermissionMapping
 	16, // 24: svc.v1.Projection.projected_quota:type_name -> svc.v1.ProjectedQuota
 	7,  // 25: svc.v1.PlanPolicy.decision:type_name -> svc.v1.PolicyDecision
 	8,  // 26: svc.v1.PlanPolicy.required_approvals:type_name -> svc.v1.Approval
 	9,  // 27: svc.v1.PlanMeter.currency:type_name -> svc.v1.Currency
 	19, // 28: svc.v1.PlanMeter.lines:type_name -> svc.v1.MeterLine
-	26, // 29: svc.v1.PlanAuthorization.authorized_at:type_name -> google.protobuf.Timestamp
+	30, // 29: svc.v1.PlanAuthorization.authorized_at:type_name -> google.protobuf.Timestamp
 	1,  // 30: svc.v1.ListPlansRequest.state:type_name -> svc.v1.PlanState
 	0,  // 31: svc.v1.ListPlansRequest.intent:type_name -> svc.v1.PlanIntent
 	10, // 32: svc.v1.ListPlansResponse.data:type_name -> svc.v1.Plan
-	21, // 33: svc.v1.PlanService.ListPlans:input_type -> svc.v1.ListPlansRequest
-	22, // 34: svc.v1.PlanService.ListPlans:output_type -> svc.v1.ListPlansResponse
-	34, // [34:35] is the sub-list for method output_type
-	33, // [33:34] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	0,  // 33: svc.v1.CreatePlanRequest.intent:type_name -> svc.v1.PlanIntent
+	32, // 34: svc.v1.CreatePlanRequest.policy:type_name -> svc.v1.SourcePolicy
+	23, // 35: svc.v1.PlanService.CreatePlan:input_type -> svc.v1.CreatePlanRequest
+	24, // 36: svc.v1.PlanService.GetPlan:input_type -> svc.v1.GetPlanRequest
+	25, // 37: svc.v1.PlanService.AuthorizePlan:input_type -> svc.v1.AuthorizePlanRequest
+	26, // 38: svc.v1.PlanService.CancelPlan:input_type -> svc.v1.CancelPlanRequest
+	21, // 39: svc.v1.PlanService.ListPlans:input_type -> svc.v1.ListPlansRequest
+	10, // 40: svc.v1.PlanService.CreatePlan:output_type -> svc.v1.Plan
+	10, // 41: svc.v1.PlanService.GetPlan:output_type -> svc.v1.Plan
+	10, // 42: svc.v1.PlanService.AuthorizePlan:output_type -> svc.v1.Plan
+	10, // 43: svc.v1.PlanService.CancelPlan:output_type -> svc.v1.Plan
+	22, // 44: svc.v1.PlanService.ListPlans:output_type -> svc.v1.ListPlansResponse
+	40, // [40:45] is the sub-list for method output_type
+	35, // [35:40] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_plan_proto_init() }
@@ -2131,6 +2436,7 @@ func file_svc_v1_plan_proto_init() {
 	}
 	file_svc_v1_common_proto_init()
 	file_svc_v1_options_proto_init()
+	file_svc_v1_source_proto_init()
 	file_svc_v1_plan_proto_msgTypes[2].OneofWrappers = []any{}
 	file_svc_v1_plan_proto_msgTypes[4].OneofWrappers = []any{}
 	file_svc_v1_plan_proto_msgTypes[6].OneofWrappers = []any{}
@@ -2138,13 +2444,17 @@ func file_svc_v1_plan_proto_init() {
 	file_svc_v1_plan_proto_msgTypes[10].OneofWrappers = []any{}
 	file_svc_v1_plan_proto_msgTypes[11].OneofWrappers = []any{}
 	file_svc_v1_plan_proto_msgTypes[12].OneofWrappers = []any{}
+	file_svc_v1_plan_proto_msgTypes[13].OneofWrappers = []any{}
+	file_svc_v1_plan_proto_msgTypes[14].OneofWrappers = []any{}
+	file_svc_v1_plan_proto_msgTypes[15].OneofWrappers = []any{}
+	file_svc_v1_plan_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_plan_proto_rawDesc), len(file_svc_v1_plan_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   14,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -733,6 +733,190 @@ func (x *UpdateSourcePolicyRequest) GetConnectionId() string {
 	return ""
 }
 
+// SourceService manages connected sources.
+// ListSourcesRequest lists the connected sources the caller reaches.
+type ListSourcesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId  *string                `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	Status        *SourceStatus          `protobuf:"varint,2,opt,name=status,proto3,enum=svc.v1.SourceStatus,oneof" json:"status,omitempty"`
+	Provider      *Provider              `protobuf:"varint,3,opt,name=provider,proto3,enum=svc.v1.Provider,oneof" json:"provider,omitempty"`
+	Limit         *int32                 `protobuf:"varint,4,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Cursor        *string                `protobuf:"bytes,5,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSourcesRequest) Reset() {
+	*x = ListSourcesRequest{}
+	mi := &file_svc_v1_source_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSourcesRequest) ProtoMessage() {}
+
+func (x *ListSourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_source_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSourcesRequest.ProtoReflect.Descriptor instead.
+func (*ListSourcesRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListSourcesRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ListSourcesRequest) GetStatus() SourceStatus {
+	if x != nil && x.Status != nil {
+		return *x.Status
+	}
+	return SourceStatus_SOURCE_STATUS_UNSPECIFIED
+}
+
+func (x *ListSourcesRequest) GetProvider() Provider {
+	if x != nil && x.Provider != nil {
+		return *x.Provider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *ListSourcesRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListSourcesRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// ListSourcesResponse is a page of sources.
+type ListSourcesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*Source              `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSourcesResponse) Reset() {
+	*x = ListSourcesResponse{}
+	mi := &file_svc_v1_source_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSourcesResponse) ProtoMessage() {}
+
+func (x *ListSourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_source_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSourcesResponse.ProtoReflect.Descriptor instead.
+func (*ListSourcesResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListSourcesResponse) GetData() []*Source {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListSourcesResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
+// GetSourceRequest reads a source.
+type GetSourceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSourceRequest) Reset() {
+	*x = GetSourceRequest{}
+	mi := &file_svc_v1_source_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSourceRequest) ProtoMessage() {}
+
+func (x *GetSourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_source_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSourceRequest.ProtoReflect.Descriptor instead.
+func (*GetSourceRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetSourceRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetSourceRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
 var File_svc_v1_source_proto protoreflect.FileDescriptor
 
 const file_svc_v1_source_proto_rawDesc = "" +
@@ -813,6 +997,27 @@ const file_svc_v1_source_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^src_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x124\n" +
 	"\x06policy\x18\x02 \x01(\v2\x14.svc.v1.SourcePolicyB\x06\xbaH\x03\xc8\x01\x01R\x06policy\x12M\n" +
 	"\rconnection_id\x18\x03 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xea\x02\n" +
+	"\x12ListSourcesRequest\x12M\n" +
+	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x12;\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x14.svc.v1.SourceStatusB\b\xbaH\x05\x82\x01\x02\x10\x01H\x01R\x06status\x88\x01\x01\x12;\n" +
+	"\bprovider\x18\x03 \x01(\x0e2\x10.svc.v1.ProviderB\b\xbaH\x05\x82\x01\x02\x10\x01H\x02R\bprovider\x88\x01\x01\x12%\n" +
+	"\x05limit\x18\x04 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xc8\x01(\x01H\x03R\x05limit\x88\x01\x01\x12%\n" +
+	"\x06cursor\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x04R\x06cursor\x88\x01\x01B\x10\n" +
+	"\x0e_connection_idB\t\n" +
+	"\a_statusB\v\n" +
+	"\t_providerB\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_cursor\"o\n" +
+	"\x13ListSourcesResponse\x12\"\n" +
+	"\x04data\x18\x01 \x03(\v2\x0e.svc.v1.SourceR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"\xa8\x01\n" +
+	"\x10GetSourceRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^src_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
 	"\x0e_connection_id*\xb7\x02\n" +
 	"\fSourceStatus\x12\x1d\n" +
 	"\x19SOURCE_STATUS_UNSPECIFIED\x10\x00\x12*\n" +
@@ -835,8 +1040,12 @@ const file_svc_v1_source_proto_rawDesc = "" +
 	"\x10PreservationMode\x12!\n" +
 	"\x1dPRESERVATION_MODE_UNSPECIFIED\x10\x00\x12.\n" +
 	"\x1bPRESERVATION_MODE_VAULT_ALL\x10\x01\x1a\r\x8a\xb5\x18\tvault_all\x12N\n" +
-	"+PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY\x10\x02\x1a\x1d\x8a\xb5\x18\x19vault_preserve_class_only2\x92\x01\n" +
-	"\rSourceService\x12\x80\x01\n" +
+	"+PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY\x10\x02\x1a\x1d\x8a\xb5\x18\x19vault_preserve_class_only2\xe2\x02\n" +
+	"\rSourceService\x12l\n" +
+	"\vListSources\x12\x1a.svc.v1.ListSourcesRequest\x1a\x1b.svc.v1.ListSourcesResponse\"$\x9a\xb5\x18\n" +
+	"*\bdiscover\x82\xd3\xe4\x93\x02\r\x12\v/v1/sources\x90\x02\x01\x12`\n" +
+	"\tGetSource\x12\x18.svc.v1.GetSourceRequest\x1a\x0e.svc.v1.Source\")\x9a\xb5\x18\n" +
+	"*\bdiscover\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/sources/{id}\x90\x02\x01\x12\x80\x01\n" +
 	"\x12UpdateSourcePolicy\x12!.svc.v1.UpdateSourcePolicyRequest\x1a\x0e.svc.v1.Source\"7\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02!:\x06policy\x1a\x17/v1/sources/{id}/policyB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
@@ -852,7 +1061,7 @@ func file_svc_v1_source_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_source_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_svc_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_svc_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_svc_v1_source_proto_goTypes = []any{
 	(SourceStatus)(0),                 // 0: svc.v1.SourceStatus
 	(DuplicateHandling)(0),            // 1: svc.v1.DuplicateHandling
@@ -862,33 +1071,43 @@ var file_svc_v1_source_proto_goTypes = []any{
 	(*SourceQuota)(nil),               // 5: svc.v1.SourceQuota
 	(*SourcePolicy)(nil),              // 6: svc.v1.SourcePolicy
 	(*UpdateSourcePolicyRequest)(nil), // 7: svc.v1.UpdateSourcePolicyRequest
-	nil,                               // 8: svc.v1.SourceQuota.BreakdownEntry
-	(Provider)(0),                     // 9: svc.v1.Provider
-	(OperationClass)(0),               // 10: svc.v1.OperationClass
-	(*timestamppb.Timestamp)(nil),     // 11: google.protobuf.Timestamp
+	(*ListSourcesRequest)(nil),        // 8: svc.v1.ListSourcesRequest
+	(*ListSourcesResponse)(nil),       // 9: svc.v1.ListSourcesResponse
+	(*GetSourceRequest)(nil),          // 10: svc.v1.GetSourceRequest
+	nil,                               // 11: svc.v1.SourceQuota.BreakdownEntry
+	(Provider)(0),                     // 12: svc.v1.Provider
+	(OperationClass)(0),               // 13: svc.v1.OperationClass
+	(*timestamppb.Timestamp)(nil),     // 14: google.protobuf.Timestamp
 }
 var file_svc_v1_source_proto_depIdxs = []int32{
-	9,  // 0: svc.v1.Source.provider:type_name -> svc.v1.Provider
+	12, // 0: svc.v1.Source.provider:type_name -> svc.v1.Provider
 	0,  // 1: svc.v1.Source.status:type_name -> svc.v1.SourceStatus
-	10, // 2: svc.v1.Source.granted_operations:type_name -> svc.v1.OperationClass
-	11, // 3: svc.v1.Source.connected_at:type_name -> google.protobuf.Timestamp
-	11, // 4: svc.v1.Source.last_scan_at:type_name -> google.protobuf.Timestamp
+	13, // 2: svc.v1.Source.granted_operations:type_name -> svc.v1.OperationClass
+	14, // 3: svc.v1.Source.connected_at:type_name -> google.protobuf.Timestamp
+	14, // 4: svc.v1.Source.last_scan_at:type_name -> google.protobuf.Timestamp
 	6,  // 5: svc.v1.Source.policy:type_name -> svc.v1.SourcePolicy
 	5,  // 6: svc.v1.Source.quota:type_name -> svc.v1.SourceQuota
-	8,  // 7: svc.v1.SourceQuota.breakdown:type_name -> svc.v1.SourceQuota.BreakdownEntry
-	11, // 8: svc.v1.SourceQuota.observed_at:type_name -> google.protobuf.Timestamp
-	11, // 9: svc.v1.SourceQuota.projected_full_at:type_name -> google.protobuf.Timestamp
+	11, // 7: svc.v1.SourceQuota.breakdown:type_name -> svc.v1.SourceQuota.BreakdownEntry
+	14, // 8: svc.v1.SourceQuota.observed_at:type_name -> google.protobuf.Timestamp
+	14, // 9: svc.v1.SourceQuota.projected_full_at:type_name -> google.protobuf.Timestamp
 	1,  // 10: svc.v1.SourcePolicy.duplicate_handling:type_name -> svc.v1.DuplicateHandling
 	2,  // 11: svc.v1.SourcePolicy.source_action:type_name -> svc.v1.SourceAction
 	3,  // 12: svc.v1.SourcePolicy.preservation:type_name -> svc.v1.PreservationMode
 	6,  // 13: svc.v1.UpdateSourcePolicyRequest.policy:type_name -> svc.v1.SourcePolicy
-	7,  // 14: svc.v1.SourceService.UpdateSourcePolicy:input_type -> svc.v1.UpdateSourcePolicyRequest
-	4,  // 15: svc.v1.SourceService.UpdateSourcePolicy:output_type -> svc.v1.Source
-	15, // [15:16] is the sub-list for method output_type
-	14, // [14:15] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	0,  // 14: svc.v1.ListSourcesRequest.status:type_name -> svc.v1.SourceStatus
+	12, // 15: svc.v1.ListSourcesRequest.provider:type_name -> svc.v1.Provider
+	4,  // 16: svc.v1.ListSourcesResponse.data:type_name -> svc.v1.Source
+	8,  // 17: svc.v1.SourceService.ListSources:input_type -> svc.v1.ListSourcesRequest
+	10, // 18: svc.v1.SourceService.GetSource:input_type -> svc.v1.GetSourceRequest
+	7,  // 19: svc.v1.SourceService.UpdateSourcePolicy:input_type -> svc.v1.UpdateSourcePolicyRequest
+	9,  // 20: svc.v1.SourceService.ListSources:output_type -> svc.v1.ListSourcesResponse
+	4,  // 21: svc.v1.SourceService.GetSource:output_type -> svc.v1.Source
+	4,  // 22: svc.v1.SourceService.UpdateSourcePolicy:output_type -> svc.v1.Source
+	20, // [20:23] is the sub-list for method output_type
+	17, // [17:20] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_source_proto_init() }
@@ -902,13 +1121,16 @@ func file_svc_v1_source_proto_init() {
 	file_svc_v1_source_proto_msgTypes[1].OneofWrappers = []any{}
 	file_svc_v1_source_proto_msgTypes[2].OneofWrappers = []any{}
 	file_svc_v1_source_proto_msgTypes[3].OneofWrappers = []any{}
+	file_svc_v1_source_proto_msgTypes[4].OneofWrappers = []any{}
+	file_svc_v1_source_proto_msgTypes[5].OneofWrappers = []any{}
+	file_svc_v1_source_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_source_proto_rawDesc), len(file_svc_v1_source_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,12 +33,31 @@ const (
 // reflection-formatted method names, remove the leading slash and convert the remaining slash to a
 // period.
 const (
+	// PlanServiceCreatePlanProcedure is the fully-qualified name of the PlanService's CreatePlan RPC.
+	PlanServiceCreatePlanProcedure = "/svc.v1.PlanService/CreatePlan"
+	// PlanServiceGetPlanProcedure is the fully-qualified name of the PlanService's GetPlan RPC.
+	PlanServiceGetPlanProcedure = "/svc.v1.PlanService/GetPlan"
+	// PlanServiceAuthorizePlanProcedure is the fully-qualified name of the PlanService's AuthorizePlan
+	// RPC.
+	PlanServiceAuthorizePlanProcedure = "/svc.v1.PlanService/AuthorizePlan"
+	// PlanServiceCancelPlanProcedure is the fully-qualified name of the PlanService's CancelPlan RPC.
+	PlanServiceCancelPlanProcedure = "/svc.v1.PlanService/CancelPlan"
 	// PlanServiceListPlansProcedure is the fully-qualified name of the PlanService's ListPlans RPC.
 	PlanServiceListPlansProcedure = "/svc.v1.PlanService/ListPlans"
 )
 
 // PlanServiceClient is a client for the svc.v1.PlanService service.
 type PlanServiceClient interface {
+	// CreatePlan builds a plan: a side-effect-free preflight over the sources (201).
+	CreatePlan(context.Context, *connect.Request[v1.CreatePlanRequest]) (*connect.Response[v1.Plan], error)
+	// GetPlan reads a plan.
+	GetPlan(context.Context, *connect.Request[v1.GetPlanRequest]) (*connect.Response[v1.Plan], error)
+	// AuthorizePlan authorizes a plan whose hash the caller reviewed: 409 plan_stale when the
+	// hash is not the current one or the sources moved, 403 action_denied or step_up_required
+	// when the policy decision says so.
+	AuthorizePlan(context.Context, *connect.Request[v1.AuthorizePlanRequest]) (*connect.Response[v1.Plan], error)
+	// CancelPlan cancels a plan that has not started executing.
+	CancelPlan(context.Context, *connect.Request[v1.CancelPlanRequest]) (*connect.Response[v1.Plan], error)
 	// ListPlans lists plans, filtered by state and intent (spec #3).
 	ListPlans(context.Context, *connect.Request[v1.ListPlansRequest]) (*connect.Response[v1.ListPlansResponse], error)
 }
@@ -54,6 +73,31 @@ func NewPlanServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 	baseURL = strings.TrimRight(baseURL, "/")
 	planServiceMethods := v1.File_svc_v1_plan_proto.Services().ByName("PlanService").Methods()
 	return &planServiceClient{
+		createPlan: connect.NewClient[v1.CreatePlanRequest, v1.Plan](
+			httpClient,
+			baseURL+PlanServiceCreatePlanProcedure,
+			connect.WithSchema(planServiceMethods.ByName("CreatePlan")),
+			connect.WithClientOptions(opts...),
+		),
+		getPlan: connect.NewClient[v1.GetPlanRequest, v1.Plan](
+			httpClient,
+			baseURL+PlanServiceGetPlanProcedure,
+			connect.WithSchema(planServiceMethods.ByName("GetPlan")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		authorizePlan: connect.NewClient[v1.AuthorizePlanRequest, v1.Plan](
+			httpClient,
+			baseURL+PlanServiceAuthorizePlanProcedure,
+			connect.WithSchema(planServiceMethods.ByName("AuthorizePlan")),
+			connect.WithClientOptions(opts...),
+		),
+		cancelPlan: connect.NewClient[v1.CancelPlanRequest, v1.Plan](
+			httpClient,
+			baseURL+PlanServiceCancelPlanProcedure,
+			connect.WithSchema(planServiceMethods.ByName("CancelPlan")),
+			connect.WithClientOptions(opts...),
+		),
 		listPlans: connect.NewClient[v1.ListPlansRequest, v1.ListPlansResponse](
 			httpClient,
 			baseURL+PlanServiceListPlansProcedure,
@@ -66,7 +110,31 @@ func NewPlanServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 
 // planServiceClient implements PlanServiceClient.
 type planServiceClient struct {
-	listPlans *connect.Client[v1.ListPlansRequest, v1.ListPlansResponse]
+	createPlan    *connect.Client[v1.CreatePlanRequest, v1.Plan]
+	getPlan       *connect.Client[v1.GetPlanRequest, v1.Plan]
+	authorizePlan *connect.Client[v1.AuthorizePlanRequest, v1.Plan]
+	cancelPlan    *connect.Client[v1.CancelPlanRequest, v1.Plan]
+	listPlans     *connect.Client[v1.ListPlansRequest, v1.ListPlansResponse]
+}
+
+// CreatePlan calls svc.v1.PlanService.CreatePlan.
+func (c *planServiceClient) CreatePlan(ctx context.Context, req *connect.Request[v1.CreatePlanRequest]) (*connect.Response[v1.Plan], error) {
+	return c.createPlan.CallUnary(ctx, req)
+}
+
+// GetPlan calls svc.v1.PlanService.GetPlan.
+func (c *planServiceClient) GetPlan(ctx context.Context, req *connect.Request[v1.GetPlanRequest]) (*connect.Response[v1.Plan], error) {
+	return c.getPlan.CallUnary(ctx, req)
+}
+
+// AuthorizePlan calls svc.v1.PlanService.AuthorizePlan.
+func (c *planServiceClient) AuthorizePlan(ctx context.Context, req *connect.Request[v1.AuthorizePlanRequest]) (*connect.Response[v1.Plan], error) {
+	return c.authorizePlan.CallUnary(ctx, req)
+}
+
+// CancelPlan calls svc.v1.PlanService.CancelPlan.
+func (c *planServiceClient) CancelPlan(ctx context.Context, req *connect.Request[v1.CancelPlanRequest]) (*connect.Response[v1.Plan], error) {
+	return c.cancelPlan.CallUnary(ctx, req)
 }
 
 // ListPlans calls svc.v1.PlanService.ListPlans.
@@ -76,6 +144,16 @@ func (c *planServiceClient) ListPlans(ctx context.Context, req *connect.Request[
 
 // PlanServiceHandler is an implementation of the svc.v1.PlanService service.
 type PlanServiceHandler interface {
+	// CreatePlan builds a plan: a side-effect-free preflight over the sources (201).
+	CreatePlan(context.Context, *connect.Request[v1.CreatePlanRequest]) (*connect.Response[v1.Plan], error)
+	// GetPlan reads a plan.
+	GetPlan(context.Context, *connect.Request[v1.GetPlanRequest]) (*connect.Response[v1.Plan], error)
+	// AuthorizePlan authorizes a plan whose hash the caller reviewed: 409 plan_stale when the
+	// hash is not the current one or the sources moved, 403 action_denied or step_up_required
+	// when the policy decision says so.
+	AuthorizePlan(context.Context, *connect.Request[v1.AuthorizePlanRequest]) (*connect.Response[v1.Plan], error)
+	// CancelPlan cancels a plan that has not started executing.
+	CancelPlan(context.Context, *connect.Request[v1.CancelPlanRequest]) (*connect.Response[v1.Plan], error)
 	// ListPlans lists plans, filtered by state and intent (spec #3).
 	ListPlans(context.Context, *connect.Request[v1.ListPlansRequest]) (*connect.Response[v1.ListPlansResponse], error)
 }
@@ -87,6 +165,31 @@ type PlanServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewPlanServiceHandler(svc PlanServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	planServiceMethods := v1.File_svc_v1_plan_proto.Services().ByName("PlanService").Methods()
+	planServiceCreatePlanHandler := connect.NewUnaryHandler(
+		PlanServiceCreatePlanProcedure,
+		svc.CreatePlan,
+		connect.WithSchema(planServiceMethods.ByName("CreatePlan")),
+		connect.WithHandlerOptions(opts...),
+	)
+	planServiceGetPlanHandler := connect.NewUnaryHandler(
+		PlanServiceGetPlanProcedure,
+		svc.GetPlan,
+		connect.WithSchema(planServiceMethods.ByName("GetPlan")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	planServiceAuthorizePlanHandler := connect.NewUnaryHandler(
+		PlanServiceAuthorizePlanProcedure,
+		svc.AuthorizePlan,
+		connect.WithSchema(planServiceMethods.ByName("AuthorizePlan")),
+		connect.WithHandlerOptions(opts...),
+	)
+	planServiceCancelPlanHandler := connect.NewUnaryHandler(
+		PlanServiceCancelPlanProcedure,
+		svc.CancelPlan,
+		connect.WithSchema(planServiceMethods.ByName("CancelPlan")),
+		connect.WithHandlerOptions(opts...),
+	)
 	planServiceListPlansHandler := connect.NewUnaryHandler(
 		PlanServiceListPlansProcedure,
 		svc.ListPlans,
@@ -96,6 +199,14 @@ func NewPlanServiceHandler(svc PlanServiceHandler, opts ...connect.HandlerOption
 	)
 	return "/svc.v1.PlanService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case PlanServiceCreatePlanProcedure:
+			planServiceCreatePlanHandler.ServeHTTP(w, r)
+		case PlanServiceGetPlanProcedure:
+			planServiceGetPlanHandler.ServeHTTP(w, r)
+		case PlanServiceAuthorizePlanProcedure:
+			planServiceAuthorizePlanHandler.ServeHTTP(w, r)
+		case PlanServiceCancelPlanProcedure:
+			planServiceCancelPlanHandler.ServeHTTP(w, r)
 		case PlanServiceListPlansProcedure:
 			planServiceListPlansHandler.ServeHTTP(w, r)
 		default:
@@ -106,6 +217,22 @@ func NewPlanServiceHandler(svc PlanServiceHandler, opts ...connect.HandlerOption
 
 // UnimplementedPlanServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedPlanServiceHandler struct{}
+
+func (UnimplementedPlanServiceHandler) CreatePlan(context.Context, *connect.Request[v1.CreatePlanRequest]) (*connect.Response[v1.Plan], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.PlanService.CreatePlan is not implemented"))
+}
+
+func (UnimplementedPlanServiceHandler) GetPlan(context.Context, *connect.Request[v1.GetPlanRequest]) (*connect.Response[v1.Plan], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.PlanService.GetPlan is not implemented"))
+}
+
+func (UnimplementedPlanServiceHandler) AuthorizePlan(context.Context, *connect.Request[v1.AuthorizePlanRequest]) (*connect.Response[v1.Plan], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.PlanService.AuthorizePlan is not implemented"))
+}
+
+func (UnimplementedPlanServiceHandler) CancelPlan(context.Context, *connect.Request[v1.CancelPlanRequest]) (*connect.Response[v1.Plan], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.PlanService.CancelPlan is not implemented"))
+}
 
 func (UnimplementedPlanServiceHandler) ListPlans(context.Context, *connect.Request[v1.ListPlansRequest]) (*connect.Response[v1.ListPlansResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.PlanService.ListPlans is not implemented"))

@@ -33,6 +33,11 @@ const (
 // reflection-formatted method names, remove the leading slash and convert the remaining slash to a
 // period.
 const (
+	// SourceServiceListSourcesProcedure is the fully-qualified name of the SourceService's ListSources
+	// RPC.
+	SourceServiceListSourcesProcedure = "/svc.v1.SourceService/ListSources"
+	// SourceServiceGetSourceProcedure is the fully-qualified name of the SourceService's GetSource RPC.
+	SourceServiceGetSourceProcedure = "/svc.v1.SourceService/GetSource"
 	// SourceServiceUpdateSourcePolicyProcedure is the fully-qualified name of the SourceService's
 	// UpdateSourcePolicy RPC.
 	SourceServiceUpdateSourcePolicyProcedure = "/svc.v1.SourceService/UpdateSourcePolicy"
@@ -40,6 +45,10 @@ const (
 
 // SourceServiceClient is a client for the svc.v1.SourceService service.
 type SourceServiceClient interface {
+	// ListSources lists sources, newest first.
+	ListSources(context.Context, *connect.Request[v1.ListSourcesRequest]) (*connect.Response[v1.ListSourcesResponse], error)
+	// GetSource reads a source.
+	GetSource(context.Context, *connect.Request[v1.GetSourceRequest]) (*connect.Response[v1.Source], error)
 	// UpdateSourcePolicy sets a source's policy and returns the source (spec #21).
 	UpdateSourcePolicy(context.Context, *connect.Request[v1.UpdateSourcePolicyRequest]) (*connect.Response[v1.Source], error)
 }
@@ -55,6 +64,20 @@ func NewSourceServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 	baseURL = strings.TrimRight(baseURL, "/")
 	sourceServiceMethods := v1.File_svc_v1_source_proto.Services().ByName("SourceService").Methods()
 	return &sourceServiceClient{
+		listSources: connect.NewClient[v1.ListSourcesRequest, v1.ListSourcesResponse](
+			httpClient,
+			baseURL+SourceServiceListSourcesProcedure,
+			connect.WithSchema(sourceServiceMethods.ByName("ListSources")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getSource: connect.NewClient[v1.GetSourceRequest, v1.Source](
+			httpClient,
+			baseURL+SourceServiceGetSourceProcedure,
+			connect.WithSchema(sourceServiceMethods.ByName("GetSource")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		updateSourcePolicy: connect.NewClient[v1.UpdateSourcePolicyRequest, v1.Source](
 			httpClient,
 			baseURL+SourceServiceUpdateSourcePolicyProcedure,
@@ -66,7 +89,19 @@ func NewSourceServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 
 // sourceServiceClient implements SourceServiceClient.
 type sourceServiceClient struct {
+	listSources        *connect.Client[v1.ListSourcesRequest, v1.ListSourcesResponse]
+	getSource          *connect.Client[v1.GetSourceRequest, v1.Source]
 	updateSourcePolicy *connect.Client[v1.UpdateSourcePolicyRequest, v1.Source]
+}
+
+// ListSources calls svc.v1.SourceService.ListSources.
+func (c *sourceServiceClient) ListSources(ctx context.Context, req *connect.Request[v1.ListSourcesRequest]) (*connect.Response[v1.ListSourcesResponse], error) {
+	return c.listSources.CallUnary(ctx, req)
+}
+
+// GetSource calls svc.v1.SourceService.GetSource.
+func (c *sourceServiceClient) GetSource(ctx context.Context, req *connect.Request[v1.GetSourceRequest]) (*connect.Response[v1.Source], error) {
+	return c.getSource.CallUnary(ctx, req)
 }
 
 // UpdateSourcePolicy calls svc.v1.SourceService.UpdateSourcePolicy.
@@ -76,6 +111,10 @@ func (c *sourceServiceClient) UpdateSourcePolicy(ctx context.Context, req *conne
 
 // SourceServiceHandler is an implementation of the svc.v1.SourceService service.
 type SourceServiceHandler interface {
+	// ListSources lists sources, newest first.
+	ListSources(context.Context, *connect.Request[v1.ListSourcesRequest]) (*connect.Response[v1.ListSourcesResponse], error)
+	// GetSource reads a source.
+	GetSource(context.Context, *connect.Request[v1.GetSourceRequest]) (*connect.Response[v1.Source], error)
 	// UpdateSourcePolicy sets a source's policy and returns the source (spec #21).
 	UpdateSourcePolicy(context.Context, *connect.Request[v1.UpdateSourcePolicyRequest]) (*connect.Response[v1.Source], error)
 }
@@ -87,6 +126,20 @@ type SourceServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewSourceServiceHandler(svc SourceServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	sourceServiceMethods := v1.File_svc_v1_source_proto.Services().ByName("SourceService").Methods()
+	sourceServiceListSourcesHandler := connect.NewUnaryHandler(
+		SourceServiceListSourcesProcedure,
+		svc.ListSources,
+		connect.WithSchema(sourceServiceMethods.ByName("ListSources")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	sourceServiceGetSourceHandler := connect.NewUnaryHandler(
+		SourceServiceGetSourceProcedure,
+		svc.GetSource,
+		connect.WithSchema(sourceServiceMethods.ByName("GetSource")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	sourceServiceUpdateSourcePolicyHandler := connect.NewUnaryHandler(
 		SourceServiceUpdateSourcePolicyProcedure,
 		svc.UpdateSourcePolicy,
@@ -95,6 +148,10 @@ func NewSourceServiceHandler(svc SourceServiceHandler, opts ...connect.HandlerOp
 	)
 	return "/svc.v1.SourceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case SourceServiceListSourcesProcedure:
+			sourceServiceListSourcesHandler.ServeHTTP(w, r)
+		case SourceServiceGetSourceProcedure:
+			sourceServiceGetSourceHandler.ServeHTTP(w, r)
 		case SourceServiceUpdateSourcePolicyProcedure:
 			sourceServiceUpdateSourcePolicyHandler.ServeHTTP(w, r)
 		default:
@@ -105,6 +162,14 @@ func NewSourceServiceHandler(svc SourceServiceHandler, opts ...connect.HandlerOp
 
 // UnimplementedSourceServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedSourceServiceHandler struct{}
+
+func (UnimplementedSourceServiceHandler) ListSources(context.Context, *connect.Request[v1.ListSourcesRequest]) (*connect.Response[v1.ListSourcesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.SourceService.ListSources is not implemented"))
+}
+
+func (UnimplementedSourceServiceHandler) GetSource(context.Context, *connect.Request[v1.GetSourceRequest]) (*connect.Response[v1.Source], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.SourceService.GetSource is not implemented"))
+}
 
 func (UnimplementedSourceServiceHandler) UpdateSourcePolicy(context.Context, *connect.Request[v1.UpdateSourcePolicyRequest]) (*connect.Response[v1.Source], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.SourceService.UpdateSourcePolicy is not implemented"))

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// clientFlags are how client commands reach a running server.
+type clientFlags struct {
+	server, apiKey, connection, session, credentials string
+	testMode                                         bool
+}
+
+func (c *clientFlags) register(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&c.server, "server", os.Getenv("SVC_URL"), "server base URL (env SVC_URL; default from the credentials file, else http://127.0.0.1:8080)")
+	f.StringVar(&c.apiKey, "api-key", os.Getenv("SVC_API_KEY"), "developer API key (env SVC_API_KEY)")
+	f.StringVar(&c.connection, "connection", os.Getenv("SVC_CONNECTION_ID"), "connection id, with an API key (env SVC_CONNECTION_ID)")
+	f.StringVar(&c.session, "session", os.Getenv("SVC_SESSION"), "svc_session cookie value, instead of an API key (env SVC_SESSION)")
+	f.StringVar(&c.credentials, "credentials", "", "a dev-credentials.json to take the server, test key and connection from (default: the one in the default data directory, if any)")
+	f.BoolVar(&c.testMode, "test-mode", false, "with --session, act on the user's test tenant")
+}
+
+// resolve fills what is not given from the credentials file.
+func (c *clientFlags) resolve() error {
+	path := c.credentials
+	if path == "" {
+		path = filepath.Join(defaultDataDir(), "dev-credentials.json")
+		if _, err := os.Stat(path); err != nil {
+			path = ""
+		}
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("credentials: %w", err)
+		}
+		var creds struct {
+			BaseURL      string `json:"base_url"`
+			TestAPIKey   string `json:"test_api_key"`
+			ConnectionID string `json:"connection_id"`
+		}
+		if err := json.Unmarshal(data, &creds); err != nil {
+			return fmt.Errorf("credentials %s: %w", path, err)
+		}
+		if c.server == "" {
+			c.server = creds.BaseURL
+		}
+		if c.apiKey == "" && c.session == "" {
+			c.apiKey, c.connection = creds.TestAPIKey, creds.ConnectionID
+		}
+	}
+	if c.server == "" {
+		c.server = "http://127.0.0.1:8080"
+	}
+	if c.apiKey == "" && c.session == "" {
+		return fmt.Errorf("no credential: give --api-key (and --connection) or --session, or --credentials FILE")
+	}
+	return nil
+}
+
+// httpClient adds the credential to every request.
+func (c *clientFlags) httpClient() *http.Client {
+	return &http.Client{Transport: credentialTransport{c}}
+}
+
+// connectionID is the connection to name, or nil with a session.
+func (c *clientFlags) connectionID() *string {
+	if c.apiKey == "" || c.connection == "" {
+		return nil
+	}
+	return &c.connection
+}
+
+type credentialTransport struct{ c *clientFlags }
+
+func (t credentialTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if t.c.apiKey != "" {
+		r.Header.Set("Authorization", "Bearer "+t.c.apiKey)
+	} else {
+		r.AddCookie(&http.Cookie{Name: "svc_session", Value: t.c.session})
+		if t.c.testMode {
+			r.Header.Set("Svc-Mode", "test")
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}

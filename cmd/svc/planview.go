@@ -1,0 +1,197 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/wire"
+)
+
+var errorsAs = errors.As
+
+func enumName(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
+
+// bytesIEC renders a byte count for people (1.5 GiB).
+func bytesIEC(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func count(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+type tally struct {
+	n     int
+	bytes int64
+}
+
+// renderPlan prints a plan the way a person reviews it: what is preserved, removed, kept and
+// excluded and why, by storage class, the projected bytes and quota, the cost and the decision.
+func renderPlan(w io.Writer, p *svcv1.Plan) error {
+	mode := "live"
+	if p.GetSimulated() {
+		mode = "test mode, simulated"
+	}
+	fmt.Fprintf(w, "Plan %s  (%s, %s)\n", p.GetPlanId(), enumName(p.GetIntent()), mode)
+	fmt.Fprintf(w, "  state    %s, expires %s\n", enumName(p.GetState()), p.GetExpiresAt().AsTime().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "  hash     %s\n\n", p.GetHash())
+
+	actions := map[string]*tally{}
+	classes := map[string]*tally{}
+	classActions := map[string]map[string]bool{}
+	for _, o := range p.GetObjects() {
+		var names []string
+		for _, a := range o.GetActions() {
+			names = append(names, enumName(a))
+		}
+		key := strings.Join(names, " + ")
+		if actions[key] == nil {
+			actions[key] = &tally{}
+		}
+		actions[key].n++
+		actions[key].bytes += o.GetExpectedSizeBytes()
+		c := enumName(o.GetStorageClass())
+		if classes[c] == nil {
+			classes[c] = &tally{}
+			classActions[c] = map[string]bool{}
+		}
+		classes[c].n++
+		classes[c].bytes += o.GetExpectedSizeBytes()
+		classActions[c][key] = true
+	}
+	symbol := func(k string) string {
+		switch {
+		case strings.Contains(k, "trash"), strings.Contains(k, "move"):
+			return "-"
+		case strings.Contains(k, "noop"):
+			return " "
+		}
+		return "+"
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "What would happen")
+	for _, k := range sortedKeys(actions) {
+		fmt.Fprintf(tw, "  %s %s\t%s objects\t%s\t\n", symbol(k), k, count(actions[k].n), bytesIEC(actions[k].bytes))
+	}
+	if n := len(p.GetExcluded()); n > 0 {
+		fmt.Fprintf(tw, "  x excluded\t%s objects\t\t\n", count(n))
+	}
+	tw.Flush()
+
+	if len(classes) > 0 {
+		fmt.Fprintln(w, "\nBy storage class")
+		for _, c := range sortedKeys(classes) {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t  %s\n", c, count(classes[c].n), bytesIEC(classes[c].bytes), strings.Join(sortedKeys(classActions[c]), ", "))
+		}
+		tw.Flush()
+	}
+	if len(p.GetExcluded()) > 0 {
+		fmt.Fprintln(w, "\nExcluded, and why")
+		reasons := map[string]map[string]int{}
+		for _, e := range p.GetExcluded() {
+			r := enumName(e.GetReason())
+			if reasons[r] == nil {
+				reasons[r] = map[string]int{}
+			}
+			reasons[r][e.GetDetail()]++
+		}
+		for _, r := range sortedKeys(reasons) {
+			for _, d := range sortedKeys(reasons[r]) {
+				fmt.Fprintf(tw, "  %s\t%s\t  %s\n", r, count(reasons[r][d]), d)
+			}
+		}
+		tw.Flush()
+	}
+
+	pr := p.GetProjection()
+	fmt.Fprintln(w, "\nProjection")
+	fmt.Fprintf(w, "  preserve %s · remove %s · transfer %s · reclaim %s\n",
+		bytesIEC(pr.GetBytesToPreserve()), bytesIEC(pr.GetBytesToRemove()), bytesIEC(pr.GetBytesToTransfer()), bytesIEC(pr.GetProjectedReclaimBytes()))
+	for _, q := range pr.GetProjectedQuota() {
+		line := fmt.Sprintf("  %s: %s used after", q.GetSourceId(), bytesIEC(q.GetUsedBytesAfter()))
+		if q.LimitBytes != nil {
+			line += fmt.Sprintf(" of %s (%.1f%%)", bytesIEC(q.GetLimitBytes()), q.GetPercentAfter())
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, m := range p.GetSourceMarkers() {
+		fmt.Fprintf(w, "  %s (%s) at %s %s\n", m.GetSourceId(), enumName(m.GetProvider()), enumName(m.GetKind()), m.GetValue())
+	}
+
+	fmt.Fprintln(w, "\nCost")
+	if m := p.GetMeter(); m == nil {
+		fmt.Fprintln(w, "  none (test mode and end users are not billed)")
+	} else {
+		for _, l := range m.GetLines() {
+			note := fmt.Sprintf("%d¢", l.GetEstimatedCents())
+			if l.GetIncludedInAllowance() {
+				note = "included"
+			}
+			fmt.Fprintf(tw, "  %s\t%g %s\t  %s\n", l.GetMeter(), l.GetQuantity(), l.GetUnit(), note)
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "  estimate %d¢ on %s", m.GetEstimatedCents(), m.GetRateCardVersion())
+		if m.WithinStandingEnvelope != nil && !m.GetWithinStandingEnvelope() {
+			fmt.Fprint(w, ", over the spending ceiling")
+		}
+		fmt.Fprintln(w)
+	}
+
+	pol := p.GetPolicy()
+	fmt.Fprintf(w, "\nDecision: %s", enumName(pol.GetDecision()))
+	if len(pol.GetRequiredApprovals()) > 0 {
+		var names []string
+		for _, a := range pol.GetRequiredApprovals() {
+			names = append(names, enumName(a))
+		}
+		fmt.Fprintf(w, " (needs %s)", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(w)
+	for _, r := range pol.GetReasons() {
+		fmt.Fprintf(w, "  %s\n", r)
+	}
+	if p.GetState() == svcv1.PlanState_PLAN_STATE_VALIDATED {
+		fmt.Fprintf(w, "\nTo authorize it:  svc plan authorize %s --hash %s\n", p.GetPlanId(), p.GetHash())
+	}
+	return nil
+}
+
+func renderPlanList(w io.Writer, plans []*svcv1.Plan) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLAN\tINTENT\tSTATE\tOBJECTS\tREMOVE\tCREATED")
+	for _, p := range plans {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.GetPlanId(), enumName(p.GetIntent()), enumName(p.GetState()),
+			count(len(p.GetObjects())), bytesIEC(p.GetProjection().GetBytesToRemove()), p.GetCreatedAt().AsTime().Format("2006-01-02 15:04"))
+	}
+	return tw.Flush()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp.Compare)
+	return keys
+}

@@ -1,0 +1,491 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/mail"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"svc.dev/svc/providers"
+)
+
+var caps = []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
+
+// Description is the vendor_d_local provider's description.
+var Description = providers.Description{
+	Name:             providers.VendorDLocal,
+	ProtocolVersion:  providers.ProtocolVersion,
+	DisplayName:      "Local folders, Maildir and mbox",
+	OperationClasses: providers.OperationClassesFor(caps),
+	Capabilities:     caps,
+	ObjectKinds:      []providers.Kind{providers.KindFile, providers.KindPhoto, providers.KindVideo, providers.KindMessage},
+	MarkerKinds:      []providers.MarkerKind{providers.MarkerSnapshotHash},
+}
+
+// Provider is a vendor_d_local provider instance.
+type Provider struct {
+	root     string
+	trashDir string // explicit trash_dir, or "" for the default
+}
+
+var (
+	_ providers.Provider  = (*Provider)(nil)
+	_ providers.Trasher   = (*Provider)(nil)
+	_ providers.Remover   = (*Provider)(nil)
+	_ providers.Untrasher = (*Provider)(nil)
+	_ providers.Writer    = (*Provider)(nil)
+	_ providers.Quotaer   = (*Provider)(nil)
+)
+
+// New opens a vendor_d_local provider. It is a providers.Factory.
+func New(_ context.Context, cfg providers.Config) (providers.Provider, error) {
+	root := cfg["root"]
+	if root == "" {
+		return nil, fmt.Errorf("local: config root is required: %w", providers.ErrInvalidArgument)
+	}
+	for k := range cfg {
+		if k != "root" && k != "trash_dir" {
+			return nil, fmt.Errorf("local: unknown config key %q: %w", k, providers.ErrInvalidArgument)
+		}
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("local: root: %v: %w", err, providers.ErrInvalidArgument)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("local: root %q is not a directory: %w", abs, providers.ErrNotFound)
+	}
+	p := &Provider{root: abs}
+	if t := cfg["trash_dir"]; t != "" {
+		if p.trashDir, err = filepath.Abs(t); err != nil {
+			return nil, fmt.Errorf("local: trash_dir: %v: %w", err, providers.ErrInvalidArgument)
+		}
+	}
+	return p, nil
+}
+
+// Describe implements providers.Provider.
+func (p *Provider) Describe(context.Context) (providers.Description, error) { return Description, nil }
+
+// sourceDir resolves a source ref to a directory under root.
+func (p *Provider) sourceDir(ref string) (string, error) {
+	clean := path.Clean("/" + ref)
+	if ref != "" && (strings.Contains(ref, "\\") || clean != "/"+strings.Trim(ref, "/")) {
+		return "", fmt.Errorf("local: source %q: %w", ref, providers.ErrInvalidArgument)
+	}
+	dir := filepath.Join(p.root, filepath.FromSlash(clean))
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("local: source %q: %w", ref, providers.ErrNotFound)
+	}
+	return dir, nil
+}
+
+// relID checks an object id: a clean relative slash path.
+func relID(id string) (string, error) {
+	if id == "" || strings.HasPrefix(id, "/") || strings.Contains(id, "\\") || path.Clean(id) != id || id == ".." || strings.HasPrefix(id, "../") {
+		return "", fmt.Errorf("local: object id %q: %w", id, providers.ErrNotFound)
+	}
+	return id, nil
+}
+
+func isTrashName(name string) bool { return strings.HasPrefix(name, ".Trash") }
+
+func isMaildir(dir string) bool {
+	a, err1 := os.Stat(filepath.Join(dir, "cur"))
+	b, err2 := os.Stat(filepath.Join(dir, "new"))
+	return err1 == nil && err2 == nil && a.IsDir() && b.IsDir()
+}
+
+func isMbox(full, name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".mbox", ".mbx":
+		return true
+	case "":
+		f, err := os.Open(full)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		var b [5]byte
+		n, _ := io.ReadFull(f, b[:])
+		return string(b[:n]) == "From "
+	}
+	return false
+}
+
+func fileVersion(fi fs.FileInfo) string {
+	v := "m" + strconv.FormatInt(fi.ModTime().UnixNano(), 36) + "-s" + strconv.FormatInt(fi.Size(), 36)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		v += "-i" + strconv.FormatUint(st.Ino, 36)
+	}
+	return v
+}
+
+func kindOf(name string) (providers.Kind, string) {
+	ext := strings.ToLower(filepath.Ext(name))
+	mt := mime.TypeByExtension(ext)
+	if i := strings.IndexByte(mt, ';'); i >= 0 {
+		mt = mt[:i]
+	}
+	switch ext {
+	case ".jpg", ".jpeg", ".png", ".gif", ".heic", ".webp", ".tif", ".tiff":
+		return providers.KindPhoto, mt
+	case ".mp4", ".mov", ".mkv", ".avi", ".webm":
+		return providers.KindVideo, mt
+	}
+	return providers.KindFile, mt
+}
+
+func fileObject(id string, fi fs.FileInfo) providers.Object {
+	kind, mt := kindOf(fi.Name())
+	o := providers.Object{
+		ID:         id,
+		Version:    fileVersion(fi),
+		Kind:       kind,
+		Name:       fi.Name(),
+		Path:       id,
+		SizeBytes:  fi.Size(),
+		MIMEType:   mt,
+		ModifiedAt: fi.ModTime().UTC(),
+	}
+	if dir := path.Dir(id); dir != "." {
+		o.ParentID = dir
+		o.Containers = []string{dir}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Mode&0o004 != 0 {
+		o.Shared = true // world-readable: the nearest local notion of shared
+	}
+	return o
+}
+
+// headers parses the mail headers of a message.
+func headers(r io.Reader) *providers.MessageHeaders {
+	msg, err := mail.ReadMessage(bufio.NewReader(io.LimitReader(r, 256<<10)))
+	if err != nil {
+		return &providers.MessageHeaders{}
+	}
+	h := msg.Header
+	dec := new(mime.WordDecoder)
+	decode := func(s string) string {
+		if d, err := dec.DecodeHeader(s); err == nil {
+			return d
+		}
+		return s
+	}
+	list := func(k string) []string {
+		as, err := h.AddressList(k)
+		if err != nil {
+			if v := h.Get(k); v != "" {
+				return []string{v}
+			}
+			return nil
+		}
+		out := make([]string, len(as))
+		for i, a := range as {
+			out[i] = a.Address
+		}
+		return out
+	}
+	mh := &providers.MessageHeaders{
+		To:                  list("To"),
+		Cc:                  list("Cc"),
+		Subject:             decode(h.Get("Subject")),
+		ListID:              h.Get("List-Id"),
+		ListUnsubscribe:     h.Get("List-Unsubscribe"),
+		ListUnsubscribePost: strings.EqualFold(strings.TrimSpace(h.Get("List-Unsubscribe-Post")), "List-Unsubscribe=One-Click"),
+		ThreadID:            threadID(h),
+	}
+	if from := list("From"); len(from) > 0 {
+		mh.From = from[0]
+	}
+	if d, err := h.Date(); err == nil {
+		mh.Date = d.UTC()
+	}
+	mh.Snippet = mh.Subject
+	return mh
+}
+
+// threadID is the first Message-ID of the thread: References' first entry,
+// else In-Reply-To, else the message's own id.
+func threadID(h mail.Header) string {
+	for _, k := range []string{"References", "In-Reply-To", "Message-Id"} {
+		if f := strings.Fields(h.Get(k)); len(f) > 0 {
+			return f[0]
+		}
+	}
+	return ""
+}
+
+// maildirMessage is one message file of a Maildir.
+type maildirMessage struct {
+	unique string
+	file   string // full path
+	flags  string
+}
+
+func splitMaildirName(name string) (unique, flags string) {
+	unique, info, _ := strings.Cut(name, ":")
+	if strings.HasPrefix(info, "2,") {
+		flags = info[2:]
+	}
+	return unique, flags
+}
+
+// maildirMessages lists a Maildir's messages in cur/ and new/, sorted by
+// unique name.
+func maildirMessages(dir string) ([]maildirMessage, error) {
+	var msgs []maildirMessage
+	for _, sub := range []string{"cur", "new"} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			u, f := splitMaildirName(e.Name())
+			msgs = append(msgs, maildirMessage{unique: u, file: filepath.Join(dir, sub, e.Name()), flags: f})
+		}
+	}
+	slices.SortFunc(msgs, func(a, b maildirMessage) int { return strings.Compare(a.unique, b.unique) })
+	return msgs, nil
+}
+
+func findMaildirMessage(dir, unique string) (maildirMessage, error) {
+	msgs, err := maildirMessages(dir)
+	if err != nil {
+		return maildirMessage{}, err
+	}
+	i, ok := slices.BinarySearchFunc(msgs, unique, func(m maildirMessage, u string) int { return strings.Compare(m.unique, u) })
+	if !ok {
+		return maildirMessage{}, fs.ErrNotExist
+	}
+	return msgs[i], nil
+}
+
+func maildirObject(id, container string, m maildirMessage, fi fs.FileInfo) providers.Object {
+	f, err := os.Open(m.file)
+	var h *providers.MessageHeaders
+	if err == nil {
+		h = headers(f)
+		f.Close()
+	} else {
+		h = &providers.MessageHeaders{}
+	}
+	o := providers.Object{
+		ID:         id,
+		ParentID:   container,
+		Version:    fileVersion(fi),
+		Kind:       providers.KindMessage,
+		Name:       h.Subject,
+		Path:       id,
+		SizeBytes:  fi.Size(),
+		MIMEType:   "message/rfc822",
+		Containers: []string{container},
+		ModifiedAt: fi.ModTime().UTC(),
+		Starred:    strings.Contains(m.flags, "F"),
+		Message:    h,
+		Metadata:   map[string]string{"maildir_flags": m.flags},
+	}
+	if !h.Date.IsZero() {
+		o.CreatedAt = h.Date
+	}
+	return o
+}
+
+// entry is what an id resolves to.
+type entry struct {
+	kind    byte // 'f' file, 'm' maildir message, 'x' mbox message
+	full    string
+	fi      fs.FileInfo
+	maildir string // for 'm': the Maildir directory
+	msg     maildirMessage
+	offset  int64 // for 'x'
+}
+
+// resolve finds the object with the given id in a source directory.
+func (p *Provider) resolve(src, id string) (entry, error) {
+	if _, err := relID(id); err != nil {
+		return entry{}, err
+	}
+	notFound := fmt.Errorf("local: object %q: %w", id, providers.ErrNotFound)
+	full := filepath.Join(src, filepath.FromSlash(id))
+	for _, part := range strings.Split(id, "/") {
+		if isTrashName(part) {
+			return entry{}, notFound
+		}
+	}
+	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
+		if isMaildir(filepath.Dir(filepath.Dir(full))) && (filepath.Base(filepath.Dir(full)) == "cur" || filepath.Base(filepath.Dir(full)) == "new") {
+			return entry{}, notFound // message files are addressed by Maildir and unique name
+		}
+		if !isMbox(full, fi.Name()) {
+			return entry{kind: 'f', full: full, fi: fi}, nil
+		}
+	}
+	if dir := filepath.Dir(full); isMaildir(dir) {
+		m, err := findMaildirMessage(dir, filepath.Base(full))
+		if err == nil && !strings.Contains(m.flags, "T") {
+			fi, err := os.Stat(m.file)
+			if err == nil {
+				return entry{kind: 'm', full: m.file, fi: fi, maildir: dir, msg: m}, nil
+			}
+		}
+	}
+	if i := strings.LastIndexByte(id, '#'); i > 0 {
+		file := filepath.Join(src, filepath.FromSlash(id[:i]))
+		off, err := strconv.ParseInt(id[i+1:], 10, 64)
+		if fi, serr := os.Stat(file); err == nil && serr == nil && fi.Mode().IsRegular() && isMbox(file, fi.Name()) {
+			return entry{kind: 'x', full: file, fi: fi, offset: off}, nil
+		}
+	}
+	return entry{}, notFound
+}
+
+// object returns the current metadata of a resolved entry.
+func (p *Provider) object(id string, e entry) (providers.Object, error) {
+	switch e.kind {
+	case 'f':
+		return fileObject(id, e.fi), nil
+	case 'm':
+		container := path.Dir(id)
+		return maildirObject(id, container, e.msg, e.fi), nil
+	}
+	f, err := os.Open(e.full)
+	if err != nil {
+		return providers.Object{}, err
+	}
+	defer f.Close()
+	it := newMboxReader(f, e.offset)
+	m, ok, err := it.next()
+	if err != nil {
+		return providers.Object{}, err
+	}
+	if !ok || m.offset != e.offset {
+		return providers.Object{}, fmt.Errorf("local: object %q: %w", id, providers.ErrNotFound)
+	}
+	return mboxObject(id[:strings.LastIndexByte(id, '#')], m), nil
+}
+
+func checkVersion(id, expected string, o providers.Object) error {
+	if expected != "" && expected != o.Version {
+		return &providers.VersionMismatchError{ObjectID: id, Expected: expected, Actual: o.Version}
+	}
+	return nil
+}
+
+// Fetch implements providers.Provider.
+func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	src, err := p.sourceDir(req.SourceRef)
+	if err != nil {
+		return nil, err
+	}
+	e, err := p.resolve(src, req.ObjectID)
+	if err != nil {
+		return nil, err
+	}
+	if e.kind == 'x' {
+		o, err := p.object(req.ObjectID, e)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkVersion(req.ObjectID, req.ExpectedVersion, o); err != nil {
+			return nil, err
+		}
+		f, err := os.Open(e.full)
+		if err != nil {
+			return nil, fmt.Errorf("local: open %q: %w", req.ObjectID, err)
+		}
+		start, _ := strconv.ParseInt(o.Metadata["mbox_content_offset"], 10, 64)
+		return &providers.Content{Object: o, Body: &sectionCloser{io.NewSectionReader(f, start, o.SizeBytes), f}}, nil
+	}
+	f, err := os.Open(e.full)
+	if err != nil {
+		return nil, fmt.Errorf("local: open %q: %w", req.ObjectID, mapErr(err))
+	}
+	// The version is taken from the open file, so the bytes read are those
+	// of the version checked.
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	e.fi = fi
+	o, err := p.object(req.ObjectID, e)
+	if err == nil {
+		err = checkVersion(req.ObjectID, req.ExpectedVersion, o)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &providers.Content{Object: o, Body: &sectionCloser{io.NewSectionReader(f, 0, fi.Size()), f}}, nil
+}
+
+type sectionCloser struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (s *sectionCloser) Close() error { return s.f.Close() }
+
+func mapErr(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%v: %w", err, providers.ErrNotFound)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%v: %w", err, providers.ErrPermission)
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%v: %w", err, providers.ErrAlreadyExists)
+	}
+	return err
+}
+
+// Quota implements providers.Quotaer with the filesystem's figures.
+func (p *Provider) Quota(_ context.Context, sourceRef string) (providers.Quota, error) {
+	src, err := p.sourceDir(sourceRef)
+	if err != nil {
+		return providers.Quota{}, err
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(src, &st); err != nil {
+		return providers.Quota{}, fmt.Errorf("local: statfs: %w", err)
+	}
+	bs := int64(st.Bsize)
+	q := providers.Quota{
+		UsedBytes:  (int64(st.Blocks) - int64(st.Bfree)) * bs,
+		LimitBytes: int64(st.Blocks) * bs,
+		ObservedAt: time.Now().UTC(),
+	}
+	_ = filepath.WalkDir(filepath.Join(p.homeTrash(), "files"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				q.TrashBytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	return q, nil
+}
+
+// hashHex returns the lowercase hex SHA-256 of b.
+func hashHex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,188 @@
+package local_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/internal/fixtures"
+	"svc.dev/svc/providers/local"
+	"svc.dev/svc/providers/providertest"
+)
+
+func setup(t testing.TB) (providers.Provider, string, string, int) {
+	t.Helper()
+	root, trash := t.TempDir(), t.TempDir()
+	n, err := fixtures.LocalTree(filepath.Join(root, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := local.New(context.Background(), providers.Config{"root": root, "trash_dir": trash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, root, trash, n
+}
+
+func TestConformance(t *testing.T) {
+	var n int
+	_, _, _, n = setup(t)
+	providertest.Run(t, providertest.Harness{
+		Open: func(t testing.TB) (providers.Provider, string) {
+			p, _, _, _ := setup(t)
+			return p, "home"
+		},
+		MinObjects:  n,
+		FetchSample: 20,
+	})
+}
+
+func TestListing(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, n := setup(t)
+	objs, _ := providertest.ListAll(ctx, t, p, "home", 1)
+	if len(objs) != n {
+		t.Fatalf("listed %d objects, want %d: %v", len(objs), n, objs)
+	}
+	byID := map[string]providers.Object{}
+	var order []string
+	for _, o := range objs {
+		byID[o.ID] = o
+		order = append(order, o.ID)
+	}
+	want := []string{"Archive/old.mbox#0", "Documents/2023/budget.csv", "Mail/Inbox/1700000001.M1P1.host", "a/inner.txt", "a.b", "notes.txt"}
+	for _, id := range want {
+		if _, ok := byID[id]; !ok {
+			t.Errorf("missing %q in %v", id, order)
+		}
+	}
+	if slices.Index(order, "a/inner.txt") > slices.Index(order, "a.b") {
+		t.Errorf("walk order: a/inner.txt should come before a.b: %v", order)
+	}
+	digest := byID["Mail/Inbox/1700000001.M1P1.host"]
+	if digest.Kind != providers.KindMessage || digest.Message == nil || digest.Message.From != "news@letters.example" ||
+		!digest.Message.ListUnsubscribePost || digest.Message.ListID != "<weekly.letters.example>" {
+		t.Errorf("maildir message headers: %+v", digest.Message)
+	}
+	if !byID["Mail/Inbox/1700000003.M3P1.host"].Starred {
+		t.Error("F flag did not make the message starred")
+	}
+	if byID["Photos/beach.jpg"].Kind != providers.KindPhoto || byID["Videos/clip.mp4"].Kind != providers.KindVideo {
+		t.Error("kinds by extension")
+	}
+	var mbox []providers.Object
+	for _, o := range objs {
+		if strings.HasPrefix(o.ID, "Archive/old.mbox#") {
+			mbox = append(mbox, o)
+		}
+	}
+	if len(mbox) != 3 || mbox[2].Message.Subject != "Your payout is on its way" || mbox[1].SHA256 == "" {
+		t.Fatalf("mbox messages: %+v", mbox)
+	}
+}
+
+func TestFileTrashFollowsFreedesktopSpec(t *testing.T) {
+	ctx := context.Background()
+	p, root, trash, _ := setup(t)
+	objs, _ := providertest.ListAll(ctx, t, p, "home", 0)
+	var o providers.Object
+	for _, x := range objs {
+		if x.ID == "Documents/report.pdf" {
+			o = x
+		}
+	}
+	res, err := p.(providers.Trasher).Trash(ctx, providers.ActionRequest{SourceRef: "home", ObjectID: o.ID, ExpectedVersion: o.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.ReadFile(filepath.Join(trash, "info", "report.pdf.trashinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[Trash Info]\nPath=" + filepath.Join(root, "home", "Documents", "report.pdf") + "\nDeletionDate="
+	if !strings.HasPrefix(string(info), want) {
+		t.Errorf("trashinfo:\n%s\nwant prefix:\n%s", info, want)
+	}
+	if _, err := os.Stat(filepath.Join(trash, "files", "report.pdf")); err != nil {
+		t.Errorf("trashed file not in files/: %v", err)
+	}
+	if res.ResultID != filepath.Join(trash, "info", "report.pdf.trashinfo") {
+		t.Errorf("result id %q", res.ResultID)
+	}
+	// A second file of the same name gets a distinct trash name.
+	if err := os.WriteFile(filepath.Join(root, "home", "Documents", "report.pdf"), []byte("again"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := p.(providers.Trasher).Trash(ctx, providers.ActionRequest{SourceRef: "home", ObjectID: o.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.ResultID == res.ResultID {
+		t.Fatal("two trashed files share a trash name")
+	}
+	back, err := p.(providers.Untrasher).Untrash(ctx, providers.UntrashRequest{SourceRef: "home", ObjectID: o.ID, ResultID: res.ResultID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.SizeBytes != o.SizeBytes {
+		t.Errorf("restored %d bytes, want %d", back.SizeBytes, o.SizeBytes)
+	}
+	// Restoring the second over the first must not clobber it.
+	if _, err := p.(providers.Untrasher).Untrash(ctx, providers.UntrashRequest{SourceRef: "home", ObjectID: o.ID, ResultID: res2.ResultID}); !errors.Is(err, providers.ErrAlreadyExists) {
+		t.Errorf("untrash over an existing file: %v", err)
+	}
+}
+
+func TestMaildirTrashUsesTFlag(t *testing.T) {
+	ctx := context.Background()
+	p, root, _, _ := setup(t)
+	id := "Mail/Inbox/1700000002.M2P1.host"
+	res, err := p.(providers.Trasher).Trash(ctx, providers.ActionRequest{SourceRef: "home", ObjectID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "home", "Mail/Inbox/cur/1700000002.M2P1.host:2,ST")); err != nil {
+		t.Fatalf("T flag not set: %v", err)
+	}
+	if _, err := p.(providers.Untrasher).Untrash(ctx, providers.UntrashRequest{SourceRef: "home", ObjectID: id, ResultID: res.ResultID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "home", "Mail/Inbox/cur/1700000002.M2P1.host:2,S")); err != nil {
+		t.Fatalf("T flag not cleared: %v", err)
+	}
+}
+
+func TestMboxMessagesAreReadOnly(t *testing.T) {
+	ctx := context.Background()
+	p, _, _, _ := setup(t)
+	if _, err := p.(providers.Trasher).Trash(ctx, providers.ActionRequest{SourceRef: "home", ObjectID: "Archive/old.mbox#0"}); !errors.Is(err, providers.ErrUnsupported) {
+		t.Errorf("trash in mbox: %v", err)
+	}
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "home", ObjectID: "Archive/old.mbox#0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(c.Body)
+	c.Body.Close()
+	if !strings.HasPrefix(string(b), "From: alice@friends.example") || strings.Contains(string(b), "From billing") {
+		t.Errorf("mbox message content:\n%s", b)
+	}
+}
+
+func TestSourceEscape(t *testing.T) {
+	p, _, _, _ := setup(t)
+	for _, ref := range []string{"../x", "/etc", "home/../.."} {
+		if _, err := p.List(context.Background(), providers.ListRequest{SourceRef: ref}); err == nil {
+			t.Errorf("source %q accepted", ref)
+		}
+	}
+	if _, err := p.Fetch(context.Background(), providers.FetchRequest{SourceRef: "home", ObjectID: "../../etc/passwd"}); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("escaping id: %v", err)
+	}
+}

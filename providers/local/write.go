@@ -1,0 +1,80 @@
+package local
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"svc.dev/svc/providers"
+)
+
+// Write implements providers.Writer: the content goes to a temporary file
+// beside the destination, is checked against the expected size and SHA-256,
+// synced, and then linked (or, with Overwrite, renamed) into place, so a
+// destination never holds partial or wrong content.
+func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	src, err := p.sourceDir(req.SourceRef)
+	if err != nil {
+		return providers.Object{}, err
+	}
+	id, err := relID(req.Path)
+	if err != nil || strings.HasSuffix(req.Path, "/") {
+		return providers.Object{}, fmt.Errorf("local: write path %q: %w", req.Path, providers.ErrInvalidArgument)
+	}
+	for _, part := range strings.Split(id, "/") {
+		if isTrashName(part) {
+			return providers.Object{}, fmt.Errorf("local: write path %q: %w", req.Path, providers.ErrInvalidArgument)
+		}
+	}
+	dst := filepath.Join(src, filepath.FromSlash(id))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".svc-write-*")
+	if err != nil {
+		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), body)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if req.SizeBytes >= 0 && n != req.SizeBytes {
+		return providers.Object{}, fmt.Errorf("local: write %q: %d bytes, expected %d: %w", id, n, req.SizeBytes, providers.ErrInvalidData)
+	}
+	if req.SHA256 != "" && sum != req.SHA256 {
+		return providers.Object{}, fmt.Errorf("local: write %q: sha256 %s, expected %s: %w", id, sum, req.SHA256, providers.ErrInvalidData)
+	}
+	if req.Overwrite {
+		err = os.Rename(tmp.Name(), dst)
+	} else {
+		err = os.Link(tmp.Name(), dst) // fails if dst exists: no overwrite race
+	}
+	if err != nil {
+		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
+	}
+	if d, err := os.Open(filepath.Dir(dst)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
+	}
+	o := fileObject(id, fi)
+	o.SHA256 = sum
+	return o, nil
+}

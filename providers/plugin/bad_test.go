@@ -1,0 +1,62 @@
+package plugin_test
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"svc.dev/svc/providers"
+)
+
+// badProvider returns malformed data on purpose, to show the host rejects
+// it.
+type badProvider struct{ mode string }
+
+var badDescription = providers.Description{
+	Name: providers.Simulated, ProtocolVersion: providers.ProtocolVersion,
+	OperationClasses: []providers.OperationClass{providers.Discover, providers.Preserve, providers.Monitor},
+	ObjectKinds:      []providers.Kind{providers.KindFile},
+	MarkerKinds:      []providers.MarkerKind{providers.MarkerNone},
+}
+
+func newBad(_ context.Context, cfg providers.Config) (providers.Provider, error) {
+	return &badProvider{mode: cfg["mode"]}, nil
+}
+
+func (b *badProvider) Describe(context.Context) (providers.Description, error) {
+	return badDescription, nil
+}
+
+func (b *badProvider) List(context.Context, providers.ListRequest) (providers.Page, error) {
+	o := providers.Object{ID: "a", Kind: providers.KindFile, SizeBytes: 3}
+	page := providers.Page{Marker: providers.Marker{Kind: providers.MarkerNone}}
+	switch b.mode {
+	case "empty_id":
+		o.ID = ""
+	case "negative_size":
+		o.SizeBytes = -5
+	case "control_id":
+		o.ID = "a\x00b"
+	case "bad_sha":
+		o.SHA256 = "XYZ"
+	case "unknown_kind":
+		o.Kind = "spaceship"
+	case "no_marker":
+		page.Marker = providers.Marker{}
+	}
+	page.Objects = []providers.Object{o}
+	return page, nil
+}
+
+func (b *badProvider) Changes(context.Context, providers.ChangesRequest) (providers.ChangePage, error) {
+	return providers.ChangePage{Marker: providers.Marker{Kind: providers.MarkerNone}}, nil
+}
+
+func (b *badProvider) Fetch(_ context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	o := providers.Object{ID: "a", Kind: providers.KindFile, SizeBytes: 10}
+	body := "0123456789"
+	if b.mode == "short_content" {
+		body = "012"
+	}
+	return &providers.Content{Object: o, Body: io.NopCloser(strings.NewReader(body))}, nil
+}

@@ -1,0 +1,18 @@
+// Package plugin carries providers across a process boundary: version 1 of
+// the svc provider plugin protocol over go-plugin's gRPC transport (magic
+// cookie handshake, AutoMTLS, a versioned plugin set).
+//
+// A plugin author's main is one call:
+//
+//	func main() {
+//		plugin.Serve(myprovider.Description, myprovider.New)
+//	}
+//
+// On the host, a [Plugin] runs one plugin executable and turns it back into
+// providers.Provider values. The host validates every response with
+// protovalidate (an invalid one becomes providers.ErrInvalidResponse),
+// bounds every call with a deadline (providers.ErrPluginTimeout), turns a
+// crash into providers.ErrPluginCrashed for the calls in flight, and starts
+// the plugin again on the next call, re-opening the provider instances it
+// had. Page tokens are stateless, so a listing resumes where it stopped.
+package plugin

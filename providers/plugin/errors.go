@@ -1,0 +1,85 @@
+package plugin
+
+import (
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/internal/pluginpb"
+)
+
+// errorCodes maps the sentinel errors that cross the plugin boundary to
+// their wire code and gRPC status code.
+var errorCodes = []struct {
+	err  error
+	code string
+	grpc codes.Code
+}{
+	{providers.ErrVersionMismatch, "version_mismatch", codes.FailedPrecondition},
+	{providers.ErrNotFound, "not_found", codes.NotFound},
+	{providers.ErrUnsupported, "unsupported", codes.Unimplemented},
+	{providers.ErrMarkerExpired, "marker_expired", codes.OutOfRange},
+	{providers.ErrInvalidArgument, "invalid_argument", codes.InvalidArgument},
+	{providers.ErrAlreadyExists, "already_exists", codes.AlreadyExists},
+	{providers.ErrPermission, "permission_denied", codes.PermissionDenied},
+	{providers.ErrTransient, "transient", codes.Unavailable},
+	{providers.ErrInvalidData, "invalid_data", codes.DataLoss},
+}
+
+// statusFromError turns a provider's error into a gRPC status carrying an
+// ErrorInfo, so the host can rebuild the typed error.
+func statusFromError(err error) error {
+	if err == nil {
+		return nil
+	}
+	info := &pluginpb.ErrorInfo{Code: "internal"}
+	code := codes.Unknown
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			info.Code, code = c.code, c.grpc
+			break
+		}
+	}
+	var vm *providers.VersionMismatchError
+	if errors.As(err, &vm) {
+		info.ObjectId, info.ExpectedVersion, info.ActualVersion = vm.ObjectID, vm.Expected, vm.Actual
+	}
+	st, derr := status.New(code, err.Error()).WithDetails(info)
+	if derr != nil {
+		return status.Error(code, err.Error())
+	}
+	return st.Err()
+}
+
+// providerError is an error a plugin reported, rebuilt on the host. Its
+// message is the plugin's; it matches the sentinel with errors.Is.
+type providerError struct {
+	msg string
+	err error
+}
+
+func (e *providerError) Error() string { return e.msg }
+func (e *providerError) Unwrap() error { return e.err }
+
+// errorFromStatus rebuilds a provider error from a status that carries an
+// ErrorInfo. It returns nil when the status has none (a transport failure).
+func errorFromStatus(st *status.Status) error {
+	for _, d := range st.Details() {
+		info, ok := d.(*pluginpb.ErrorInfo)
+		if !ok {
+			continue
+		}
+		if info.GetCode() == "version_mismatch" {
+			return &providers.VersionMismatchError{ObjectID: info.GetObjectId(), Expected: info.GetExpectedVersion(), Actual: info.GetActualVersion()}
+		}
+		for _, c := range errorCodes {
+			if c.code == info.GetCode() {
+				return &providerError{msg: st.Message(), err: c.err}
+			}
+		}
+		return errors.New(st.Message())
+	}
+	return nil
+}

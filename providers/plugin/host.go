@@ -1,0 +1,925 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/internal/pluginpb"
+)
+
+// Options configures a Plugin. The zero value gives the defaults.
+type Options struct {
+	// CallTimeout bounds every unary call, the wait for the first message
+	// of a Fetch and every later chunk, and every chunk a Write sends.
+	// Default 30 s.
+	CallTimeout time.Duration
+	// StartTimeout bounds starting the plugin process and its handshake.
+	// Default 20 s.
+	StartTimeout time.Duration
+	// RestartDelay is the least time between two starts of the plugin, so
+	// a plugin that crashes at once does not spin. Default 200 ms.
+	RestartDelay time.Duration
+	// LogOutput receives the plugin's stderr and the transport's log lines.
+	// Nil discards them.
+	LogOutput io.Writer
+}
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 30 * time.Second
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 20 * time.Second
+	}
+	if c.RestartDelay <= 0 {
+		c.RestartDelay = 200 * time.Millisecond
+	}
+	if c.LogOutput == nil {
+		c.LogOutput = io.Discard
+	}
+	return c
+}
+
+var validator = sync.OnceValues(func() (protovalidate.Validator, error) { return protovalidate.New() })
+
+// validate applies the protocol's protovalidate rules to a plugin response.
+func validate(m proto.Message) error {
+	v, err := validator()
+	if err != nil {
+		return fmt.Errorf("%w: validator: %v", providers.ErrInvalidResponse, err)
+	}
+	if err := v.Validate(m); err != nil {
+		return fmt.Errorf("%w: %v", providers.ErrInvalidResponse, err)
+	}
+	return nil
+}
+
+// validateList validates a page: the page's own fields, then its objects,
+// split across GOMAXPROCS goroutines when the page is large, because
+// protovalidate's reflective walk (a few microseconds an object) is most of
+// the host's cost of a listing through the boundary. It also applies
+// checkItems to every object.
+func validateList(page proto.Message, objects []*pluginpb.Object) error {
+	if err := validate(page); err != nil {
+		return err
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(objects)/128)
+	if workers <= 1 {
+		return validateObjects(objects, 0)
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	per := (len(objects) + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*per, min((w+1)*per, len(objects))
+		wg.Go(func() { errs[w] = validateObjects(objects[lo:hi], lo) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func validateObjects(objects []*pluginpb.Object, offset int) error {
+	for i, o := range objects {
+		if err := validate(o); err != nil {
+			return fmt.Errorf("objects[%d]: %w", offset+i, err)
+		}
+		if err := checkItems(o); err != nil {
+			return fmt.Errorf("objects[%d]: %w", offset+i, err)
+		}
+	}
+	return nil
+}
+
+// checkItems applies the per-item length limits the protocol documents on
+// Object but leaves out of the protovalidate rules (see provider.proto).
+func checkItems(o *pluginpb.Object) error {
+	long := func(items []string, limit int) bool {
+		for _, s := range items {
+			if len(s) > limit {
+				return true
+			}
+		}
+		return false
+	}
+	bad := long(o.GetContainers(), 4096)
+	if h := o.GetMessage(); h != nil {
+		bad = bad || long(h.GetTo(), 2048) || long(h.GetCc(), 2048)
+	}
+	for k, v := range o.GetMetadata() {
+		bad = bad || k == "" || len(k) > 256 || len(v) > 4096
+	}
+	if bad {
+		return fmt.Errorf("%w: object %q: a container, recipient or metadata entry exceeds its length limit", providers.ErrInvalidResponse, o.GetId())
+	}
+	if hasControl(o.GetId()) || hasControl(o.GetParentId()) || hasControl(o.GetVersion()) {
+		return fmt.Errorf("%w: object %q: control character in id, parent_id or version", providers.ErrInvalidResponse, o.GetId())
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// Command returns a command factory for a plugin executable and its
+// arguments, for NewPlugin.
+func Command(path string, args ...string) func() *exec.Cmd {
+	return func() *exec.Cmd { return exec.Command(path, args...) }
+}
+
+// Plugin runs one provider plugin executable: at most one process at a
+// time, started on first use and again after a crash. It is safe for
+// concurrent use and is a providers.Factory through its Open method.
+type Plugin struct {
+	name   providers.Name
+	newCmd func() *exec.Cmd
+	opts   Options
+
+	mu        sync.Mutex
+	cur       *process
+	gen       uint64
+	lastStart time.Time
+	closed    bool
+	starts    atomic.Int64
+}
+
+// process is one running plugin process.
+type process struct {
+	gen    uint64
+	client *goplugin.Client
+	rpc    pluginpb.ProviderServiceClient
+	desc   providers.Description
+}
+
+// NewPlugin returns a host for the plugin that newCmd starts, which must
+// serve the provider called name. Nothing starts until first use.
+func NewPlugin(name providers.Name, newCmd func() *exec.Cmd, opts *Options) *Plugin {
+	return &Plugin{name: name, newCmd: newCmd, opts: opts.withDefaults()}
+}
+
+// Name returns the provider name the plugin serves.
+func (p *Plugin) Name() providers.Name { return p.name }
+
+// Starts returns how many times a plugin process was started.
+func (p *Plugin) Starts() int { return int(p.starts.Load()) }
+
+// Pid returns the current plugin process id, or 0 when none runs.
+func (p *Plugin) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.client.Exited() {
+		return 0
+	}
+	if rc := p.cur.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Close stops the plugin process; later calls fail with
+// ErrPluginUnavailable.
+func (p *Plugin) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.cur != nil {
+		p.cur.client.Kill()
+		p.cur = nil
+	}
+	return nil
+}
+
+// Describe returns the plugin's description, starting it if needed.
+func (p *Plugin) Describe(ctx context.Context) (providers.Description, error) {
+	proc, err := p.get(ctx)
+	if err != nil {
+		return providers.Description{}, &providers.Error{Op: "describe", Provider: p.name, Err: err}
+	}
+	return proc.desc, nil
+}
+
+// Open opens a provider instance in the plugin process. The returned
+// provider survives plugin restarts: it re-opens itself, with cfg, in the
+// new process.
+func (p *Plugin) Open(ctx context.Context, cfg providers.Config) (providers.Provider, error) {
+	proc, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &remote{p: p, cfg: cfg, desc: proc.desc}
+	if _, _, err := r.bind(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// get returns the live process, starting one if there is none.
+func (p *Plugin) get(ctx context.Context) (*process, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("plugin %s: closed: %w", p.name, providers.ErrPluginUnavailable)
+	}
+	if p.cur != nil && !p.cur.client.Exited() {
+		return p.cur, nil
+	}
+	if p.cur != nil {
+		p.cur.client.Kill()
+		p.cur = nil
+	}
+	if wait := p.opts.RestartDelay - time.Since(p.lastStart); wait > 0 && !p.lastStart.IsZero() {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	p.lastStart = time.Now()
+	p.starts.Add(1)
+	proc, err := p.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.cur = proc
+	return proc, nil
+}
+
+func (p *Plugin) start(ctx context.Context) (*process, error) {
+	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin." + string(p.name), Output: p.opts.LogOutput, Level: hclog.Info})
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: pluginSet(nil),
+		Cmd:              p.newCmd(),
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     p.opts.StartTimeout,
+		Logger:           logger,
+		GRPCDialOptions:  dialOptions(),
+	})
+	fail := func(err error) (*process, error) {
+		client.Kill()
+		return nil, fmt.Errorf("start plugin %s: %w: %v", p.name, providers.ErrPluginUnavailable, err)
+	}
+	cp, err := client.Client()
+	if err != nil {
+		return fail(err)
+	}
+	raw, err := cp.Dispense(pluginName)
+	if err != nil {
+		return fail(err)
+	}
+	rpc, ok := raw.(pluginpb.ProviderServiceClient)
+	if !ok {
+		return fail(fmt.Errorf("unexpected client type %T", raw))
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	resp, err := rpc.Describe(cctx, &pluginpb.DescribeRequest{})
+	if err != nil {
+		return fail(fmt.Errorf("describe: %w", err))
+	}
+	if err := validate(resp); err != nil {
+		return fail(err)
+	}
+	desc := descriptionFromProto(resp)
+	if p.name != "" && desc.Name != p.name {
+		return fail(fmt.Errorf("plugin describes itself as %q", desc.Name))
+	}
+	p.gen++
+	return &process{gen: p.gen, client: client, rpc: rpc, desc: desc}, nil
+}
+
+// Kill kills the current plugin process as a crash would; the next call
+// starts a new one. It is meant for tests and for an operator's recovery.
+func (p *Plugin) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != nil {
+		p.cur.client.Kill()
+		p.cur = nil
+	}
+}
+
+// drop forgets proc (after killing it) if it is still current.
+func (p *Plugin) drop(proc *process) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	proc.client.Kill()
+	if p.cur == proc {
+		p.cur = nil
+	}
+}
+
+// classify turns a failed call's error into the typed error callers see.
+// ctx is the caller's context.
+func (p *Plugin) classify(ctx context.Context, proc *process, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err // already ours (a validation failure)
+	}
+	if perr := errorFromStatus(st); perr != nil {
+		return perr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if exited(proc, 500*time.Millisecond) {
+		p.drop(proc)
+		return fmt.Errorf("%w: %s", providers.ErrPluginCrashed, st.Message())
+	}
+	switch st.Code() {
+	case codes.DeadlineExceeded, codes.Canceled:
+		go p.probe(proc)
+		return fmt.Errorf("%w after %s", providers.ErrPluginTimeout, p.opts.CallTimeout)
+	case codes.Unavailable, codes.Internal:
+		// The connection broke but the process still runs: it is of no use.
+		p.drop(proc)
+		return fmt.Errorf("%w: %s", providers.ErrPluginCrashed, st.Message())
+	}
+	return fmt.Errorf("plugin %s: %s: %s", p.name, st.Code(), st.Message())
+}
+
+// probe checks a plugin that let a call time out; one that does not answer
+// a Describe promptly is hung and is killed, so the next call restarts it.
+func (p *Plugin) probe(proc *process) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := proc.rpc.Describe(ctx, &pluginpb.DescribeRequest{}); err != nil {
+		p.drop(proc)
+	}
+}
+
+// exited waits up to d for proc to be seen as exited: the connection can
+// break a moment before the process is reaped.
+func exited(proc *process, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if proc.client.Exited() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// remote is a provider instance in a plugin process.
+type remote struct {
+	p    *Plugin
+	cfg  providers.Config
+	desc providers.Description
+
+	mu     sync.Mutex
+	gen    uint64 // process generation id belongs to
+	id     uint64
+	closed bool
+
+	pfMu sync.Mutex
+	pf   *prefetched
+}
+
+var (
+	_ providers.Provider         = (*remote)(nil)
+	_ providers.Trasher          = (*remote)(nil)
+	_ providers.Remover          = (*remote)(nil)
+	_ providers.Untrasher        = (*remote)(nil)
+	_ providers.Writer           = (*remote)(nil)
+	_ providers.Quotaer          = (*remote)(nil)
+	_ providers.CapabilityMasker = (*remote)(nil)
+)
+
+// Supports reports whether the plugin declared capability c.
+func (r *remote) Supports(c providers.Capability) bool {
+	for _, have := range r.desc.Capabilities {
+		if have == c {
+			return true
+		}
+	}
+	return false
+}
+
+// bind returns the live process and this instance's id in it, opening the
+// instance there if the process is new.
+func (r *remote) bind(ctx context.Context) (*process, uint64, error) {
+	proc, err := r.p.get(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, 0, fmt.Errorf("provider closed: %w", providers.ErrInvalidArgument)
+	}
+	if r.gen == proc.gen && r.id != 0 {
+		return proc, r.id, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.p.opts.CallTimeout)
+	defer cancel()
+	resp, err := proc.rpc.Open(cctx, &pluginpb.OpenRequest{Config: r.cfg})
+	if err != nil {
+		return nil, 0, r.p.classify(ctx, proc, err)
+	}
+	if err := validate(resp); err != nil {
+		return nil, 0, err
+	}
+	r.gen, r.id = proc.gen, resp.GetInstanceId()
+	return proc, r.id, nil
+}
+
+// call runs one unary exchange with the instance under the call deadline.
+func (r *remote) call(ctx context.Context, op, objectID string, fn func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error) error {
+	proc, id, err := r.bind(ctx)
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, r.p.opts.CallTimeout)
+		err = fn(cctx, proc.rpc, id)
+		cancel()
+		if err != nil {
+			err = r.p.classify(ctx, proc, err)
+		}
+	}
+	if err != nil {
+		return &providers.Error{Op: op, Provider: r.desc.Name, ObjectID: objectID, Err: err}
+	}
+	return nil
+}
+
+func (r *remote) unsupported(op string, c providers.Capability) error {
+	if r.Supports(c) {
+		return nil
+	}
+	return &providers.Error{Op: op, Provider: r.desc.Name, Err: providers.ErrUnsupported}
+}
+
+func (r *remote) Describe(context.Context) (providers.Description, error) { return r.desc, nil }
+
+// Close releases the instance in the plugin process.
+func (r *remote) Close() error {
+	r.pfMu.Lock()
+	if r.pf != nil {
+		r.pf.cancel()
+		r.pf = nil
+	}
+	r.pfMu.Unlock()
+	r.mu.Lock()
+	gen, id := r.gen, r.id
+	r.closed = true
+	r.mu.Unlock()
+	r.p.mu.Lock()
+	proc := r.p.cur
+	r.p.mu.Unlock()
+	if proc == nil || proc.gen != gen || id == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.p.opts.CallTimeout)
+	defer cancel()
+	_, err := proc.rpc.Close(ctx, &pluginpb.CloseRequest{InstanceId: id})
+	if err != nil {
+		return &providers.Error{Op: "close", Provider: r.desc.Name, Err: r.p.classify(ctx, proc, err)}
+	}
+	return nil
+}
+
+func (r *remote) List(ctx context.Context, req providers.ListRequest) (providers.Page, error) {
+	if pf := r.takePrefetch(req); pf != nil {
+		select {
+		case <-pf.done:
+			if pf.err == nil || !errors.Is(pf.err, context.Canceled) {
+				if pf.err == nil && pf.page.NextPageToken != "" {
+					r.prefetch(req, pf.page.NextPageToken)
+				}
+				return pf.page, pf.err
+			}
+		case <-ctx.Done():
+			return providers.Page{}, &providers.Error{Op: "list", Provider: r.desc.Name, Err: ctx.Err()}
+		}
+	}
+	page, err := r.list(ctx, req)
+	if err == nil && page.NextPageToken != "" {
+		r.prefetch(req, page.NextPageToken)
+	}
+	return page, err
+}
+
+// prefetched is a page read ahead: a listing through the plugin boundary
+// asks the plugin for page N+1 while the caller works on page N, so the
+// plugin process and the host work in parallel. List is side-effect free by
+// contract, so reading ahead is safe; at most one page per provider
+// instance is held.
+type prefetched struct {
+	req    providers.ListRequest
+	done   chan struct{}
+	cancel context.CancelFunc
+	page   providers.Page
+	err    error
+}
+
+func (r *remote) prefetch(prev providers.ListRequest, token string) {
+	req := providers.ListRequest{SourceRef: prev.SourceRef, PageToken: token, PageSize: prev.PageSize}
+	ctx, cancel := context.WithCancel(context.Background())
+	pf := &prefetched{req: req, done: make(chan struct{}), cancel: cancel}
+	r.pfMu.Lock()
+	old := r.pf
+	r.pf = pf
+	r.pfMu.Unlock()
+	if old != nil {
+		old.cancel()
+	}
+	go func() {
+		defer close(pf.done)
+		pf.page, pf.err = r.list(ctx, req)
+	}()
+}
+
+// takePrefetch returns the read-ahead page for req, if one was started.
+func (r *remote) takePrefetch(req providers.ListRequest) *prefetched {
+	r.pfMu.Lock()
+	defer r.pfMu.Unlock()
+	pf := r.pf
+	if pf == nil || pf.req != req {
+		return nil
+	}
+	r.pf = nil
+	return pf
+}
+
+func (r *remote) list(ctx context.Context, req providers.ListRequest) (providers.Page, error) {
+	var page providers.Page
+	err := r.call(ctx, "list", "", func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
+		resp, err := rpc.List(ctx, &pluginpb.ListRequest{InstanceId: id, SourceRef: req.SourceRef, PageToken: req.PageToken, PageSize: int32(req.PageSize)})
+		if err != nil {
+			return err
+		}
+		objects := resp.GetObjects()
+		if len(objects) > 10000 { // the page rule, checked before the objects are
+			return fmt.Errorf("%w: page of %d objects", providers.ErrInvalidResponse, len(objects))
+		}
+		resp.Objects = nil
+		err = validateList(resp, objects)
+		resp.Objects = objects
+		if err != nil {
+			return err
+		}
+		if resp.GetNextPageToken() == "" && resp.GetMarker() == nil {
+			return fmt.Errorf("%w: last page without a revision marker", providers.ErrInvalidResponse)
+		}
+		page.Objects = make([]providers.Object, len(resp.GetObjects()))
+		for i, o := range objects {
+			page.Objects[i] = objectFromProto(o)
+		}
+		page.NextPageToken = resp.GetNextPageToken()
+		page.Marker = markerFromProto(resp.GetMarker())
+		return nil
+	})
+	return page, err
+}
+
+func (r *remote) Changes(ctx context.Context, req providers.ChangesRequest) (providers.ChangePage, error) {
+	var page providers.ChangePage
+	err := r.call(ctx, "changes", "", func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
+		resp, err := rpc.Changes(ctx, &pluginpb.ChangesRequest{
+			InstanceId: id, SourceRef: req.SourceRef, Since: markerToProto(req.Since),
+			PageToken: req.PageToken, PageSize: int32(req.PageSize),
+		})
+		if err != nil {
+			return err
+		}
+		if err := validate(resp); err != nil {
+			return err
+		}
+		if resp.GetNextPageToken() == "" && resp.GetMarker() == nil {
+			return fmt.Errorf("%w: last page without a revision marker", providers.ErrInvalidResponse)
+		}
+		page.Changes = make([]providers.Change, len(resp.GetChanges()))
+		for i, c := range resp.GetChanges() {
+			if c.GetObject() != nil {
+				if err := checkItems(c.GetObject()); err != nil {
+					return err
+				}
+			}
+			page.Changes[i] = changeFromProto(c)
+		}
+		page.NextPageToken = resp.GetNextPageToken()
+		page.Marker = markerFromProto(resp.GetMarker())
+		return nil
+	})
+	return page, err
+}
+
+func (r *remote) Trash(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
+	if err := r.unsupported("trash", providers.CapTrash); err != nil {
+		return providers.ActionResult{}, err
+	}
+	var res providers.ActionResult
+	err := r.call(ctx, "trash", req.ObjectID, func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
+		resp, err := rpc.Trash(ctx, &pluginpb.TrashRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
+		if err != nil {
+			return err
+		}
+		if err := validate(resp); err != nil {
+			return err
+		}
+		res = providers.ActionResult{ResultID: resp.GetResultId(), Restorable: resp.GetRestorable()}
+		return nil
+	})
+	return res, err
+}
+
+func (r *remote) Remove(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
+	if err := r.unsupported("remove", providers.CapRemove); err != nil {
+		return providers.ActionResult{}, err
+	}
+	var res providers.ActionResult
+	err := r.call(ctx, "remove", req.ObjectID, func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
+		resp, err := rpc.Remove(ctx, &pluginpb.RemoveRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
+		if err != nil {
+			return err
+		}
+		if err := validate(resp); err != nil {
+			return err
+		}
+		res = providers.ActionResult{ResultID: resp.GetResultId()}
+		return nil
+	})
+	return res, err
+}
+
+func (r *remote) Untrash(ctx context.Context, req providers.UntrashRequest) (providers.Object, error) {
+	if err := r.unsupported("untrash", providers.CapUntrash); err != nil {
+		return providers.Object{}, err
+	}
+	var o providers.Object
+	err := r.call(ctx, "untrash", req.ObjectID, func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
+		resp, err := rpc.Untrash(ctx, &pluginpb.UntrashRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ResultId: req.ResultID})
+		if err != nil {
+			return err
+		}
+		if err := validate(resp); err != nil {
+			return err
+		}
+		if err := checkItems(resp.GetObject()); err != nil {
+			return err
+		}
+		o = objectFromProto(resp.GetObject())
+		return nil
+	})
+	return o, err
+}
+
+func (r *remote) Quota(ctx context.Context, sourceRef string) (providers.Quota, error) {
+	if err := r.unsupported("quota", providers.CapQuota); err != nil {
+		return providers.Quota{}, err
+	}
+	var q providers.Quota
+	err := r.call(ctx, "quota", "", func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
+		resp, err := rpc.Quota(ctx, &pluginpb.QuotaRequest{InstanceId: id, SourceRef: sourceRef})
+		if err != nil {
+			return err
+		}
+		if err := validate(resp); err != nil {
+			return err
+		}
+		q = quotaFromProto(resp)
+		return nil
+	})
+	return q, err
+}
+
+// watchdog cancels a stream when one step of it (a Recv, a Send) takes
+// longer than the call timeout.
+type watchdog struct {
+	d        time.Duration
+	cancel   context.CancelFunc
+	timer    *time.Timer
+	timedOut atomic.Bool
+}
+
+func newWatchdog(d time.Duration, cancel context.CancelFunc) *watchdog {
+	w := &watchdog{d: d, cancel: cancel}
+	w.timer = time.AfterFunc(d, func() { w.timedOut.Store(true); cancel() })
+	w.timer.Stop()
+	return w
+}
+
+func (w *watchdog) arm()    { w.timer.Reset(w.d) }
+func (w *watchdog) disarm() { w.timer.Stop() }
+
+func (r *remote) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	wrap := func(err error) error {
+		return &providers.Error{Op: "fetch", Provider: r.desc.Name, ObjectID: req.ObjectID, Err: err}
+	}
+	proc, id, err := r.bind(ctx)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	wd := newWatchdog(r.p.opts.CallTimeout, cancel)
+	fail := func(err error) (*providers.Content, error) {
+		wd.disarm()
+		cancel()
+		return nil, wrap(err)
+	}
+	wd.arm()
+	stream, err := proc.rpc.Fetch(sctx, &pluginpb.FetchRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
+	if err != nil {
+		return fail(r.streamError(ctx, proc, wd, err))
+	}
+	first, err := stream.Recv()
+	wd.disarm()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return fail(fmt.Errorf("%w: fetch stream ended before the object", providers.ErrInvalidResponse))
+		}
+		return fail(r.streamError(ctx, proc, wd, err))
+	}
+	if err := validate(first); err != nil {
+		return fail(err)
+	}
+	om := first.GetObject()
+	if om == nil {
+		return fail(fmt.Errorf("%w: fetch stream did not start with the object", providers.ErrInvalidResponse))
+	}
+	if err := checkItems(om); err != nil {
+		return fail(err)
+	}
+	obj := objectFromProto(om)
+	if obj.ID != req.ObjectID {
+		return fail(fmt.Errorf("%w: fetched object %q, asked for %q", providers.ErrInvalidResponse, obj.ID, req.ObjectID))
+	}
+	if req.ExpectedVersion != "" && obj.Version != req.ExpectedVersion {
+		return fail(fmt.Errorf("%w: fetched version %q, expected %q", providers.ErrInvalidResponse, obj.Version, req.ExpectedVersion))
+	}
+	body := &fetchBody{r: r, proc: proc, ctx: ctx, stream: stream, cancel: cancel, wd: wd, want: obj.SizeBytes, wrap: wrap}
+	return &providers.Content{Object: obj, Body: body}, nil
+}
+
+func (r *remote) streamError(ctx context.Context, proc *process, wd *watchdog, err error) error {
+	if wd.timedOut.Load() && ctx.Err() == nil {
+		go r.p.probe(proc)
+		return fmt.Errorf("%w after %s", providers.ErrPluginTimeout, r.p.opts.CallTimeout)
+	}
+	return r.p.classify(ctx, proc, err)
+}
+
+// fetchBody reads a Fetch stream's chunks and checks that the content has
+// the length the object declared.
+type fetchBody struct {
+	r      *remote
+	proc   *process
+	ctx    context.Context
+	stream grpc.ServerStreamingClient[pluginpb.FetchResponse]
+	cancel context.CancelFunc
+	wd     *watchdog
+	wrap   func(error) error
+
+	buf  []byte
+	got  int64
+	want int64
+	err  error
+}
+
+func (b *fetchBody) Read(p []byte) (int, error) {
+	for len(b.buf) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.wd.arm()
+		m, err := b.stream.Recv()
+		b.wd.disarm()
+		switch {
+		case errors.Is(err, io.EOF):
+			if b.got != b.want {
+				b.err = b.wrap(fmt.Errorf("%w: content is %d bytes, object declares %d", providers.ErrInvalidResponse, b.got, b.want))
+			} else {
+				b.err = io.EOF
+			}
+			continue
+		case err != nil:
+			b.err = b.wrap(b.r.streamError(b.ctx, b.proc, b.wd, err))
+			continue
+		}
+		c, ok := m.GetPart().(*pluginpb.FetchResponse_Chunk)
+		if !ok {
+			b.err = b.wrap(fmt.Errorf("%w: object sent twice in a fetch stream", providers.ErrInvalidResponse))
+			continue
+		}
+		b.buf = c.Chunk
+		b.got += int64(len(c.Chunk))
+		if b.got > b.want {
+			b.err = b.wrap(fmt.Errorf("%w: content exceeds the declared %d bytes", providers.ErrInvalidResponse, b.want))
+			b.buf = nil
+		}
+	}
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}
+
+func (b *fetchBody) Close() error {
+	b.wd.disarm()
+	b.cancel()
+	return nil
+}
+
+func (r *remote) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	wrap := func(err error) error {
+		return &providers.Error{Op: "write", Provider: r.desc.Name, ObjectID: req.Path, Err: err}
+	}
+	if err := r.unsupported("write", providers.CapWrite); err != nil {
+		return providers.Object{}, err
+	}
+	proc, id, err := r.bind(ctx)
+	if err != nil {
+		return providers.Object{}, wrap(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wd := newWatchdog(r.p.opts.CallTimeout, cancel)
+	defer wd.disarm()
+	fail := func(err error) (providers.Object, error) {
+		return providers.Object{}, wrap(r.streamError(ctx, proc, wd, err))
+	}
+	stream, err := proc.rpc.Write(sctx)
+	if err != nil {
+		return fail(err)
+	}
+	wd.arm()
+	if err := stream.Send(&pluginpb.WriteRequest{Part: &pluginpb.WriteRequest_Header{Header: writeHeaderToProto(id, req)}}); err != nil {
+		return r.closeWrite(ctx, proc, wd, stream, err, wrap)
+	}
+	wd.disarm()
+	buf := make([]byte, chunkSize)
+	msg := &pluginpb.WriteRequest{}
+	chunk := &pluginpb.WriteRequest_Chunk{}
+	msg.Part = chunk
+	for {
+		n, rerr := io.ReadFull(body, buf)
+		if n > 0 {
+			chunk.Chunk = buf[:n]
+			wd.arm()
+			err := stream.Send(msg)
+			wd.disarm()
+			if err != nil {
+				return r.closeWrite(ctx, proc, wd, stream, err, wrap)
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return providers.Object{}, wrap(fmt.Errorf("read content: %w", rerr))
+		}
+	}
+	wd.arm()
+	resp, err := stream.CloseAndRecv()
+	wd.disarm()
+	if err != nil {
+		return fail(err)
+	}
+	if err := validate(resp); err != nil {
+		return providers.Object{}, wrap(err)
+	}
+	if err := checkItems(resp.GetObject()); err != nil {
+		return providers.Object{}, wrap(err)
+	}
+	return objectFromProto(resp.GetObject()), nil
+}
+
+// closeWrite handles a failed Send: the real error is the status the
+// plugin closed the stream with (a Send only reports io.EOF).
+func (r *remote) closeWrite(ctx context.Context, proc *process, wd *watchdog, stream grpc.ClientStreamingClient[pluginpb.WriteRequest, pluginpb.WriteResponse], err error, wrap func(error) error) (providers.Object, error) {
+	if errors.Is(err, io.EOF) {
+		wd.arm()
+		_, err = stream.CloseAndRecv()
+		wd.disarm()
+		if err == nil {
+			err = fmt.Errorf("%w: write stream closed early", providers.ErrInvalidResponse)
+		}
+	}
+	return providers.Object{}, wrap(r.streamError(ctx, proc, wd, err))
+}

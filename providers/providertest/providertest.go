@@ -1,0 +1,527 @@
+// Package providertest is the conformance suite every provider passes, the
+// built-ins and third-party plugins alike. Run it from a test:
+//
+//	func TestConformance(t *testing.T) {
+//		providertest.Run(t, providertest.Harness{
+//			Open: func(t testing.TB) (providers.Provider, string) {
+//				p, err := myprovider.New(context.Background(), providers.Config{"root": t.TempDir()})
+//				...
+//				return p, "inbox"
+//			},
+//		})
+//	}
+//
+// Run the same suite against a plugin build of the provider by opening it
+// through svc.dev/svc/providers/plugin.
+package providertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"svc.dev/svc/providers"
+)
+
+// Harness describes the provider under test.
+type Harness struct {
+	// Open returns a provider instance and the ref of a source that holds
+	// at least MinObjects objects. Each call must return fresh state (a new
+	// directory, a new bucket): subtests change the source.
+	Open func(t testing.TB) (p providers.Provider, sourceRef string)
+	// MinObjects is how many objects the source is expected to hold; 0
+	// means 3.
+	MinObjects int
+	// FetchSample is how many objects to fetch and verify; 0 means 5.
+	FetchSample int
+	// WritePath is the destination path of the test write; empty means
+	// "providertest/written.bin".
+	WritePath string
+	// Timeout bounds each subtest; 0 means one minute.
+	Timeout time.Duration
+}
+
+func (h *Harness) defaults() {
+	if h.MinObjects == 0 {
+		h.MinObjects = 3
+	}
+	if h.FetchSample == 0 {
+		h.FetchSample = 5
+	}
+	if h.WritePath == "" {
+		h.WritePath = "providertest/written.bin"
+	}
+	if h.Timeout == 0 {
+		h.Timeout = time.Minute
+	}
+}
+
+// Run runs the conformance suite.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	h.defaults()
+	tests := []struct {
+		name string
+		fn   func(ctx context.Context, t *testing.T, p providers.Provider, src string)
+	}{
+		{"Describe", h.testDescribe},
+		{"List", h.testList},
+		{"ListPageSize", h.testListPageSize},
+		{"ListBadPageToken", h.testBadPageToken},
+		{"Fetch", h.testFetch},
+		{"FetchVersionMismatch", h.testFetchVersionMismatch},
+		{"FetchNotFound", h.testFetchNotFound},
+		{"ChangesSinceCurrent", h.testChangesSinceCurrent},
+		{"Concurrent", h.testConcurrent},
+		{"Write", h.testWrite},
+		{"Trash", h.testTrash},
+		{"Remove", h.testRemove},
+		{"Quota", h.testQuota},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), h.Timeout)
+			defer cancel()
+			p, src := h.Open(t)
+			t.Cleanup(func() { _ = providers.CloseProvider(p) })
+			tc.fn(ctx, t, p, src)
+		})
+	}
+}
+
+// ListAll pages through a whole source with the given page size and returns
+// its objects and the marker of the last page. It fails t on any error.
+func ListAll(ctx context.Context, t testing.TB, p providers.Provider, src string, pageSize int) ([]providers.Object, providers.Marker) {
+	t.Helper()
+	var all []providers.Object
+	token := ""
+	for pages := 0; ; pages++ {
+		if pages > 1_000_000 {
+			t.Fatalf("list %q: more than a million pages", src)
+		}
+		page, err := p.List(ctx, providers.ListRequest{SourceRef: src, PageToken: token, PageSize: pageSize})
+		if err != nil {
+			t.Fatalf("list %q (token %q): %v", src, token, err)
+		}
+		if len(page.Objects) > providers.ClampPageSize(pageSize) {
+			t.Fatalf("list %q: page of %d objects for page size %d", src, len(page.Objects), pageSize)
+		}
+		all = append(all, page.Objects...)
+		if page.NextPageToken == "" {
+			if err := providers.ValidateMarker(page.Marker); err != nil {
+				t.Fatalf("list %q: last page: %v", src, err)
+			}
+			return all, page.Marker
+		}
+		if page.NextPageToken == token {
+			t.Fatalf("list %q: page token %q repeats", src, token)
+		}
+		token = page.NextPageToken
+	}
+}
+
+func ids(objs []providers.Object) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.ID
+	}
+	return out
+}
+
+func (h *Harness) testDescribe(ctx context.Context, t *testing.T, p providers.Provider, _ string) {
+	d, err := p.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := providers.ValidateDescription(d); err != nil {
+		t.Fatalf("description: %v", err)
+	}
+	caps := providers.CapabilitiesOf(p)
+	if !sameSet(caps, d.Capabilities) {
+		t.Errorf("description declares capabilities %v, provider implements %v", d.Capabilities, caps)
+	}
+	for _, c := range providers.OperationClassesFor(caps) {
+		if !slices.Contains(d.OperationClasses, c) {
+			t.Errorf("operation class %q follows from the capabilities but is not declared", c)
+		}
+	}
+	for _, c := range d.OperationClasses {
+		if c != providers.Automate && c != providers.BillableExecute && !slices.Contains(providers.OperationClassesFor(caps), c) {
+			t.Errorf("operation class %q is declared without the capability it needs", c)
+		}
+	}
+	d2, err := p.Describe(ctx)
+	if err != nil || d2.Name != d.Name || !slices.Equal(d2.Capabilities, d.Capabilities) {
+		t.Errorf("second Describe differs: %+v, %v", d2, err)
+	}
+}
+
+func sameSet[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, v := range a {
+		if !slices.Contains(b, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *Harness) testList(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	d, err := p.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, marker := ListAll(ctx, t, p, src, 2)
+	if len(objs) < h.MinObjects {
+		t.Fatalf("listed %d objects, want at least %d", len(objs), h.MinObjects)
+	}
+	seen := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		if err := providers.ValidateObject(o); err != nil {
+			t.Errorf("invalid object: %v", err)
+		}
+		if seen[o.ID] {
+			t.Errorf("object %q listed twice", o.ID)
+		}
+		seen[o.ID] = true
+		if !slices.Contains(d.ObjectKinds, o.Kind) {
+			t.Errorf("object %q has kind %q, not among the declared %v", o.ID, o.Kind, d.ObjectKinds)
+		}
+	}
+	if !slices.Contains(d.MarkerKinds, marker.Kind) {
+		t.Errorf("marker kind %q is not among the declared %v", marker.Kind, d.MarkerKinds)
+	}
+	// Listing has no side effects: a second listing, with another page
+	// size, gives the same objects in the same order and the same marker.
+	again, marker2 := ListAll(ctx, t, p, src, 0)
+	if !slices.Equal(ids(objs), ids(again)) {
+		t.Errorf("second listing differs:\n%v\n%v", ids(objs), ids(again))
+	}
+	if marker != marker2 {
+		t.Errorf("marker moved without a change: %v then %v", marker, marker2)
+	}
+}
+
+func (h *Harness) testListPageSize(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	page, err := p.List(ctx, providers.ListRequest{SourceRef: src, PageSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Objects) > 1 {
+		t.Errorf("page size 1 gave %d objects", len(page.Objects))
+	}
+	page, err = p.List(ctx, providers.ListRequest{SourceRef: src, PageSize: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Objects) > providers.MaxPageSize {
+		t.Errorf("huge page size gave %d objects, more than MaxPageSize", len(page.Objects))
+	}
+}
+
+func (h *Harness) testBadPageToken(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	_, err := p.List(ctx, providers.ListRequest{SourceRef: src, PageToken: "\x00not a token issued by this provider"})
+	if !errors.Is(err, providers.ErrInvalidArgument) {
+		t.Errorf("bad page token: got %v, want ErrInvalidArgument", err)
+	}
+}
+
+// sample returns up to n fetchable objects, smallest first, so the suite
+// stays fast on sources with large objects.
+func sample(objs []providers.Object, n int) []providers.Object {
+	var out []providers.Object
+	for _, o := range objs {
+		if o.Kind != providers.KindFolder {
+			out = append(out, o)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b providers.Object) int { return int(min(max(a.SizeBytes-b.SizeBytes, -1), 1)) })
+	return out[:min(n, len(out))]
+}
+
+func (h *Harness) testFetch(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	objs, _ := ListAll(ctx, t, p, src, 0)
+	for _, o := range sample(objs, h.FetchSample) {
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version})
+		if err != nil {
+			t.Errorf("fetch %q: %v", o.ID, err)
+			continue
+		}
+		hash := sha256.New()
+		n, err := io.Copy(hash, c.Body)
+		_ = c.Body.Close()
+		if err != nil {
+			t.Errorf("fetch %q: read: %v", o.ID, err)
+			continue
+		}
+		if c.Object.ID != o.ID || c.Object.Version != o.Version {
+			t.Errorf("fetch %q: got object %q version %q, listed version %q", o.ID, c.Object.ID, c.Object.Version, o.Version)
+		}
+		if err := providers.ValidateObject(c.Object); err != nil {
+			t.Errorf("fetch %q: %v", o.ID, err)
+		}
+		if n != c.Object.SizeBytes || n != o.SizeBytes {
+			t.Errorf("fetch %q: read %d bytes, fetched object says %d, listing said %d", o.ID, n, c.Object.SizeBytes, o.SizeBytes)
+		}
+		sum := hex.EncodeToString(hash.Sum(nil))
+		for _, want := range []string{o.SHA256, c.Object.SHA256} {
+			if want != "" && want != sum {
+				t.Errorf("fetch %q: content sha256 %s, object says %s", o.ID, sum, want)
+			}
+		}
+	}
+}
+
+func (h *Harness) testFetchVersionMismatch(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	objs, _ := ListAll(ctx, t, p, src, 0)
+	o := sample(objs, 1)[0]
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version + "-moved"})
+	if err == nil {
+		_ = c.Body.Close()
+		t.Fatalf("fetch with a moved version succeeded")
+	}
+	var vm *providers.VersionMismatchError
+	if !errors.Is(err, providers.ErrVersionMismatch) || !errors.As(err, &vm) {
+		t.Fatalf("fetch with a moved version: got %v (%T), want a *VersionMismatchError", err, err)
+	}
+	if vm.ObjectID != o.ID {
+		t.Errorf("mismatch names object %q, want %q", vm.ObjectID, o.ID)
+	}
+}
+
+func (h *Harness) testFetchNotFound(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: src, ObjectID: "providertest-no-such-object"})
+	if err == nil {
+		_ = c.Body.Close()
+	}
+	if !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("fetch of a missing object: got %v, want ErrNotFound", err)
+	}
+}
+
+// changesSince lists all changes since m. It reports ok=false when the
+// provider answers ErrMarkerExpired.
+func changesSince(ctx context.Context, t testing.TB, p providers.Provider, src string, m providers.Marker) ([]providers.Change, providers.Marker, bool) {
+	t.Helper()
+	var all []providers.Change
+	token := ""
+	for {
+		page, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: src, Since: m, PageToken: token, PageSize: 3})
+		if errors.Is(err, providers.ErrMarkerExpired) {
+			return nil, providers.Marker{}, false
+		}
+		if err != nil {
+			t.Fatalf("changes since %v: %v", m, err)
+		}
+		for _, c := range page.Changes {
+			if c.ObjectID == "" || (c.Type == providers.ChangeUpsert && (c.Object == nil || c.Object.ID != c.ObjectID)) {
+				t.Errorf("malformed change %+v", c)
+			}
+		}
+		all = append(all, page.Changes...)
+		if page.NextPageToken == "" {
+			if err := providers.ValidateMarker(page.Marker); err != nil {
+				t.Fatalf("changes: last page: %v", err)
+			}
+			return all, page.Marker, true
+		}
+		token = page.NextPageToken
+	}
+}
+
+func (h *Harness) testChangesSinceCurrent(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	_, m := ListAll(ctx, t, p, src, 0)
+	changes, m2, ok := changesSince(ctx, t, p, src, m)
+	if !ok {
+		t.Fatalf("changes since the current marker: ErrMarkerExpired; a provider must at least recognise its current marker")
+	}
+	if len(changes) != 0 {
+		t.Errorf("changes since the current marker: %d changes, want none", len(changes))
+	}
+	if m2 != m {
+		t.Errorf("changes moved the marker without a change: %v then %v", m, m2)
+	}
+	_, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: src, Since: providers.Marker{Kind: m.Kind, Value: m.Value + "-bogus"}})
+	if !errors.Is(err, providers.ErrMarkerExpired) && !errors.Is(err, providers.ErrInvalidArgument) {
+		t.Errorf("changes since a bogus marker: got %v, want ErrMarkerExpired or ErrInvalidArgument", err)
+	}
+}
+
+func (h *Harness) testConcurrent(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	objs, _ := ListAll(ctx, t, p, src, 0)
+	smp := sample(objs, 3)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 8 {
+		wg.Go(func() {
+			if i%2 == 0 {
+				if _, err := p.List(ctx, providers.ListRequest{SourceRef: src, PageSize: 5}); err != nil {
+					errs <- err
+				}
+				return
+			}
+			o := smp[i%len(smp)]
+			c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: src, ObjectID: o.ID})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Body.Close()
+			if _, err := io.Copy(io.Discard, c.Body); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func (h *Harness) testWrite(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	w, ok := providers.AsWriter(p)
+	if !ok {
+		t.Skip("provider does not write")
+	}
+	_, before := ListAll(ctx, t, p, src, 0)
+	data := bytes.Repeat([]byte("svc providertest content\n"), 4000)
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+
+	bad := providers.WriteRequest{SourceRef: src, Path: h.WritePath + ".bad", Kind: providers.KindFile, SizeBytes: -1, SHA256: hex.EncodeToString(make([]byte, 32)), Mode: providers.WriteCopy}
+	if _, err := w.Write(ctx, bad, bytes.NewReader(data)); !errors.Is(err, providers.ErrInvalidData) {
+		t.Errorf("write with a wrong sha256: got %v, want ErrInvalidData", err)
+	}
+
+	req := providers.WriteRequest{SourceRef: src, Path: h.WritePath, Kind: providers.KindFile, MIMEType: "application/octet-stream", SizeBytes: int64(len(data)), SHA256: digest, Mode: providers.WriteCopy}
+	o, err := w.Write(ctx, req, bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if err := providers.ValidateObject(o); err != nil {
+		t.Errorf("written object: %v", err)
+	}
+	if o.SizeBytes != int64(len(data)) || (o.SHA256 != "" && o.SHA256 != digest) {
+		t.Errorf("written object says %d bytes sha256 %q, wrote %d bytes %s", o.SizeBytes, o.SHA256, len(data), digest)
+	}
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version})
+	if err != nil {
+		t.Fatalf("fetch written object: %v", err)
+	}
+	got, err := io.ReadAll(c.Body)
+	_ = c.Body.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetch written object: %d bytes, err %v; content differs", len(got), err)
+	}
+	objs, after := ListAll(ctx, t, p, src, 0)
+	if !slices.Contains(ids(objs), o.ID) {
+		t.Errorf("written object %q not listed", o.ID)
+	}
+	if after == before {
+		t.Errorf("marker did not move after a write: %v", after)
+	}
+	for _, o := range objs {
+		if o.Path == bad.Path && bad.Path != "" {
+			t.Errorf("a rejected write left %q behind", bad.Path)
+		}
+	}
+}
+
+func (h *Harness) testTrash(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	tr, ok := providers.AsTrasher(p)
+	if !ok {
+		t.Skip("provider does not trash")
+	}
+	objs, before := ListAll(ctx, t, p, src, 0)
+	o := sample(objs, 1)[0]
+	_, err := tr.Trash(ctx, providers.ActionRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version + "-moved"})
+	if !errors.Is(err, providers.ErrVersionMismatch) {
+		t.Fatalf("trash with a moved version: got %v, want ErrVersionMismatch", err)
+	}
+	res, err := tr.Trash(ctx, providers.ActionRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version})
+	if err != nil {
+		t.Fatalf("trash %q: %v", o.ID, err)
+	}
+	after, m := ListAll(ctx, t, p, src, 0)
+	if slices.Contains(ids(after), o.ID) {
+		t.Errorf("trashed object %q still listed", o.ID)
+	}
+	if m == before {
+		t.Errorf("marker did not move after a trash")
+	}
+	if changes, _, ok := changesSince(ctx, t, p, src, before); ok {
+		if !slices.ContainsFunc(changes, func(c providers.Change) bool { return c.ObjectID == o.ID && c.Type == providers.ChangeDelete }) {
+			t.Errorf("changes since the trash do not report %q deleted: %+v", o.ID, changes)
+		}
+	}
+	u, ok := providers.AsUntrasher(p)
+	if !ok {
+		return
+	}
+	if !res.Restorable {
+		t.Errorf("trash result not restorable though the provider untrashes")
+	}
+	back, err := u.Untrash(ctx, providers.UntrashRequest{SourceRef: src, ObjectID: o.ID, ResultID: res.ResultID})
+	if err != nil {
+		t.Fatalf("untrash %q: %v", o.ID, err)
+	}
+	if back.ID != o.ID || back.SizeBytes != o.SizeBytes {
+		t.Errorf("untrash gave %q (%d bytes), want %q (%d bytes)", back.ID, back.SizeBytes, o.ID, o.SizeBytes)
+	}
+	restored, _ := ListAll(ctx, t, p, src, 0)
+	if !slices.Contains(ids(restored), o.ID) {
+		t.Errorf("untrashed object %q not listed", o.ID)
+	}
+	if _, err := u.Untrash(ctx, providers.UntrashRequest{SourceRef: src, ObjectID: o.ID, ResultID: res.ResultID}); err != nil {
+		t.Errorf("second untrash (must be idempotent): %v", err)
+	}
+}
+
+func (h *Harness) testRemove(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	r, ok := providers.AsRemover(p)
+	if !ok {
+		t.Skip("provider does not remove")
+	}
+	objs, _ := ListAll(ctx, t, p, src, 0)
+	o := sample(objs, 1)[0]
+	if _, err := r.Remove(ctx, providers.ActionRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version + "-moved"}); !errors.Is(err, providers.ErrVersionMismatch) {
+		t.Fatalf("remove with a moved version: got %v, want ErrVersionMismatch", err)
+	}
+	if _, err := r.Remove(ctx, providers.ActionRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version}); err != nil {
+		t.Fatalf("remove %q: %v", o.ID, err)
+	}
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: src, ObjectID: o.ID})
+	if err == nil {
+		_ = c.Body.Close()
+	}
+	if !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("fetch after remove: got %v, want ErrNotFound", err)
+	}
+}
+
+func (h *Harness) testQuota(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	q, ok := providers.AsQuotaer(p)
+	if !ok {
+		t.Skip("provider does not report quota")
+	}
+	u, err := q.Quota(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.UsedBytes < 0 || u.LimitBytes < 0 || u.TrashBytes < 0 || u.ObservedAt.IsZero() {
+		t.Errorf("quota %+v: negative figures or no observation time", u)
+	}
+	if u.LimitBytes > 0 && u.UsedBytes > u.LimitBytes*2 {
+		t.Errorf("quota %+v: implausible", u)
+	}
+}

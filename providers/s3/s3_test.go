@@ -1,0 +1,84 @@
+package s3_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/internal/versitygw"
+	"svc.dev/svc/providers/providertest"
+	"svc.dev/svc/providers/s3"
+)
+
+var sample = map[string]string{
+	"photos/2024/beach.jpg":  "pretend jpeg",
+	"photos/2024/sunset.png": "pretend png",
+	"docs/report.pdf":        "pretend pdf, a little longer",
+	"docs/notes.txt":         "notes",
+	"video/clip.mp4":         "pretend mp4",
+}
+
+func open(t testing.TB, srv *versitygw.Server) providers.Provider {
+	t.Helper()
+	p, err := s3.New(context.Background(), srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConformanceAgainstVersitygw(t *testing.T) {
+	srv := versitygw.Start(t)
+	providertest.Run(t, providertest.Harness{
+		Open: func(t testing.TB) (providers.Provider, string) {
+			return open(t, srv), srv.Bucket(t, sample)
+		},
+		MinObjects: len(sample),
+	})
+}
+
+func TestPrefixSource(t *testing.T) {
+	srv := versitygw.Start(t)
+	p := open(t, srv)
+	b := srv.Bucket(t, sample)
+	objs, _ := providertest.ListAll(context.Background(), t, p, b+"/photos/", 1)
+	if len(objs) != 2 || objs[0].ID != "photos/2024/beach.jpg" || objs[0].Kind != providers.KindPhoto {
+		t.Fatalf("prefix listing: %+v", objs)
+	}
+	if _, err := p.Fetch(context.Background(), providers.FetchRequest{SourceRef: b + "/photos/", ObjectID: "docs/notes.txt"}); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("fetch outside the prefix: %v", err)
+	}
+}
+
+func TestWriteRefusesOverwriteAndWrongContent(t *testing.T) {
+	srv := versitygw.Start(t)
+	p := open(t, srv)
+	b := srv.Bucket(t, sample)
+	w := p.(providers.Writer)
+	ctx := context.Background()
+	if _, err := w.Write(ctx, providers.WriteRequest{SourceRef: b, Path: "docs/notes.txt", SizeBytes: -1}, bytes.NewReader([]byte("x"))); !errors.Is(err, providers.ErrAlreadyExists) {
+		t.Errorf("write over an existing key: %v", err)
+	}
+	if _, err := w.Write(ctx, providers.WriteRequest{SourceRef: b, Path: "docs/notes.txt", SizeBytes: -1, Overwrite: true}, bytes.NewReader([]byte("x"))); err != nil {
+		t.Errorf("overwrite: %v", err)
+	}
+	if _, err := w.Write(ctx, providers.WriteRequest{SourceRef: b, Path: "new.bin", SizeBytes: 5}, bytes.NewReader([]byte("four"))); !errors.Is(err, providers.ErrInvalidData) {
+		t.Errorf("short content: %v", err)
+	}
+	objs, _ := providertest.ListAll(ctx, t, p, b, 0)
+	for _, o := range objs {
+		if o.ID == "new.bin" {
+			t.Error("rejected write left the key behind")
+		}
+	}
+}
+
+func TestMissingBucket(t *testing.T) {
+	srv := versitygw.Start(t)
+	p := open(t, srv)
+	if _, err := p.List(context.Background(), providers.ListRequest{SourceRef: "no-such-bucket"}); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("missing bucket: %v", err)
+	}
+}

@@ -1,0 +1,283 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/plan"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/store"
+)
+
+// DefaultCeilingCents is the monthly spending ceiling until one is set (100 USD).
+const DefaultCeilingCents = 10000
+
+// Problem codes of plan decisions.
+const (
+	codePlanStale      = "plan_stale"
+	codeActionDenied   = "action_denied"
+	codeStepUpRequired = "step_up_required"
+)
+
+// createPlan builds a plan over the caller's sources (POST /v1/plans).
+func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (*svcv1.Plan, error) {
+	c := callerFrom(ctx)
+	tenant := c.Tenant
+	switch req.GetIntent() {
+	case svcv1.PlanIntent_PLAN_INTENT_RESTORE:
+		return nil, invalid("intent", "restore plans start from the vault: POST /v1/vault/objects/{id}/restore")
+	case svcv1.PlanIntent_PLAN_INTENT_EXPORT, svcv1.PlanIntent_PLAN_INTENT_MIGRATE:
+		if req.DestinationId == nil {
+			return nil, invalid("destination_id", "is required for intent "+enumWire(req.GetIntent()))
+		}
+	}
+	srcs, err := s.planSources(ctx, c, req.GetSourceIds())
+	if err != nil {
+		return nil, err
+	}
+	br := plan.Request{
+		TenantID:             tenant.String(),
+		UserID:               tenant.Owner,
+		Actor:                c.Actor(),
+		Simulated:            tenant.Simulated(),
+		Intent:               req.GetIntent(),
+		Policy:               req.GetPolicy(),
+		PreservationRequired: req.PreservationRequired == nil || req.GetPreservationRequired(),
+		Grant:                c.grant(),
+		Billing:              c.billing(),
+		Now:                  s.cfg.Now(),
+	}
+	if req.DestinationId != nil {
+		d, err := s.destinations.Get(ctx, tenant.String(), req.GetDestinationId())
+		if err != nil {
+			return nil, err
+		}
+		br.Destination = d
+	}
+	for _, src := range srcs {
+		ps, err := s.planSource(ctx, tenant, src)
+		if err != nil {
+			return nil, err
+		}
+		br.Sources = append(br.Sources, ps)
+	}
+	p, err := plan.Build(ctx, br)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.plans.Put(ctx, tenant.String(), p.PlanId, p); err != nil {
+		return nil, err
+	}
+	for _, src := range srcs { // the quota observed while planning
+		if src.Quota != nil {
+			q := src.Quota
+			s.sources.Update(ctx, tenant.String(), src.Id, func(stored *svcv1.Source) error {
+				stored.Quota = q
+				stored.LastScanAt = timestamppb.New(s.cfg.Now())
+				return nil
+			})
+		}
+	}
+	return p, nil
+}
+
+// planSources returns the sources to plan over: those named (each must exist, 404, and be in
+// the grant, 403), or every connected source the caller reaches.
+func (s *Server) planSources(ctx context.Context, c *Caller, ids []string) ([]*svcv1.Source, error) {
+	var out []*svcv1.Source
+	if len(ids) > 0 {
+		for _, sid := range ids {
+			if err := c.sourceInGrant(sid); err != nil {
+				return nil, err
+			}
+			src, err := s.sources.Get(ctx, c.Tenant.String(), sid)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, src)
+		}
+		return out, nil
+	}
+	err := s.sources.Scan(ctx, c.Tenant.String(), func(src *svcv1.Source) bool {
+		if src.GetStatus() == svcv1.SourceStatus_SOURCE_STATUS_CONNECTED && c.sourceInGrant(src.Id) == nil {
+			out = append(out, src)
+		}
+		return true
+	})
+	if err == nil && len(out) == 0 {
+		err = invalid("source_ids", "there are no connected sources to plan over")
+	}
+	return out, err
+}
+
+// grant is what the caller may do: everything for the user themself; for a key, its scopes,
+// intersected with its connection's grant.
+func (c *Caller) grant() plan.Grant {
+	if c.Key == nil {
+		return plan.Grant{}
+	}
+	ops := slices.Clone(c.Key.Scopes)
+	if c.Connection != nil {
+		ops = slices.DeleteFunc(ops, func(op string) bool { return !c.Connection.Grant.Allows(op) })
+	}
+	return plan.Grant{OperationClasses: nonNil(ops)}
+}
+
+// billing is the commercial context of a live developer key; test mode and end users are
+// never billed. Usage so far is not metered yet (the platform's metering will supply it), so
+// estimates assume nothing used this month, under the default ceiling.
+func (c *Caller) billing() *plan.Billing {
+	if c.Key == nil || c.Key.Mode != platform.ModeLive {
+		return nil
+	}
+	return &plan.Billing{CeilingCents: DefaultCeilingCents, CanBill: slices.Contains(c.Key.Scopes, "billable_execute")}
+}
+
+// loadPlan reads a plan and lets it expire when its time has passed.
+func (s *Server) loadPlan(ctx context.Context, planID string) (*svcv1.Plan, error) {
+	c := callerFrom(ctx)
+	p, err := s.plans.Get(ctx, c.Tenant.String(), planID)
+	if err != nil {
+		return nil, err
+	}
+	if !c.grantReaches(p.GetSourceMarkers()) {
+		return nil, newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include every source of this plan.")
+	}
+	if s.cfg.Now().After(p.GetExpiresAt().AsTime()) && plan.CanTransition(p.GetState(), svcv1.PlanState_PLAN_STATE_EXPIRED) {
+		return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil)
+	}
+	return p, nil
+}
+
+// setPlanState moves a stored plan to a state (and applies change), atomically.
+func (s *Server) setPlanState(ctx context.Context, p *svcv1.Plan, to svcv1.PlanState, change func(*svcv1.Plan)) (*svcv1.Plan, error) {
+	var out *svcv1.Plan
+	err := s.plans.Update(ctx, callerFrom(ctx).Tenant.String(), p.PlanId, func(stored *svcv1.Plan) error {
+		if err := plan.Transition(stored, to); err != nil {
+			return err
+		}
+		if change != nil {
+			change(stored)
+		}
+		out = stored
+		return nil
+	})
+	return out, err
+}
+
+func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1.Plan, error) {
+	return s.loadPlan(ctx, req.GetId())
+}
+
+func (s *Server) cancelPlan(ctx context.Context, req *svcv1.CancelPlanRequest) (*svcv1.Plan, error) {
+	p, err := s.loadPlan(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_CANCELLED, nil)
+}
+
+// authorizePlan authorizes a plan by the hash the caller reviewed. The plan must be validated,
+// unexpired, with that hash, and its sources unmoved since it was built; the policy decision is
+// taken again with the authorizer's approvals, grant and ceiling.
+func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequest) (*svcv1.Plan, error) {
+	c := callerFrom(ctx)
+	p, err := s.loadPlan(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if p.GetState() != svcv1.PlanState_PLAN_STATE_VALIDATED {
+		return nil, newProblem(http.StatusConflict, codeInvalidState, "Only a validated plan can be authorized; this plan is "+enumWire(p.GetState())+".")
+	}
+	if req.GetPlanHash() != p.GetHash() {
+		return nil, newProblem(http.StatusConflict, codePlanStale, "The plan hash is not the plan's current hash; review the plan again.")
+	}
+	for _, m := range p.GetSourceMarkers() {
+		moved, err := s.sourceMoved(ctx, c.Tenant, m)
+		if err != nil {
+			return nil, err
+		}
+		if moved {
+			if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil); err != nil {
+				return nil, err
+			}
+			return nil, newProblem(http.StatusConflict, codePlanStale, "Source "+m.GetSourceId()+" changed since the plan was built; make a new plan.")
+		}
+	}
+	status := map[string]svcv1.SourceStatus{}
+	for _, m := range p.GetSourceMarkers() {
+		src, err := s.sources.Get(ctx, c.Tenant.String(), m.GetSourceId())
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			status[m.GetSourceId()] = svcv1.SourceStatus_SOURCE_STATUS_DISCONNECTED
+		case err != nil:
+			return nil, err
+		default:
+			status[src.Id] = src.GetStatus()
+		}
+	}
+	approvals := plan.Approvals{HumanUser: c.User != nil && c.User.ID == p.GetUserId(), DeveloperOwner: s.ownsApplication(ctx, c, p.GetActor().GetApplicationId())}
+	decision := plan.Decide(p, plan.Decision{SourceStatus: status, Grant: c.grant(), Billing: c.billing(), Approvals: approvals})
+	switch decision.GetDecision() {
+	case svcv1.PolicyDecision_POLICY_DECISION_DENY:
+		if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_REJECTED, func(p *svcv1.Plan) { p.Policy = decision }); err != nil {
+			return nil, err
+		}
+		return nil, newProblem(http.StatusForbidden, codeActionDenied, joinReasons(decision.GetReasons()))
+	case svcv1.PolicyDecision_POLICY_DECISION_STEP_UP_REQUIRED:
+		prob := newProblem(http.StatusForbidden, codeStepUpRequired, joinReasons(decision.GetReasons()))
+		for _, a := range decision.GetRequiredApprovals() {
+			prob.approvals = append(prob.approvals, enumWire(a))
+		}
+		return nil, prob
+	}
+	principal := c.Actor().GetPrincipalId()
+	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_AUTHORIZED, func(p *svcv1.Plan) {
+		p.Policy = decision
+		auth := &svcv1.PlanAuthorization{AuthorizedAt: timestamppb.New(s.cfg.Now().UTC().Truncate(time.Millisecond)), AuthorizedBy: principal,
+			ActionDecisionId: decision.GetDecisionId(), PlanHashAtAuthorization: p.GetHash()}
+		if p.GetMeter() != nil {
+			auth.CommercialAuthorizationId = proto.String(id.New("cma"))
+		}
+		p.Authorization = auth
+	})
+}
+
+// ownsApplication reports whether a signed-in user owns the organization of an application.
+func (s *Server) ownsApplication(ctx context.Context, c *Caller, appID string) bool {
+	if c.User == nil || appID == "" {
+		return false
+	}
+	app, err := s.devs.Application(ctx, appID)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(c.User.OrgIDs, app.OrgID) && s.orgOwner(ctx, app.OrgID) == c.User.ID
+}
+
+func (s *Server) orgOwner(ctx context.Context, orgID string) string {
+	o, err := s.db.Org(ctx, orgID)
+	if err != nil {
+		return ""
+	}
+	return o.OwnerID
+}
+
+func joinReasons(rs []string) string {
+	out := ""
+	for i, r := range rs {
+		if i > 0 {
+			out += "; "
+		}
+		out += r
+	}
+	return out + "."
+}
