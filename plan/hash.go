@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"runtime"
 	"strconv"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
@@ -56,25 +57,73 @@ type hashWriter interface{ Write([]byte) (int, error) }
 var _ hashWriter = hash.Hash(nil)
 
 // writeObjects writes the objects array with appendObject, the hot path of hashing a large
-// plan; its output equals the generic canonical encoder's (tested).
+// plan; its output equals the generic canonical encoder's (tested). Reading a million small
+// objects scattered on the heap is bound by memory latency, so large arrays are encoded in
+// chunks on all cores while this goroutine feeds the chunks to the writer in order; at most
+// a few chunks are in flight, so memory stays bounded.
 func writeObjects(c *wire.Canon, objs []*svcv1.PlanObject) {
 	c.Raw('[')
-	b := c.Buffer()
-	for i, o := range objs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = appendObject(b, o); err != nil {
-			c.Fail(fmt.Errorf("objects[%d]: %w", i, err))
+	const chunk = 4096
+	if len(objs) < 2*chunk || runtime.GOMAXPROCS(0) < 2 {
+		b, err := appendObjects(c.Buffer(), objs, 0)
+		if err != nil {
+			c.Fail(err)
 			return
 		}
-		if len(b) >= 32<<10 {
-			c.SetBuffer(b)
-			b = c.Buffer()
+		c.SetBuffer(append(b, ']'))
+		return
+	}
+	type result struct {
+		b   []byte
+		err error
+	}
+	workers := runtime.GOMAXPROCS(0)
+	pending := make(chan chan result, workers)
+	go func() {
+		defer close(pending)
+		sem := make(chan struct{}, workers)
+		for start := 0; start < len(objs); start += chunk {
+			out := make(chan result, 1)
+			pending <- out
+			sem <- struct{}{}
+			go func(start int) {
+				defer func() { <-sem }()
+				end := min(start+chunk, len(objs))
+				b, err := appendObjects(make([]byte, 0, (end-start)*320), objs[start:end], start)
+				out <- result{b, err}
+			}(start)
+		}
+	}()
+	failed := false
+	for out := range pending {
+		r := <-out
+		if failed {
+			continue // drain, so every worker finishes
+		}
+		if r.err != nil {
+			c.Fail(r.err)
+			failed = true
+			continue
+		}
+		c.Raw(r.b...)
+		c.SetBuffer(c.Buffer())
+	}
+	c.Raw(']')
+}
+
+// appendObjects appends objs as array elements; offset is the index of objs[0] in the whole
+// array (a comma precedes every element but the array's first).
+func appendObjects(b []byte, objs []*svcv1.PlanObject, offset int) ([]byte, error) {
+	var err error
+	for i, o := range objs {
+		if i+offset > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendObject(b, o); err != nil {
+			return nil, fmt.Errorf("objects[%d]: %w", i+offset, err)
 		}
 	}
-	c.SetBuffer(append(b, ']'))
+	return b, nil
 }
 
 var (
@@ -144,11 +193,19 @@ func appendEnum(b []byte, names []string, n int) []byte {
 	return append(append(append(b, '"'), names[n]...), '"')
 }
 
+// plainASCII marks the bytes a JSON string holds as they are.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends s as a JSON string; plain ASCII (ids, hashes, versions) takes a
 // fast path, anything else goes through the codec's escaping.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+		if !plainASCII[s[i]] {
 			return wire.AppendString(b, s)
 		}
 	}

@@ -17,7 +17,8 @@ var restPaths = []string{
 	"/v1/vault/search", "/v1/creator/anomalies", "/v1/billing/portal", "/v1/developer/applications/{id}/audit",
 	"/v1/creator/sources", "/v1/vault/manifests/export", "/v1/receipts/{id}", "/v1/connect/{id}/callback",
 	"/v1/vault/objects/{id}/restore", "/v1/intel/trials/{id}/decision", "/v1/sources/{id}/policy",
-	"/v1/auth/sign-up", "/v1/auth/sign-in", "/v1/auth/sign-out", "/v1/{id}", "/{id}", "/svc.v1.PlanService/ListPlans",
+	"/v1/auth/sign-up", "/v1/auth/sign-in", "/v1/auth/sign-out", "/v1/plans/{id}", "/v1/plans/{id}/authorize",
+	"/v1/plans/{id}/cancel", "/v1/sources", "/v1/sources/{id}", "/v1/{id}", "/{id}", "/svc.v1.PlanService/ListPlans",
 }
 
 var restMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
@@ -34,6 +35,8 @@ func FuzzREST(f *testing.F) {
 	f.Add(uint8(2), uint8(20), "src_01JD0000000000000000000000", "", `{"minAgeDays":"x"}`, "application/json", uint8(1), "")
 	f.Add(uint8(0), uint8(2), "", "limit=0&cursor=%ff&state=draft,draft", "", "", uint8(1), "")
 	f.Add(uint8(0), uint8(17), "vendor_a_mail", "code=x&state=y", "", "", uint8(2), "")
+	f.Add(uint8(1), uint8(2), "", "connection_id="+e.creds.ConnectionID, `{"intent":"rescue","policy":{"minAgeDays":3}}`, "application/json", uint8(1), "")
+	f.Add(uint8(1), uint8(28), "pln_01JD0000000000000000000000", "connection_id="+e.creds.ConnectionID, `{"plan_hash":"00"}`, "application/json", uint8(1), "")
 	f.Add(uint8(1), uint8(21), "", "", `{"email":"a@b.co","password":"`+strings.Repeat("p", 20)+`"}`, "application/json; charset=utf-8", uint8(0), "")
 	f.Add(uint8(1), uint8(5), "", "", `[1,2,3]`, "text/plain", uint8(2), strings.Repeat("x", 300))
 	f.Fuzz(func(t *testing.T, mi, pi uint8, pathID, query, body, ctype string, cred uint8, idemKey string) {

@@ -17,6 +17,7 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/plan/discover"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/wire"
@@ -160,41 +161,6 @@ func (o *openedSources) closeAll() {
 	}
 }
 
-// listing adapts a provider's listing to plan.Objects.
-type listing struct {
-	p     providers.Provider
-	ref   string
-	token string
-}
-
-func (l *listing) Next(ctx context.Context) (plan.Page, error) {
-	pg, err := l.p.List(ctx, providers.ListRequest{SourceRef: l.ref, PageToken: l.token, PageSize: providers.MaxPageSize})
-	if err != nil {
-		return plan.Page{}, err
-	}
-	out := plan.Page{Objects: make([]plan.Object, len(pg.Objects)), Last: pg.NextPageToken == "",
-		Marker: plan.Marker{Kind: string(pg.Marker.Kind), Value: pg.Marker.Value}}
-	for i := range pg.Objects {
-		out.Objects[i] = planObject(&pg.Objects[i])
-	}
-	l.token = pg.NextPageToken
-	return out, nil
-}
-
-func planObject(o *providers.Object) plan.Object {
-	po := plan.Object{ID: o.ID, Version: o.Version, Kind: string(o.Kind), Name: o.Name, Path: o.Path, MIMEType: o.MIMEType,
-		SizeBytes: o.SizeBytes, SHA256: o.SHA256, Containers: o.Containers, CreatedAt: o.CreatedAt, ModifiedAt: o.ModifiedAt,
-		Starred: o.Starred, Shared: o.Shared}
-	if m := o.Message; m != nil {
-		po.From, po.Subject, po.ListID = m.From, m.Subject, m.ListID
-		po.ListUnsubscribe, po.ListUnsubscribePost = m.ListUnsubscribe, m.ListUnsubscribePost
-		if po.ModifiedAt.IsZero() {
-			po.ModifiedAt = m.Date
-		}
-	}
-	return po
-}
-
 // planSource opens a source for planning: its listing, capabilities and quota.
 func (s *Server) planSource(ctx context.Context, tenant platform.Tenant, src *svcv1.Source) (plan.Source, error) {
 	p, ref, err := s.openSource(ctx, tenant, src.Id)
@@ -208,7 +174,7 @@ func (s *Server) planSource(ctx context.Context, tenant platform.Tenant, src *sv
 	ps := plan.Source{ID: src.Id, Provider: src.Provider, Status: src.Status, Policy: src.Policy,
 		CanTrash: slices.Contains(desc.Capabilities, providers.CapTrash),
 		CanWrite: slices.Contains(desc.Capabilities, providers.CapWrite),
-		Objects:  &listing{p: p, ref: ref}}
+		Objects:  discover.Objects(p, ref)}
 	if q, ok := providers.AsQuotaer(p); ok {
 		if quota, err := q.Quota(ctx, ref); err == nil {
 			ps.Quota = &plan.Quota{UsedBytes: quota.UsedBytes, LimitBytes: quota.LimitBytes}
