@@ -1,0 +1,77 @@
+package execute
+
+import (
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+)
+
+// MaxSteps bounds the steps an Execution shows: the most recent transitions. The journal
+// itself keeps them all (and the receipt is built from it).
+const MaxSteps = 10_000
+
+// MaxErrors bounds the errors an Execution lists.
+const MaxErrors = 100
+
+// counts are an execution's counters, derived from its journal.
+type counts struct {
+	attempted, completed, failed, skipped, preserved int64
+	bytesPreserved, bytesRemoved, bytesTransferred   int64
+	errors                                           []string
+}
+
+// count derives the counters from the journal: the latest state of every asset decides
+// whether it completed, failed or was skipped; bytes come from the commit and trash steps.
+func count(p *svcv1.Plan, journal []Transition) counts {
+	var c counts
+	latest := map[string]Transition{}
+	for _, t := range journal {
+		latest[t.AssetID] = t
+		switch t.To {
+		case vaultCommitted:
+			c.bytesPreserved += t.Bytes
+			c.preserved++
+		case trashed:
+			c.bytesRemoved += t.Bytes
+		}
+	}
+	for _, o := range p.GetObjects() {
+		t, ok := latest[o.GetAssetId()]
+		if !ok || t.To == excluded {
+			continue
+		}
+		c.attempted++
+		switch {
+		case t.To == failed:
+			c.failed++
+			if len(c.errors) < MaxErrors {
+				c.errors = append(c.errors, o.GetAssetId()+": "+t.Error)
+			}
+		case t.To == skipped:
+			c.skipped++
+		case done(o, t.To):
+			c.completed++
+		}
+	}
+	return c
+}
+
+func (c counts) apply(x *svcv1.Execution) {
+	x.Attempted, x.Completed, x.Failed = c.attempted, c.completed, c.failed
+	x.BytesPreserved, x.BytesRemoved, x.BytesTransferred = c.bytesPreserved, c.bytesRemoved, c.bytesTransferred
+}
+
+// steps renders the journal as the Execution's steps, the most recent MaxSteps.
+func steps(journal []Transition) []*svcv1.ExecutionStep {
+	if len(journal) > MaxSteps {
+		journal = journal[len(journal)-MaxSteps:]
+	}
+	out := make([]*svcv1.ExecutionStep, len(journal))
+	for i, t := range journal {
+		s := &svcv1.ExecutionStep{AssetId: t.AssetID, Step: t.Step, Status: t.Status, At: timestamppb.New(t.At)}
+		from, to := t.From, t.To
+		s.FromState, s.ToState = &from, &to
+		out[i] = s
+	}
+	return out
+}

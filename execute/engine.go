@@ -1,0 +1,263 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/plan"
+	"svc.dev/svc/providers"
+)
+
+// Errors of Start and Cancel.
+var (
+	// ErrNotAuthorized is returned when a plan is not authorized, or its hash is not the one
+	// that was authorized.
+	ErrNotAuthorized = errors.New("plan is not authorized")
+	// ErrFinished is returned when cancelling an execution that already ended.
+	ErrFinished = errors.New("execution already finished")
+)
+
+// Transition is one journal entry: an asset moving from one step state to another.
+type Transition struct {
+	AssetID  string
+	From, To svcv1.StepState
+	Step     string // what was done: select, fetch, vault, verify, commit, trash, skip, fail, ...
+	Status   string // ok, skipped or failed
+	At       time.Time
+	// What the step produced, kept so a resumed execution and the receipt know it.
+	VaultID, VaultSHA256 string
+	Bytes                int64
+	ResultID             string
+	Restorable           bool
+	Error                string
+}
+
+// AssetState is an asset's latest journal entry.
+type AssetState = Transition
+
+// Store keeps executions, their journals and the plans they run. Journal writes must be
+// durable when Record returns; concurrent Records may be committed together.
+type Store interface {
+	PutExecution(ctx context.Context, tenant string, e *svcv1.Execution) error
+	UpdateExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error
+	// Unfinished lists the executions that are queued or running, as tenant and id.
+	Unfinished(ctx context.Context) ([][2]string, error)
+	Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error)
+	// UpdatePlan applies fn to the stored plan atomically.
+	UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error
+	// Record appends a transition to an execution's journal, durably.
+	Record(ctx context.Context, tenant, executionID string, t Transition) error
+	// Journal returns an execution's transitions in order.
+	Journal(ctx context.Context, tenant, executionID string) ([]Transition, error)
+}
+
+// Sources opens the provider behind a source of a tenant, with the source's reference at it.
+type Sources interface {
+	Source(ctx context.Context, tenant, sourceID string) (providers.Provider, string, error)
+}
+
+// Vault stores content. Store streams body into the vault, calls verifying once the bytes are
+// written and before they are re-read and checked, and returns only when the content is
+// committed and its SHA-256 verified. Storing the same content again is harmless.
+type Vault interface {
+	Store(ctx context.Context, tenant string, asset Asset, body io.Reader, verifying func() error) (VaultRef, error)
+}
+
+// Asset is what the vault and the receipt know of a planned object.
+type Asset struct {
+	Object  *svcv1.PlanObject
+	Content providers.Object // the object's metadata as fetched
+}
+
+// VaultRef is a committed vault object.
+type VaultRef struct {
+	ID     string
+	SHA256 string
+	Size   int64
+}
+
+// Finisher ends an execution: it builds, signs and stores the receipt (and updates the assets'
+// manifests), returning the receipt id. It is called once per execution, also after a crash.
+type Finisher interface {
+	Finish(ctx context.Context, tenant string, e *svcv1.Execution, p *svcv1.Plan, journal []Transition) (string, error)
+}
+
+// Options configure an Engine. Zero fields take defaults.
+type Options struct {
+	Concurrency int           // assets in flight per execution, default 8
+	PerProvider rate.Limit    // provider calls per second per provider, default unlimited
+	Retries     int           // attempts for transient provider errors, default 5
+	Backoff     time.Duration // first retry delay, doubled each time, default 100 ms
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// Engine runs executions.
+type Engine struct {
+	store   Store
+	sources Sources
+	vault   Vault
+	finish  Finisher
+	opts    Options
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // by execution id
+	pacing  map[providers.Name]*rate.Limiter
+	wg      sync.WaitGroup
+}
+
+// New returns an engine.
+func New(store Store, sources Sources, vault Vault, finish Finisher, opts Options) *Engine {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	if opts.PerProvider == 0 {
+		opts.PerProvider = rate.Inf
+	}
+	if opts.Retries <= 0 {
+		opts.Retries = 5
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 100 * time.Millisecond
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Engine{store: store, sources: sources, vault: vault, finish: finish, opts: opts,
+		running: map[string]context.CancelCauseFunc{}, pacing: map[providers.Name]*rate.Limiter{}}
+}
+
+func (e *Engine) now() time.Time { return e.opts.Now().UTC().Truncate(time.Millisecond) }
+
+// Start checks that a plan may run (authorized, with the authorized hash), records a queued
+// execution, moves the plan to committing, and runs it in the background. The caller checks
+// staleness (source markers) before.
+func (e *Engine) Start(ctx context.Context, tenant, planID, principalID string) (*svcv1.Execution, error) {
+	now := e.now()
+	x := &svcv1.Execution{Id: id.NewAt("exe", now), PlanId: planID, PrincipalId: principalID,
+		Status: svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, Errors: []string{}, Steps: []*svcv1.ExecutionStep{},
+		CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now)}
+	err := e.store.UpdatePlan(ctx, tenant, planID, func(p *svcv1.Plan) error {
+		if p.GetState() != svcv1.PlanState_PLAN_STATE_AUTHORIZED {
+			return fmt.Errorf("%w: the plan is %s", plan.ErrInvalidState, stateName(p.GetState()))
+		}
+		h, err := plan.Hash(p)
+		if err != nil {
+			return err
+		}
+		if h != p.GetHash() || h != p.GetAuthorization().GetPlanHashAtAuthorization() {
+			return fmt.Errorf("%w: the plan's hash is not the authorized one", ErrNotAuthorized)
+		}
+		x.PlanHash, x.Simulated = h, p.GetSimulated()
+		return plan.Transition(p, svcv1.PlanState_PLAN_STATE_COMMITTING)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.store.PutExecution(ctx, tenant, x); err != nil {
+		return nil, err
+	}
+	e.launch(tenant, x.Id)
+	return x, nil
+}
+
+// Resume restarts every execution that was queued or running when the process stopped.
+func (e *Engine) Resume(ctx context.Context) error {
+	refs, err := e.store.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("resume executions: %w", err)
+	}
+	for _, r := range refs {
+		e.opts.Logger.Info("resuming execution", "execution_id", r[1])
+		e.launch(r[0], r[1])
+	}
+	return nil
+}
+
+// Cancel stops an execution: assets not yet started are skipped, assets in flight finish the
+// step they are in, and the execution ends cancelled, with its receipt.
+func (e *Engine) Cancel(ctx context.Context, tenant, executionID string) error {
+	e.mu.Lock()
+	cancel, ok := e.running[executionID]
+	e.mu.Unlock()
+	err := e.store.UpdateExecution(ctx, tenant, executionID, func(x *svcv1.Execution) error {
+		switch x.GetStatus() {
+		case svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING:
+			x.Errors = append(x.Errors, "cancelled")
+			return nil
+		}
+		return ErrFinished
+	})
+	if err != nil {
+		return err
+	}
+	if ok {
+		cancel(context.Canceled)
+	}
+	return nil
+}
+
+// Wait blocks until every running execution has ended (for shutdown and tests).
+func (e *Engine) Wait() { e.wg.Wait() }
+
+// Shutdown stops running executions where they are; they resume on the next start.
+func (e *Engine) Shutdown() {
+	e.mu.Lock()
+	for _, c := range e.running {
+		c(errShutdown)
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+var errShutdown = errors.New("shutting down")
+
+func (e *Engine) launch(tenant, exeID string) {
+	e.mu.Lock()
+	if _, ok := e.running[exeID]; ok {
+		e.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	e.running[exeID] = cancel
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer func() {
+			e.mu.Lock()
+			delete(e.running, exeID)
+			e.mu.Unlock()
+			cancel(nil)
+		}()
+		if err := e.run(ctx, tenant, exeID); err != nil && !errors.Is(context.Cause(ctx), errShutdown) {
+			e.opts.Logger.Error("execution failed", "execution_id", exeID, "err", err)
+		}
+	}()
+}
+
+func (e *Engine) limiter(name providers.Name) *rate.Limiter {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.pacing[name]
+	if !ok {
+		l = rate.NewLimiter(e.opts.PerProvider, 1)
+		e.pacing[name] = l
+	}
+	return l
+}
+
+func stateName(s svcv1.PlanState) string { return enumName(s) }

@@ -1,0 +1,265 @@
+package execute_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/execute"
+	"svc.dev/svc/providers"
+)
+
+// memStore is an in-memory execute.Store. crashAfter > 0 makes the k-th Record and everything
+// after it fail, as if the process died: nothing more becomes durable.
+type memStore struct {
+	mu         sync.Mutex
+	executions map[string]*svcv1.Execution
+	plans      map[string]*svcv1.Plan
+	journal    map[string][]execute.Transition
+	records    int
+	crashAfter int
+	crashed    atomic.Bool
+}
+
+var errCrashed = errors.New("crashed")
+
+func newMemStore() *memStore {
+	return &memStore{executions: map[string]*svcv1.Execution{}, plans: map[string]*svcv1.Plan{}, journal: map[string][]execute.Transition{}}
+}
+
+func (m *memStore) dead() error {
+	if m.crashed.Load() {
+		return errCrashed
+	}
+	return nil
+}
+
+func (m *memStore) PutExecution(_ context.Context, _ string, e *svcv1.Execution) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.dead(); err != nil {
+		return err
+	}
+	m.executions[e.Id] = proto.Clone(e).(*svcv1.Execution)
+	return nil
+}
+
+func (m *memStore) UpdateExecution(_ context.Context, _, id string, fn func(*svcv1.Execution) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.dead(); err != nil {
+		return err
+	}
+	x, ok := m.executions[id]
+	if !ok {
+		return errors.New("no execution")
+	}
+	c := proto.Clone(x).(*svcv1.Execution)
+	if err := fn(c); err != nil {
+		return err
+	}
+	m.executions[id] = c
+	return nil
+}
+
+func (m *memStore) Unfinished(context.Context) ([][2]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out [][2]string
+	for id, x := range m.executions {
+		if s := x.GetStatus(); s == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED || s == svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING {
+			out = append(out, [2]string{"t", id})
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) Plan(_ context.Context, _, id string) (*svcv1.Plan, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return proto.Clone(m.plans[id]).(*svcv1.Plan), nil
+}
+
+func (m *memStore) UpdatePlan(_ context.Context, _, id string, fn func(*svcv1.Plan) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.dead(); err != nil {
+		return err
+	}
+	c := proto.Clone(m.plans[id]).(*svcv1.Plan)
+	if err := fn(c); err != nil {
+		return err
+	}
+	m.plans[id] = c
+	return nil
+}
+
+func (m *memStore) Record(_ context.Context, _, exe string, t execute.Transition) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.dead(); err != nil {
+		return err
+	}
+	m.records++
+	if m.crashAfter > 0 && m.records >= m.crashAfter {
+		m.crashed.Store(true)
+		return errCrashed
+	}
+	m.journal[exe] = append(m.journal[exe], t)
+	return nil
+}
+
+func (m *memStore) Journal(_ context.Context, _, exe string) ([]execute.Transition, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.journal[exe]), nil
+}
+
+// fakeSource is a provider of objects with content; it can change versions, fail transiently,
+// and refuses everything once the store has "crashed".
+type fakeSource struct {
+	mu        sync.Mutex
+	content   map[string][]byte
+	version   map[string]string
+	trash     map[string]int // successful trashes per object
+	transient int            // fail every Nth call
+	calls     int
+	store     *memStore
+}
+
+func newFakeSource(n int) *fakeSource {
+	f := &fakeSource{content: map[string][]byte{}, version: map[string]string{}, trash: map[string]int{}}
+	for i := range n {
+		id := fmt.Sprintf("obj-%03d", i)
+		f.content[id] = bytes.Repeat([]byte(id), 10+i)
+		f.version[id] = "v1"
+	}
+	return f
+}
+
+func (f *fakeSource) gate() error {
+	if f.store != nil && f.store.crashed.Load() {
+		return errCrashed
+	}
+	f.calls++
+	if f.transient > 0 && f.calls%f.transient == 0 {
+		return fmt.Errorf("flaky: %w", providers.ErrTransient)
+	}
+	return nil
+}
+
+func (f *fakeSource) Describe(context.Context) (providers.Description, error) {
+	return providers.Description{Name: providers.VendorDLocal, ProtocolVersion: 1, Capabilities: []providers.Capability{providers.CapTrash}}, nil
+}
+func (f *fakeSource) List(context.Context, providers.ListRequest) (providers.Page, error) {
+	return providers.Page{}, providers.ErrUnsupported
+}
+func (f *fakeSource) Changes(context.Context, providers.ChangesRequest) (providers.ChangePage, error) {
+	return providers.ChangePage{}, providers.ErrUnsupported
+}
+
+func (f *fakeSource) Fetch(_ context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.gate(); err != nil {
+		return nil, err
+	}
+	c, ok := f.content[req.ObjectID]
+	if !ok {
+		return nil, providers.ErrNotFound
+	}
+	if req.ExpectedVersion != "" && f.version[req.ObjectID] != req.ExpectedVersion {
+		return nil, &providers.VersionMismatchError{ObjectID: req.ObjectID, Expected: req.ExpectedVersion, Actual: f.version[req.ObjectID]}
+	}
+	return &providers.Content{Object: providers.Object{ID: req.ObjectID, Version: f.version[req.ObjectID], SizeBytes: int64(len(c))},
+		Body: io.NopCloser(bytes.NewReader(c))}, nil
+}
+
+func (f *fakeSource) Trash(_ context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.gate(); err != nil {
+		return providers.ActionResult{}, err
+	}
+	if _, ok := f.content[req.ObjectID]; !ok {
+		return providers.ActionResult{}, providers.ErrNotFound
+	}
+	if req.ExpectedVersion != "" && f.version[req.ObjectID] != req.ExpectedVersion {
+		return providers.ActionResult{}, &providers.VersionMismatchError{ObjectID: req.ObjectID, Expected: req.ExpectedVersion, Actual: f.version[req.ObjectID]}
+	}
+	delete(f.content, req.ObjectID)
+	f.trash[req.ObjectID]++
+	return providers.ActionResult{ResultID: "trash:" + req.ObjectID, Restorable: true}, nil
+}
+
+func (f *fakeSource) sha(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sum := sha256.Sum256(f.content[id])
+	return hex.EncodeToString(sum[:])
+}
+
+type fakeSources struct{ src *fakeSource }
+
+func (s fakeSources) Source(context.Context, string, string) (providers.Provider, string, error) {
+	return s.src, "ref", nil
+}
+
+// memVault keeps content by SHA-256 and verifies what it stores.
+type memVault struct {
+	mu    sync.Mutex
+	blobs map[string][]byte
+	store *memStore
+}
+
+func (v *memVault) Store(_ context.Context, _ string, a execute.Asset, body io.Reader, verifying func() error) (execute.VaultRef, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return execute.VaultRef{}, err
+	}
+	if err := verifying(); err != nil {
+		return execute.VaultRef{}, err
+	}
+	if v.store != nil && v.store.crashed.Load() {
+		return execute.VaultRef{}, errCrashed
+	}
+	sum := sha256.Sum256(data)
+	h := hex.EncodeToString(sum[:])
+	v.mu.Lock()
+	v.blobs[h] = data
+	v.mu.Unlock()
+	return execute.VaultRef{ID: "vlt_" + h[:26], SHA256: h, Size: int64(len(data))}, nil
+}
+
+func (v *memVault) has(sha string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	b, ok := v.blobs[sha]
+	sum := sha256.Sum256(b)
+	return ok && hex.EncodeToString(sum[:]) == sha
+}
+
+// countingFinisher records receipts.
+type countingFinisher struct {
+	mu    sync.Mutex
+	calls int
+	last  *svcv1.Execution
+}
+
+func (f *countingFinisher) Finish(_ context.Context, _ string, x *svcv1.Execution, _ *svcv1.Plan, _ []execute.Transition) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	f.last = x
+	return "rcp_" + x.Id[4:], nil
+}

@@ -1,0 +1,432 @@
+package execute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/plan"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/wire"
+)
+
+// Step states, short.
+const (
+	discovered     = svcv1.StepState_STEP_STATE_DISCOVERED
+	selected       = svcv1.StepState_STEP_STATE_SELECTED
+	fetching       = svcv1.StepState_STEP_STATE_FETCHING
+	vaulting       = svcv1.StepState_STEP_STATE_VAULTING
+	verifying      = svcv1.StepState_STEP_STATE_VERIFYING
+	vaultCommitted = svcv1.StepState_STEP_STATE_VAULT_COMMITTED
+	actionQueued   = svcv1.StepState_STEP_STATE_SOURCE_ACTION_QUEUED
+	trashed        = svcv1.StepState_STEP_STATE_SOURCE_TRASHED_OR_REMOVED
+	reclaimPending = svcv1.StepState_STEP_STATE_RECLAIM_PENDING
+	skipped        = svcv1.StepState_STEP_STATE_SKIPPED
+	failed         = svcv1.StepState_STEP_STATE_FAILED
+	excluded       = svcv1.StepState_STEP_STATE_EXCLUDED
+)
+
+func enumName(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
+
+func has(o *svcv1.PlanObject, a svcv1.PlanAction) bool { return slices.Contains(o.GetActions(), a) }
+
+// sourceAction reports whether an object's actions change its source.
+func sourceAction(o *svcv1.PlanObject) bool {
+	return has(o, svcv1.PlanAction_PLAN_ACTION_TRASH)
+}
+
+// done reports whether an asset in state s has nothing left to do.
+func done(o *svcv1.PlanObject, s svcv1.StepState) bool {
+	switch s {
+	case skipped, failed, excluded, reclaimPending, svcv1.StepState_STEP_STATE_RECLAIM_CONFIRMED, svcv1.StepState_STEP_STATE_RESTORED:
+		return true
+	case vaultCommitted:
+		return !sourceAction(o)
+	}
+	return false
+}
+
+// run executes (or resumes) one execution to its end.
+func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
+	var x *svcv1.Execution
+	err := e.store.UpdateExecution(ctx, tenant, exeID, func(stored *svcv1.Execution) error {
+		if stored.GetStatus() == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED {
+			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING
+			stored.StartedAt = timestamppb.New(e.now())
+		}
+		stored.UpdatedAt = timestamppb.New(e.now())
+		x = stored
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p, err := e.store.Plan(ctx, tenant, x.GetPlanId())
+	if err != nil {
+		return err
+	}
+	journal, err := e.store.Journal(ctx, tenant, exeID)
+	if err != nil {
+		return err
+	}
+	latest := map[string]Transition{}
+	for _, t := range journal {
+		latest[t.AssetID] = t
+	}
+	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
+
+	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p}
+	if !cancelled {
+		work := make(chan *svcv1.PlanObject)
+		var wg sync.WaitGroup
+		for range e.opts.Concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for o := range work {
+					r.asset(ctx, o, latest[o.GetAssetId()])
+				}
+			}()
+		}
+		stopProgress := r.progress(ctx)
+	feed:
+		for _, o := range p.GetObjects() {
+			if t, ok := latest[o.GetAssetId()]; ok && done(o, t.To) {
+				continue
+			}
+			select {
+			case work <- o:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+		close(work)
+		wg.Wait()
+		stopProgress()
+		if errors.Is(context.Cause(ctx), errShutdown) {
+			return nil // resumes on the next start
+		}
+		cancelled = ctx.Err() != nil
+	}
+	return e.finishRun(context.WithoutCancel(ctx), r, cancelled)
+}
+
+// finishRun skips what a cancel left undone, sets the counters, status and plan state, and has
+// the receipt made.
+func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error {
+	journal, err := e.store.Journal(ctx, r.tenant, r.exeID)
+	if err != nil {
+		return err
+	}
+	latest := map[string]Transition{}
+	for _, t := range journal {
+		latest[t.AssetID] = t
+	}
+	for _, o := range r.plan.GetObjects() {
+		t, ok := latest[o.GetAssetId()]
+		if ok && done(o, t.To) {
+			continue
+		}
+		from := discovered
+		if ok {
+			from = t.To
+		}
+		reason := "the execution ended before this asset was processed"
+		if cancelled {
+			reason = "cancelled before this asset was processed"
+		}
+		if err := r.record(ctx, o, Transition{From: from, To: skipped, Step: "skip", Status: "skipped", Error: reason}); err != nil {
+			return err
+		}
+	}
+	if journal, err = e.store.Journal(ctx, r.tenant, r.exeID); err != nil {
+		return err
+	}
+	c := count(r.plan, journal)
+	var x *svcv1.Execution
+	err = e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
+		c.apply(stored)
+		stored.Steps = steps(journal)
+		switch {
+		case cancelled:
+			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_CANCELLED
+		case c.attempted > 0 && c.failed == c.attempted:
+			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_FAILED
+		case c.failed > 0 || c.skipped > 0:
+			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_PARTIALLY_COMPLETED
+		default:
+			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED
+		}
+		stored.Errors = append(stored.Errors, c.errors...)
+		stored.UpdatedAt = timestamppb.New(e.now())
+		x = stored
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	final := svcv1.PlanState_PLAN_STATE_EXECUTED
+	if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+		final = svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED
+	}
+	err = e.store.UpdatePlan(ctx, r.tenant, r.plan.GetPlanId(), func(p *svcv1.Plan) error {
+		if p.GetState() == svcv1.PlanState_PLAN_STATE_COMMITTING && c.preserved > 0 {
+			if err := plan.Transition(p, svcv1.PlanState_PLAN_STATE_COMMITTED); err != nil {
+				return err
+			}
+		}
+		if plan.Final(p.GetState()) {
+			return nil // a resumed finish: already done
+		}
+		r.plan = p
+		return plan.Transition(p, final)
+	})
+	if err != nil {
+		return err
+	}
+	receiptID, err := e.finish.Finish(ctx, r.tenant, x, r.plan, journal)
+	if err != nil {
+		return fmt.Errorf("receipt: %w", err)
+	}
+	return e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
+		stored.ReceiptId = &receiptID
+		stored.FinishedAt = timestamppb.New(e.now())
+		stored.UpdatedAt = stored.FinishedAt
+		return nil
+	})
+}
+
+// runner is one execution in progress.
+type runner struct {
+	e      *Engine
+	tenant string
+	exeID  string
+	plan   *svcv1.Plan
+
+	processed, bytes atomic.Int64
+}
+
+func (r *runner) record(ctx context.Context, o *svcv1.PlanObject, t Transition) error {
+	t.AssetID = o.GetAssetId()
+	if t.At.IsZero() {
+		t.At = r.e.now()
+	}
+	return r.e.store.Record(ctx, r.tenant, r.exeID, t)
+}
+
+// progress updates the execution's counters while it runs, for clients that poll it.
+func (r *runner) progress(ctx context.Context) (stop func()) {
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				journal, err := r.e.store.Journal(ctx, r.tenant, r.exeID)
+				if err != nil {
+					continue
+				}
+				c := count(r.plan, journal)
+				r.e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(x *svcv1.Execution) error {
+					c.apply(x)
+					x.UpdatedAt = timestamppb.New(r.e.now())
+					return nil
+				})
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// asset walks one asset from its journaled state to the end of its actions.
+func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition) {
+	state := discovered
+	if last.AssetID != "" {
+		state = last.To
+	}
+	resumedQueued := state == actionQueued
+	// Work on an asset runs to the end of the step it is in, even when the execution is
+	// cancelled: ctx is only consulted between steps.
+	work := context.WithoutCancel(ctx)
+	step := func(to svcv1.StepState, name, status string, fill func(*Transition)) bool {
+		t := Transition{From: state, To: to, Step: name, Status: status}
+		if fill != nil {
+			fill(&t)
+		}
+		if err := r.record(work, o, t); err != nil {
+			r.e.opts.Logger.Error("journal write failed", "execution_id", r.exeID, "asset_id", o.GetAssetId(), "err", err)
+			return false
+		}
+		state = to
+		return true
+	}
+	fail := func(name string, err error) {
+		step(failed, name, "failed", func(t *Transition) { t.Error = err.Error() })
+	}
+	skip := func(name, reason string) {
+		step(skipped, name, "skipped", func(t *Transition) { t.Error = reason })
+	}
+
+	if state == discovered {
+		if !has(o, svcv1.PlanAction_PLAN_ACTION_PRESERVE) && !sourceAction(o) {
+			what := "nothing to do"
+			if has(o, svcv1.PlanAction_PLAN_ACTION_COPY) || has(o, svcv1.PlanAction_PLAN_ACTION_MOVE) || has(o, svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE) {
+				what = "copy, move and unsubscribe are not executed yet"
+			}
+			step(excluded, "exclude", "skipped", func(t *Transition) { t.Error = what })
+			return
+		}
+		if !step(selected, "select", "ok", nil) {
+			return
+		}
+	}
+	src, ref, err := r.e.sources.Source(work, r.tenant, o.GetSourceId())
+	if err != nil {
+		fail("open", err)
+		return
+	}
+	pace := r.e.limiter(providers.Name(enumName(o.GetProvider())))
+
+	if has(o, svcv1.PlanAction_PLAN_ACTION_PRESERVE) && (state == selected || state == fetching || state == vaulting || state == verifying) {
+		if ctx.Err() != nil {
+			return
+		}
+		if !step(fetching, "fetch", "ok", nil) {
+			return
+		}
+		var ref2 VaultRef
+		var meta providers.Object
+		err := r.retry(work, pace, func() error {
+			content, err := src.Fetch(work, providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()})
+			if err != nil {
+				return err
+			}
+			defer content.Body.Close()
+			meta = content.Object
+			if !step(vaulting, "vault", "ok", nil) {
+				return errJournal
+			}
+			ref2, err = r.e.vault.Store(work, r.tenant, Asset{Object: o, Content: content.Object}, content.Body, func() error {
+				if !step(verifying, "verify", "ok", nil) {
+					return errJournal
+				}
+				return nil
+			})
+			return err
+		})
+		switch {
+		case errors.Is(err, errJournal):
+			return
+		case errors.Is(err, providers.ErrVersionMismatch):
+			skip("fetch", "the object's version changed since the plan: "+err.Error())
+			return
+		case errors.Is(err, providers.ErrNotFound):
+			skip("fetch", "the object is no longer at the source")
+			return
+		case err != nil:
+			fail("vault", err)
+			return
+		}
+		if o.ExpectedSha256 != nil && ref2.SHA256 != o.GetExpectedSha256() {
+			skip("verify", "the content differs from the planned content (sha256 "+ref2.SHA256+", planned "+o.GetExpectedSha256()+"); the copy is kept, the source is left alone")
+			return
+		}
+		_ = meta
+		if !step(vaultCommitted, "commit", "ok", func(t *Transition) {
+			t.VaultID, t.VaultSHA256, t.Bytes = ref2.ID, ref2.SHA256, ref2.Size
+		}) {
+			return
+		}
+		r.bytes.Add(ref2.Size)
+	}
+	if !sourceAction(o) {
+		r.processed.Add(1)
+		return
+	}
+	// The guarantee: nothing is done at the source before the vault copy is committed, when
+	// preservation is elected.
+	if o.GetPreservationElected() && state != vaultCommitted && state != actionQueued {
+		fail("trash", fmt.Errorf("refusing to trash %s in state %s without a committed vault copy", o.GetAssetId(), enumName(state)))
+		return
+	}
+	if state != actionQueued {
+		if ctx.Err() != nil {
+			return
+		}
+		if !step(actionQueued, "queue", "ok", nil) {
+			return
+		}
+	}
+	tr, ok := providers.AsTrasher(src)
+	if !ok {
+		fail("trash", fmt.Errorf("the provider cannot trash: %w", providers.ErrUnsupported))
+		return
+	}
+	var res providers.ActionResult
+	err = r.retry(work, pace, func() error {
+		var err error
+		res, err = tr.Trash(work, providers.ActionRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()})
+		return err
+	})
+	switch {
+	case errors.Is(err, providers.ErrNotFound) && resumedQueued:
+		// Trashed before the interruption (or removed meanwhile): either way it is gone from the
+		// source and its copy is in the vault.
+		res = providers.ActionResult{Restorable: false}
+	case errors.Is(err, providers.ErrVersionMismatch):
+		skip("trash", "the object's version changed since the plan; it was left at the source: "+err.Error())
+		return
+	case errors.Is(err, providers.ErrNotFound):
+		skip("trash", "the object is no longer at the source")
+		return
+	case err != nil:
+		fail("trash", err)
+		return
+	}
+	if !step(trashed, "trash", "ok", func(t *Transition) {
+		t.ResultID, t.Restorable, t.Bytes = res.ResultID, res.Restorable, o.GetExpectedSizeBytes()
+	}) {
+		return
+	}
+	step(reclaimPending, "reclaim", "ok", nil)
+	r.processed.Add(1)
+}
+
+var errJournal = errors.New("journal write failed")
+
+// retry runs call, pacing provider calls and retrying transient failures with exponential
+// backoff.
+func (r *runner) retry(ctx context.Context, pace interface{ Wait(context.Context) error }, call func() error) error {
+	delay := r.e.opts.Backoff
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err := pace.Wait(ctx); err != nil {
+			return err
+		}
+		err = call()
+		if err == nil || !providers.IsRetryable(err) || attempt >= r.e.opts.Retries {
+			return err
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+		delay *= 2
+	}
+}
