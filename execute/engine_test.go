@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"pgregory.net/rapid"
 
-	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/execute"
+	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/plan"
 )
 
@@ -34,7 +34,9 @@ func authorizedPlan(t interface{ Fatal(...any) }, src *fakeSource, n int) *svcv1
 	return p
 }
 
-func pad(i int) string { return string(rune('0'+i/100)) + string(rune('0'+i/10%10)) + string(rune('0'+i%10)) }
+func pad(i int) string {
+	return string(rune('0'+i/100)) + string(rune('0'+i/10%10)) + string(rune('0'+i%10))
+}
 
 type rig struct {
 	store  *memStore

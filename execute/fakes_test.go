@@ -14,8 +14,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/execute"
+	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/providers"
 )
 
