@@ -32,6 +32,12 @@ func (s *Server) register() {
 	handle(s, svcv1connect.SourceServiceListSourcesProcedure, s.listSources)
 	handle(s, svcv1connect.SourceServiceGetSourceProcedure, s.getSource)
 	handle(s, svcv1connect.SourceServiceUpdateSourcePolicyProcedure, s.updateSourcePolicy)
+	handle(s, svcv1connect.ExecutionServiceListExecutionsProcedure, s.listExecutions)
+	handle(s, svcv1connect.ExecutionServiceGetExecutionProcedure, s.getExecution)
+	if s.engine != nil {
+		handle(s, svcv1connect.ExecutionServiceExecutePlanProcedure, s.executePlan)
+		handle(s, svcv1connect.ExecutionServiceCancelExecutionProcedure, s.cancelExecution)
+	}
 }
 
 func (s *Server) signUp(ctx context.Context, req *svcv1.SignUpRequest) (*svcv1.Account, error) {

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
@@ -77,6 +78,10 @@ type Server struct {
 	sources      *store.Collection[*svcv1.Source]
 	vaultObjects *store.Collection[*svcv1.VaultObject]
 	destinations *store.Collection[*svcv1.Destination]
+	executions   *store.Collection[*svcv1.Execution]
+
+	// engine runs executions; nil until a vault and a receipt signer are configured.
+	engine *execute.Engine
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.

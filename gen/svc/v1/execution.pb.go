@@ -587,6 +587,166 @@ func (x *ListExecutionsResponse) GetNextCursor() string {
 	return ""
 }
 
+// ExecutionService reads executions.
+// ExecutePlanRequest runs an authorized plan.
+type ExecutePlanRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecutePlanRequest) Reset() {
+	*x = ExecutePlanRequest{}
+	mi := &file_svc_v1_execution_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecutePlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecutePlanRequest) ProtoMessage() {}
+
+func (x *ExecutePlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_execution_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecutePlanRequest.ProtoReflect.Descriptor instead.
+func (*ExecutePlanRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ExecutePlanRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ExecutePlanRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// GetExecutionRequest reads an execution.
+type GetExecutionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetExecutionRequest) Reset() {
+	*x = GetExecutionRequest{}
+	mi := &file_svc_v1_execution_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetExecutionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetExecutionRequest) ProtoMessage() {}
+
+func (x *GetExecutionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_execution_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetExecutionRequest.ProtoReflect.Descriptor instead.
+func (*GetExecutionRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GetExecutionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetExecutionRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// CancelExecutionRequest cancels a queued or running execution.
+type CancelExecutionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelExecutionRequest) Reset() {
+	*x = CancelExecutionRequest{}
+	mi := &file_svc_v1_execution_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelExecutionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelExecutionRequest) ProtoMessage() {}
+
+func (x *CancelExecutionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_execution_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelExecutionRequest.ProtoReflect.Descriptor instead.
+func (*CancelExecutionRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CancelExecutionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CancelExecutionRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
 var File_svc_v1_execution_proto protoreflect.FileDescriptor
 
 const file_svc_v1_execution_proto_rawDesc = "" +
@@ -648,7 +808,19 @@ const file_svc_v1_execution_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2\x11.svc.v1.ExecutionR\x04data\x12$\n" +
 	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
-	"\f_next_cursor*\xd1\x02\n" +
+	"\f_next_cursor\"\xaa\x01\n" +
+	"\x12ExecutePlanRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^pln_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xab\x01\n" +
+	"\x13GetExecutionRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^exe_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xae\x01\n" +
+	"\x16CancelExecutionRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^exe_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id*\xd1\x02\n" +
 	"\x0fExecutionStatus\x12 \n" +
 	"\x1cEXECUTION_STATUS_UNSPECIFIED\x10\x00\x12'\n" +
 	"\x17EXECUTION_STATUS_QUEUED\x10\x01\x1a\n" +
@@ -678,8 +850,12 @@ const file_svc_v1_execution_proto_rawDesc = "" +
 	"\x13STEP_STATE_EXCLUDED\x10\r\x1a\f\x8a\xb5\x18\bEXCLUDED\x12#\n" +
 	"\x12STEP_STATE_SKIPPED\x10\x0e\x1a\v\x8a\xb5\x18\aSKIPPED\x12!\n" +
 	"\x11STEP_STATE_FAILED\x10\x0f\x1a\n" +
-	"\x8a\xb5\x18\x06FAILED2\x8e\x01\n" +
-	"\x10ExecutionService\x12z\n" +
+	"\x8a\xb5\x18\x06FAILED2\xed\x03\n" +
+	"\x10ExecutionService\x12r\n" +
+	"\vExecutePlan\x12\x1a.svc.v1.ExecutePlanRequest\x1a\x11.svc.v1.Execution\"4\x9a\xb5\x18\x0f\b\xca\x01\x10\x01*\bpreserve\x82\xd3\xe4\x93\x02\x1b:\x01*\"\x16/v1/plans/{id}/execute\x12l\n" +
+	"\fGetExecution\x12\x1b.svc.v1.GetExecutionRequest\x1a\x11.svc.v1.Execution\",\x9a\xb5\x18\n" +
+	"*\bdiscover\x82\xd3\xe4\x93\x02\x15\x12\x13/v1/executions/{id}\x90\x02\x01\x12{\n" +
+	"\x0fCancelExecution\x12\x1e.svc.v1.CancelExecutionRequest\x1a\x11.svc.v1.Execution\"5\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/v1/executions/{id}/cancel\x12z\n" +
 	"\x0eListExecutions\x12\x1d.svc.v1.ListExecutionsRequest\x1a\x1e.svc.v1.ListExecutionsResponse\")\x9a\xb5\x18\f\x18\x01*\bdiscover\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/executions\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
@@ -695,7 +871,7 @@ func file_svc_v1_execution_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_execution_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_svc_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_svc_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_svc_v1_execution_proto_goTypes = []any{
 	(ExecutionStatus)(0),           // 0: svc.v1.ExecutionStatus
 	(StepState)(0),                 // 1: svc.v1.StepState
@@ -703,24 +879,33 @@ var file_svc_v1_execution_proto_goTypes = []any{
 	(*ExecutionStep)(nil),          // 3: svc.v1.ExecutionStep
 	(*ListExecutionsRequest)(nil),  // 4: svc.v1.ListExecutionsRequest
 	(*ListExecutionsResponse)(nil), // 5: svc.v1.ListExecutionsResponse
-	(*timestamppb.Timestamp)(nil),  // 6: google.protobuf.Timestamp
+	(*ExecutePlanRequest)(nil),     // 6: svc.v1.ExecutePlanRequest
+	(*GetExecutionRequest)(nil),    // 7: svc.v1.GetExecutionRequest
+	(*CancelExecutionRequest)(nil), // 8: svc.v1.CancelExecutionRequest
+	(*timestamppb.Timestamp)(nil),  // 9: google.protobuf.Timestamp
 }
 var file_svc_v1_execution_proto_depIdxs = []int32{
 	0,  // 0: svc.v1.Execution.status:type_name -> svc.v1.ExecutionStatus
-	6,  // 1: svc.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	6,  // 2: svc.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
-	6,  // 3: svc.v1.Execution.created_at:type_name -> google.protobuf.Timestamp
-	6,  // 4: svc.v1.Execution.updated_at:type_name -> google.protobuf.Timestamp
+	9,  // 1: svc.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	9,  // 2: svc.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	9,  // 3: svc.v1.Execution.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 4: svc.v1.Execution.updated_at:type_name -> google.protobuf.Timestamp
 	3,  // 5: svc.v1.Execution.steps:type_name -> svc.v1.ExecutionStep
 	1,  // 6: svc.v1.ExecutionStep.from_state:type_name -> svc.v1.StepState
 	1,  // 7: svc.v1.ExecutionStep.to_state:type_name -> svc.v1.StepState
-	6,  // 8: svc.v1.ExecutionStep.at:type_name -> google.protobuf.Timestamp
+	9,  // 8: svc.v1.ExecutionStep.at:type_name -> google.protobuf.Timestamp
 	0,  // 9: svc.v1.ListExecutionsRequest.status:type_name -> svc.v1.ExecutionStatus
 	2,  // 10: svc.v1.ListExecutionsResponse.data:type_name -> svc.v1.Execution
-	4,  // 11: svc.v1.ExecutionService.ListExecutions:input_type -> svc.v1.ListExecutionsRequest
-	5,  // 12: svc.v1.ExecutionService.ListExecutions:output_type -> svc.v1.ListExecutionsResponse
-	12, // [12:13] is the sub-list for method output_type
-	11, // [11:12] is the sub-list for method input_type
+	6,  // 11: svc.v1.ExecutionService.ExecutePlan:input_type -> svc.v1.ExecutePlanRequest
+	7,  // 12: svc.v1.ExecutionService.GetExecution:input_type -> svc.v1.GetExecutionRequest
+	8,  // 13: svc.v1.ExecutionService.CancelExecution:input_type -> svc.v1.CancelExecutionRequest
+	4,  // 14: svc.v1.ExecutionService.ListExecutions:input_type -> svc.v1.ListExecutionsRequest
+	2,  // 15: svc.v1.ExecutionService.ExecutePlan:output_type -> svc.v1.Execution
+	2,  // 16: svc.v1.ExecutionService.GetExecution:output_type -> svc.v1.Execution
+	2,  // 17: svc.v1.ExecutionService.CancelExecution:output_type -> svc.v1.Execution
+	5,  // 18: svc.v1.ExecutionService.ListExecutions:output_type -> svc.v1.ListExecutionsResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
 	11, // [11:11] is the sub-list for extension extendee
 	0,  // [0:11] is the sub-list for field type_name
@@ -736,13 +921,16 @@ func file_svc_v1_execution_proto_init() {
 	file_svc_v1_execution_proto_msgTypes[1].OneofWrappers = []any{}
 	file_svc_v1_execution_proto_msgTypes[2].OneofWrappers = []any{}
 	file_svc_v1_execution_proto_msgTypes[3].OneofWrappers = []any{}
+	file_svc_v1_execution_proto_msgTypes[4].OneofWrappers = []any{}
+	file_svc_v1_execution_proto_msgTypes[5].OneofWrappers = []any{}
+	file_svc_v1_execution_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_execution_proto_rawDesc), len(file_svc_v1_execution_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   4,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,15 @@ const (
 // reflection-formatted method names, remove the leading slash and convert the remaining slash to a
 // period.
 const (
+	// ExecutionServiceExecutePlanProcedure is the fully-qualified name of the ExecutionService's
+	// ExecutePlan RPC.
+	ExecutionServiceExecutePlanProcedure = "/svc.v1.ExecutionService/ExecutePlan"
+	// ExecutionServiceGetExecutionProcedure is the fully-qualified name of the ExecutionService's
+	// GetExecution RPC.
+	ExecutionServiceGetExecutionProcedure = "/svc.v1.ExecutionService/GetExecution"
+	// ExecutionServiceCancelExecutionProcedure is the fully-qualified name of the ExecutionService's
+	// CancelExecution RPC.
+	ExecutionServiceCancelExecutionProcedure = "/svc.v1.ExecutionService/CancelExecution"
 	// ExecutionServiceListExecutionsProcedure is the fully-qualified name of the ExecutionService's
 	// ListExecutions RPC.
 	ExecutionServiceListExecutionsProcedure = "/svc.v1.ExecutionService/ListExecutions"
@@ -40,6 +49,13 @@ const (
 
 // ExecutionServiceClient is a client for the svc.v1.ExecutionService service.
 type ExecutionServiceClient interface {
+	// ExecutePlan runs an authorized plan (202): 409 plan_stale when its sources moved, 409
+	// invalid_state when it is not authorized.
+	ExecutePlan(context.Context, *connect.Request[v1.ExecutePlanRequest]) (*connect.Response[v1.Execution], error)
+	// GetExecution reads an execution, its counters and steps.
+	GetExecution(context.Context, *connect.Request[v1.GetExecutionRequest]) (*connect.Response[v1.Execution], error)
+	// CancelExecution cancels a queued or running execution; it ends cancelled, with a receipt.
+	CancelExecution(context.Context, *connect.Request[v1.CancelExecutionRequest]) (*connect.Response[v1.Execution], error)
 	// ListExecutions lists executions, filtered by plan and status (spec #9).
 	ListExecutions(context.Context, *connect.Request[v1.ListExecutionsRequest]) (*connect.Response[v1.ListExecutionsResponse], error)
 }
@@ -55,6 +71,25 @@ func NewExecutionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 	baseURL = strings.TrimRight(baseURL, "/")
 	executionServiceMethods := v1.File_svc_v1_execution_proto.Services().ByName("ExecutionService").Methods()
 	return &executionServiceClient{
+		executePlan: connect.NewClient[v1.ExecutePlanRequest, v1.Execution](
+			httpClient,
+			baseURL+ExecutionServiceExecutePlanProcedure,
+			connect.WithSchema(executionServiceMethods.ByName("ExecutePlan")),
+			connect.WithClientOptions(opts...),
+		),
+		getExecution: connect.NewClient[v1.GetExecutionRequest, v1.Execution](
+			httpClient,
+			baseURL+ExecutionServiceGetExecutionProcedure,
+			connect.WithSchema(executionServiceMethods.ByName("GetExecution")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		cancelExecution: connect.NewClient[v1.CancelExecutionRequest, v1.Execution](
+			httpClient,
+			baseURL+ExecutionServiceCancelExecutionProcedure,
+			connect.WithSchema(executionServiceMethods.ByName("CancelExecution")),
+			connect.WithClientOptions(opts...),
+		),
 		listExecutions: connect.NewClient[v1.ListExecutionsRequest, v1.ListExecutionsResponse](
 			httpClient,
 			baseURL+ExecutionServiceListExecutionsProcedure,
@@ -67,7 +102,25 @@ func NewExecutionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 
 // executionServiceClient implements ExecutionServiceClient.
 type executionServiceClient struct {
-	listExecutions *connect.Client[v1.ListExecutionsRequest, v1.ListExecutionsResponse]
+	executePlan     *connect.Client[v1.ExecutePlanRequest, v1.Execution]
+	getExecution    *connect.Client[v1.GetExecutionRequest, v1.Execution]
+	cancelExecution *connect.Client[v1.CancelExecutionRequest, v1.Execution]
+	listExecutions  *connect.Client[v1.ListExecutionsRequest, v1.ListExecutionsResponse]
+}
+
+// ExecutePlan calls svc.v1.ExecutionService.ExecutePlan.
+func (c *executionServiceClient) ExecutePlan(ctx context.Context, req *connect.Request[v1.ExecutePlanRequest]) (*connect.Response[v1.Execution], error) {
+	return c.executePlan.CallUnary(ctx, req)
+}
+
+// GetExecution calls svc.v1.ExecutionService.GetExecution.
+func (c *executionServiceClient) GetExecution(ctx context.Context, req *connect.Request[v1.GetExecutionRequest]) (*connect.Response[v1.Execution], error) {
+	return c.getExecution.CallUnary(ctx, req)
+}
+
+// CancelExecution calls svc.v1.ExecutionService.CancelExecution.
+func (c *executionServiceClient) CancelExecution(ctx context.Context, req *connect.Request[v1.CancelExecutionRequest]) (*connect.Response[v1.Execution], error) {
+	return c.cancelExecution.CallUnary(ctx, req)
 }
 
 // ListExecutions calls svc.v1.ExecutionService.ListExecutions.
@@ -77,6 +130,13 @@ func (c *executionServiceClient) ListExecutions(ctx context.Context, req *connec
 
 // ExecutionServiceHandler is an implementation of the svc.v1.ExecutionService service.
 type ExecutionServiceHandler interface {
+	// ExecutePlan runs an authorized plan (202): 409 plan_stale when its sources moved, 409
+	// invalid_state when it is not authorized.
+	ExecutePlan(context.Context, *connect.Request[v1.ExecutePlanRequest]) (*connect.Response[v1.Execution], error)
+	// GetExecution reads an execution, its counters and steps.
+	GetExecution(context.Context, *connect.Request[v1.GetExecutionRequest]) (*connect.Response[v1.Execution], error)
+	// CancelExecution cancels a queued or running execution; it ends cancelled, with a receipt.
+	CancelExecution(context.Context, *connect.Request[v1.CancelExecutionRequest]) (*connect.Response[v1.Execution], error)
 	// ListExecutions lists executions, filtered by plan and status (spec #9).
 	ListExecutions(context.Context, *connect.Request[v1.ListExecutionsRequest]) (*connect.Response[v1.ListExecutionsResponse], error)
 }
@@ -88,6 +148,25 @@ type ExecutionServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewExecutionServiceHandler(svc ExecutionServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	executionServiceMethods := v1.File_svc_v1_execution_proto.Services().ByName("ExecutionService").Methods()
+	executionServiceExecutePlanHandler := connect.NewUnaryHandler(
+		ExecutionServiceExecutePlanProcedure,
+		svc.ExecutePlan,
+		connect.WithSchema(executionServiceMethods.ByName("ExecutePlan")),
+		connect.WithHandlerOptions(opts...),
+	)
+	executionServiceGetExecutionHandler := connect.NewUnaryHandler(
+		ExecutionServiceGetExecutionProcedure,
+		svc.GetExecution,
+		connect.WithSchema(executionServiceMethods.ByName("GetExecution")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	executionServiceCancelExecutionHandler := connect.NewUnaryHandler(
+		ExecutionServiceCancelExecutionProcedure,
+		svc.CancelExecution,
+		connect.WithSchema(executionServiceMethods.ByName("CancelExecution")),
+		connect.WithHandlerOptions(opts...),
+	)
 	executionServiceListExecutionsHandler := connect.NewUnaryHandler(
 		ExecutionServiceListExecutionsProcedure,
 		svc.ListExecutions,
@@ -97,6 +176,12 @@ func NewExecutionServiceHandler(svc ExecutionServiceHandler, opts ...connect.Han
 	)
 	return "/svc.v1.ExecutionService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case ExecutionServiceExecutePlanProcedure:
+			executionServiceExecutePlanHandler.ServeHTTP(w, r)
+		case ExecutionServiceGetExecutionProcedure:
+			executionServiceGetExecutionHandler.ServeHTTP(w, r)
+		case ExecutionServiceCancelExecutionProcedure:
+			executionServiceCancelExecutionHandler.ServeHTTP(w, r)
 		case ExecutionServiceListExecutionsProcedure:
 			executionServiceListExecutionsHandler.ServeHTTP(w, r)
 		default:
@@ -107,6 +192,18 @@ func NewExecutionServiceHandler(svc ExecutionServiceHandler, opts ...connect.Han
 
 // UnimplementedExecutionServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedExecutionServiceHandler struct{}
+
+func (UnimplementedExecutionServiceHandler) ExecutePlan(context.Context, *connect.Request[v1.ExecutePlanRequest]) (*connect.Response[v1.Execution], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ExecutionService.ExecutePlan is not implemented"))
+}
+
+func (UnimplementedExecutionServiceHandler) GetExecution(context.Context, *connect.Request[v1.GetExecutionRequest]) (*connect.Response[v1.Execution], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ExecutionService.GetExecution is not implemented"))
+}
+
+func (UnimplementedExecutionServiceHandler) CancelExecution(context.Context, *connect.Request[v1.CancelExecutionRequest]) (*connect.Response[v1.Execution], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ExecutionService.CancelExecution is not implemented"))
+}
 
 func (UnimplementedExecutionServiceHandler) ListExecutions(context.Context, *connect.Request[v1.ListExecutionsRequest]) (*connect.Response[v1.ListExecutionsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ExecutionService.ListExecutions is not implemented"))

@@ -1,0 +1,201 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"svc.dev/svc/execute"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/store"
+)
+
+// execStore is the engine's storage on bbolt: executions and plans in their collections, the
+// journal in a log whose writes are group-committed.
+type execStore struct{ s *Server }
+
+var _ execute.Store = execStore{}
+
+const journalLog = "journal"
+
+func (x execStore) PutExecution(ctx context.Context, tenant string, e *svcv1.Execution) error {
+	return x.s.executions.Put(ctx, tenant, e.Id, e)
+}
+
+func (x execStore) UpdateExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error {
+	return x.s.executions.Update(ctx, tenant, id, fn)
+}
+
+func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
+	var out [][2]string
+	err := x.s.executions.ScanAll(ctx, func(tenant, id string, e *svcv1.Execution) bool {
+		if s := e.GetStatus(); s == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED || s == svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING ||
+			(e.GetFinishedAt() == nil && e.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_UNSPECIFIED) {
+			out = append(out, [2]string{tenant, id})
+		}
+		return true
+	})
+	return out, err
+}
+
+func (x execStore) Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+	return x.s.plans.Get(ctx, tenant, id)
+}
+
+func (x execStore) UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error {
+	return x.s.plans.Update(ctx, tenant, id, fn)
+}
+
+func (x execStore) Record(ctx context.Context, tenant, exeID string, t execute.Transition) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return x.s.db.AppendLog(ctx, journalLog, tenant+"/"+exeID, b)
+}
+
+func (x execStore) Journal(ctx context.Context, tenant, exeID string) ([]execute.Transition, error) {
+	raw, err := x.s.db.ReadLog(ctx, journalLog, tenant+"/"+exeID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]execute.Transition, len(raw))
+	for i, b := range raw {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			return nil, fmt.Errorf("journal entry %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// engineSources opens sources for the engine.
+type engineSources struct{ s *Server }
+
+func (e engineSources) Source(ctx context.Context, tenant, sourceID string) (providers.Provider, string, error) {
+	t, err := parseTenant(tenant)
+	if err != nil {
+		return nil, "", err
+	}
+	return e.s.openSource(ctx, t, sourceID)
+}
+
+func parseTenant(s string) (platform.Tenant, error) {
+	for _, m := range []platform.Mode{platform.ModeTest, platform.ModeLive} {
+		if owner, ok := cutPrefix(s, string(m)+":"); ok {
+			return platform.Tenant{Owner: owner, Mode: m}, nil
+		}
+	}
+	return platform.Tenant{}, fmt.Errorf("bad tenant %q", s)
+}
+
+func cutPrefix(s, p string) (string, bool) {
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):], true
+	}
+	return "", false
+}
+
+// executePlan starts an authorized plan (POST /v1/plans/{id}/execute).
+func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest) (*svcv1.Execution, error) {
+	c := callerFrom(ctx)
+	p, err := s.loadPlan(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if p.GetState() != svcv1.PlanState_PLAN_STATE_AUTHORIZED {
+		return nil, newProblem(http.StatusConflict, codeInvalidState, "Only an authorized plan can be executed; this plan is "+enumWire(p.GetState())+".")
+	}
+	if g := c.grant(); g.OperationClasses != nil {
+		for _, op := range p.GetOperationClasses() {
+			if !slices.Contains(g.OperationClasses, enumWire(op)) {
+				return nil, newProblem(http.StatusForbidden, codeForbidden, "The key's scopes and the connection's grant do not include "+enumWire(op)+".")
+			}
+		}
+	}
+	for _, m := range p.GetSourceMarkers() {
+		moved, err := s.sourceMoved(ctx, c.Tenant, m)
+		if err != nil {
+			return nil, err
+		}
+		if moved {
+			if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil); err != nil {
+				return nil, err
+			}
+			return nil, newProblem(http.StatusConflict, codePlanStale, "Source "+m.GetSourceId()+" changed since the plan was built; make a new plan.")
+		}
+	}
+	x, err := s.engine.Start(ctx, c.Tenant.String(), p.PlanId, c.Actor().GetPrincipalId())
+	if errors.Is(err, execute.ErrNotAuthorized) {
+		return nil, newProblem(http.StatusConflict, codePlanStale, "The plan's hash is not the authorized one.")
+	}
+	return x, err
+}
+
+func (s *Server) getExecution(ctx context.Context, req *svcv1.GetExecutionRequest) (*svcv1.Execution, error) {
+	c := callerFrom(ctx)
+	x, err := s.executions.Get(ctx, c.Tenant.String(), req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return x, s.executionInGrant(ctx, c, x)
+}
+
+// executionInGrant answers 403 when a connection's grant does not reach the plan's sources.
+func (s *Server) executionInGrant(ctx context.Context, c *Caller, x *svcv1.Execution) error {
+	if c.Connection == nil {
+		return nil
+	}
+	p, err := s.plans.Get(ctx, c.Tenant.String(), x.GetPlanId())
+	if err != nil {
+		return err
+	}
+	if !c.grantReaches(p.GetSourceMarkers()) {
+		return newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include every source of this execution.")
+	}
+	return nil
+}
+
+func (s *Server) cancelExecution(ctx context.Context, req *svcv1.CancelExecutionRequest) (*svcv1.Execution, error) {
+	c := callerFrom(ctx)
+	x, err := s.getExecution(ctx, &svcv1.GetExecutionRequest{Id: req.GetId()})
+	if err != nil {
+		return nil, err
+	}
+	err = s.engine.Cancel(ctx, c.Tenant.String(), x.Id)
+	if errors.Is(err, execute.ErrFinished) {
+		return nil, newProblem(http.StatusConflict, codeInvalidState, "The execution already ended ("+enumWire(x.GetStatus())+").")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.executions.Get(ctx, c.Tenant.String(), x.Id)
+}
+
+func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRequest) (*svcv1.ListExecutionsResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.ExecutionServiceListExecutionsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	c := callerFrom(ctx)
+	page, err := s.executions.List(ctx, c.Tenant.String(), after, limit, func(x *svcv1.Execution) bool {
+		return (req.PlanId == nil || x.GetPlanId() == req.GetPlanId()) && (req.Status == nil || x.GetStatus() == req.GetStatus()) &&
+			s.executionInGrant(ctx, c, x) == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &svcv1.ListExecutionsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+}
+
+var (
+	_ = proto.Clone
+	_ = store.ErrNotFound
+)

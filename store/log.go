@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+)
+
+// AppendLog appends value to the stream of the log name (an execution's journal, say) and
+// returns once it is durable. Concurrent appends are committed together in one transaction
+// (bbolt's batch), so many small journal writes share one fsync.
+func (db *DB) AppendLog(ctx context.Context, name, stream string, value []byte) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return db.bolt.Batch(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, "log_"+name)
+		if err != nil {
+			return err
+		}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		key := binary.BigEndian.AppendUint64([]byte(stream+"/"), seq)
+		return b.Put(key, value)
+	})
+}
+
+// ReadLog returns the values of a stream in the order they were appended.
+func (db *DB) ReadLog(ctx context.Context, name, stream string) ([][]byte, error) {
+	var out [][]byte
+	prefix := []byte(stream + "/")
+	err := db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("log_" + name))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && prefixed(k, prefix); k, v = c.Next() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			out = append(out, slices.Clone(v))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ScanAll calls fn with the tenant, id and resource of every resource of the collection, in
+// every tenant, until fn returns false.
+func (c *Collection[T]) ScanAll(ctx context.Context, fn func(tenant, id string, m T) bool) error {
+	err := c.db.view(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if errors.Is(err, errNoBucket) {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			i := len(k) - 1
+			for i >= 0 && k[i] != '/' {
+				i--
+			}
+			m := c.new()
+			if err := proto.Unmarshal(v, m); err != nil {
+				return err
+			}
+			if !fn(string(k[:i]), string(k[i+1:]), m) {
+				return errStop
+			}
+			return nil
+		})
+	})
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+var errStop = errors.New("stop")
