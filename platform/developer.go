@@ -77,9 +77,18 @@ type DeveloperStore interface {
 	CreateKey(ctx context.Context, k *APIKey) error
 	// KeyBySecretHash returns the key whose secret hashes to hash, or ErrNotFound.
 	KeyBySecretHash(ctx context.Context, hash string) (*APIKey, error)
+	// ApplicationsOf lists an organization's applications, oldest first.
+	ApplicationsOf(ctx context.Context, orgID string) ([]*Application, error)
+	// KeysOf lists an application's keys, oldest first.
+	KeysOf(ctx context.Context, appID string) ([]*APIKey, error)
+	// UpdateKey applies fn to a stored key atomically.
+	UpdateKey(ctx context.Context, id string, fn func(*APIKey) error) (*APIKey, error)
 	CreateConnection(ctx context.Context, c *Connection) error
 	Connection(ctx context.Context, id string) (*Connection, error)
 }
+
+// KeyOverlap is how long a rotated key keeps working.
+const KeyOverlap = 24 * time.Hour
 
 // Developers manages applications, keys and connections.
 type Developers struct {
@@ -197,4 +206,66 @@ func (d *Developers) Connection(ctx context.Context, k *APIKey, connID string) (
 // Application returns an application by id.
 func (d *Developers) Application(ctx context.Context, id string) (*Application, error) {
 	return d.store.Application(ctx, id)
+}
+
+// Applications lists an organization's applications.
+func (d *Developers) Applications(ctx context.Context, orgID string) ([]*Application, error) {
+	return d.store.ApplicationsOf(ctx, orgID)
+}
+
+// Keys lists an application's keys.
+func (d *Developers) Keys(ctx context.Context, appID string) ([]*APIKey, error) {
+	return d.store.KeysOf(ctx, appID)
+}
+
+// appKey returns an application's key, or ErrNotFound when the key is another application's.
+func (d *Developers) appKey(ctx context.Context, appID, keyID string) (*APIKey, error) {
+	keys, err := d.store.KeysOf(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if k.ID == keyID {
+			return k, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// RotateKey makes a new key with the same mode and scopes and returns it with its secret; the
+// old key keeps working for KeyOverlap (or less, if it was already expiring sooner).
+func (d *Developers) RotateKey(ctx context.Context, appID, keyID string) (*APIKey, string, error) {
+	old, err := d.appKey(ctx, appID, keyID)
+	if err != nil {
+		return nil, "", err
+	}
+	if old.RevokedAt != nil || (old.ExpiresAt != nil && !d.now().Before(*old.ExpiresAt)) {
+		return nil, "", fmt.Errorf("%w: the key is revoked or expired", ErrNotFound)
+	}
+	k, secret, err := d.CreateKey(ctx, appID, old.Mode, old.Scopes)
+	if err != nil {
+		return nil, "", err
+	}
+	until := d.now().UTC().Add(KeyOverlap)
+	_, err = d.store.UpdateKey(ctx, old.ID, func(o *APIKey) error {
+		if o.ExpiresAt == nil || o.ExpiresAt.After(until) {
+			o.ExpiresAt = &until
+		}
+		return nil
+	})
+	return k, secret, err
+}
+
+// RevokeKey stops a key at once. Revoking a revoked key is harmless.
+func (d *Developers) RevokeKey(ctx context.Context, appID, keyID string) (*APIKey, error) {
+	if _, err := d.appKey(ctx, appID, keyID); err != nil {
+		return nil, err
+	}
+	now := d.now().UTC()
+	return d.store.UpdateKey(ctx, keyID, func(k *APIKey) error {
+		if k.RevokedAt == nil {
+			k.RevokedAt = &now
+		}
+		return nil
+	})
 }

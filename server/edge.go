@@ -125,8 +125,16 @@ type decodeFunc func() (proto.Message, error)
 func (s *Server) invoke(ctx context.Context, m *method, in incoming, decode decodeFunc) *outcome {
 	header := http.Header{}
 	caller := &Caller{RequestID: requestIDFrom(ctx), Header: http.Header{}}
-	out := s.run(ctx, m, in, decode, caller, header)
+	var req proto.Message
+	out := s.run(ctx, m, in, func() (proto.Message, error) {
+		var err error
+		req, err = decode()
+		return req, err
+	}, caller, header)
 	out.header = mergeHeaders(header, caller.Header, out.header)
+	if caller.Key != nil {
+		s.auditCall(m, in, req, out, caller)
+	}
 	return out
 }
 

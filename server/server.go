@@ -79,6 +79,8 @@ type Server struct {
 	vaultObjects *store.Collection[*svcv1.VaultObject]
 	destinations *store.Collection[*svcv1.Destination]
 	executions   *store.Collection[*svcv1.Execution]
+	auditLog     *store.Collection[*svcv1.AuditEntry]
+	audit        *auditWriter
 
 	// engine runs executions; nil until a vault and a receipt signer are configured.
 	engine *execute.Engine
@@ -142,10 +144,13 @@ func New(cfg Config) (*Server, error) {
 			return &svcv1.VaultObject{}
 		}),
 		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }),
+		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }),
+		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
 		providers:     cfg.Providers,
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
 	}
+	s.audit = newAuditWriter(s.auditLog)
 	if s.providers == nil {
 		if s.providers, err = builtin.Registry(builtin.Options{}); err != nil {
 			db.Close()
@@ -176,6 +181,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
+	s.audit.close()
 	s.closeAll()
 	if s.ownsReg {
 		s.providers.Close()

@@ -196,3 +196,32 @@ func (c *Collection[T]) Update(ctx context.Context, tenant, id string, fn func(T
 		return b.Put(resourceKey(tenant, id), out)
 	})
 }
+
+// Item is one resource of a PutMany.
+type Item[T proto.Message] struct {
+	Tenant, ID string
+	Value      T
+}
+
+// PutMany stores many resources in one transaction (one fsync).
+func (c *Collection[T]) PutMany(ctx context.Context, items []Item[T]) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return c.db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			data, err := proto.MarshalOptions{Deterministic: true}.Marshal(it.Value)
+			if err != nil {
+				return fmt.Errorf("encode %s %s: %w", c.bucket, it.ID, err)
+			}
+			if err := b.Put(resourceKey(it.Tenant, it.ID), data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

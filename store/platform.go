@@ -292,3 +292,65 @@ func (db *DB) PurgeIdempotency(ctx context.Context, before time.Time, unfinished
 	})
 	return n, err
 }
+
+// ApplicationsOf implements platform.DeveloperStore.
+func (db *DB) ApplicationsOf(ctx context.Context, orgID string) ([]*platform.Application, error) {
+	var out []*platform.Application
+	err := db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bApps))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var a platform.Application
+			if err := jsonUnmarshal(v, &a); err != nil {
+				return err
+			}
+			if a.OrgID == orgID {
+				out = append(out, &a)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// KeysOf implements platform.DeveloperStore.
+func (db *DB) KeysOf(ctx context.Context, appID string) ([]*platform.APIKey, error) {
+	var out []*platform.APIKey
+	err := db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bKeys))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var k platform.APIKey
+			if err := jsonUnmarshal(v, &k); err != nil {
+				return err
+			}
+			if k.AppID == appID {
+				out = append(out, &k)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// UpdateKey implements platform.DeveloperStore.
+func (db *DB) UpdateKey(ctx context.Context, id string, fn func(*platform.APIKey) error) (*platform.APIKey, error) {
+	var k platform.APIKey
+	err := db.update(func(tx *bolt.Tx) error {
+		if err := getJSON(tx, bKeys, id, &k, platform.ErrNotFound); err != nil {
+			return err
+		}
+		if err := fn(&k); err != nil {
+			return err
+		}
+		return putJSON(tx, bKeys, id, &k)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}

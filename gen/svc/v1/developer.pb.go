@@ -128,6 +128,56 @@ func (WebhookStatus) EnumDescriptor() ([]byte, []int) {
 	return file_svc_v1_developer_proto_rawDescGZIP(), []int{1}
 }
 
+// KeyMode is a key's mode.
+type KeyMode int32
+
+const (
+	KeyMode_KEY_MODE_UNSPECIFIED KeyMode = 0
+	KeyMode_KEY_MODE_TEST        KeyMode = 1
+	KeyMode_KEY_MODE_LIVE        KeyMode = 2
+)
+
+// Enum value maps for KeyMode.
+var (
+	KeyMode_name = map[int32]string{
+		0: "KEY_MODE_UNSPECIFIED",
+		1: "KEY_MODE_TEST",
+		2: "KEY_MODE_LIVE",
+	}
+	KeyMode_value = map[string]int32{
+		"KEY_MODE_UNSPECIFIED": 0,
+		"KEY_MODE_TEST":        1,
+		"KEY_MODE_LIVE":        2,
+	}
+)
+
+func (x KeyMode) Enum() *KeyMode {
+	p := new(KeyMode)
+	*p = x
+	return p
+}
+
+func (x KeyMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KeyMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_svc_v1_developer_proto_enumTypes[2].Descriptor()
+}
+
+func (KeyMode) Type() protoreflect.EnumType {
+	return &file_svc_v1_developer_proto_enumTypes[2]
+}
+
+func (x KeyMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KeyMode.Descriptor instead.
+func (KeyMode) EnumDescriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{2}
+}
+
 // Webhook is an application's endpoint that receives signed event deliveries.
 type Webhook struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -823,11 +873,652 @@ func (x *ListWebhooksResponse) GetNextCursor() string {
 	return ""
 }
 
+// DeveloperService is developer organizations and applications.
+// Application is a developer application in an organization (fields not shown in the spec).
+type Application struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	OrgId string                 `protobuf:"bytes,2,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	Name  string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// operation_classes are what the application's keys and connections may be granted.
+	OperationClasses []OperationClass `protobuf:"varint,4,rep,packed,name=operation_classes,json=operationClasses,proto3,enum=svc.v1.OperationClass" json:"operation_classes,omitempty"`
+	// redirect_uris are where the connect flow may send the user back.
+	RedirectUris  []string               `protobuf:"bytes,5,rep,name=redirect_uris,json=redirectUris,proto3" json:"redirect_uris,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Application) Reset() {
+	*x = Application{}
+	mi := &file_svc_v1_developer_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Application) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Application) ProtoMessage() {}
+
+func (x *Application) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Application.ProtoReflect.Descriptor instead.
+func (*Application) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Application) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Application) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *Application) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Application) GetOperationClasses() []OperationClass {
+	if x != nil {
+		return x.OperationClasses
+	}
+	return nil
+}
+
+func (x *Application) GetRedirectUris() []string {
+	if x != nil {
+		return x.RedirectUris
+	}
+	return nil
+}
+
+func (x *Application) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+// ApiKey is a developer API key. The secret is returned only when the key is created or
+// rotated; it is stored as a hash.
+type ApiKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ApplicationId string                 `protobuf:"bytes,2,opt,name=application_id,json=applicationId,proto3" json:"application_id,omitempty"`
+	Mode          KeyMode                `protobuf:"varint,3,opt,name=mode,proto3,enum=svc.v1.KeyMode" json:"mode,omitempty"`
+	Scopes        []OperationClass       `protobuf:"varint,4,rep,packed,name=scopes,proto3,enum=svc.v1.OperationClass" json:"scopes,omitempty"`
+	// last4 are the secret's last four characters, to tell keys apart.
+	Last4     string                 `protobuf:"bytes,5,opt,name=last4,proto3" json:"last4,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// expires_at is set on a rotated key: it stops working then.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	Secret        *string                `protobuf:"bytes,9,opt,name=secret,proto3,oneof" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApiKey) Reset() {
+	*x = ApiKey{}
+	mi := &file_svc_v1_developer_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApiKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApiKey) ProtoMessage() {}
+
+func (x *ApiKey) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
+func (*ApiKey) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ApiKey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ApiKey) GetApplicationId() string {
+	if x != nil {
+		return x.ApplicationId
+	}
+	return ""
+}
+
+func (x *ApiKey) GetMode() KeyMode {
+	if x != nil {
+		return x.Mode
+	}
+	return KeyMode_KEY_MODE_UNSPECIFIED
+}
+
+func (x *ApiKey) GetScopes() []OperationClass {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *ApiKey) GetLast4() string {
+	if x != nil {
+		return x.Last4
+	}
+	return ""
+}
+
+func (x *ApiKey) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ApiKey) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *ApiKey) GetRevokedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevokedAt
+	}
+	return nil
+}
+
+func (x *ApiKey) GetSecret() string {
+	if x != nil && x.Secret != nil {
+		return *x.Secret
+	}
+	return ""
+}
+
+// CreateApplicationRequest creates an application in an organization the user belongs to.
+type CreateApplicationRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	OrgId            string                 `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	Name             string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	OperationClasses []OperationClass       `protobuf:"varint,3,rep,packed,name=operation_classes,json=operationClasses,proto3,enum=svc.v1.OperationClass" json:"operation_classes,omitempty"`
+	RedirectUris     []string               `protobuf:"bytes,4,rep,name=redirect_uris,json=redirectUris,proto3" json:"redirect_uris,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CreateApplicationRequest) Reset() {
+	*x = CreateApplicationRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateApplicationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateApplicationRequest) ProtoMessage() {}
+
+func (x *CreateApplicationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateApplicationRequest.ProtoReflect.Descriptor instead.
+func (*CreateApplicationRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CreateApplicationRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *CreateApplicationRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateApplicationRequest) GetOperationClasses() []OperationClass {
+	if x != nil {
+		return x.OperationClasses
+	}
+	return nil
+}
+
+func (x *CreateApplicationRequest) GetRedirectUris() []string {
+	if x != nil {
+		return x.RedirectUris
+	}
+	return nil
+}
+
+// ListApplicationsRequest lists the applications of an organization.
+type ListApplicationsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	OrgId         string                 `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	Limit         *int32                 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Cursor        *string                `protobuf:"bytes,3,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApplicationsRequest) Reset() {
+	*x = ListApplicationsRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApplicationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApplicationsRequest) ProtoMessage() {}
+
+func (x *ListApplicationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApplicationsRequest.ProtoReflect.Descriptor instead.
+func (*ListApplicationsRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListApplicationsRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *ListApplicationsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListApplicationsRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// ListApplicationsResponse is a page of applications.
+type ListApplicationsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*Application         `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApplicationsResponse) Reset() {
+	*x = ListApplicationsResponse{}
+	mi := &file_svc_v1_developer_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApplicationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApplicationsResponse) ProtoMessage() {}
+
+func (x *ListApplicationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApplicationsResponse.ProtoReflect.Descriptor instead.
+func (*ListApplicationsResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListApplicationsResponse) GetData() []*Application {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListApplicationsResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
+// GetApplicationRequest reads an application.
+type GetApplicationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetApplicationRequest) Reset() {
+	*x = GetApplicationRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetApplicationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetApplicationRequest) ProtoMessage() {}
+
+func (x *GetApplicationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetApplicationRequest.ProtoReflect.Descriptor instead.
+func (*GetApplicationRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetApplicationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// CreateKeyRequest creates a key for an application.
+type CreateKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Mode  KeyMode                `protobuf:"varint,2,opt,name=mode,proto3,enum=svc.v1.KeyMode" json:"mode,omitempty"`
+	// scopes default to the application's operation classes and may not exceed them.
+	Scopes        []OperationClass `protobuf:"varint,3,rep,packed,name=scopes,proto3,enum=svc.v1.OperationClass" json:"scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateKeyRequest) Reset() {
+	*x = CreateKeyRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateKeyRequest) ProtoMessage() {}
+
+func (x *CreateKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateKeyRequest.ProtoReflect.Descriptor instead.
+func (*CreateKeyRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CreateKeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreateKeyRequest) GetMode() KeyMode {
+	if x != nil {
+		return x.Mode
+	}
+	return KeyMode_KEY_MODE_UNSPECIFIED
+}
+
+func (x *CreateKeyRequest) GetScopes() []OperationClass {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+// KeyRequest names one key of an application.
+type KeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	KeyId         string                 `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyRequest) Reset() {
+	*x = KeyRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyRequest) ProtoMessage() {}
+
+func (x *KeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyRequest.ProtoReflect.Descriptor instead.
+func (*KeyRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *KeyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *KeyRequest) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+// ListKeysRequest lists an application's keys.
+type ListKeysRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysRequest) Reset() {
+	*x = ListKeysRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysRequest) ProtoMessage() {}
+
+func (x *ListKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListKeysRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListKeysRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// ListKeysResponse lists keys (secrets omitted).
+type ListKeysResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*ApiKey              `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListKeysResponse) Reset() {
+	*x = ListKeysResponse{}
+	mi := &file_svc_v1_developer_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListKeysResponse) ProtoMessage() {}
+
+func (x *ListKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListKeysResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListKeysResponse) GetData() []*ApiKey {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListKeysResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
 var File_svc_v1_developer_proto protoreflect.FileDescriptor
 
 const file_svc_v1_developer_proto_rawDesc = "" +
 	"\n" +
-	"\x16svc/v1/developer.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14svc/v1/account.proto\x1a\x14svc/v1/options.proto\"\xed\x03\n" +
+	"\x16svc/v1/developer.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14svc/v1/account.proto\x1a\x13svc/v1/common.proto\x1a\x14svc/v1/options.proto\"\xed\x03\n" +
 	"\aWebhook\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^whk_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12J\n" +
 	"\x0eapplication_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\rapplicationId\x12\x1a\n" +
@@ -902,6 +1593,64 @@ const file_svc_v1_developer_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2\x0f.svc.v1.WebhookR\x04data\x12$\n" +
 	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"\xf0\x02\n" +
+	"\vApplication\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12:\n" +
+	"\x06org_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^org_[0-9A-HJKMNP-TV-Z]{26}$R\x05orgId\x12\x1d\n" +
+	"\x04name\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18PR\x04name\x12X\n" +
+	"\x11operation_classes\x18\x04 \x03(\x0e2\x16.svc.v1.OperationClassB\x13\xbaH\x10\x92\x01\r\b\x01\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x10operationClasses\x124\n" +
+	"\rredirect_uris\x18\x05 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\n" +
+	"\"\x05r\x03\x88\x01\x01R\fredirectUris\x12A\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\tcreatedAt\"\xe8\x03\n" +
+	"\x06ApiKey\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^key_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12J\n" +
+	"\x0eapplication_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\rapplicationId\x120\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x0f.svc.v1.KeyModeB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\x04mode\x12.\n" +
+	"\x06scopes\x18\x04 \x03(\x0e2\x16.svc.v1.OperationClassR\x06scopes\x12\x14\n" +
+	"\x05last4\x18\x05 \x01(\tR\x05last4\x12A\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\tcreatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x129\n" +
+	"\n" +
+	"revoked_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12!\n" +
+	"\x06secret\x18\t \x01(\tB\x04\x90\xb5\x18\x01H\x00R\x06secret\x88\x01\x01B\t\n" +
+	"\a_secret\"\x85\x02\n" +
+	"\x18CreateApplicationRequest\x12:\n" +
+	"\x06org_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^org_[0-9A-HJKMNP-TV-Z]{26}$R\x05orgId\x12\x1d\n" +
+	"\x04name\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18PR\x04name\x12X\n" +
+	"\x11operation_classes\x18\x03 \x03(\x0e2\x16.svc.v1.OperationClassB\x13\xbaH\x10\x92\x01\r\b\x01\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x10operationClasses\x124\n" +
+	"\rredirect_uris\x18\x04 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\n" +
+	"\"\x05r\x03\x88\x01\x01R\fredirectUris\"\xb8\x01\n" +
+	"\x17ListApplicationsRequest\x12:\n" +
+	"\x06org_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^org_[0-9A-HJKMNP-TV-Z]{26}$R\x05orgId\x12%\n" +
+	"\x05limit\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xc8\x01(\x01H\x00R\x05limit\x88\x01\x01\x12%\n" +
+	"\x06cursor\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x01R\x06cursor\x88\x01\x01B\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_cursor\"y\n" +
+	"\x18ListApplicationsResponse\x12'\n" +
+	"\x04data\x18\x01 \x03(\v2\x13.svc.v1.ApplicationR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"L\n" +
+	"\x15GetApplicationRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\"\xbc\x01\n" +
+	"\x10CreateKeyRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x120\n" +
+	"\x04mode\x18\x02 \x01(\x0e2\x0f.svc.v1.KeyModeB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\x04mode\x12A\n" +
+	"\x06scopes\x18\x03 \x03(\x0e2\x16.svc.v1.OperationClassB\x11\xbaH\x0e\x92\x01\v\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x06scopes\"}\n" +
+	"\n" +
+	"KeyRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12:\n" +
+	"\x06key_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^key_[0-9A-HJKMNP-TV-Z]{26}$R\x05keyId\"F\n" +
+	"\x0fListKeysRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\"l\n" +
+	"\x10ListKeysResponse\x12\"\n" +
+	"\x04data\x18\x01 \x03(\v2\x0e.svc.v1.ApiKeyR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
 	"\f_next_cursor*m\n" +
 	"\vWebhookMode\x12\x1c\n" +
 	"\x18WEBHOOK_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
@@ -913,8 +1662,19 @@ const file_svc_v1_developer_proto_rawDesc = "" +
 	"\x8a\xb5\x18\x06active\x12%\n" +
 	"\x15WEBHOOK_STATUS_PAUSED\x10\x02\x1a\n" +
 	"\x8a\xb5\x18\x06paused\x12)\n" +
-	"\x17WEBHOOK_STATUS_DISABLED\x10\x03\x1a\f\x8a\xb5\x18\bdisabled2\xa2\x02\n" +
-	"\x10DeveloperService\x12x\n" +
+	"\x17WEBHOOK_STATUS_DISABLED\x10\x03\x1a\f\x8a\xb5\x18\bdisabled*]\n" +
+	"\aKeyMode\x12\x18\n" +
+	"\x14KEY_MODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\rKEY_MODE_TEST\x10\x01\x1a\b\x8a\xb5\x18\x04test\x12\x1b\n" +
+	"\rKEY_MODE_LIVE\x10\x02\x1a\b\x8a\xb5\x18\x04live2\xee\b\n" +
+	"\x10DeveloperService\x12}\n" +
+	"\x11CreateApplication\x12 .svc.v1.CreateApplicationRequest\x1a\x13.svc.v1.Application\"1\x9a\xb5\x18\b\b\xc9\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/v1/developer/applications\x12\x83\x01\n" +
+	"\x10ListApplications\x12\x1f.svc.v1.ListApplicationsRequest\x1a .svc.v1.ListApplicationsResponse\",\x9a\xb5\x18\x03\"\x01\x02\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/developer/applications\x90\x02\x01\x12p\n" +
+	"\x0eGetApplication\x12\x1d.svc.v1.GetApplicationRequest\x1a\x13.svc.v1.Application\"*\x82\xd3\xe4\x93\x02!\x12\x1f/v1/developer/applications/{id}\x90\x02\x01\x12r\n" +
+	"\tCreateKey\x12\x18.svc.v1.CreateKeyRequest\x1a\x0e.svc.v1.ApiKey\";\x9a\xb5\x18\b\b\xc9\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02):\x01*\"$/v1/developer/applications/{id}/keys\x12u\n" +
+	"\bListKeys\x12\x17.svc.v1.ListKeysRequest\x1a\x18.svc.v1.ListKeysResponse\"6\x9a\xb5\x18\x03\"\x01\x02\x82\xd3\xe4\x93\x02&\x12$/v1/developer/applications/{id}/keys\x90\x02\x01\x12y\n" +
+	"\tRotateKey\x12\x12.svc.v1.KeyRequest\x1a\x0e.svc.v1.ApiKey\"H\x9a\xb5\x18\x05\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x029:\x01*\"4/v1/developer/applications/{id}/keys/{key_id}/rotate\x12m\n" +
+	"\tRevokeKey\x12\x12.svc.v1.KeyRequest\x1a\x0e.svc.v1.ApiKey\"<\x9a\xb5\x18\x03\"\x01\x02\x82\xd3\xe4\x93\x02/*-/v1/developer/applications/{id}/keys/{key_id}\x12x\n" +
 	"\x12CreateOrganization\x12!.svc.v1.CreateOrganizationRequest\x1a\x14.svc.v1.Organization\")\x9a\xb5\x18\b\b\xc9\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/developer/orgs\x12\x93\x01\n" +
 	"\x14ListApplicationAudit\x12#.svc.v1.ListApplicationAuditRequest\x1a$.svc.v1.ListApplicationAuditResponse\"0\x82\xd3\xe4\x93\x02'\x12%/v1/developer/applications/{id}/audit\x90\x02\x012j\n" +
 	"\fEventService\x12Z\n" +
@@ -936,51 +1696,89 @@ func file_svc_v1_developer_proto_rawDescGZIP() []byte {
 	return file_svc_v1_developer_proto_rawDescData
 }
 
-var file_svc_v1_developer_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_svc_v1_developer_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_svc_v1_developer_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_svc_v1_developer_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_svc_v1_developer_proto_goTypes = []any{
 	(WebhookMode)(0),                     // 0: svc.v1.WebhookMode
 	(WebhookStatus)(0),                   // 1: svc.v1.WebhookStatus
-	(*Webhook)(nil),                      // 2: svc.v1.Webhook
-	(*Event)(nil),                        // 3: svc.v1.Event
-	(*AuditEntry)(nil),                   // 4: svc.v1.AuditEntry
-	(*CreateOrganizationRequest)(nil),    // 5: svc.v1.CreateOrganizationRequest
-	(*ListApplicationAuditRequest)(nil),  // 6: svc.v1.ListApplicationAuditRequest
-	(*ListApplicationAuditResponse)(nil), // 7: svc.v1.ListApplicationAuditResponse
-	(*ListEventsRequest)(nil),            // 8: svc.v1.ListEventsRequest
-	(*ListEventsResponse)(nil),           // 9: svc.v1.ListEventsResponse
-	(*ListWebhooksRequest)(nil),          // 10: svc.v1.ListWebhooksRequest
-	(*ListWebhooksResponse)(nil),         // 11: svc.v1.ListWebhooksResponse
-	(*timestamppb.Timestamp)(nil),        // 12: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),              // 13: google.protobuf.Struct
-	(*Organization)(nil),                 // 14: svc.v1.Organization
+	(KeyMode)(0),                         // 2: svc.v1.KeyMode
+	(*Webhook)(nil),                      // 3: svc.v1.Webhook
+	(*Event)(nil),                        // 4: svc.v1.Event
+	(*AuditEntry)(nil),                   // 5: svc.v1.AuditEntry
+	(*CreateOrganizationRequest)(nil),    // 6: svc.v1.CreateOrganizationRequest
+	(*ListApplicationAuditRequest)(nil),  // 7: svc.v1.ListApplicationAuditRequest
+	(*ListApplicationAuditResponse)(nil), // 8: svc.v1.ListApplicationAuditResponse
+	(*ListEventsRequest)(nil),            // 9: svc.v1.ListEventsRequest
+	(*ListEventsResponse)(nil),           // 10: svc.v1.ListEventsResponse
+	(*ListWebhooksRequest)(nil),          // 11: svc.v1.ListWebhooksRequest
+	(*ListWebhooksResponse)(nil),         // 12: svc.v1.ListWebhooksResponse
+	(*Application)(nil),                  // 13: svc.v1.Application
+	(*ApiKey)(nil),                       // 14: svc.v1.ApiKey
+	(*CreateApplicationRequest)(nil),     // 15: svc.v1.CreateApplicationRequest
+	(*ListApplicationsRequest)(nil),      // 16: svc.v1.ListApplicationsRequest
+	(*ListApplicationsResponse)(nil),     // 17: svc.v1.ListApplicationsResponse
+	(*GetApplicationRequest)(nil),        // 18: svc.v1.GetApplicationRequest
+	(*CreateKeyRequest)(nil),             // 19: svc.v1.CreateKeyRequest
+	(*KeyRequest)(nil),                   // 20: svc.v1.KeyRequest
+	(*ListKeysRequest)(nil),              // 21: svc.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),             // 22: svc.v1.ListKeysResponse
+	(*timestamppb.Timestamp)(nil),        // 23: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),              // 24: google.protobuf.Struct
+	(OperationClass)(0),                  // 25: svc.v1.OperationClass
+	(*Organization)(nil),                 // 26: svc.v1.Organization
 }
 var file_svc_v1_developer_proto_depIdxs = []int32{
 	0,  // 0: svc.v1.Webhook.mode:type_name -> svc.v1.WebhookMode
 	1,  // 1: svc.v1.Webhook.status:type_name -> svc.v1.WebhookStatus
-	12, // 2: svc.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	12, // 3: svc.v1.Webhook.updated_at:type_name -> google.protobuf.Timestamp
-	12, // 4: svc.v1.Event.time:type_name -> google.protobuf.Timestamp
-	13, // 5: svc.v1.Event.data:type_name -> google.protobuf.Struct
-	13, // 6: svc.v1.AuditEntry.detail:type_name -> google.protobuf.Struct
-	12, // 7: svc.v1.AuditEntry.at:type_name -> google.protobuf.Timestamp
-	4,  // 8: svc.v1.ListApplicationAuditResponse.data:type_name -> svc.v1.AuditEntry
-	12, // 9: svc.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 10: svc.v1.ListEventsResponse.data:type_name -> svc.v1.Event
-	2,  // 11: svc.v1.ListWebhooksResponse.data:type_name -> svc.v1.Webhook
-	5,  // 12: svc.v1.DeveloperService.CreateOrganization:input_type -> svc.v1.CreateOrganizationRequest
-	6,  // 13: svc.v1.DeveloperService.ListApplicationAudit:input_type -> svc.v1.ListApplicationAuditRequest
-	8,  // 14: svc.v1.EventService.ListEvents:input_type -> svc.v1.ListEventsRequest
-	10, // 15: svc.v1.WebhookService.ListWebhooks:input_type -> svc.v1.ListWebhooksRequest
-	14, // 16: svc.v1.DeveloperService.CreateOrganization:output_type -> svc.v1.Organization
-	7,  // 17: svc.v1.DeveloperService.ListApplicationAudit:output_type -> svc.v1.ListApplicationAuditResponse
-	9,  // 18: svc.v1.EventService.ListEvents:output_type -> svc.v1.ListEventsResponse
-	11, // 19: svc.v1.WebhookService.ListWebhooks:output_type -> svc.v1.ListWebhooksResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	23, // 2: svc.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	23, // 3: svc.v1.Webhook.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 4: svc.v1.Event.time:type_name -> google.protobuf.Timestamp
+	24, // 5: svc.v1.Event.data:type_name -> google.protobuf.Struct
+	24, // 6: svc.v1.AuditEntry.detail:type_name -> google.protobuf.Struct
+	23, // 7: svc.v1.AuditEntry.at:type_name -> google.protobuf.Timestamp
+	5,  // 8: svc.v1.ListApplicationAuditResponse.data:type_name -> svc.v1.AuditEntry
+	23, // 9: svc.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	4,  // 10: svc.v1.ListEventsResponse.data:type_name -> svc.v1.Event
+	3,  // 11: svc.v1.ListWebhooksResponse.data:type_name -> svc.v1.Webhook
+	25, // 12: svc.v1.Application.operation_classes:type_name -> svc.v1.OperationClass
+	23, // 13: svc.v1.Application.created_at:type_name -> google.protobuf.Timestamp
+	2,  // 14: svc.v1.ApiKey.mode:type_name -> svc.v1.KeyMode
+	25, // 15: svc.v1.ApiKey.scopes:type_name -> svc.v1.OperationClass
+	23, // 16: svc.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	23, // 17: svc.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	23, // 18: svc.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	25, // 19: svc.v1.CreateApplicationRequest.operation_classes:type_name -> svc.v1.OperationClass
+	13, // 20: svc.v1.ListApplicationsResponse.data:type_name -> svc.v1.Application
+	2,  // 21: svc.v1.CreateKeyRequest.mode:type_name -> svc.v1.KeyMode
+	25, // 22: svc.v1.CreateKeyRequest.scopes:type_name -> svc.v1.OperationClass
+	14, // 23: svc.v1.ListKeysResponse.data:type_name -> svc.v1.ApiKey
+	15, // 24: svc.v1.DeveloperService.CreateApplication:input_type -> svc.v1.CreateApplicationRequest
+	16, // 25: svc.v1.DeveloperService.ListApplications:input_type -> svc.v1.ListApplicationsRequest
+	18, // 26: svc.v1.DeveloperService.GetApplication:input_type -> svc.v1.GetApplicationRequest
+	19, // 27: svc.v1.DeveloperService.CreateKey:input_type -> svc.v1.CreateKeyRequest
+	21, // 28: svc.v1.DeveloperService.ListKeys:input_type -> svc.v1.ListKeysRequest
+	20, // 29: svc.v1.DeveloperService.RotateKey:input_type -> svc.v1.KeyRequest
+	20, // 30: svc.v1.DeveloperService.RevokeKey:input_type -> svc.v1.KeyRequest
+	6,  // 31: svc.v1.DeveloperService.CreateOrganization:input_type -> svc.v1.CreateOrganizationRequest
+	7,  // 32: svc.v1.DeveloperService.ListApplicationAudit:input_type -> svc.v1.ListApplicationAuditRequest
+	9,  // 33: svc.v1.EventService.ListEvents:input_type -> svc.v1.ListEventsRequest
+	11, // 34: svc.v1.WebhookService.ListWebhooks:input_type -> svc.v1.ListWebhooksRequest
+	13, // 35: svc.v1.DeveloperService.CreateApplication:output_type -> svc.v1.Application
+	17, // 36: svc.v1.DeveloperService.ListApplications:output_type -> svc.v1.ListApplicationsResponse
+	13, // 37: svc.v1.DeveloperService.GetApplication:output_type -> svc.v1.Application
+	14, // 38: svc.v1.DeveloperService.CreateKey:output_type -> svc.v1.ApiKey
+	22, // 39: svc.v1.DeveloperService.ListKeys:output_type -> svc.v1.ListKeysResponse
+	14, // 40: svc.v1.DeveloperService.RotateKey:output_type -> svc.v1.ApiKey
+	14, // 41: svc.v1.DeveloperService.RevokeKey:output_type -> svc.v1.ApiKey
+	26, // 42: svc.v1.DeveloperService.CreateOrganization:output_type -> svc.v1.Organization
+	8,  // 43: svc.v1.DeveloperService.ListApplicationAudit:output_type -> svc.v1.ListApplicationAuditResponse
+	10, // 44: svc.v1.EventService.ListEvents:output_type -> svc.v1.ListEventsResponse
+	12, // 45: svc.v1.WebhookService.ListWebhooks:output_type -> svc.v1.ListWebhooksResponse
+	35, // [35:46] is the sub-list for method output_type
+	24, // [24:35] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_developer_proto_init() }
@@ -989,6 +1787,7 @@ func file_svc_v1_developer_proto_init() {
 		return
 	}
 	file_svc_v1_account_proto_init()
+	file_svc_v1_common_proto_init()
 	file_svc_v1_options_proto_init()
 	file_svc_v1_developer_proto_msgTypes[0].OneofWrappers = []any{}
 	file_svc_v1_developer_proto_msgTypes[2].OneofWrappers = []any{}
@@ -998,13 +1797,17 @@ func file_svc_v1_developer_proto_init() {
 	file_svc_v1_developer_proto_msgTypes[7].OneofWrappers = []any{}
 	file_svc_v1_developer_proto_msgTypes[8].OneofWrappers = []any{}
 	file_svc_v1_developer_proto_msgTypes[9].OneofWrappers = []any{}
+	file_svc_v1_developer_proto_msgTypes[11].OneofWrappers = []any{}
+	file_svc_v1_developer_proto_msgTypes[13].OneofWrappers = []any{}
+	file_svc_v1_developer_proto_msgTypes[14].OneofWrappers = []any{}
+	file_svc_v1_developer_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_developer_proto_rawDesc), len(file_svc_v1_developer_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   10,
+			NumEnums:      3,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -37,6 +37,27 @@ const (
 // reflection-formatted method names, remove the leading slash and convert the remaining slash to a
 // period.
 const (
+	// DeveloperServiceCreateApplicationProcedure is the fully-qualified name of the DeveloperService's
+	// CreateApplication RPC.
+	DeveloperServiceCreateApplicationProcedure = "/svc.v1.DeveloperService/CreateApplication"
+	// DeveloperServiceListApplicationsProcedure is the fully-qualified name of the DeveloperService's
+	// ListApplications RPC.
+	DeveloperServiceListApplicationsProcedure = "/svc.v1.DeveloperService/ListApplications"
+	// DeveloperServiceGetApplicationProcedure is the fully-qualified name of the DeveloperService's
+	// GetApplication RPC.
+	DeveloperServiceGetApplicationProcedure = "/svc.v1.DeveloperService/GetApplication"
+	// DeveloperServiceCreateKeyProcedure is the fully-qualified name of the DeveloperService's
+	// CreateKey RPC.
+	DeveloperServiceCreateKeyProcedure = "/svc.v1.DeveloperService/CreateKey"
+	// DeveloperServiceListKeysProcedure is the fully-qualified name of the DeveloperService's ListKeys
+	// RPC.
+	DeveloperServiceListKeysProcedure = "/svc.v1.DeveloperService/ListKeys"
+	// DeveloperServiceRotateKeyProcedure is the fully-qualified name of the DeveloperService's
+	// RotateKey RPC.
+	DeveloperServiceRotateKeyProcedure = "/svc.v1.DeveloperService/RotateKey"
+	// DeveloperServiceRevokeKeyProcedure is the fully-qualified name of the DeveloperService's
+	// RevokeKey RPC.
+	DeveloperServiceRevokeKeyProcedure = "/svc.v1.DeveloperService/RevokeKey"
 	// DeveloperServiceCreateOrganizationProcedure is the fully-qualified name of the DeveloperService's
 	// CreateOrganization RPC.
 	DeveloperServiceCreateOrganizationProcedure = "/svc.v1.DeveloperService/CreateOrganization"
@@ -52,6 +73,21 @@ const (
 
 // DeveloperServiceClient is a client for the svc.v1.DeveloperService service.
 type DeveloperServiceClient interface {
+	// CreateApplication creates an application in an organization the signed-in user owns (201).
+	CreateApplication(context.Context, *connect.Request[v1.CreateApplicationRequest]) (*connect.Response[v1.Application], error)
+	// ListApplications lists an organization's applications.
+	ListApplications(context.Context, *connect.Request[v1.ListApplicationsRequest]) (*connect.Response[v1.ListApplicationsResponse], error)
+	// GetApplication reads an application (its organization's members, or its own keys).
+	GetApplication(context.Context, *connect.Request[v1.GetApplicationRequest]) (*connect.Response[v1.Application], error)
+	// CreateKey creates an API key; its secret is in this response only (201).
+	CreateKey(context.Context, *connect.Request[v1.CreateKeyRequest]) (*connect.Response[v1.ApiKey], error)
+	// ListKeys lists an application's keys, without secrets.
+	ListKeys(context.Context, *connect.Request[v1.ListKeysRequest]) (*connect.Response[v1.ListKeysResponse], error)
+	// RotateKey replaces a key: the new key's secret is in this response only; the old key keeps
+	// working for 24 hours.
+	RotateKey(context.Context, *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error)
+	// RevokeKey revokes a key at once.
+	RevokeKey(context.Context, *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error)
 	// CreateOrganization creates a developer organization owned by the signed-in user (spec #6).
 	CreateOrganization(context.Context, *connect.Request[v1.CreateOrganizationRequest]) (*connect.Response[v1.Organization], error)
 	// ListApplicationAudit lists an application's audit log (spec #14).
@@ -69,6 +105,51 @@ func NewDeveloperServiceClient(httpClient connect.HTTPClient, baseURL string, op
 	baseURL = strings.TrimRight(baseURL, "/")
 	developerServiceMethods := v1.File_svc_v1_developer_proto.Services().ByName("DeveloperService").Methods()
 	return &developerServiceClient{
+		createApplication: connect.NewClient[v1.CreateApplicationRequest, v1.Application](
+			httpClient,
+			baseURL+DeveloperServiceCreateApplicationProcedure,
+			connect.WithSchema(developerServiceMethods.ByName("CreateApplication")),
+			connect.WithClientOptions(opts...),
+		),
+		listApplications: connect.NewClient[v1.ListApplicationsRequest, v1.ListApplicationsResponse](
+			httpClient,
+			baseURL+DeveloperServiceListApplicationsProcedure,
+			connect.WithSchema(developerServiceMethods.ByName("ListApplications")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getApplication: connect.NewClient[v1.GetApplicationRequest, v1.Application](
+			httpClient,
+			baseURL+DeveloperServiceGetApplicationProcedure,
+			connect.WithSchema(developerServiceMethods.ByName("GetApplication")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		createKey: connect.NewClient[v1.CreateKeyRequest, v1.ApiKey](
+			httpClient,
+			baseURL+DeveloperServiceCreateKeyProcedure,
+			connect.WithSchema(developerServiceMethods.ByName("CreateKey")),
+			connect.WithClientOptions(opts...),
+		),
+		listKeys: connect.NewClient[v1.ListKeysRequest, v1.ListKeysResponse](
+			httpClient,
+			baseURL+DeveloperServiceListKeysProcedure,
+			connect.WithSchema(developerServiceMethods.ByName("ListKeys")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		rotateKey: connect.NewClient[v1.KeyRequest, v1.ApiKey](
+			httpClient,
+			baseURL+DeveloperServiceRotateKeyProcedure,
+			connect.WithSchema(developerServiceMethods.ByName("RotateKey")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeKey: connect.NewClient[v1.KeyRequest, v1.ApiKey](
+			httpClient,
+			baseURL+DeveloperServiceRevokeKeyProcedure,
+			connect.WithSchema(developerServiceMethods.ByName("RevokeKey")),
+			connect.WithClientOptions(opts...),
+		),
 		createOrganization: connect.NewClient[v1.CreateOrganizationRequest, v1.Organization](
 			httpClient,
 			baseURL+DeveloperServiceCreateOrganizationProcedure,
@@ -87,8 +168,50 @@ func NewDeveloperServiceClient(httpClient connect.HTTPClient, baseURL string, op
 
 // developerServiceClient implements DeveloperServiceClient.
 type developerServiceClient struct {
+	createApplication    *connect.Client[v1.CreateApplicationRequest, v1.Application]
+	listApplications     *connect.Client[v1.ListApplicationsRequest, v1.ListApplicationsResponse]
+	getApplication       *connect.Client[v1.GetApplicationRequest, v1.Application]
+	createKey            *connect.Client[v1.CreateKeyRequest, v1.ApiKey]
+	listKeys             *connect.Client[v1.ListKeysRequest, v1.ListKeysResponse]
+	rotateKey            *connect.Client[v1.KeyRequest, v1.ApiKey]
+	revokeKey            *connect.Client[v1.KeyRequest, v1.ApiKey]
 	createOrganization   *connect.Client[v1.CreateOrganizationRequest, v1.Organization]
 	listApplicationAudit *connect.Client[v1.ListApplicationAuditRequest, v1.ListApplicationAuditResponse]
+}
+
+// CreateApplication calls svc.v1.DeveloperService.CreateApplication.
+func (c *developerServiceClient) CreateApplication(ctx context.Context, req *connect.Request[v1.CreateApplicationRequest]) (*connect.Response[v1.Application], error) {
+	return c.createApplication.CallUnary(ctx, req)
+}
+
+// ListApplications calls svc.v1.DeveloperService.ListApplications.
+func (c *developerServiceClient) ListApplications(ctx context.Context, req *connect.Request[v1.ListApplicationsRequest]) (*connect.Response[v1.ListApplicationsResponse], error) {
+	return c.listApplications.CallUnary(ctx, req)
+}
+
+// GetApplication calls svc.v1.DeveloperService.GetApplication.
+func (c *developerServiceClient) GetApplication(ctx context.Context, req *connect.Request[v1.GetApplicationRequest]) (*connect.Response[v1.Application], error) {
+	return c.getApplication.CallUnary(ctx, req)
+}
+
+// CreateKey calls svc.v1.DeveloperService.CreateKey.
+func (c *developerServiceClient) CreateKey(ctx context.Context, req *connect.Request[v1.CreateKeyRequest]) (*connect.Response[v1.ApiKey], error) {
+	return c.createKey.CallUnary(ctx, req)
+}
+
+// ListKeys calls svc.v1.DeveloperService.ListKeys.
+func (c *developerServiceClient) ListKeys(ctx context.Context, req *connect.Request[v1.ListKeysRequest]) (*connect.Response[v1.ListKeysResponse], error) {
+	return c.listKeys.CallUnary(ctx, req)
+}
+
+// RotateKey calls svc.v1.DeveloperService.RotateKey.
+func (c *developerServiceClient) RotateKey(ctx context.Context, req *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error) {
+	return c.rotateKey.CallUnary(ctx, req)
+}
+
+// RevokeKey calls svc.v1.DeveloperService.RevokeKey.
+func (c *developerServiceClient) RevokeKey(ctx context.Context, req *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error) {
+	return c.revokeKey.CallUnary(ctx, req)
 }
 
 // CreateOrganization calls svc.v1.DeveloperService.CreateOrganization.
@@ -103,6 +226,21 @@ func (c *developerServiceClient) ListApplicationAudit(ctx context.Context, req *
 
 // DeveloperServiceHandler is an implementation of the svc.v1.DeveloperService service.
 type DeveloperServiceHandler interface {
+	// CreateApplication creates an application in an organization the signed-in user owns (201).
+	CreateApplication(context.Context, *connect.Request[v1.CreateApplicationRequest]) (*connect.Response[v1.Application], error)
+	// ListApplications lists an organization's applications.
+	ListApplications(context.Context, *connect.Request[v1.ListApplicationsRequest]) (*connect.Response[v1.ListApplicationsResponse], error)
+	// GetApplication reads an application (its organization's members, or its own keys).
+	GetApplication(context.Context, *connect.Request[v1.GetApplicationRequest]) (*connect.Response[v1.Application], error)
+	// CreateKey creates an API key; its secret is in this response only (201).
+	CreateKey(context.Context, *connect.Request[v1.CreateKeyRequest]) (*connect.Response[v1.ApiKey], error)
+	// ListKeys lists an application's keys, without secrets.
+	ListKeys(context.Context, *connect.Request[v1.ListKeysRequest]) (*connect.Response[v1.ListKeysResponse], error)
+	// RotateKey replaces a key: the new key's secret is in this response only; the old key keeps
+	// working for 24 hours.
+	RotateKey(context.Context, *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error)
+	// RevokeKey revokes a key at once.
+	RevokeKey(context.Context, *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error)
 	// CreateOrganization creates a developer organization owned by the signed-in user (spec #6).
 	CreateOrganization(context.Context, *connect.Request[v1.CreateOrganizationRequest]) (*connect.Response[v1.Organization], error)
 	// ListApplicationAudit lists an application's audit log (spec #14).
@@ -116,6 +254,51 @@ type DeveloperServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewDeveloperServiceHandler(svc DeveloperServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	developerServiceMethods := v1.File_svc_v1_developer_proto.Services().ByName("DeveloperService").Methods()
+	developerServiceCreateApplicationHandler := connect.NewUnaryHandler(
+		DeveloperServiceCreateApplicationProcedure,
+		svc.CreateApplication,
+		connect.WithSchema(developerServiceMethods.ByName("CreateApplication")),
+		connect.WithHandlerOptions(opts...),
+	)
+	developerServiceListApplicationsHandler := connect.NewUnaryHandler(
+		DeveloperServiceListApplicationsProcedure,
+		svc.ListApplications,
+		connect.WithSchema(developerServiceMethods.ByName("ListApplications")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	developerServiceGetApplicationHandler := connect.NewUnaryHandler(
+		DeveloperServiceGetApplicationProcedure,
+		svc.GetApplication,
+		connect.WithSchema(developerServiceMethods.ByName("GetApplication")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	developerServiceCreateKeyHandler := connect.NewUnaryHandler(
+		DeveloperServiceCreateKeyProcedure,
+		svc.CreateKey,
+		connect.WithSchema(developerServiceMethods.ByName("CreateKey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	developerServiceListKeysHandler := connect.NewUnaryHandler(
+		DeveloperServiceListKeysProcedure,
+		svc.ListKeys,
+		connect.WithSchema(developerServiceMethods.ByName("ListKeys")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	developerServiceRotateKeyHandler := connect.NewUnaryHandler(
+		DeveloperServiceRotateKeyProcedure,
+		svc.RotateKey,
+		connect.WithSchema(developerServiceMethods.ByName("RotateKey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	developerServiceRevokeKeyHandler := connect.NewUnaryHandler(
+		DeveloperServiceRevokeKeyProcedure,
+		svc.RevokeKey,
+		connect.WithSchema(developerServiceMethods.ByName("RevokeKey")),
+		connect.WithHandlerOptions(opts...),
+	)
 	developerServiceCreateOrganizationHandler := connect.NewUnaryHandler(
 		DeveloperServiceCreateOrganizationProcedure,
 		svc.CreateOrganization,
@@ -131,6 +314,20 @@ func NewDeveloperServiceHandler(svc DeveloperServiceHandler, opts ...connect.Han
 	)
 	return "/svc.v1.DeveloperService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case DeveloperServiceCreateApplicationProcedure:
+			developerServiceCreateApplicationHandler.ServeHTTP(w, r)
+		case DeveloperServiceListApplicationsProcedure:
+			developerServiceListApplicationsHandler.ServeHTTP(w, r)
+		case DeveloperServiceGetApplicationProcedure:
+			developerServiceGetApplicationHandler.ServeHTTP(w, r)
+		case DeveloperServiceCreateKeyProcedure:
+			developerServiceCreateKeyHandler.ServeHTTP(w, r)
+		case DeveloperServiceListKeysProcedure:
+			developerServiceListKeysHandler.ServeHTTP(w, r)
+		case DeveloperServiceRotateKeyProcedure:
+			developerServiceRotateKeyHandler.ServeHTTP(w, r)
+		case DeveloperServiceRevokeKeyProcedure:
+			developerServiceRevokeKeyHandler.ServeHTTP(w, r)
 		case DeveloperServiceCreateOrganizationProcedure:
 			developerServiceCreateOrganizationHandler.ServeHTTP(w, r)
 		case DeveloperServiceListApplicationAuditProcedure:
@@ -143,6 +340,34 @@ func NewDeveloperServiceHandler(svc DeveloperServiceHandler, opts ...connect.Han
 
 // UnimplementedDeveloperServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedDeveloperServiceHandler struct{}
+
+func (UnimplementedDeveloperServiceHandler) CreateApplication(context.Context, *connect.Request[v1.CreateApplicationRequest]) (*connect.Response[v1.Application], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.CreateApplication is not implemented"))
+}
+
+func (UnimplementedDeveloperServiceHandler) ListApplications(context.Context, *connect.Request[v1.ListApplicationsRequest]) (*connect.Response[v1.ListApplicationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.ListApplications is not implemented"))
+}
+
+func (UnimplementedDeveloperServiceHandler) GetApplication(context.Context, *connect.Request[v1.GetApplicationRequest]) (*connect.Response[v1.Application], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.GetApplication is not implemented"))
+}
+
+func (UnimplementedDeveloperServiceHandler) CreateKey(context.Context, *connect.Request[v1.CreateKeyRequest]) (*connect.Response[v1.ApiKey], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.CreateKey is not implemented"))
+}
+
+func (UnimplementedDeveloperServiceHandler) ListKeys(context.Context, *connect.Request[v1.ListKeysRequest]) (*connect.Response[v1.ListKeysResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.ListKeys is not implemented"))
+}
+
+func (UnimplementedDeveloperServiceHandler) RotateKey(context.Context, *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.RotateKey is not implemented"))
+}
+
+func (UnimplementedDeveloperServiceHandler) RevokeKey(context.Context, *connect.Request[v1.KeyRequest]) (*connect.Response[v1.ApiKey], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.RevokeKey is not implemented"))
+}
 
 func (UnimplementedDeveloperServiceHandler) CreateOrganization(context.Context, *connect.Request[v1.CreateOrganizationRequest]) (*connect.Response[v1.Organization], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.DeveloperService.CreateOrganization is not implemented"))
