@@ -85,6 +85,8 @@ type DeveloperStore interface {
 	UpdateKey(ctx context.Context, id string, fn func(*APIKey) error) (*APIKey, error)
 	CreateConnection(ctx context.Context, c *Connection) error
 	Connection(ctx context.Context, id string) (*Connection, error)
+	// ConnectionsOf lists the connections of an end user.
+	ConnectionsOf(ctx context.Context, userID string) ([]*Connection, error)
 }
 
 // KeyOverlap is how long a rotated key keeps working.
@@ -268,4 +270,30 @@ func (d *Developers) RevokeKey(ctx context.Context, appID, keyID string) (*APIKe
 		}
 		return nil
 	})
+}
+
+// Reaching returns the applications whose keys in a tenant's mode can see the tenant: through
+// an active connection to its end user, or as an application of the organization that owns it.
+func (d *Developers) Reaching(ctx context.Context, t Tenant) ([]string, error) {
+	var apps []string
+	if strings.HasPrefix(t.Owner, "org_") {
+		list, err := d.store.ApplicationsOf(ctx, t.Owner)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range list {
+			apps = append(apps, a.ID)
+		}
+		return apps, nil
+	}
+	conns, err := d.store.ConnectionsOf(ctx, t.Owner)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range conns {
+		if c.Mode == t.Mode && c.RevokedAt == nil && !slices.Contains(apps, c.AppID) {
+			apps = append(apps, c.AppID)
+		}
+	}
+	return apps, nil
 }

@@ -114,8 +114,8 @@ func TestConnectErrorsCarryTheProblem(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Fatalf("anonymous: %v", err)
 	}
-	ev := svcv1connect.NewEventServiceClient(e.connectClient("Authorization", "Bearer "+e.creds.TestAPIKey), e.ts.URL)
-	_, err = ev.ListEvents(t.Context(), connect.NewRequest(&svcv1.ListEventsRequest{}))
+	cr := svcv1connect.NewCreatorServiceClient(e.connectClient("Authorization", "Bearer "+e.creds.TestAPIKey), e.ts.URL)
+	_, err = cr.ListAnomalies(t.Context(), connect.NewRequest(&svcv1.ListAnomaliesRequest{}))
 	if connect.CodeOf(err) != connect.CodeUnimplemented {
 		t.Fatalf("not implemented: %v", err)
 	}

@@ -235,7 +235,7 @@ func (s *Server) auditChange(ctx context.Context, appID, action, target string, 
 		}
 		e.Detail.Fields["request_id"] = structpb.NewStringValue(c.RequestID)
 	}
-	s.audit.add(auditTenant(appID), e)
+	s.audit.add(auditTenant(appID), e.Id, e)
 }
 
 // auditCall records a call made with an application's key: who, what (the procedure and the
@@ -259,7 +259,7 @@ func (s *Server) auditCall(m *method, in incoming, req proto.Message, out *outco
 	if t := auditTarget(req, out.msg); t != "" {
 		e.Target = &t
 	}
-	s.audit.add(auditTenant(c.Key.AppID), e)
+	s.audit.add(auditTenant(c.Key.AppID), e.Id, e)
 }
 
 // auditTarget is the resource a call acted on: the request's id, else the id of what it made.
@@ -280,38 +280,36 @@ func auditTarget(msgs ...proto.Message) string {
 	return ""
 }
 
-// auditWriter writes audit entries in the background, many per transaction, so that auditing
-// every call costs the request no disk write. flush waits for what was added.
-type auditWriter struct {
-	log  *store.Collection[*svcv1.AuditEntry]
+// batchWriter writes resources in the background, many per transaction, so that recording
+// every call (audit) or state change (events) costs the request no disk write. flush waits for
+// what was added; close writes what is pending. A crash loses at most the last few
+// milliseconds of entries, which is the trade-off for keeping fsyncs off the request path.
+type batchWriter[T proto.Message] struct {
+	col  *store.Collection[T]
+	log  func(error)
 	mu   sync.Mutex
 	cond *sync.Cond
-	buf  []auditItem
+	buf  []store.Item[T]
 	busy bool
-	done chan struct{}
 	stop bool
+	done chan struct{}
 }
 
-type auditItem struct {
-	tenant string
-	e      *svcv1.AuditEntry
-}
-
-func newAuditWriter(log *store.Collection[*svcv1.AuditEntry]) *auditWriter {
-	w := &auditWriter{log: log, done: make(chan struct{})}
+func newBatchWriter[T proto.Message](col *store.Collection[T], log func(error)) *batchWriter[T] {
+	w := &batchWriter[T]{col: col, log: log, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
 	return w
 }
 
-func (w *auditWriter) add(tenant string, e *svcv1.AuditEntry) {
+func (w *batchWriter[T]) add(tenant, id string, v T) {
 	w.mu.Lock()
-	w.buf = append(w.buf, auditItem{tenant, e})
+	w.buf = append(w.buf, store.Item[T]{Tenant: tenant, ID: id, Value: v})
 	w.mu.Unlock()
 	w.cond.Broadcast()
 }
 
-func (w *auditWriter) loop() {
+func (w *batchWriter[T]) loop() {
 	defer close(w.done)
 	for {
 		w.mu.Lock()
@@ -325,15 +323,15 @@ func (w *auditWriter) loop() {
 		batch := w.buf
 		w.buf, w.busy = nil, true
 		w.mu.Unlock()
-		items := make([]store.Item[*svcv1.AuditEntry], len(batch))
-		for i, it := range batch {
-			items[i] = store.Item[*svcv1.AuditEntry]{Tenant: it.tenant, ID: it.e.Id, Value: it.e}
-		}
+		var err error
 		for attempt := 0; attempt < 3; attempt++ {
-			if err := w.log.PutMany(context.Background(), items); err == nil {
+			if err = w.col.PutMany(context.Background(), batch); err == nil {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil && w.log != nil {
+			w.log(err)
 		}
 		w.mu.Lock()
 		w.busy = false
@@ -343,7 +341,7 @@ func (w *auditWriter) loop() {
 }
 
 // flush waits until everything added so far is written.
-func (w *auditWriter) flush() {
+func (w *batchWriter[T]) flush() {
 	w.mu.Lock()
 	for len(w.buf) > 0 || w.busy {
 		w.cond.Wait()
@@ -352,7 +350,7 @@ func (w *auditWriter) flush() {
 }
 
 // close writes what is pending and stops the writer.
-func (w *auditWriter) close() {
+func (w *batchWriter[T]) close() {
 	w.mu.Lock()
 	w.stop = true
 	w.mu.Unlock()

@@ -126,17 +126,18 @@ func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest)
 			return nil, err
 		}
 		if moved {
-			if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil); err != nil {
-				return nil, err
-			}
-			return nil, newProblem(http.StatusConflict, codePlanStale, "Source "+m.GetSourceId()+" changed since the plan was built; make a new plan.")
+			return nil, s.markStale(ctx, p, m.GetSourceId())
 		}
 	}
 	x, err := s.engine.Start(ctx, c.Tenant.String(), p.PlanId, c.Actor().GetPrincipalId())
 	if errors.Is(err, execute.ErrNotAuthorized) {
 		return nil, newProblem(http.StatusConflict, codePlanStale, "The plan's hash is not the authorized one.")
 	}
-	return x, err
+	if err != nil {
+		return nil, err
+	}
+	s.emit(ctx, c.Tenant, evExecutionStarted, "/v1/executions", x.Id, map[string]any{"execution_id": x.Id, "plan_id": x.PlanId})
+	return x, nil
 }
 
 func (s *Server) getExecution(ctx context.Context, req *svcv1.GetExecutionRequest) (*svcv1.Execution, error) {

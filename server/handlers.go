@@ -41,6 +41,7 @@ func (s *Server) register() {
 	handle(s, svcv1connect.DeveloperServiceRotateKeyProcedure, s.rotateKey)
 	handle(s, svcv1connect.DeveloperServiceRevokeKeyProcedure, s.revokeKey)
 	handle(s, svcv1connect.DeveloperServiceListApplicationAuditProcedure, s.listApplicationAudit)
+	handle(s, svcv1connect.EventServiceListEventsProcedure, s.listEvents)
 	handle(s, svcv1connect.ExecutionServiceGetExecutionProcedure, s.getExecution)
 	if s.engine != nil {
 		handle(s, svcv1connect.ExecutionServiceExecutePlanProcedure, s.executePlan)

@@ -76,6 +76,7 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 	if err := s.plans.Put(ctx, tenant.String(), p.PlanId, p); err != nil {
 		return nil, err
 	}
+	s.planEvent(ctx, evPlanCreated, p)
 	for _, src := range srcs { // the quota observed while planning
 		if src.Quota != nil {
 			q := src.Quota
@@ -152,7 +153,11 @@ func (s *Server) loadPlan(ctx context.Context, planID string) (*svcv1.Plan, erro
 		return nil, newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include every source of this plan.")
 	}
 	if s.cfg.Now().After(p.GetExpiresAt().AsTime()) && plan.CanTransition(p.GetState(), svcv1.PlanState_PLAN_STATE_EXPIRED) {
-		return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil)
+		p, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil)
+		if err == nil {
+			s.planEvent(ctx, evPlanExpired, p)
+		}
+		return p, err
 	}
 	return p, nil
 }
@@ -182,13 +187,17 @@ func (s *Server) cancelPlan(ctx context.Context, req *svcv1.CancelPlanRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_CANCELLED, nil)
+	if p, err = s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_CANCELLED, nil); err != nil {
+		return nil, err
+	}
+	s.planEvent(ctx, evPlanCancelled, p)
+	return p, nil
 }
 
 // authorizePlan authorizes a plan by the hash the caller reviewed. The plan must be validated,
 // unexpired, with that hash, and its sources unmoved since it was built; the policy decision is
 // taken again with the authorizer's approvals, grant and ceiling.
-func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequest) (*svcv1.Plan, error) {
+func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequest) (out *svcv1.Plan, err error) {
 	c := callerFrom(ctx)
 	p, err := s.loadPlan(ctx, req.GetId())
 	if err != nil {
@@ -206,10 +215,7 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 			return nil, err
 		}
 		if moved {
-			if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil); err != nil {
-				return nil, err
-			}
-			return nil, newProblem(http.StatusConflict, codePlanStale, "Source "+m.GetSourceId()+" changed since the plan was built; make a new plan.")
+			return nil, s.markStale(ctx, p, m.GetSourceId())
 		}
 	}
 	status := map[string]svcv1.SourceStatus{}
@@ -228,9 +234,11 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 	decision := plan.Decide(p, plan.Decision{SourceStatus: status, Grant: c.grant(), Billing: c.billing(), Approvals: approvals})
 	switch decision.GetDecision() {
 	case svcv1.PolicyDecision_POLICY_DECISION_DENY:
-		if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_REJECTED, func(p *svcv1.Plan) { p.Policy = decision }); err != nil {
+		rejected, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_REJECTED, func(p *svcv1.Plan) { p.Policy = decision })
+		if err != nil {
 			return nil, err
 		}
+		s.planEvent(ctx, evPlanRejected, rejected)
 		return nil, newProblem(http.StatusForbidden, codeActionDenied, joinReasons(decision.GetReasons()))
 	case svcv1.PolicyDecision_POLICY_DECISION_STEP_UP_REQUIRED:
 		prob := newProblem(http.StatusForbidden, codeStepUpRequired, joinReasons(decision.GetReasons()))
@@ -240,6 +248,11 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 		return nil, prob
 	}
 	principal := c.Actor().GetPrincipalId()
+	defer func() {
+		if out != nil {
+			s.planEvent(ctx, evPlanAuthorized, out)
+		}
+	}()
 	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_AUTHORIZED, func(p *svcv1.Plan) {
 		p.Policy = decision
 		auth := &svcv1.PlanAuthorization{AuthorizedAt: timestamppb.New(s.cfg.Now().UTC().Truncate(time.Millisecond)), AuthorizedBy: principal,
@@ -280,4 +293,14 @@ func joinReasons(rs []string) string {
 		out += r
 	}
 	return out + "."
+}
+
+// markStale makes a plan stale because a source moved, and answers 409 plan_stale.
+func (s *Server) markStale(ctx context.Context, p *svcv1.Plan, sourceID string) error {
+	stale, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil)
+	if err != nil {
+		return err
+	}
+	s.planEvent(ctx, evPlanStale, stale)
+	return newProblem(http.StatusConflict, codePlanStale, "Source "+sourceID+" changed since the plan was built; make a new plan.")
 }

@@ -112,6 +112,11 @@ func (s *Server) runSeedJob(ctx context.Context) (*DevCredentials, error) {
 	if err := s.jobs.Put(context.WithoutCancel(ctx), tenant, job.Id, job); err != nil {
 		return nil, errors.Join(runErr, err)
 	}
+	typ := evJobSucceeded
+	if runErr != nil {
+		typ = evJobFailed
+	}
+	s.emit(ctx, platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}, typ, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "seed"})
 	return creds, runErr
 }
 

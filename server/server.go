@@ -80,7 +80,9 @@ type Server struct {
 	destinations *store.Collection[*svcv1.Destination]
 	executions   *store.Collection[*svcv1.Execution]
 	auditLog     *store.Collection[*svcv1.AuditEntry]
-	audit        *auditWriter
+	audit        *batchWriter[*svcv1.AuditEntry]
+	eventLog     *store.Collection[*svcv1.Event]
+	events       *batchWriter[*svcv1.Event]
 
 	// engine runs executions; nil until a vault and a receipt signer are configured.
 	engine *execute.Engine
@@ -146,11 +148,16 @@ func New(cfg Config) (*Server, error) {
 		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }),
 		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }),
 		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
+		eventLog:      store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
 		providers:     cfg.Providers,
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
 	}
-	s.audit = newAuditWriter(s.auditLog)
+	logErr := func(what string) func(error) {
+		return func(err error) { s.log.Error("write "+what, "err", err) }
+	}
+	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
+	s.events = newBatchWriter(s.eventLog, logErr("events"))
 	if s.providers == nil {
 		if s.providers, err = builtin.Registry(builtin.Options{}); err != nil {
 			db.Close()
@@ -182,6 +189,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
 	s.audit.close()
+	s.events.close()
 	s.closeAll()
 	if s.ownsReg {
 		s.providers.Close()

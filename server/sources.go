@@ -101,6 +101,7 @@ func (s *Server) ConnectSource(ctx context.Context, tenant platform.Tenant, spec
 	if err := s.sources.Put(ctx, tenant.String(), src.Id, src); err != nil {
 		return nil, err
 	}
+	s.emit(ctx, tenant, evSourceConnected, "/v1/sources", src.Id, map[string]any{"source_id": src.Id, "provider": enumWire(src.Provider), "kind": src.Kind})
 	return src, nil
 }
 
@@ -256,5 +257,8 @@ func (s *Server) updateSourcePolicy(ctx context.Context, req *svcv1.UpdateSource
 		out = src
 		return nil
 	})
+	if err == nil {
+		s.emit(ctx, c.Tenant, evSourcePolicy, "/v1/sources", out.Id, map[string]any{"source_id": out.Id, "policy_version": out.GetPolicy().GetVersion()})
+	}
 	return out, err
 }

@@ -354,3 +354,25 @@ func (db *DB) UpdateKey(ctx context.Context, id string, fn func(*platform.APIKey
 	}
 	return &k, nil
 }
+
+// ConnectionsOf implements platform.DeveloperStore.
+func (db *DB) ConnectionsOf(ctx context.Context, userID string) ([]*platform.Connection, error) {
+	var out []*platform.Connection
+	err := db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bConnections))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var c platform.Connection
+			if err := jsonUnmarshal(v, &c); err != nil {
+				return err
+			}
+			if c.UserID == userID {
+				out = append(out, &c)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
