@@ -91,7 +91,9 @@ func Decide(p *svcv1.Plan, d Decision) *svcv1.PlanPolicy {
 			removeObjects, float64(removeBytes)/1e9, DelegatedRemovalObjects, float64(DelegatedRemovalBytes)/1e9))
 	}
 	if b, m := d.Billing, p.GetMeter(); b != nil && m != nil {
-		if !m.GetWithinStandingEnvelope() {
+		// Against the spend and ceiling now, not when the plan was built: raising the ceiling
+		// satisfies ceiling_increase without a new plan.
+		if b.SpentCents+m.GetEstimatedCents() > b.CeilingCents {
 			need(svcv1.Approval_APPROVAL_CEILING_INCREASE, fmt.Sprintf("the estimate of %d cents would pass the spending ceiling (%d of %d cents spent this month)",
 				m.GetEstimatedCents(), b.SpentCents, b.CeilingCents))
 		}

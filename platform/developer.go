@@ -87,6 +87,8 @@ type DeveloperStore interface {
 	Connection(ctx context.Context, id string) (*Connection, error)
 	// ConnectionsOf lists the connections of an end user.
 	ConnectionsOf(ctx context.Context, userID string) ([]*Connection, error)
+	// ConnectionsOfApp lists the connections of an application.
+	ConnectionsOfApp(ctx context.Context, appID string) ([]*Connection, error)
 }
 
 // KeyOverlap is how long a rotated key keeps working.
@@ -296,4 +298,9 @@ func (d *Developers) Reaching(ctx context.Context, t Tenant) ([]string, error) {
 		}
 	}
 	return apps, nil
+}
+
+// ConnectionsOfApp lists an application's connections.
+func (d *Developers) ConnectionsOfApp(ctx context.Context, appID string) ([]*Connection, error) {
+	return d.store.ConnectionsOfApp(ctx, appID)
 }

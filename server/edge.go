@@ -134,6 +134,7 @@ func (s *Server) invoke(ctx context.Context, m *method, in incoming, decode deco
 	out.header = mergeHeaders(header, caller.Header, out.header)
 	if caller.Key != nil {
 		s.auditCall(m, in, req, out, caller)
+		s.meterCall(caller, out)
 	}
 	return out
 }

@@ -42,6 +42,9 @@ func (s *Server) register() {
 	handle(s, svcv1connect.DeveloperServiceRevokeKeyProcedure, s.revokeKey)
 	handle(s, svcv1connect.DeveloperServiceListApplicationAuditProcedure, s.listApplicationAudit)
 	handle(s, svcv1connect.EventServiceListEventsProcedure, s.listEvents)
+	handle(s, svcv1connect.UsageServiceGetUsageProcedure, s.getUsage)
+	handle(s, svcv1connect.UsageServiceGetApplicationUsageProcedure, s.getApplicationUsage)
+	handle(s, svcv1connect.UsageServiceSetCeilingProcedure, s.setCeiling)
 	handle(s, svcv1connect.ExecutionServiceGetExecutionProcedure, s.getExecution)
 	if s.engine != nil {
 		handle(s, svcv1connect.ExecutionServiceExecutePlanProcedure, s.executePlan)

@@ -52,8 +52,10 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 		Policy:               req.GetPolicy(),
 		PreservationRequired: req.PreservationRequired == nil || req.GetPreservationRequired(),
 		Grant:                c.grant(),
-		Billing:              c.billing(),
 		Now:                  s.cfg.Now(),
+	}
+	if br.Billing, err = s.planBilling(ctx, c); err != nil {
+		return nil, err
 	}
 	if req.DestinationId != nil {
 		d, err := s.destinations.Get(ctx, tenant.String(), req.GetDestinationId())
@@ -77,6 +79,9 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 		return nil, err
 	}
 	s.planEvent(ctx, evPlanCreated, p)
+	if c.Key != nil && c.Key.Mode == platform.ModeLive {
+		s.usage.add(c.Key.OrgID, c.Key.AppID, platform.MeterPlans, 1)
+	}
 	for _, src := range srcs { // the quota observed while planning
 		if src.Quota != nil {
 			q := src.Quota
@@ -132,9 +137,8 @@ func (c *Caller) grant() plan.Grant {
 	return plan.Grant{OperationClasses: nonNil(ops)}
 }
 
-// billing is the commercial context of a live developer key; test mode and end users are
-// never billed. Usage so far is not metered yet (the platform's metering will supply it), so
-// estimates assume nothing used this month, under the default ceiling.
+// billing is the commercial context of a live developer key, without usage (planBilling adds
+// it); test mode and end users are never billed.
 func (c *Caller) billing() *plan.Billing {
 	if c.Key == nil || c.Key.Mode != platform.ModeLive {
 		return nil
@@ -231,7 +235,11 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 		}
 	}
 	approvals := plan.Approvals{HumanUser: c.User != nil && c.User.ID == p.GetUserId(), DeveloperOwner: s.ownsApplication(ctx, c, p.GetActor().GetApplicationId())}
-	decision := plan.Decide(p, plan.Decision{SourceStatus: status, Grant: c.grant(), Billing: c.billing(), Approvals: approvals})
+	billing, err := s.planBilling(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	decision := plan.Decide(p, plan.Decision{SourceStatus: status, Grant: c.grant(), Billing: billing, Approvals: approvals})
 	switch decision.GetDecision() {
 	case svcv1.PolicyDecision_POLICY_DECISION_DENY:
 		rejected, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_REJECTED, func(p *svcv1.Plan) { p.Policy = decision })

@@ -83,6 +83,7 @@ type Server struct {
 	audit        *batchWriter[*svcv1.AuditEntry]
 	eventLog     *store.Collection[*svcv1.Event]
 	events       *batchWriter[*svcv1.Event]
+	usage        *usageMeter
 
 	// engine runs executions; nil until a vault and a receipt signer are configured.
 	engine *execute.Engine
@@ -158,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
 	s.events = newBatchWriter(s.eventLog, logErr("events"))
+	s.usage = newUsageMeter(s)
 	if s.providers == nil {
 		if s.providers, err = builtin.Registry(builtin.Options{}); err != nil {
 			db.Close()
@@ -188,6 +190,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
+	s.usage.close()
 	s.audit.close()
 	s.events.close()
 	s.closeAll()

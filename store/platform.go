@@ -357,6 +357,15 @@ func (db *DB) UpdateKey(ctx context.Context, id string, fn func(*platform.APIKey
 
 // ConnectionsOf implements platform.DeveloperStore.
 func (db *DB) ConnectionsOf(ctx context.Context, userID string) ([]*platform.Connection, error) {
+	return db.connections(func(c *platform.Connection) bool { return c.UserID == userID })
+}
+
+// ConnectionsOfApp implements platform.DeveloperStore.
+func (db *DB) ConnectionsOfApp(ctx context.Context, appID string) ([]*platform.Connection, error) {
+	return db.connections(func(c *platform.Connection) bool { return c.AppID == appID })
+}
+
+func (db *DB) connections(keep func(*platform.Connection) bool) ([]*platform.Connection, error) {
 	var out []*platform.Connection
 	err := db.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bConnections))
@@ -368,7 +377,7 @@ func (db *DB) ConnectionsOf(ctx context.Context, userID string) ([]*platform.Con
 			if err := jsonUnmarshal(v, &c); err != nil {
 				return err
 			}
-			if c.UserID == userID {
+			if keep(&c) {
 				out = append(out, &c)
 			}
 			return nil

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+const (
+	bUsage    = "usage"
+	bCeilings = "ceilings"
+)
+
+// UsageDelta adds Quantity to a meter of a scope (an organization or an application) in a
+// month.
+type UsageDelta struct {
+	Scope, Month, Meter string
+	Quantity            float64
+}
+
+func usageKey(scope, month, meter string) []byte { return []byte(scope + "|" + month + "|" + meter) }
+
+// AddUsage applies deltas in one transaction: each is counted exactly once, or none is.
+func (db *DB) AddUsage(ctx context.Context, deltas []UsageDelta) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bUsage)
+		if err != nil {
+			return err
+		}
+		for _, d := range deltas {
+			k := usageKey(d.Scope, d.Month, d.Meter)
+			var v float64
+			if old := b.Get(k); len(old) == 8 {
+				v = math.Float64frombits(binary.BigEndian.Uint64(old))
+			}
+			if err := b.Put(k, binary.BigEndian.AppendUint64(nil, math.Float64bits(v+d.Quantity))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Usage returns a scope's meters in a month.
+func (db *DB) Usage(ctx context.Context, scope, month string) (map[string]float64, error) {
+	out := map[string]float64{}
+	prefix := []byte(scope + "|" + month + "|")
+	err := db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bUsage))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && prefixed(k, prefix); k, v = c.Next() {
+			if len(v) == 8 {
+				out[strings.TrimPrefix(string(k), string(prefix))] = math.Float64frombits(binary.BigEndian.Uint64(v))
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Ceiling is an organization's spending ceiling record.
+type Ceiling struct {
+	Cents     int64  `json:"cents"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// SetCeiling stores an organization's ceiling.
+func (db *DB) SetCeiling(ctx context.Context, orgID string, c Ceiling) error {
+	return db.update(func(tx *bolt.Tx) error { return putJSON(tx, bCeilings, orgID, c) })
+}
+
+// CeilingOf returns an organization's ceiling, and false when none was set.
+func (db *DB) CeilingOf(ctx context.Context, orgID string) (Ceiling, bool, error) {
+	var c Ceiling
+	err := db.view(func(tx *bolt.Tx) error { return getJSON(tx, bCeilings, orgID, &c, ErrNotFound) })
+	if err == ErrNotFound {
+		return Ceiling{}, false, nil
+	}
+	return c, err == nil, err
+}
+
+var _ = json.Marshal
