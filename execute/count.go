@@ -40,6 +40,12 @@ func count(p *svcv1.Plan, journal []Transition) counts {
 		if !ok || t.To == excluded {
 			continue
 		}
+		if t.To == skipped {
+			// Not attempted, as receipts count: skipped objects were not acted on (a copy
+			// vaulted before the skip stays, and the receipt says so).
+			c.skipped++
+			continue
+		}
 		c.attempted++
 		switch {
 		case t.To == failed:
@@ -47,8 +53,6 @@ func count(p *svcv1.Plan, journal []Transition) counts {
 			if len(c.errors) < MaxErrors {
 				c.errors = append(c.errors, o.GetAssetId()+": "+t.Error)
 			}
-		case t.To == skipped:
-			c.skipped++
 		case done(o, t.To):
 			c.completed++
 		}

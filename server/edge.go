@@ -63,6 +63,9 @@ type Caller struct {
 	Tenant platform.Tenant
 	// Header collects response headers a handler sets (cookies, Location).
 	Header http.Header
+	// RawJSON, when a handler sets it, is served as the REST body instead of encoding the
+	// response: a receipt's exact signed bytes.
+	RawJSON []byte
 }
 
 // principalID names the caller for idempotency and rate limiting: the user, or the key's
@@ -109,6 +112,7 @@ type incoming struct {
 
 // outcome is the edge's answer, rendered by the protocol that asked.
 type outcome struct {
+	raw      []byte
 	status   int
 	msg      proto.Message
 	problem  *problem
@@ -202,6 +206,9 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 		return fail(errNotImplemented)
 	}
 	res, err := m.call(ctx, req)
+	if c := callerFrom(ctx); err == nil && c != nil && c.RawJSON != nil {
+		return &outcome{status: m.successStatus(), msg: res, raw: c.RawJSON}
+	}
 	if err != nil {
 		p := toProblem(err)
 		if p.status >= 500 {

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
+	"sync/atomic"
+	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
@@ -59,7 +63,26 @@ func (x execStore) Record(ctx context.Context, tenant, exeID string, t execute.T
 	if err != nil {
 		return err
 	}
-	return x.s.db.AppendLog(ctx, journalLog, tenant+"/"+exeID, b)
+	if err := x.s.db.AppendLog(ctx, journalLog, tenant+"/"+exeID, b); err != nil {
+		return err
+	}
+	crashPoint()
+	return nil
+}
+
+// crashAfter, from SVC_CRASH_AFTER_JOURNAL=N, kills the process with SIGKILL right after the
+// N-th durable journal write: the crash tests use it to stop the binary exactly at step
+// boundaries. Unset (always, outside those tests) it does nothing.
+var (
+	crashAfter   = func() int64 { n, _ := strconv.ParseInt(os.Getenv("SVC_CRASH_AFTER_JOURNAL"), 10, 64); return n }()
+	journalCount atomic.Int64
+)
+
+func crashPoint() {
+	if crashAfter > 0 && journalCount.Add(1) == crashAfter {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
 }
 
 func (x execStore) Journal(ctx context.Context, tenant, exeID string) ([]execute.Transition, error) {

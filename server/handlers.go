@@ -42,6 +42,7 @@ func (s *Server) register() {
 	handle(s, svcv1connect.DeveloperServiceRevokeKeyProcedure, s.revokeKey)
 	handle(s, svcv1connect.DeveloperServiceListApplicationAuditProcedure, s.listApplicationAudit)
 	handle(s, svcv1connect.EventServiceListEventsProcedure, s.listEvents)
+	handle(s, svcv1connect.ReceiptServiceGetReceiptProcedure, s.getReceipt)
 	handle(s, svcv1connect.UsageServiceGetUsageProcedure, s.getUsage)
 	handle(s, svcv1connect.UsageServiceGetApplicationUsageProcedure, s.getApplicationUsage)
 	handle(s, svcv1connect.UsageServiceSetCeilingProcedure, s.setCeiling)

@@ -190,7 +190,10 @@ func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, out *outcome)
 		w.WriteHeader(out.status)
 		return
 	}
-	body, err := wire.Marshal(out.msg)
+	body, err := out.raw, error(nil)
+	if body == nil {
+		body, err = wire.Marshal(out.msg)
+	}
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "encode response", "request_id", rid, "err", err)
 		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to encode the response."))

@@ -37,13 +37,16 @@ const DevCredentialsFile = "dev-credentials.json"
 // credentials, it runs a seed job that creates, through the same code paths as the API, a
 // developer account, an organization, an application with test and live keys, and a test-mode
 // connection from the account to the application; then it writes dev-credentials.json (0600).
-func (s *Server) Seed(ctx context.Context, baseURL string) (*DevCredentials, error) {
+//
+// extra sources (dev only, e.g. a local folder to try executions on) are connected in the dev
+// user's test tenant when the seed job runs.
+func (s *Server) Seed(ctx context.Context, baseURL string, extra ...SourceSpec) (*DevCredentials, error) {
 	path := filepath.Join(s.cfg.DataDir, DevCredentialsFile)
 	if creds, err := s.existingCredentials(ctx, path); err == nil {
 		creds.BaseURL = baseURL
 		return creds, writeJSON(path, creds)
 	}
-	creds, err := s.runSeedJob(ctx)
+	creds, err := s.runSeedJob(ctx, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +81,7 @@ func writeJSON(path string, v any) error {
 }
 
 // runSeedJob records a seed job and runs it to completion.
-func (s *Server) runSeedJob(ctx context.Context) (*DevCredentials, error) {
+func (s *Server) runSeedJob(ctx context.Context, extra []SourceSpec) (*DevCredentials, error) {
 	password, err := platform.NewToken("", 24)
 	if err != nil {
 		return nil, err
@@ -96,7 +99,7 @@ func (s *Server) runSeedJob(ctx context.Context) (*DevCredentials, error) {
 	if err := s.jobs.Put(ctx, tenant, job.Id, job); err != nil {
 		return nil, err
 	}
-	creds, runErr := s.seedTenant(ctx, u, session)
+	creds, runErr := s.seedTenant(ctx, u, session, extra)
 	job.UpdatedAt = timestamppb.New(s.cfg.Now())
 	job.FinishedAt = job.UpdatedAt
 	if runErr != nil {
@@ -121,7 +124,7 @@ func (s *Server) runSeedJob(ctx context.Context) (*DevCredentials, error) {
 }
 
 // seedTenant is the body of the seed job. Later capabilities extend it with their data.
-func (s *Server) seedTenant(ctx context.Context, u *platform.User, session string) (*DevCredentials, error) {
+func (s *Server) seedTenant(ctx context.Context, u *platform.User, session string, extra []SourceSpec) (*DevCredentials, error) {
 	org, err := s.accounts.CreateOrg(ctx, u.ID, "Dev Org")
 	if err != nil {
 		return nil, err
@@ -145,12 +148,13 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 	// Test mode is simulated: a mailbox and a drive of synthetic content, and the vault as a
 	// destination.
 	test := platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}
-	for _, src := range []SourceSpec{
+	for _, src := range append([]SourceSpec{
 		{Provider: providers.Simulated, SourceRef: "mail/dev", Kind: "mail", DisplayName: "Simulated mailbox", Email: u.Email,
 			Config: providers.Config{"seed": "42", "objects": "2000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
 		{Provider: providers.Simulated, SourceRef: "files/dev", Kind: "files", DisplayName: "Simulated drive",
 			Config: providers.Config{"seed": "42", "objects": "1000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
-	} {
+	}, extra...) {
+		src.ConnectionID, src.ApplicationID = conn.ID, app.ID
 		if _, err := s.ConnectSource(ctx, test, src); err != nil {
 			return nil, err
 		}

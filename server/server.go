@@ -29,6 +29,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
+	"svc.dev/svc/receipt"
 	"svc.dev/svc/store"
 	"svc.dev/svc/wire"
 )
@@ -86,7 +87,8 @@ type Server struct {
 	usage        *usageMeter
 
 	// engine runs executions; nil until a vault and a receipt signer are configured.
-	engine *execute.Engine
+	engine  *execute.Engine
+	keyring *receipt.Keyring
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -116,6 +118,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	db, err := store.Open(filepath.Join(cfg.DataDir, "svc.db"))
 	if err != nil {
+		return nil, err
+	}
+	keyring, err := receipt.OpenKeyring(filepath.Join(cfg.DataDir, "keys"))
+	if err != nil {
+		db.Close()
 		return nil, err
 	}
 	sealer, err := platform.NewSealer(keys.Derive("sealed-secrets"))
@@ -151,6 +158,7 @@ func New(cfg Config) (*Server, error) {
 		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
 		eventLog:      store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
 		providers:     cfg.Providers,
+		keyring:       keyring,
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
 	}
@@ -308,6 +316,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(m.procedure, s.connectHandler(m))
 	}
 	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
+	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
 	mux.Handle("/", rest)
 	return s.middleware(mux)
 }

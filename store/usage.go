@@ -90,3 +90,37 @@ func (db *DB) CeilingOf(ctx context.Context, orgID string) (Ceiling, bool, error
 }
 
 var _ = json.Marshal
+
+// AddUsageOnce applies deltas unless key was applied before, in one transaction: usage that a
+// resumed process may meter again (an execution's charges) is counted exactly once.
+func (db *DB) AddUsageOnce(ctx context.Context, key string, deltas []UsageDelta) (applied bool, err error) {
+	err = db.update(func(tx *bolt.Tx) error {
+		seen, err := bucket(tx, "usage_once")
+		if err != nil {
+			return err
+		}
+		if seen.Get([]byte(key)) != nil {
+			return nil
+		}
+		if err := seen.Put([]byte(key), []byte{1}); err != nil {
+			return err
+		}
+		b, err := bucket(tx, bUsage)
+		if err != nil {
+			return err
+		}
+		for _, d := range deltas {
+			k := usageKey(d.Scope, d.Month, d.Meter)
+			var v float64
+			if old := b.Get(k); len(old) == 8 {
+				v = math.Float64frombits(binary.BigEndian.Uint64(old))
+			}
+			if err := b.Put(k, binary.BigEndian.AppendUint64(nil, math.Float64bits(v+d.Quantity))); err != nil {
+				return err
+			}
+		}
+		applied = true
+		return nil
+	})
+	return applied, err
+}

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/server"
 )
@@ -23,6 +25,7 @@ func newServeCmd() *cobra.Command {
 		addr, dataDir string
 		pluginDir     string
 		inProcess     bool
+		devSources    []string
 		dev           bool
 		rateLimit     int
 		rateWindow    time.Duration
@@ -35,7 +38,7 @@ func newServeCmd() *cobra.Command {
 			if dataDir == "" {
 				dataDir = defaultDataDir()
 			}
-			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess,
+			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, log: cmd.ErrOrStderr()})
 		},
 	}
@@ -47,6 +50,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&rateWindow, "rate-window", platform.DefaultRateLimit.Window, "rate limit window")
 	f.StringVar(&pluginDir, "plugin-dir", builtin.DefaultPluginDir(), "directory of third-party provider plugins (svc-provider-NAME)")
 	f.BoolVar(&inProcess, "in-process-providers", false, "run the built-in providers in this process instead of as plugins")
+	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
 
@@ -65,6 +69,7 @@ type serveOptions struct {
 	pluginDir     string
 	dev           bool
 	inProcess     bool
+	devSources    []string
 	rate          platform.RateLimit
 	log           interface{ Write([]byte) (int, error) }
 }
@@ -99,7 +104,15 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	baseURL := "http://" + ln.Addr().String()
 	if o.dev {
-		creds, err := srv.Seed(ctx, baseURL)
+		var extra []server.SourceSpec
+		for _, ds := range o.devSources {
+			name, ref, ok := strings.Cut(ds, ":")
+			if !ok {
+				return fmt.Errorf("--dev-source %q: want PROVIDER:REF", ds)
+			}
+			extra = append(extra, server.SourceSpec{Provider: providers.Name(name), SourceRef: ref, Kind: "folder", DisplayName: ref})
+		}
+		creds, err := srv.Seed(ctx, baseURL, extra...)
 		if err != nil {
 			ln.Close()
 			srv.Close()

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"svc.dev/svc/receipt"
+)
+
+// maxKeySetBytes bounds a fetched or read key set; real ones are a few hundred bytes a key.
+const maxKeySetBytes = 1 << 20
+
+// wellKnownKeys is where a server publishes its receipt keys.
+const wellKnownKeys = "/.well-known/svc-receipts.json"
+
+// newReceiptCmd returns "svc receipt": offline verification of signed receipts.
+func newReceiptCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "receipt",
+		Short: "Verify signed receipts",
+	}
+	var keys, server string
+	verify := &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Verify a receipt's hash and Ed25519 signature against the published keys",
+		Long: `Verify checks a receipt (the JSON served by GET /v1/receipts/{id}; FILE "-" reads standard
+input) without trusting the server that served it: the receipt's content, canonicalized with
+RFC 8785 without hash and signature, must hash (SHA-256) to its hash, and signature.sig must be
+a valid Ed25519 signature over that hash by the key signature.kid of the key set.
+
+The key set is a JWK set file, or an http(s) URL that is fetched (only that URL). Without
+--keys, it is fetched from --server (env SVC_URL) at ` + wellKnownKeys + `.
+It exits with status 1 and says which check failed when the receipt does not verify.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readReceipt(cmd.InOrStdin(), args[0])
+			if err != nil {
+				return err
+			}
+			src := keys
+			if src == "" {
+				if server == "" {
+					return errors.New("no key set: give --keys FILE|URL, or --server URL (env SVC_URL) to fetch " + wellKnownKeys)
+				}
+				src = strings.TrimRight(server, "/") + wellKnownKeys
+			}
+			set, err := readKeySet(cmd.Context(), src)
+			if err != nil {
+				return err
+			}
+			v, err := receipt.Verify(data, set)
+			if err != nil {
+				return fmt.Errorf("receipt %s does NOT verify: %w", args[0], err)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "receipt %s verifies\n", orUnknown(v.ReceiptID))
+			fmt.Fprintf(w, "  hash       %s (SHA-256 of the canonical receipt)\n", v.Hash)
+			fmt.Fprintf(w, "  signed by  %s (Ed25519, key set %s)\n", v.KeyID, src)
+			fmt.Fprintf(w, "  execution  %s\n", orUnknown(v.ExecutionID))
+			fmt.Fprintf(w, "  plan       %s\n", orUnknown(v.PlanID))
+			return nil
+		},
+	}
+	verify.Flags().StringVar(&keys, "keys", "", "the receipt key set: a JWK set file or an http(s) URL")
+	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+wellKnownKeys+" to use when --keys is not given (env SVC_URL)")
+	cmd.AddCommand(verify)
+	return cmd
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+func readReceipt(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read receipt: %w", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("read receipt: %w", err)
+	}
+	return b, nil
+}
+
+// readKeySet reads a key set file, or fetches an http(s) URL.
+func readKeySet(ctx context.Context, src string) ([]byte, error) {
+	u, err := url.Parse(src)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		f, err := os.Open(src)
+		if err != nil {
+			return nil, fmt.Errorf("read key set: %w", err)
+		}
+		defer f.Close()
+		return readLimited(f, src)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch key set: %w", err)
+	}
+	req.Header.Set("Accept", "application/jwk-set+json, application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch key set: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetch key set: GET %s: %s", src, res.Status)
+	}
+	return readLimited(res.Body, src)
+}
+
+func readLimited(r io.Reader, src string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxKeySetBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read key set %s: %w", src, err)
+	}
+	if len(b) > maxKeySetBytes {
+		return nil, fmt.Errorf("read key set %s: larger than %d bytes", src, maxKeySetBytes)
+	}
+	return b, nil
+}

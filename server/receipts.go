@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"svc.dev/svc/execute"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/receipt"
+	"svc.dev/svc/store"
+	"svc.dev/svc/wire"
+)
+
+const receiptBlobs = "receipts"
+
+// Execution events.
+const (
+	evReceiptCreated = "svc.receipt.created"
+)
+
+// finisher ends executions for the engine: it meters the execution's usage (live mode, once),
+// builds the receipt from the journal, signs it, stores the exact signed bytes, and emits
+// events. Its receipt id is derived from the execution id, so a finish repeated after a crash
+// finds the receipt already made.
+type finisher struct{ s *Server }
+
+var _ execute.Finisher = finisher{}
+
+func receiptID(executionID string) string { return "rcp_" + strings.TrimPrefix(executionID, "exe_") }
+
+func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Execution, p *svcv1.Plan, journal []execute.Transition) (string, error) {
+	s := f.s
+	rid := receiptID(x.GetId())
+	key := tenantRef + "/" + rid
+	if _, err := s.db.GetBlob(ctx, receiptBlobs, key); err == nil {
+		return rid, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	tenant, err := parseTenant(tenantRef)
+	if err != nil {
+		return "", err
+	}
+	in := receipt.FromPlan(p)
+	in.ReceiptID, in.ExecutionID = rid, x.GetId()
+	in.StartedAt = x.GetStartedAt().AsTime()
+	in.FinishedAt = s.cfg.Now().UTC()
+	if x.StartedAt == nil {
+		in.StartedAt = in.FinishedAt
+	}
+	in.Errors = x.GetErrors()
+	in.Objects = receiptObjects(p, journal)
+	for _, o := range in.Objects {
+		if o.Restorable {
+			in.Restoration.Method = "vault_to_original"
+			break
+		}
+	}
+	in.Before, in.After = s.quotaSnapshots(ctx, tenant, p)
+	if in.Charges, err = s.chargeExecution(ctx, p, x, in.Objects); err != nil {
+		return "", err
+	}
+	_, raw, err := receipt.Issue(&in, s.keyring)
+	if err != nil {
+		return "", err
+	}
+	if err := s.db.PutBlob(ctx, receiptBlobs, key, raw); err != nil {
+		return "", err
+	}
+	s.emit(ctx, tenant, "svc.execution."+enumWire(x.GetStatus()), "/v1/executions", x.GetId(),
+		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()), "receipt_id": rid})
+	s.emit(ctx, tenant, evReceiptCreated, "/v1/receipts", rid, map[string]any{"receipt_id": rid, "execution_id": x.GetId()})
+	return rid, nil
+}
+
+// receiptObjects turns each asset's journal into what the receipt says of it.
+func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Object {
+	type acc struct {
+		vault, removed *execute.Transition
+		last           execute.Transition
+	}
+	by := map[string]*acc{}
+	for i := range journal {
+		t := &journal[i]
+		a := by[t.AssetID]
+		if a == nil {
+			a = &acc{}
+			by[t.AssetID] = a
+		}
+		a.last = *t
+		switch t.To {
+		case svcv1.StepState_STEP_STATE_VAULT_COMMITTED:
+			a.vault = t
+		case svcv1.StepState_STEP_STATE_SOURCE_TRASHED_OR_REMOVED:
+			a.removed = t
+		}
+	}
+	var out []receipt.Object
+	for _, o := range p.GetObjects() {
+		a := by[o.GetAssetId()]
+		ro := receipt.Object{AssetID: o.GetAssetId(), ProviderObjectID: o.GetProviderObjectId(), Actions: o.GetActions(), Bytes: o.GetExpectedSizeBytes()}
+		if a == nil {
+			ro.Status, ro.Error = receipt.Skipped, "not processed"
+			out = append(out, ro)
+			continue
+		}
+		if a.vault != nil {
+			ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Bytes = true, a.vault.VaultID, a.vault.VaultSHA256, a.vault.Bytes
+			ro.Restorable = true
+		}
+		if a.removed != nil {
+			ro.Removed, ro.ProviderResultID = true, a.removed.ResultID
+			ro.Restorable = ro.Restorable || a.removed.Restorable
+		}
+		last := a.last.To
+		switch {
+		case last == svcv1.StepState_STEP_STATE_EXCLUDED || (last == svcv1.StepState_STEP_STATE_SKIPPED && !ro.Preserved):
+			ro.Status, ro.Error = receipt.Skipped, cmpOr(a.last.Error, "skipped")
+		case last == svcv1.StepState_STEP_STATE_SKIPPED || (last == svcv1.StepState_STEP_STATE_FAILED && ro.Preserved):
+			ro.Status, ro.Error = receipt.Partial, cmpOr(a.last.Error, "not completed")
+		case last == svcv1.StepState_STEP_STATE_FAILED:
+			ro.Status, ro.Error = receipt.Failed, cmpOr(a.last.Error, "failed")
+		default:
+			ro.Status = receipt.Completed
+		}
+		out = append(out, ro)
+	}
+	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// quotaSnapshots are the sources' storage use as observed when the plan was built (before)
+// and now (after).
+func (s *Server) quotaSnapshots(ctx context.Context, tenant platform.Tenant, p *svcv1.Plan) (before, after []receipt.Quota) {
+	for _, m := range p.GetSourceMarkers() {
+		b := receipt.Quota{SourceID: m.GetSourceId(), Provider: m.GetProvider(), ObservedAt: m.GetObservedAt().AsTime()}
+		if src, err := s.sources.Get(ctx, tenant.String(), m.GetSourceId()); err == nil && src.GetQuota() != nil {
+			used := src.GetQuota().GetUsedBytes()
+			b.UsedBytes, b.LimitBytes = &used, src.GetQuota().LimitBytes
+		}
+		before = append(before, b)
+		a := receipt.Quota{SourceID: m.GetSourceId(), Provider: m.GetProvider(), ObservedAt: s.cfg.Now().UTC()}
+		if prov, ref, err := s.openSource(ctx, tenant, m.GetSourceId()); err == nil {
+			if q, ok := providers.AsQuotaer(prov); ok {
+				if quota, err := q.Quota(ctx, ref); err == nil {
+					a.UsedBytes = &quota.UsedBytes
+					if quota.LimitBytes > 0 {
+						a.LimitBytes = &quota.LimitBytes
+					}
+				}
+			}
+		}
+		after = append(after, a)
+	}
+	return before, after
+}
+
+// chargeExecution meters a live execution's usage exactly once (one execution, the data it
+// moved, a month of storing what it preserved) and returns the receipt's charges: each meter's
+// quantity and what it added to this month's bill.
+func (s *Server) chargeExecution(ctx context.Context, p *svcv1.Plan, x *svcv1.Execution, objs []receipt.Object) ([]receipt.Charge, error) {
+	charges := []receipt.Charge{}
+	if p.GetMeter() == nil {
+		return charges, nil // test mode and end users are not billed
+	}
+	app, err := s.devs.Application(ctx, p.GetActor().GetApplicationId())
+	if err != nil {
+		return nil, err
+	}
+	var moved, preserved int64
+	for _, o := range objs {
+		if o.Preserved {
+			preserved += o.Bytes
+			moved += o.Bytes
+		}
+	}
+	month := platform.Month(s.cfg.Now())
+	qty := map[string]float64{platform.MeterExecutions: 1, platform.MeterDataTransferred: float64(moved) / 1e9,
+		platform.MeterDeveloperStorage: float64(preserved) / 1e9}
+	s.usage.flush()
+	before, err := s.db.Usage(ctx, "org:"+app.OrgID, month)
+	if err != nil {
+		return nil, err
+	}
+	var deltas []store.UsageDelta
+	after := map[string]float64{}
+	for k, v := range before {
+		after[k] = v
+	}
+	for _, r := range platform.RateCard {
+		q, ok := qty[r.Meter]
+		if !ok || q == 0 {
+			continue
+		}
+		after[r.Meter] += q
+		for _, scope := range []string{"org:" + app.OrgID, "app:" + app.ID} {
+			deltas = append(deltas, store.UsageDelta{Scope: scope, Month: month, Meter: r.Meter, Quantity: q})
+		}
+	}
+	if _, err := s.db.AddUsageOnce(ctx, "execution:"+x.GetId(), deltas); err != nil {
+		return nil, err
+	}
+	b0, b1 := platform.RateMonth(month, before), platform.RateMonth(month, after)
+	for i, r := range platform.RateCard {
+		q, ok := qty[r.Meter]
+		if !ok || q == 0 {
+			continue
+		}
+		charges = append(charges, receipt.Charge{Meter: r.Meter, Quantity: q, Unit: r.Unit,
+			Cents: b1.Lines[i].Cents - b0.Lines[i].Cents, UsageEventID: id.New("use")})
+	}
+	return charges, nil
+}
+
+// getReceipt serves a receipt's exact signed bytes (spec #17).
+func (s *Server) getReceipt(ctx context.Context, req *svcv1.GetReceiptRequest) (*svcv1.Receipt, error) {
+	c := callerFrom(ctx)
+	raw, err := s.db.GetBlob(ctx, receiptBlobs, c.Tenant.String()+"/"+req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	var r svcv1.Receipt
+	if err := wire.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	c.RawJSON = raw
+	return &r, nil
+}
+
+// serveReceiptKeys publishes the receipt signing keys, old ones included.
+func (s *Server) serveReceiptKeys(w http.ResponseWriter, r *http.Request) {
+	if !s.rateHeaders(w, r) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write(s.keyring.KeySet())
+}
