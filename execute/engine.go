@@ -66,17 +66,19 @@ type Sources interface {
 	Source(ctx context.Context, tenant, sourceID string) (providers.Provider, string, error)
 }
 
-// Vault stores content. Store streams body into the vault, calls verifying once the bytes are
-// written and before they are re-read and checked, and returns only when the content is
-// committed and its SHA-256 verified. Storing the same content again is harmless.
+// Vault stores content. Store streams body into the vault and returns only when the content is
+// committed and its SHA-256 verified; a vault that writes and verifies in separate steps calls
+// verifying between them (the journal then records VERIFYING). Storing the same asset again in
+// the same execution is harmless: it is redone into the same vault object.
 type Vault interface {
 	Store(ctx context.Context, tenant string, asset Asset, body io.Reader, verifying func() error) (VaultRef, error)
 }
 
-// Asset is what the vault and the receipt know of a planned object.
+// Asset is what the vault knows of a planned object being preserved.
 type Asset struct {
-	Object  *svcv1.PlanObject
-	Content providers.Object // the object's metadata as fetched
+	ExecutionID string
+	Object      *svcv1.PlanObject
+	Content     providers.Object // the object's metadata as fetched
 }
 
 // VaultRef is a committed vault object.

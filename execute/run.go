@@ -321,7 +321,7 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 			if !step(vaulting, "vault", "ok", nil) {
 				return errJournal
 			}
-			ref2, err = r.e.vault.Store(work, r.tenant, Asset{Object: o, Content: content.Object}, content.Body, func() error {
+			ref2, err = r.e.vault.Store(work, r.tenant, Asset{ExecutionID: r.exeID, Object: o, Content: content.Object}, content.Body, func() error {
 				if !step(verifying, "verify", "ok", nil) {
 					return errJournal
 				}

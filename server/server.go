@@ -31,6 +31,7 @@ import (
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/store"
+	"svc.dev/svc/vault"
 	"svc.dev/svc/wire"
 )
 
@@ -87,8 +88,10 @@ type Server struct {
 	usage        *usageMeter
 
 	// engine runs executions; nil until a vault and a receipt signer are configured.
-	engine  *execute.Engine
-	keyring *receipt.Keyring
+	engine    *execute.Engine
+	keyring   *receipt.Keyring
+	vault     *vault.Vault
+	manifests *store.Collection[*svcv1.Manifest]
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -121,6 +124,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	keyring, err := receipt.OpenKeyring(filepath.Join(cfg.DataDir, "keys"))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	var kek vault.KEK
+	copy(kek[:], keys.Derive("vault-kek"))
+	vlt, err := vault.Open(filepath.Join(cfg.DataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek, &vault.Options{Now: cfg.Now})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -159,6 +169,8 @@ func New(cfg Config) (*Server, error) {
 		eventLog:      store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
 		providers:     cfg.Providers,
 		keyring:       keyring,
+		vault:         vlt,
+		manifests:     store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
 	}
@@ -180,6 +192,7 @@ func New(cfg Config) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("purge idempotency keys: %w", err)
 	}
+	s.engine = execute.New(execStore{s}, engineSources{s}, engineVault{s}, finisher{s}, execute.Options{Now: cfg.Now, Logger: cfg.Logger})
 	if err := s.loadMethods(); err != nil {
 		db.Close()
 		return nil, err
@@ -190,6 +203,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.handler = s.routes()
+	// Executions that were running when the process stopped continue from their journals.
+	if err := s.engine.Resume(context.Background()); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -198,6 +216,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
+	s.engine.Shutdown()
+	s.vault.Close()
 	s.usage.close()
 	s.audit.close()
 	s.events.close()

@@ -16,11 +16,11 @@ import (
 	"svc.dev/svc/receipt"
 )
 
-// maxKeySetBytes bounds a fetched or read key set; real ones are a few hundred bytes a key.
-const maxKeySetBytes = 1 << 20
+// maxReceiptKeySetBytes bounds a fetched or read key set; real ones are a few hundred bytes a key.
+const maxReceiptKeySetBytes = 1 << 20
 
-// wellKnownKeys is where a server publishes its receipt keys.
-const wellKnownKeys = "/.well-known/svc-receipts.json"
+// receiptKeysPath is where a server publishes its receipt keys.
+const receiptKeysPath = "/.well-known/svc-receipts.json"
 
 // newReceiptCmd returns "svc receipt": offline verification of signed receipts.
 func newReceiptCmd() *cobra.Command {
@@ -38,22 +38,22 @@ RFC 8785 without hash and signature, must hash (SHA-256) to its hash, and signat
 a valid Ed25519 signature over that hash by the key signature.kid of the key set.
 
 The key set is a JWK set file, or an http(s) URL that is fetched (only that URL). Without
---keys, it is fetched from --server (env SVC_URL) at ` + wellKnownKeys + `.
+--keys, it is fetched from --server (env SVC_URL) at ` + receiptKeysPath + `.
 It exits with status 1 and says which check failed when the receipt does not verify.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readReceipt(cmd.InOrStdin(), args[0])
+			data, err := readReceiptFile(cmd.InOrStdin(), args[0])
 			if err != nil {
 				return err
 			}
 			src := keys
 			if src == "" {
 				if server == "" {
-					return errors.New("no key set: give --keys FILE|URL, or --server URL (env SVC_URL) to fetch " + wellKnownKeys)
+					return errors.New("no key set: give --keys FILE|URL, or --server URL (env SVC_URL) to fetch " + receiptKeysPath)
 				}
-				src = strings.TrimRight(server, "/") + wellKnownKeys
+				src = strings.TrimRight(server, "/") + receiptKeysPath
 			}
-			set, err := readKeySet(cmd.Context(), src)
+			set, err := readReceiptKeySet(cmd.Context(), src)
 			if err != nil {
 				return err
 			}
@@ -62,28 +62,28 @@ It exits with status 1 and says which check failed when the receipt does not ver
 				return fmt.Errorf("receipt %s does NOT verify: %w", args[0], err)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "receipt %s verifies\n", orUnknown(v.ReceiptID))
+			fmt.Fprintf(w, "receipt %s verifies\n", receiptOrUnknown(v.ReceiptID))
 			fmt.Fprintf(w, "  hash       %s (SHA-256 of the canonical receipt)\n", v.Hash)
 			fmt.Fprintf(w, "  signed by  %s (Ed25519, key set %s)\n", v.KeyID, src)
-			fmt.Fprintf(w, "  execution  %s\n", orUnknown(v.ExecutionID))
-			fmt.Fprintf(w, "  plan       %s\n", orUnknown(v.PlanID))
+			fmt.Fprintf(w, "  execution  %s\n", receiptOrUnknown(v.ExecutionID))
+			fmt.Fprintf(w, "  plan       %s\n", receiptOrUnknown(v.PlanID))
 			return nil
 		},
 	}
 	verify.Flags().StringVar(&keys, "keys", "", "the receipt key set: a JWK set file or an http(s) URL")
-	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+wellKnownKeys+" to use when --keys is not given (env SVC_URL)")
+	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+receiptKeysPath+" to use when --keys is not given (env SVC_URL)")
 	cmd.AddCommand(verify)
 	return cmd
 }
 
-func orUnknown(s string) string {
+func receiptOrUnknown(s string) string {
 	if s == "" {
 		return "(unknown)"
 	}
 	return s
 }
 
-func readReceipt(stdin io.Reader, name string) ([]byte, error) {
+func readReceiptFile(stdin io.Reader, name string) ([]byte, error) {
 	if name == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
@@ -98,8 +98,8 @@ func readReceipt(stdin io.Reader, name string) ([]byte, error) {
 	return b, nil
 }
 
-// readKeySet reads a key set file, or fetches an http(s) URL.
-func readKeySet(ctx context.Context, src string) ([]byte, error) {
+// readReceiptKeySet reads a key set file, or fetches an http(s) URL.
+func readReceiptKeySet(ctx context.Context, src string) ([]byte, error) {
 	u, err := url.Parse(src)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		f, err := os.Open(src)
@@ -107,7 +107,7 @@ func readKeySet(ctx context.Context, src string) ([]byte, error) {
 			return nil, fmt.Errorf("read key set: %w", err)
 		}
 		defer f.Close()
-		return readLimited(f, src)
+		return readReceiptKeysLimited(f, src)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -124,16 +124,16 @@ func readKeySet(ctx context.Context, src string) ([]byte, error) {
 	if res.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetch key set: GET %s: %s", src, res.Status)
 	}
-	return readLimited(res.Body, src)
+	return readReceiptKeysLimited(res.Body, src)
 }
 
-func readLimited(r io.Reader, src string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxKeySetBytes+1))
+func readReceiptKeysLimited(r io.Reader, src string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxReceiptKeySetBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read key set %s: %w", src, err)
 	}
-	if len(b) > maxKeySetBytes {
-		return nil, fmt.Errorf("read key set %s: larger than %d bytes", src, maxKeySetBytes)
+	if len(b) > maxReceiptKeySetBytes {
+		return nil, fmt.Errorf("read key set %s: larger than %d bytes", src, maxReceiptKeySetBytes)
 	}
 	return b, nil
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/receipt"
 )
@@ -60,7 +58,7 @@ func TestReceiptVerifyCommand(t *testing.T) {
 	var fetched []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		fetched = append(fetched, req.URL.Path)
-		if req.URL.Path != wellKnownKeys {
+		if req.URL.Path != receiptKeysPath {
 			http.NotFound(w, req)
 			return
 		}
@@ -72,7 +70,7 @@ func TestReceiptVerifyCommand(t *testing.T) {
 	// A key set from a file, from a URL, from --server; the receipt from a file or stdin.
 	for _, args := range [][]string{
 		{"verify", good, "--keys", keyFile},
-		{"verify", good, "--keys", srv.URL + wellKnownKeys},
+		{"verify", good, "--keys", srv.URL + receiptKeysPath},
 		{"verify", good, "--server", srv.URL + "/"},
 		{"verify", "-", "--keys", keyFile},
 	} {
@@ -115,5 +113,4 @@ func TestReceiptVerifyCommand(t *testing.T) {
 			t.Errorf("%v: error %v, want %q (output %q)", f.args, err, f.want, out)
 		}
 	}
-	_ = proto.String
 }

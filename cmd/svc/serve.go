@@ -110,7 +110,11 @@ func serve(ctx context.Context, o serveOptions) error {
 			if !ok {
 				return fmt.Errorf("--dev-source %q: want PROVIDER:REF", ds)
 			}
-			extra = append(extra, server.SourceSpec{Provider: providers.Name(name), SourceRef: ref, Kind: "folder", DisplayName: ref})
+			spec := server.SourceSpec{Provider: providers.Name(name), SourceRef: ref, Kind: "folder", DisplayName: ref}
+			if spec.Provider == providers.VendorDLocal { // the folder is the provider's root
+				spec.Config, spec.SourceRef = providers.Config{"root": ref}, ""
+			}
+			extra = append(extra, spec)
 		}
 		creds, err := srv.Seed(ctx, baseURL, extra...)
 		if err != nil {
