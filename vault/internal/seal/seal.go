@@ -1,0 +1,369 @@
+// Package seal encrypts the vault's content at rest: a chunked AES-256-GCM
+// stream (the STREAM construction of Hoang, Reyhanitabar, Rogaway and Vizár,
+// as in age and Tink), so that memory stays constant in the content's size,
+// and the wrapping of per-tenant data keys under a key-encryption key.
+//
+// A sealed stream is
+//
+//	version (1 byte, 1) | salt (32 bytes) | chunk 0 | chunk 1 | ... | last chunk
+//
+// Every chunk holds ChunkSize bytes of plaintext (the last one 0 to ChunkSize)
+// and its 16-byte GCM tag. The stream key is HKDF-SHA256(data key, salt,
+// "svc vault stream v1 "+purpose), fresh for every stream because the salt is
+// random, so nonces never repeat under a key: the nonce of chunk i is i as an
+// 11-byte big-endian counter followed by 1 on the last chunk and 0 on the
+// others. Reordering, dropping or truncating chunks therefore fails
+// authentication, and every chunk is authenticated before its plaintext is
+// returned.
+package seal
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+const (
+	// ChunkSize is the plaintext size of every chunk but the last.
+	ChunkSize = 64 << 10
+	// TagSize is the GCM tag added to every chunk.
+	TagSize = 16
+	// HeaderSize is the size of the version byte and the salt.
+	HeaderSize = 1 + saltSize
+	// KeySize is the size of data keys and key-encryption keys.
+	KeySize = 32
+
+	version  = 1
+	saltSize = 32
+	sealed   = ChunkSize + TagSize
+)
+
+// ErrAuth is returned when sealed data fails authentication: it was
+// changed, truncated, reordered, or sealed under another key.
+var ErrAuth = errors.New("sealed data failed authentication")
+
+// SealedSize returns the size of the sealed stream of n plaintext bytes.
+func SealedSize(n int64) int64 {
+	chunks := n/ChunkSize + 1
+	if n > 0 && n%ChunkSize == 0 {
+		chunks = n / ChunkSize
+	}
+	return HeaderSize + n + chunks*TagSize
+}
+
+func streamAEAD(key []byte, salt []byte, purpose string) (cipher.AEAD, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("seal: key of %d bytes, want %d", len(key), KeySize)
+	}
+	k, err := hkdf.Key(sha256.New, key, salt, "svc vault stream v1 "+purpose, KeySize)
+	if err != nil {
+		return nil, err
+	}
+	b, err := aes.NewCipher(k)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(b)
+}
+
+func nonce(n *[12]byte, counter uint64, last bool) {
+	*n = [12]byte{}
+	binary.BigEndian.PutUint64(n[3:11], counter)
+	if last {
+		n[11] = 1
+	}
+}
+
+// Writer seals what is written to it into an underlying writer. Close
+// writes the last chunk; a stream that was not closed does not open.
+type Writer struct {
+	w       io.Writer
+	aead    cipher.AEAD
+	buf     []byte // plaintext of the current chunk
+	out     []byte
+	counter uint64
+	closed  bool
+	err     error
+}
+
+// NewWriter starts a sealed stream under key (a data key of KeySize
+// bytes); purpose separates the keys of different kinds of streams.
+func NewWriter(w io.Writer, key []byte, purpose string) (*Writer, error) {
+	var hdr [HeaderSize]byte
+	hdr[0] = version
+	if _, err := rand.Read(hdr[1:]); err != nil {
+		return nil, err
+	}
+	a, err := streamAEAD(key, hdr[1:], purpose)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(hdr[:]); err != nil {
+		return nil, err
+	}
+	return &Writer{w: w, aead: a, buf: make([]byte, 0, ChunkSize), out: make([]byte, 0, sealed)}, nil
+}
+
+func (s *Writer) flush(last bool) error {
+	var n [12]byte
+	nonce(&n, s.counter, last)
+	s.counter++
+	s.out = s.aead.Seal(s.out[:0], n[:], s.buf, nil)
+	s.buf = s.buf[:0]
+	_, err := s.w.Write(s.out)
+	return err
+}
+
+// Write seals p. A chunk is only sealed once the next byte arrives (or at
+// Close), so that the last chunk can be marked.
+func (s *Writer) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.closed {
+		return 0, errors.New("seal: write after close")
+	}
+	total := len(p)
+	for len(p) > 0 {
+		if len(s.buf) == ChunkSize {
+			if s.err = s.flush(false); s.err != nil {
+				return total - len(p), s.err
+			}
+		}
+		n := copy(s.buf[len(s.buf):ChunkSize], p)
+		s.buf = s.buf[:len(s.buf)+n]
+		p = p[n:]
+	}
+	return total, nil
+}
+
+// Close seals the last chunk. It does not close the underlying writer.
+func (s *Writer) Close() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.err = s.flush(true)
+	return s.err
+}
+
+// Reader opens a sealed stream. Read returns only authenticated plaintext;
+// any failure to authenticate is an error wrapping ErrAuth.
+type Reader struct {
+	r       io.Reader
+	key     []byte
+	purpose string
+	aead    cipher.AEAD
+	in      []byte // sealed bytes read ahead; holds up to one chunk plus one byte
+	plain   []byte
+	pos     int
+	counter uint64
+	done    bool
+	err     error
+}
+
+// NewReader opens a sealed stream from r under key and purpose. The header
+// is read on the first Read.
+func NewReader(r io.Reader, key []byte, purpose string) *Reader {
+	return &Reader{r: r, key: key, purpose: purpose}
+}
+
+func (s *Reader) start() error {
+	var hdr [HeaderSize]byte
+	if _, err := io.ReadFull(s.r, hdr[:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return fmt.Errorf("seal: truncated header: %w", ErrAuth)
+		}
+		return err
+	}
+	if hdr[0] != version {
+		return fmt.Errorf("seal: unknown version %d: %w", hdr[0], ErrAuth)
+	}
+	a, err := streamAEAD(s.key, hdr[1:], s.purpose)
+	if err != nil {
+		return err
+	}
+	s.aead = a
+	s.in = make([]byte, 0, sealed+1)
+	s.plain = make([]byte, 0, ChunkSize)
+	return nil
+}
+
+// next reads and opens the next chunk into s.plain.
+func (s *Reader) next() error {
+	// Fill s.in to one sealed chunk plus one byte: the extra byte tells
+	// whether this chunk is the last.
+	for len(s.in) < sealed+1 {
+		n, err := s.r.Read(s.in[len(s.in) : sealed+1])
+		s.in = s.in[:len(s.in)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	last := len(s.in) <= sealed
+	chunk := s.in
+	if !last {
+		chunk = s.in[:sealed]
+	}
+	if len(chunk) < TagSize {
+		return fmt.Errorf("seal: truncated stream: %w", ErrAuth)
+	}
+	var n [12]byte
+	nonce(&n, s.counter, last)
+	plain, err := s.aead.Open(s.plain[:0], n[:], chunk, nil)
+	if err != nil {
+		return fmt.Errorf("seal: chunk %d: %w", s.counter, ErrAuth)
+	}
+	if !last && len(plain) != ChunkSize {
+		return fmt.Errorf("seal: short chunk %d: %w", s.counter, ErrAuth)
+	}
+	s.counter++
+	s.plain, s.pos = plain, 0
+	if last {
+		s.done = true
+		s.in = s.in[:0]
+	} else {
+		s.in[0] = s.in[sealed]
+		s.in = s.in[:1]
+	}
+	return nil
+}
+
+// Read implements io.Reader.
+func (s *Reader) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.aead == nil {
+		if s.err = s.start(); s.err != nil {
+			return 0, s.err
+		}
+	}
+	for s.pos == len(s.plain) {
+		if s.done {
+			return 0, io.EOF
+		}
+		if s.err = s.next(); s.err != nil {
+			return 0, s.err
+		}
+	}
+	n := copy(p, s.plain[s.pos:])
+	s.pos += n
+	return n, nil
+}
+
+// WriteTo implements io.WriterTo, avoiding a copy through a caller's buffer.
+func (s *Reader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		if s.err != nil {
+			if s.err == io.EOF {
+				return total, nil
+			}
+			return total, s.err
+		}
+		if s.aead == nil {
+			if s.err = s.start(); s.err != nil {
+				continue
+			}
+		}
+		if s.pos < len(s.plain) {
+			n, err := w.Write(s.plain[s.pos:])
+			total += int64(n)
+			s.pos += n
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		if s.done {
+			s.err = io.EOF
+			continue
+		}
+		s.err = s.next()
+	}
+}
+
+// Seal returns the sealed stream of plain, appended to dst: the in-memory
+// form used for small content.
+func Seal(dst, plain, key []byte, purpose string) ([]byte, error) {
+	var hdr [HeaderSize]byte
+	hdr[0] = version
+	if _, err := rand.Read(hdr[1:]); err != nil {
+		return nil, err
+	}
+	a, err := streamAEAD(key, hdr[1:], purpose)
+	if err != nil {
+		return nil, err
+	}
+	dst = append(dst, hdr[:]...)
+	var n [12]byte
+	var counter uint64
+	for {
+		last := len(plain) <= ChunkSize
+		c := plain
+		if !last {
+			c = plain[:ChunkSize]
+		}
+		nonce(&n, counter, last)
+		dst = a.Seal(dst, n[:], c, nil)
+		if last {
+			return dst, nil
+		}
+		plain = plain[ChunkSize:]
+		counter++
+	}
+}
+
+// Open opens a sealed stream held in memory, appending the plaintext to dst.
+func Open(dst, data, key []byte, purpose string) ([]byte, error) {
+	if len(data) < HeaderSize+TagSize {
+		return nil, fmt.Errorf("seal: truncated stream: %w", ErrAuth)
+	}
+	if data[0] != version {
+		return nil, fmt.Errorf("seal: unknown version %d: %w", data[0], ErrAuth)
+	}
+	a, err := streamAEAD(key, data[1:HeaderSize], purpose)
+	if err != nil {
+		return nil, err
+	}
+	data = data[HeaderSize:]
+	var n [12]byte
+	var counter uint64
+	for {
+		last := len(data) <= sealed
+		c := data
+		if !last {
+			c = data[:sealed]
+		}
+		if len(c) < TagSize {
+			return nil, fmt.Errorf("seal: truncated stream: %w", ErrAuth)
+		}
+		nonce(&n, counter, last)
+		before := len(dst)
+		dst, err = a.Open(dst, n[:], c, nil)
+		if err != nil {
+			return nil, fmt.Errorf("seal: chunk %d: %w", counter, ErrAuth)
+		}
+		if !last && len(dst)-before != ChunkSize {
+			return nil, fmt.Errorf("seal: short chunk %d: %w", counter, ErrAuth)
+		}
+		if last {
+			return dst, nil
+		}
+		data = data[sealed:]
+		counter++
+	}
+}

@@ -1,0 +1,147 @@
+package seal
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"testing/iotest"
+
+	"pgregory.net/rapid"
+)
+
+var key = bytes.Repeat([]byte{7}, KeySize)
+
+func sealStream(t interface{ Fatal(...any) }, plain []byte, writes []int) []byte {
+	var out bytes.Buffer
+	w, err := NewWriter(&out, key, "content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plain
+	for _, n := range writes {
+		if n > len(p) {
+			n = len(p)
+		}
+		if _, err := w.Write(p[:n]); err != nil {
+			t.Fatal(err)
+		}
+		p = p[n:]
+	}
+	if _, err := w.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+func TestRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		size := rapid.OneOf(rapid.IntRange(0, 10), rapid.IntRange(ChunkSize-2, ChunkSize+2), rapid.IntRange(0, 4*ChunkSize+3)).Draw(t, "size")
+		plain := rapid.SliceOfN(rapid.Byte(), size, size).Draw(t, "plain")
+		writes := rapid.SliceOfN(rapid.IntRange(0, 2*ChunkSize), 0, 5).Draw(t, "writes")
+		streamed := sealStream(t, plain, writes)
+		if int64(len(streamed)) != SealedSize(int64(size)) {
+			t.Fatalf("sealed %d bytes into %d, SealedSize says %d", size, len(streamed), SealedSize(int64(size)))
+		}
+		mem, err := Seal(nil, plain, key, "content")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mem) != len(streamed) {
+			t.Fatalf("Seal gave %d bytes, the Writer %d", len(mem), len(streamed))
+		}
+		for _, data := range [][]byte{streamed, mem} {
+			got, err := io.ReadAll(iotest.OneByteReader(NewReader(bytes.NewReader(data), key, "content")))
+			if err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("Reader: %d bytes, %v", len(got), err)
+			}
+			var buf bytes.Buffer
+			if _, err := NewReader(bytes.NewReader(data), key, "content").WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), plain) {
+				t.Fatalf("WriteTo: %v", err)
+			}
+			got, err = Open(nil, data, key, "content")
+			if err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("Open: %v", err)
+			}
+		}
+	})
+}
+
+func mustFail(t *testing.T, name string, data []byte, k []byte, purpose string) {
+	t.Helper()
+	if _, err := io.ReadAll(NewReader(bytes.NewReader(data), k, purpose)); !errors.Is(err, ErrAuth) {
+		t.Errorf("%s: Reader gave %v, want ErrAuth", name, err)
+	}
+	if _, err := Open(nil, data, k, purpose); !errors.Is(err, ErrAuth) {
+		t.Errorf("%s: Open gave %v, want ErrAuth", name, err)
+	}
+}
+
+func TestTamperingFails(t *testing.T) {
+	plain := bytes.Repeat([]byte("0123456789abcdef"), 3*ChunkSize/16+5) // 4 chunks
+	data, err := Seal(nil, plain, key, "content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := bytes.Repeat([]byte{8}, KeySize)
+	mustFail(t, "other key", data, other, "content")
+	mustFail(t, "other purpose", data, key, "text")
+	for _, off := range []int{0, 1, HeaderSize, HeaderSize + ChunkSize, len(data) - 1} {
+		bad := bytes.Clone(data)
+		bad[off] ^= 1
+		mustFail(t, "flipped byte", bad, key, "content")
+	}
+	// Dropping the last chunk leaves a stream whose last chunk is not
+	// marked last.
+	mustFail(t, "truncated at a chunk boundary", data[:HeaderSize+3*(ChunkSize+TagSize)], key, "content")
+	mustFail(t, "truncated", data[:len(data)-1], key, "content")
+	mustFail(t, "header only", data[:HeaderSize], key, "content")
+	mustFail(t, "empty", nil, key, "content")
+	swapped := bytes.Clone(data)
+	c0 := HeaderSize
+	c1 := HeaderSize + ChunkSize + TagSize
+	copy(swapped[c0:c1], data[c1:c1+ChunkSize+TagSize])
+	copy(swapped[c1:c1+ChunkSize+TagSize], data[c0:c1])
+	mustFail(t, "reordered chunks", swapped, key, "content")
+	mustFail(t, "appended bytes", append(bytes.Clone(data), 0), key, "content")
+}
+
+func TestWrap(t *testing.T) {
+	kek := bytes.Repeat([]byte{1}, KeySize)
+	old := bytes.Repeat([]byte{2}, KeySize)
+	dk, err := NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Wrap(old, dk, "test:usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unwrap([][]byte{kek, old}, w, "test:usr_1")
+	if err != nil || !bytes.Equal(got, dk) {
+		t.Fatalf("unwrap with the previous KEK: %v", err)
+	}
+	if _, err := Unwrap([][]byte{kek}, w, "test:usr_1"); !errors.Is(err, ErrUnknownKEK) {
+		t.Errorf("unwrap without its KEK: %v", err)
+	}
+	if _, err := Unwrap([][]byte{old}, w, "live:usr_1"); !errors.Is(err, ErrAuth) {
+		t.Errorf("unwrap for another owner: %v", err)
+	}
+	bad := bytes.Clone(w)
+	bad[len(bad)-1] ^= 1
+	if _, err := Unwrap([][]byte{old}, bad, "test:usr_1"); !errors.Is(err, ErrAuth) {
+		t.Errorf("unwrap tampered: %v", err)
+	}
+}
+
+func BenchmarkWriter(b *testing.B) {
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(buf)))
+	w, _ := NewWriter(io.Discard, key, "content")
+	for b.Loop() {
+		w.Write(buf)
+	}
+}

@@ -1,0 +1,440 @@
+package vault
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/vault/backend"
+	"svc.dev/svc/vault/internal/extract"
+	"svc.dev/svc/vault/internal/seal"
+)
+
+// PutRequest describes content to preserve.
+type PutRequest struct {
+	// ID is the vault object's id (vlt_). The execution engine chooses it
+	// and journals it before the write, so that a write interrupted by a
+	// crash is redone into the same object; empty means a new id.
+	ID         string
+	AssetID    string
+	Name       string
+	Provider   svcv1.Provider
+	SourceID   string
+	MIMEType   string
+	Kind       string // the provider's content kind ("message", "file", ...)
+	ManifestID string
+	// SizeBytes is the expected size, or -1 when unknown. (0 expects empty
+	// content.)
+	SizeBytes int64
+	// SHA256 is the expected digest, or zero when unknown.
+	SHA256 Digest
+}
+
+func (r *PutRequest) check(d Digest, n int64) error {
+	if r.SizeBytes >= 0 && n != r.SizeBytes {
+		return fmt.Errorf("content is %d bytes, expected %d: %w", n, r.SizeBytes, ErrInvalidData)
+	}
+	if !r.SHA256.IsZero() && d != r.SHA256 {
+		return fmt.Errorf("content has sha256 %s, expected %s: %w", d, r.SHA256, ErrInvalidData)
+	}
+	return nil
+}
+
+func (r *PutRequest) draft(now Object) Object {
+	o := now
+	o.AssetID, o.Name, o.Provider, o.SourceID = r.AssetID, r.Name, r.Provider, r.SourceID
+	o.MIMEType, o.Kind, o.ManifestID = r.MIMEType, r.Kind, r.ManifestID
+	return o
+}
+
+// Put preserves body as a vault object and returns it committed: the
+// content was stored durably, read back, decrypted and its SHA-256
+// compared. Content already stored in the tenant is not stored again (its
+// stored copy is verified instead). Small content is committed in groups
+// with concurrent Puts (one pack file, one fsync); larger content streams
+// through a temporary file in constant memory.
+//
+// A Put that fails leaves the object, if it was recorded, in uploading,
+// verifying or corrupt, and a Put with the same ID redoes it. A Put into
+// an id already committed with the same content returns it unchanged; with
+// other content it is ErrInvalidState. A mismatch with the request's
+// SizeBytes or SHA256 is ErrInvalidData and commits nothing.
+func (v *Vault) Put(ctx context.Context, tenant string, req PutRequest, body io.Reader) (Object, error) {
+	t, err := v.tenant(ctx, tenant)
+	if err != nil {
+		return Object{}, err
+	}
+	if req.ID == "" {
+		req.ID = id.New("vlt")
+	} else if !id.Valid("vlt", req.ID) {
+		return Object{}, fmt.Errorf("put: id %q is not a vault object id: %w", req.ID, ErrInvalidArgument)
+	}
+	var existing Object
+	found := false
+	err = v.meta.View(ctx, tenant, func(tx MetaTx) error {
+		var err error
+		existing, err = tx.Object(req.ID)
+		found = err == nil
+		if errors.Is(err, ErrNotFound) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		return Object{}, fmt.Errorf("put %s: %w", req.ID, err)
+	}
+	draft := req.draft(Object{ID: req.ID, CreatedAt: v.now()})
+	if found {
+		switch existing.State {
+		case StateCommitted, StateCold:
+			return v.confirm(existing, &req, body)
+		case StateDeleting, StateDeleted:
+			return Object{}, fmt.Errorf("put: %w", &TransitionError{ID: req.ID, From: existing.State, To: StateUploading})
+		}
+		draft.CreatedAt = existing.CreatedAt
+	}
+	mode := extract.ModeOf(req.MIMEType, req.Kind, req.Name)
+	if limit := v.opts.PackThreshold; limit > 0 && req.SizeBytes <= limit {
+		data, err := io.ReadAll(io.LimitReader(body, limit+1))
+		if err != nil {
+			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
+		}
+		if int64(len(data)) <= limit {
+			if found && existing.Held && existing.SHA256 != Sum(data) {
+				return Object{}, fmt.Errorf("put %s: committed earlier with sha256 %s, not %s: %w", req.ID, existing.SHA256, Sum(data), ErrInvalidState)
+			}
+			return v.putSmall(ctx, t, draft, &req, data, mode)
+		}
+		body = io.MultiReader(bytes.NewReader(data), body)
+	}
+	return v.putLarge(ctx, t, draft, &req, body, mode)
+}
+
+// confirm answers a Put into an object that is already committed: the
+// same content returns it, other content is refused.
+func (v *Vault) confirm(o Object, req *PutRequest, body io.Reader) (Object, error) {
+	h := sha256.New()
+	n, err := io.Copy(h, body)
+	if err != nil {
+		return Object{}, fmt.Errorf("put %s: read content: %w", o.ID, err)
+	}
+	var d Digest
+	h.Sum(d[:0])
+	if err := req.check(d, n); err != nil {
+		return Object{}, fmt.Errorf("put %s: %w", o.ID, err)
+	}
+	if d != o.SHA256 {
+		return Object{}, fmt.Errorf("put %s: already committed with sha256 %s, not %s: %w", o.ID, o.SHA256, d, ErrInvalidState)
+	}
+	return o, nil
+}
+
+// extractText returns the text of small content for a mode.
+func (v *Vault) extractText(mode extract.Mode, data []byte) []byte {
+	if mode != extract.HTML && mode != extract.Message {
+		return nil
+	}
+	text, ok, err := extract.Text(mode, bytes.NewReader(data), v.opts.MaxTextBytes)
+	if err != nil || !ok || len(text) == 0 {
+		return nil
+	}
+	return text
+}
+
+func (v *Vault) putSmall(ctx context.Context, t *tenant, draft Object, req *PutRequest, data []byte, mode extract.Mode) (Object, error) {
+	d := Sum(data)
+	if err := req.check(d, int64(len(data))); err != nil {
+		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+	}
+	p := &pending{
+		draft:  draft,
+		data:   data,
+		digest: d,
+		text:   v.extractText(mode, data),
+		tself:  mode == extract.Self,
+		done:   make(chan struct{}),
+	}
+	o, err := t.group.submit(p)
+	if err != nil {
+		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+	}
+	return o, nil
+}
+
+// putLarge streams content through a temporary file: sealed and hashed in
+// one pass, committed under its content name, read back and verified
+// (extracting text on the way), then the object is committed.
+func (v *Vault) putLarge(ctx context.Context, t *tenant, draft Object, req *PutRequest, body io.Reader, mode extract.Mode) (Object, error) {
+	// The uploading record comes first, so that an interrupted upload is
+	// visible and redone into the same object. An object that was
+	// committed before (now corrupt) keeps its state until the content is
+	// known to be its own.
+	var held Object
+	if err := v.meta.Update(ctx, t.name, func(tx MetaTx) error {
+		held = Object{}
+		o, err := tx.Object(draft.ID)
+		if errors.Is(err, ErrNotFound) {
+			o = draft
+		} else if err != nil {
+			return err
+		} else if o.Held {
+			held = o
+			return nil
+		} else {
+			mergeDraft(&o, draft)
+		}
+		if err := startUpload(&o); err != nil {
+			return err
+		}
+		return tx.PutObject(o)
+	}); err != nil {
+		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+	}
+	f, err := v.hot.Create(ctx)
+	if err != nil {
+		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+	}
+	d, n, err := writeSealed(f, t.dataKey, purposeContent, body)
+	if err == nil {
+		err = req.check(d, n)
+	}
+	if err == nil && held.Held && held.SHA256 != d {
+		err = fmt.Errorf("committed earlier with sha256 %s, not %s: %w", held.SHA256, d, ErrInvalidState)
+	}
+	if err != nil {
+		_ = f.Abort()
+		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+	}
+
+	unlock := v.locks.lock(lockKey(t, d))
+	defer unlock()
+	var b Blob
+	found := false
+	if err := v.meta.View(ctx, t.name, func(tx MetaTx) error {
+		var err error
+		b, err = tx.Blob(d)
+		found = err == nil
+		if errors.Is(err, ErrNotFound) {
+			err = nil
+		}
+		return err
+	}); err != nil {
+		_ = f.Abort()
+		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+	}
+	in := &commitInput{draft: draft, digest: d, size: n, tself: mode == extract.Self}
+	what := "vault object " + draft.ID
+	var text []byte
+	reuse := false
+	if found && b.Hot.good() {
+		// The content is stored: verify that copy instead of storing
+		// another one.
+		err := v.verifyPlacement(ctx, v.hot, b.Hot, t.dataKey, purposeContent, d, n, what, nil)
+		switch {
+		case err == nil:
+			reuse = true
+		case errors.Is(err, ErrInvalidData):
+			v.markCopyCorrupt(ctx, t, d, b.Hot.Name, b.Hot.Offset, false)
+		default:
+			_ = f.Abort()
+			return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+		}
+	}
+	if reuse {
+		_ = f.Abort()
+		if !b.hasText() && (mode == extract.HTML || mode == extract.Message) {
+			text, _ = v.readBack(ctx, t, b.Hot, d, n, mode, what)
+		}
+	} else {
+		name := t.contentName(d)
+		if err := f.Commit(ctx, name); err != nil {
+			return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+		}
+		v.stats.durableWrite(false)
+		in.hot = &Placement{Name: name, Length: seal.SealedSize(n), VerifiedAt: v.now()}
+		if err := v.setState(ctx, t.name, draft.ID, StateUploading, StateVerifying); err != nil {
+			return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
+		}
+		text, err = v.readBack(ctx, t, in.hot, d, n, mode, what)
+		if err != nil {
+			if errors.Is(err, ErrInvalidData) {
+				v.markObjectCorrupt(ctx, t.name, draft.ID, err)
+			}
+			return Object{}, fmt.Errorf("put %s: read back: %w", draft.ID, err)
+		}
+	}
+	if len(text) > 0 && (!found || b.Text == nil || b.Text.Corrupt) {
+		tp, tdig, err := v.writeText(ctx, t, d, text)
+		if err == nil {
+			in.text, in.tdig, in.tsize = tp, tdig, int64(len(text))
+		} // without text the object is still committed, has_text false
+	}
+	var res commitResult
+	err = v.meta.Update(ctx, t.name, func(tx MetaTx) error {
+		var err error
+		res, err = v.commit(tx, in, v.now())
+		return err
+	})
+	if err != nil {
+		return Object{}, fmt.Errorf("put %s: commit: %w", draft.ID, err)
+	}
+	v.remove(ctx, res.rm)
+	if !res.alreadyStored {
+		v.stats.committed(1, 0)
+	}
+	return res.obj, nil
+}
+
+// writeSealed seals r into f, hashing the plaintext on the way, with a
+// bounded buffer.
+func writeSealed(f backend.File, key []byte, purpose string, r io.Reader) (Digest, int64, error) {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	sw, err := seal.NewWriter(bw, key, purpose)
+	if err != nil {
+		return Digest{}, 0, err
+	}
+	h := sha256.New()
+	n, err := copyTo(io.MultiWriter(h, sw), r)
+	if err != nil {
+		return Digest{}, n, fmt.Errorf("read content: %w", err)
+	}
+	if err := sw.Close(); err != nil {
+		return Digest{}, n, err
+	}
+	if err := bw.Flush(); err != nil {
+		return Digest{}, n, err
+	}
+	var d Digest
+	h.Sum(d[:0])
+	return d, n, nil
+}
+
+func copyTo(w io.Writer, r io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		m, err := r.Read(buf)
+		if m > 0 {
+			if _, werr := w.Write(buf[:m]); werr != nil {
+				return n, werr
+			}
+			n += int64(m)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// readBack verifies a copy and, for messages and HTML, extracts its text
+// from the verified plaintext on the way.
+func (v *Vault) readBack(ctx context.Context, t *tenant, p *Placement, d Digest, n int64, mode extract.Mode, what string) ([]byte, error) {
+	if mode != extract.HTML && mode != extract.Message {
+		return nil, v.verifyPlacement(ctx, v.hot, p, t.dataKey, purposeContent, d, n, what, nil)
+	}
+	pr, pw := io.Pipe()
+	type result struct {
+		text []byte
+		ok   bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		text, ok, _ := extract.Text(mode, pr, v.opts.MaxTextBytes)
+		_, _ = io.Copy(io.Discard, pr) // the extractor may stop early
+		done <- result{text, ok}
+	}()
+	err := v.verifyPlacement(ctx, v.hot, p, t.dataKey, purposeContent, d, n, what, pw)
+	pw.CloseWithError(err)
+	r := <-done
+	if err != nil || !r.ok {
+		return nil, err
+	}
+	return r.text, nil
+}
+
+// writeText stores extracted text as its own sealed file and verifies it.
+func (v *Vault) writeText(ctx context.Context, t *tenant, d Digest, text []byte) (*Placement, Digest, error) {
+	sealed, err := seal.Seal(nil, text, t.dataKey, purposeText)
+	if err != nil {
+		return nil, Digest{}, err
+	}
+	name := t.textName(d)
+	if err := backend.Save(ctx, v.hot, name, sealed); err != nil {
+		return nil, Digest{}, err
+	}
+	v.stats.durableWrite(false)
+	p := &Placement{Name: name, Length: int64(len(sealed)), VerifiedAt: v.now()}
+	td := Sum(text)
+	if err := v.verifyPlacement(ctx, v.hot, p, t.dataKey, purposeText, td, int64(len(text)), "extracted text", nil); err != nil {
+		return nil, Digest{}, err
+	}
+	return p, td, nil
+}
+
+// setState moves a recorded object through states (skipping those it has
+// reached) to the last one.
+func (v *Vault) setState(ctx context.Context, tenant, id string, path ...State) error {
+	return v.meta.Update(ctx, tenant, func(tx MetaTx) error {
+		o, err := tx.Object(id)
+		if err != nil {
+			return err
+		}
+		start := slices.Index(path, o.State) + 1
+		if start == len(path) {
+			return nil
+		}
+		for _, to := range path[start:] {
+			if err := transition(&o, to); err != nil {
+				return err
+			}
+		}
+		return tx.PutObject(o)
+	})
+}
+
+// markObjectCorrupt records that an object's content failed verification.
+func (v *Vault) markObjectCorrupt(ctx context.Context, tenant, id string, cause error) {
+	_ = v.meta.Update(ctx, tenant, func(tx MetaTx) error {
+		o, err := tx.Object(id)
+		if err != nil {
+			return err
+		}
+		if o.State != StateCorrupt {
+			if err := transition(&o, StateCorrupt); err != nil {
+				return err
+			}
+		}
+		o.Reason = cause.Error()
+		return tx.PutObject(o)
+	})
+}
+
+// markCopyCorrupt flags a blob's copy (hot or cold) as corrupt, if the
+// blob still has that copy.
+func (v *Vault) markCopyCorrupt(ctx context.Context, t *tenant, d Digest, name string, offset int64, cold bool) {
+	_ = v.meta.Update(ctx, t.name, func(tx MetaTx) error {
+		b, err := tx.Blob(d)
+		if err != nil {
+			return err
+		}
+		p := b.Hot
+		if cold {
+			p = b.Cold
+		}
+		if p == nil || p.Name != name || p.Offset != offset || p.Corrupt {
+			return nil
+		}
+		p.Corrupt = true
+		return tx.PutBlob(b)
+	})
+}
