@@ -358,6 +358,11 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		r.processed.Add(1)
 		return
 	}
+	if state == trashed { // trashed before the interruption: only the bookkeeping is left
+		step(reclaimPending, "reclaim", "ok", nil)
+		r.processed.Add(1)
+		return
+	}
 	// The guarantee: nothing is done at the source before the vault copy is committed, when
 	// preservation is elected.
 	if o.GetPreservationElected() && state != vaultCommitted && state != actionQueued {

@@ -53,6 +53,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Providers opens sources (default: the built-ins, in process). The caller closes it.
 	Providers *providers.Registry
+	// OAuth configures providers whose sources connect through OAuth 2 (the connect flow).
+	OAuth map[providers.Name]OAuthProvider
 }
 
 // Server is the API. Make it with New, serve Handler, and Close it when done.
@@ -337,6 +339,7 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
+	s.connectPages(mux)
 	mux.Handle("/", rest)
 	return s.middleware(mux)
 }
