@@ -33,6 +33,8 @@ func count(p *svcv1.Plan, journal []Transition) counts {
 			c.preserved++
 		case trashed:
 			c.bytesRemoved += t.Bytes
+		case restored:
+			c.bytesTransferred += t.Bytes
 		}
 	}
 	for _, o := range p.GetObjects() {

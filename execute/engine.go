@@ -72,6 +72,9 @@ type Sources interface {
 // the same execution is harmless: it is redone into the same vault object.
 type Vault interface {
 	Store(ctx context.Context, tenant string, asset Asset, body io.Reader, verifying func() error) (VaultRef, error)
+	// Read opens the committed copy of an asset for a restore; reading verifies it, and
+	// anything but io.EOF at the end means it failed verification.
+	Read(ctx context.Context, tenant, assetID string) (io.ReadCloser, VaultRef, error)
 }
 
 // Asset is what the vault knows of a planned object being preserved.

@@ -263,3 +263,7 @@ func (f *countingFinisher) Finish(_ context.Context, _ string, x *svcv1.Executio
 	f.last = x
 	return "rcp_" + x.Id[4:], nil
 }
+
+func (v *memVault) Read(_ context.Context, _, assetID string) (io.ReadCloser, execute.VaultRef, error) {
+	return nil, execute.VaultRef{}, errors.New("no restores in these tests")
+}

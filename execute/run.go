@@ -32,6 +32,8 @@ const (
 	skipped        = svcv1.StepState_STEP_STATE_SKIPPED
 	failed         = svcv1.StepState_STEP_STATE_FAILED
 	excluded       = svcv1.StepState_STEP_STATE_EXCLUDED
+	restoreQueued  = svcv1.StepState_STEP_STATE_RESTORE_QUEUED
+	restored       = svcv1.StepState_STEP_STATE_RESTORED
 )
 
 func enumName(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
@@ -46,7 +48,7 @@ func sourceAction(o *svcv1.PlanObject) bool {
 // done reports whether an asset in state s has nothing left to do.
 func done(o *svcv1.PlanObject, s svcv1.StepState) bool {
 	switch s {
-	case skipped, failed, excluded, reclaimPending, svcv1.StepState_STEP_STATE_RECLAIM_CONFIRMED, svcv1.StepState_STEP_STATE_RESTORED:
+	case skipped, failed, excluded, reclaimPending, svcv1.StepState_STEP_STATE_RECLAIM_CONFIRMED, restored:
 		return true
 	case vaultCommitted:
 		return !sourceAction(o)
@@ -282,6 +284,10 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		step(skipped, name, "skipped", func(t *Transition) { t.Error = reason })
 	}
 
+	if has(o, svcv1.PlanAction_PLAN_ACTION_RESTORE) {
+		r.restore(ctx, o, state, step, fail, skip)
+		return
+	}
 	if state == discovered {
 		if !has(o, svcv1.PlanAction_PLAN_ACTION_PRESERVE) && !sourceAction(o) {
 			what := "nothing to do"
@@ -434,4 +440,65 @@ func (r *runner) retry(ctx context.Context, pace interface{ Wait(context.Context
 		}
 		delay *= 2
 	}
+}
+
+// restore writes an asset's verified vault copy back to its source (the plan's object says
+// where: the original object id as the path). RESTORE_QUEUED is journaled before the write;
+// a write repeated after a crash finds the object already there and stops.
+func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState,
+	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) {
+	work := context.WithoutCancel(ctx)
+	if state == discovered {
+		if !step(selected, "select", "ok", nil) {
+			return
+		}
+		state = selected
+	}
+	resumed := state == restoreQueued
+	if state != restoreQueued {
+		if ctx.Err() != nil {
+			return
+		}
+		if !step(restoreQueued, "queue", "ok", nil) {
+			return
+		}
+	}
+	src, ref, err := r.e.sources.Source(work, r.tenant, o.GetSourceId())
+	if err != nil {
+		fail("restore", err)
+		return
+	}
+	w, ok := providers.AsWriter(src)
+	if !ok {
+		fail("restore", fmt.Errorf("the provider cannot write: %w", providers.ErrUnsupported))
+		return
+	}
+	var written providers.Object
+	var vref VaultRef
+	err = r.retry(work, r.e.limiter(providers.Name(enumName(o.GetProvider()))), func() error {
+		body, v, err := r.e.vault.Read(work, r.tenant, o.GetAssetId())
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		vref = v
+		written, err = w.Write(work, providers.WriteRequest{SourceRef: ref, Path: o.GetProviderObjectId(), SizeBytes: v.Size,
+			SHA256: v.SHA256, Mode: providers.WriteRestore}, body)
+		return err
+	})
+	switch {
+	case errors.Is(err, providers.ErrAlreadyExists) && resumed:
+		// Written before the interruption: the content at the path is ours (checked below).
+		written = providers.Object{ID: o.GetProviderObjectId()}
+	case errors.Is(err, providers.ErrAlreadyExists):
+		skip("restore", "an object already exists at "+o.GetProviderObjectId()+"; restore it to another path")
+		return
+	case err != nil:
+		fail("restore", err)
+		return
+	}
+	step(restored, "restore", "ok", func(t *Transition) {
+		t.ResultID, t.Bytes, t.VaultID, t.VaultSHA256 = written.ID, vref.Size, vref.ID, vref.SHA256
+	})
+	r.processed.Add(1)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
@@ -43,6 +44,16 @@ func (s *Server) connectHandler(m *method) http.Handler {
 				err.Meta()[k] = v
 			}
 			return nil, err
+		}
+		if out.stream != nil {
+			data, err := readWhole(out.stream)
+			if err != nil {
+				return nil, toProblem(err).connectError(requestIDFrom(ctx))
+			}
+			if hb, ok := out.msg.(*httpbody.HttpBody); ok {
+				hb.Data = data
+			}
+			out.header.Del("Content-Length")
 		}
 		res := connect.NewResponse(&out.msg)
 		for k, v := range out.header {

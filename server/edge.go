@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -66,6 +67,8 @@ type Caller struct {
 	// RawJSON, when a handler sets it, is served as the REST body instead of encoding the
 	// response: a receipt's exact signed bytes.
 	RawJSON []byte
+	// Stream, when a handler sets it, is the REST body (streamed) of an HttpBody response.
+	Stream io.ReadCloser
 }
 
 // principalID names the caller for idempotency and rate limiting: the user, or the key's
@@ -113,6 +116,7 @@ type incoming struct {
 // outcome is the edge's answer, rendered by the protocol that asked.
 type outcome struct {
 	raw      []byte
+	stream   io.ReadCloser
 	status   int
 	msg      proto.Message
 	problem  *problem
@@ -208,6 +212,9 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 	res, err := m.call(ctx, req)
 	if c := callerFrom(ctx); err == nil && c != nil && c.RawJSON != nil {
 		return &outcome{status: m.successStatus(), msg: res, raw: c.RawJSON}
+	}
+	if c := callerFrom(ctx); err == nil && c != nil && c.Stream != nil {
+		return &outcome{status: m.successStatus(), msg: res, stream: c.Stream}
 	}
 	if err != nil {
 		p := toProblem(err)

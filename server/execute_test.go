@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"svc.dev/svc/manifest"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/server"
@@ -101,4 +104,116 @@ func TestExecuteEndToEnd(t *testing.T) {
 		t.Fatalf("executions: %v", ids)
 	}
 	checkProblem(t, e.do("POST", "/v1/plans/"+id+"/execute"+cx, "", e.key()...), 409, "invalid_state")
+}
+
+// runLocal plans, authorizes and executes a clean-up of the local folder, and waits for the
+// receipt.
+func runLocal(t *testing.T, e *env, src string) map[string]any {
+	t.Helper()
+	cx := "?connection_id=" + e.creds.ConnectionID
+	p := e.do("POST", "/v1/plans"+cx, `{"intent":"svc","source_ids":["`+src+`"],"policy":{"minAgeDays":30}}`, e.key()...).json(t)
+	id := p["planId"].(string)
+	e.do("POST", "/v1/plans/"+id+"/authorize"+cx, `{"plan_hash":"`+p["hash"].(string)+`"}`, e.key()...)
+	exe := e.do("POST", "/v1/plans/"+id+"/execute"+cx, "", e.key()...).json(t)["id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		x := e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t)
+		if x["receipt_id"] != nil {
+			return x
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("execution did not finish")
+	return nil
+}
+
+func TestVaultObjectsContentAndManifests(t *testing.T) {
+	e, _, src, shas := localEnv(t, 12)
+	runLocal(t, e, src)
+	cx := "?connection_id=" + e.creds.ConnectionID
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(e.do("GET", "/v1/vault/objects"+cx+"&limit=200", "", e.key()...).body, &list)
+	if len(list.Data) != 12 {
+		t.Fatalf("%d vault objects", len(list.Data))
+	}
+	o := list.Data[0]
+	if o["state"] != "committed" || o["manifest_id"] == nil || !strings.HasPrefix(o["id"].(string), "vlt_") {
+		t.Fatalf("vault object %v", o)
+	}
+	// The content streams back, verified, with its digest.
+	r := e.do("GET", "/v1/vault/objects/"+o["id"].(string)+"/content"+cx, "", e.key()...)
+	sum := sha256.Sum256(r.body)
+	if r.status != 200 || hex.EncodeToString(sum[:]) != o["sha256"] || r.header.Get("Digest") != "sha-256="+o["sha256"].(string) {
+		t.Fatalf("content: %d %d bytes, digest header %q", r.status, len(r.body), r.header.Get("Digest"))
+	}
+	if shas[o["name"].(string)] != o["sha256"] {
+		t.Fatalf("vault sha %v is not the source file's", o["sha256"])
+	}
+	// Manifests export as a bundle whose hash verifies.
+	r = e.do("GET", "/v1/vault/manifests/export"+cx, "", e.key()...)
+	b := r.json(t)
+	if r.status != 200 || b["count"] != float64(12) || b["bundleVersion"] != "1.0" {
+		t.Fatalf("bundle: %d %v %v", r.status, b["count"], b["bundleVersion"])
+	}
+	if err := manifest.VerifyBundle(r.body); err != nil {
+		t.Fatalf("bundle does not verify: %v", err)
+	}
+	m := b["manifests"].([]any)[0].(map[string]any)
+	if m["vault"] == nil || len(m["executions"].([]any)) != 1 {
+		t.Fatalf("manifest: %v", m)
+	}
+	checkProblem(t, e.do("GET", "/v1/vault/objects/vlt_01JD0000000000000000000000"+cx, "", e.key()...), 404, "not_found")
+}
+
+func TestRestoreFromTheVault(t *testing.T) {
+	e, root, src, shas := localEnv(t, 5)
+	runLocal(t, e, src)
+	cx := "?connection_id=" + e.creds.ConnectionID
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(e.do("GET", "/v1/vault/objects"+cx, "", e.key()...).body, &list)
+	vo := list.Data[0]
+	name := vo["name"].(string)
+	if _, err := os.Stat(filepath.Join(root, name)); err == nil {
+		t.Fatal("the file was not trashed")
+	}
+	restore := func() (map[string]any, map[string]any) {
+		r := e.do("POST", "/v1/vault/objects/"+vo["id"].(string)+"/restore"+cx, `{}`, e.key()...)
+		p := r.json(t)
+		if r.status != 201 || p["state"] != "draft" || p["intent"] != "restore" {
+			t.Fatalf("restore plan: %d %s", r.status, r.body)
+		}
+		id := p["planId"].(string)
+		if r := e.do("POST", "/v1/plans/"+id+"/authorize"+cx, `{"plan_hash":"`+p["hash"].(string)+`"}`, e.key()...); r.status != 200 {
+			t.Fatalf("authorize: %d %s", r.status, r.body)
+		}
+		exe := e.do("POST", "/v1/plans/"+id+"/execute"+cx, "", e.key()...).json(t)["id"].(string)
+		for range 600 {
+			x := e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t)
+			if x["receipt_id"] != nil {
+				return p, x
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("restore did not finish")
+		return nil, nil
+	}
+	_, x := restore()
+	data, err := os.ReadFile(filepath.Join(root, name))
+	sum := sha256.Sum256(data)
+	if err != nil || hex.EncodeToString(sum[:]) != shas[name] || x["status"] != "completed" || x["bytes_transferred"] == float64(0) {
+		t.Fatalf("restored %s: %v, execution %v", name, err, x)
+	}
+	rr := e.do("GET", "/v1/receipts/"+x["receipt_id"].(string)+cx, "", e.key()...)
+	if _, err := receipt.Verify(rr.body, e.do("GET", "/.well-known/svc-receipts.json", "").body); err != nil {
+		t.Fatalf("restore receipt: %v", err)
+	}
+	// Restoring again does not overwrite what is there.
+	_, x = restore()
+	if x["status"] != "partially_completed" {
+		t.Fatalf("a second restore over the file: %v", x)
+	}
 }

@@ -43,6 +43,11 @@ func (s *Server) register() {
 	handle(s, svcv1connect.DeveloperServiceListApplicationAuditProcedure, s.listApplicationAudit)
 	handle(s, svcv1connect.EventServiceListEventsProcedure, s.listEvents)
 	handle(s, svcv1connect.ReceiptServiceGetReceiptProcedure, s.getReceipt)
+	handle(s, svcv1connect.VaultServiceListVaultObjectsProcedure, s.listVaultObjects)
+	handle(s, svcv1connect.VaultServiceGetVaultObjectProcedure, s.getVaultObject)
+	handle(s, svcv1connect.VaultServiceGetVaultObjectContentProcedure, s.getVaultObjectContent)
+	handle(s, svcv1connect.VaultServiceExportManifestsProcedure, s.exportManifests)
+	handle(s, svcv1connect.VaultServiceRestoreVaultObjectProcedure, s.restoreVaultObject)
 	handle(s, svcv1connect.UsageServiceGetUsageProcedure, s.getUsage)
 	handle(s, svcv1connect.UsageServiceGetApplicationUsageProcedure, s.getApplicationUsage)
 	handle(s, svcv1connect.UsageServiceSetCeilingProcedure, s.setCeiling)
@@ -51,6 +56,7 @@ func (s *Server) register() {
 		handle(s, svcv1connect.ExecutionServiceExecutePlanProcedure, s.executePlan)
 		handle(s, svcv1connect.ExecutionServiceCancelExecutionProcedure, s.cancelExecution)
 	}
+	s.registerConnectFlow()
 }
 
 func (s *Server) signUp(ctx context.Context, req *svcv1.SignUpRequest) (*svcv1.Account, error) {

@@ -134,6 +134,8 @@ func (g *openAPIGen) operation(r *route) obj {
 			h[k] = v
 		}
 		success["headers"] = h
+	case m.desc.Output().FullName() == "google.api.HttpBody":
+		success["content"] = obj{"*/*": obj{"schema": obj{"type": "string", "format": "binary"}}}
 	default:
 		success["content"] = obj{"application/json": obj{"schema": g.ref(m.desc.Output())}}
 	}

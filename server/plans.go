@@ -207,8 +207,8 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 	if err != nil {
 		return nil, err
 	}
-	if p.GetState() != svcv1.PlanState_PLAN_STATE_VALIDATED {
-		return nil, newProblem(http.StatusConflict, codeInvalidState, "Only a validated plan can be authorized; this plan is "+enumWire(p.GetState())+".")
+	if st := p.GetState(); st != svcv1.PlanState_PLAN_STATE_VALIDATED && st != svcv1.PlanState_PLAN_STATE_DRAFT {
+		return nil, newProblem(http.StatusConflict, codeInvalidState, "Only a draft or validated plan can be authorized; this plan is "+enumWire(st)+".")
 	}
 	if req.GetPlanHash() != p.GetHash() {
 		return nil, newProblem(http.StatusConflict, codePlanStale, "The plan hash is not the plan's current hash; review the plan again.")
@@ -261,6 +261,11 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 			s.planEvent(ctx, evPlanAuthorized, out)
 		}
 	}()
+	if p.GetState() == svcv1.PlanState_PLAN_STATE_DRAFT { // a draft (a restore plan) is validated on the way
+		if p, err = s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_VALIDATED, nil); err != nil {
+			return nil, err
+		}
+	}
 	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_AUTHORIZED, func(p *svcv1.Plan) {
 		p.Policy = decision
 		auth := &svcv1.PlanAuthorization{AuthorizedAt: timestamppb.New(s.cfg.Now().UTC().Truncate(time.Millisecond)), AuthorizedBy: principal,

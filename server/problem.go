@@ -13,6 +13,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
+	"svc.dev/svc/vault"
 	"svc.dev/svc/wire"
 )
 
@@ -107,7 +108,11 @@ func toProblem(err error) *problem {
 		return p
 	case errors.As(err, &we):
 		return invalid(we.Path, we.Msg)
-	case errors.Is(err, platform.ErrNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, vault.ErrInvalidData):
+		return newProblem(http.StatusConflict, codeInvalidState, "The vault object failed verification; it is marked corrupt.")
+	case errors.Is(err, vault.ErrInvalidState):
+		return newProblem(http.StatusConflict, codeInvalidState, "The vault object's state does not allow this.")
+	case errors.Is(err, platform.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, vault.ErrNotFound):
 		return newProblem(http.StatusNotFound, codeNotFound, "The resource does not exist.")
 	case errors.Is(err, platform.ErrUnauthenticated):
 		return newProblem(http.StatusUnauthorized, codeUnauthenticated, "A valid credential is required.")

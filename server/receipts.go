@@ -81,8 +81,8 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 // receiptObjects turns each asset's journal into what the receipt says of it.
 func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Object {
 	type acc struct {
-		vault, removed *execute.Transition
-		last           execute.Transition
+		vault, removed, restored *execute.Transition
+		last                     execute.Transition
 	}
 	by := map[string]*acc{}
 	for i := range journal {
@@ -98,6 +98,8 @@ func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Objec
 			a.vault = t
 		case svcv1.StepState_STEP_STATE_SOURCE_TRASHED_OR_REMOVED:
 			a.removed = t
+		case svcv1.StepState_STEP_STATE_RESTORED:
+			a.restored = t
 		}
 	}
 	var out []receipt.Object
@@ -116,6 +118,10 @@ func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Objec
 		if a.removed != nil {
 			ro.Removed, ro.ProviderResultID = true, a.removed.ResultID
 			ro.Restorable = ro.Restorable || a.removed.Restorable
+		}
+		if a.restored != nil {
+			ro.Transferred, ro.ProviderResultID, ro.Bytes = true, a.restored.ResultID, a.restored.Bytes
+			ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Restorable = true, a.restored.VaultID, a.restored.VaultSHA256, true
 		}
 		last := a.last.To
 		switch {

@@ -190,6 +190,20 @@ func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, out *outcome)
 		w.WriteHeader(out.status)
 		return
 	}
+	if out.stream != nil {
+		defer out.stream.Close()
+		if hb, ok := out.msg.(interface{ GetContentType() string }); ok {
+			h.Set("Content-Type", hb.GetContentType())
+		}
+		w.WriteHeader(out.status)
+		if _, err := io.Copy(w, out.stream); err != nil {
+			// The content failed verification (or the client went away) mid-stream: abort the
+			// response so that it cannot be mistaken for complete content.
+			s.log.ErrorContext(r.Context(), "stream aborted", "request_id", rid, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
 	body, err := out.raw, error(nil)
 	if body == nil {
 		body, err = wire.Marshal(out.msg)

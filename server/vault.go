@@ -4,14 +4,20 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/oklog/ulid/v2"
 
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
 	"svc.dev/svc/manifest"
+	"svc.dev/svc/plan"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
@@ -81,4 +87,87 @@ func (s *Server) assetManifest(ctx context.Context, tenant string, o *svcv1.Plan
 	return m, s.manifests.Put(ctx, tenant, o.GetAssetId(), m)
 }
 
-var _ = time.Now
+// Read implements execute.Vault: the asset's committed copy, found through its manifest.
+func (v engineVault) Read(ctx context.Context, tenant, assetID string) (io.ReadCloser, execute.VaultRef, error) {
+	m, err := v.s.manifests.Get(ctx, tenant, assetID)
+	if err != nil {
+		return nil, execute.VaultRef{}, fmt.Errorf("asset %s has no manifest: %w", assetID, err)
+	}
+	vid := m.GetVault().GetVaultObjectId()
+	if vid == "" {
+		return nil, execute.VaultRef{}, fmt.Errorf("asset %s has no vault copy: %w", assetID, vault.ErrNotFound)
+	}
+	rc, o, err := v.s.vault.Open(ctx, tenant, vid)
+	if err != nil {
+		return nil, execute.VaultRef{}, err
+	}
+	return rc, execute.VaultRef{ID: o.ID, SHA256: o.SHA256.String(), Size: o.SizeBytes}, nil
+}
+
+// restoreVaultObject builds a draft plan that restores a vault object to its original source
+// (spec #19). The plan is authorized and executed like any other.
+func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVaultObjectRequest) (*svcv1.Plan, error) {
+	c := callerFrom(ctx)
+	o, err := s.vaultObject(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if req.DestinationId != nil {
+		return nil, invalid("destination_id", "restores go to the original source for now; give a path to restore beside the original")
+	}
+	if o.SourceID == "" || o.AssetID == "" {
+		return nil, invalid("id", "the vault object has no original source to restore to")
+	}
+	m, err := s.manifests.Get(ctx, c.Tenant.String(), o.AssetID)
+	if err != nil {
+		return nil, err
+	}
+	target := m.GetSource().GetObjectId()
+	if req.Path != nil {
+		target = req.GetPath()
+	}
+	if target == "" {
+		return nil, invalid("path", "is required: the original location is not known")
+	}
+	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
+	p := &svcv1.Plan{
+		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: c.Tenant.String(), UserId: c.Tenant.Owner, Actor: c.Actor(),
+		Intent: svcv1.PlanIntent_PLAN_INTENT_RESTORE, Simulated: c.Tenant.Simulated(),
+		OperationClasses: []svcv1.OperationClass{svcv1.OperationClass_OPERATION_CLASS_DISCOVER, svcv1.OperationClass_OPERATION_CLASS_RESTORE},
+		CreatedAt:        timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(plan.DefaultTTL)),
+		SourceMarkers: []*svcv1.SourceMarker{{Provider: o.Provider, SourceId: o.SourceID, Kind: svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_NONE,
+			Value: "restore", ObservedAt: timestamppb.New(now)}},
+		Objects: []*svcv1.PlanObject{{AssetId: o.AssetID, SourceId: o.SourceID, Provider: o.Provider, ProviderObjectId: target,
+			ExpectedSizeBytes: o.SizeBytes, ExpectedSha256: proto.String(o.SHA256.String()), StorageClass: svcv1.StorageClass_STORAGE_CLASS_PRESERVE,
+			Actions: []svcv1.PlanAction{svcv1.PlanAction_PLAN_ACTION_RESTORE}}},
+		Excluded:             []*svcv1.Exclusion{},
+		PreservationRequired: true,
+		Projection:           &svcv1.Projection{ObjectCount: 1, BytesToTransfer: o.SizeBytes, ProjectedQuota: []*svcv1.ProjectedQuota{}},
+		State:                svcv1.PlanState_PLAN_STATE_DRAFT,
+	}
+	if p.Meter, err = s.restoreMeter(ctx, c, p); err != nil {
+		return nil, err
+	}
+	src, err := s.sources.Get(ctx, c.Tenant.String(), o.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	p.Policy = plan.Decide(p, plan.Decision{SourceStatus: map[string]svcv1.SourceStatus{src.Id: src.GetStatus()}, Grant: c.grant()})
+	if p.Hash, err = plan.Hash(p); err != nil {
+		return nil, err
+	}
+	if err := s.plans.Put(ctx, c.Tenant.String(), p.PlanId, p); err != nil {
+		return nil, err
+	}
+	s.planEvent(ctx, evPlanCreated, p)
+	return p, nil
+}
+
+// restoreMeter estimates a live restore on the rate card.
+func (s *Server) restoreMeter(ctx context.Context, c *Caller, p *svcv1.Plan) (*svcv1.PlanMeter, error) {
+	b, err := s.planBilling(ctx, c)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return plan.Estimate(p.Projection, b), nil
+}

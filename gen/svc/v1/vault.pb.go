@@ -9,6 +9,7 @@ package svcv1
 import (
 	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
+	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -583,11 +584,194 @@ func (x *RestoreVaultObjectRequest) GetConnectionId() string {
 	return ""
 }
 
+// ListVaultObjectsRequest lists vault objects, newest first.
+type ListVaultObjectsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId  *string                `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	SourceId      *string                `protobuf:"bytes,2,opt,name=source_id,json=sourceId,proto3,oneof" json:"source_id,omitempty"`
+	State         *VaultObjectState      `protobuf:"varint,3,opt,name=state,proto3,enum=svc.v1.VaultObjectState,oneof" json:"state,omitempty"`
+	Limit         *int32                 `protobuf:"varint,4,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Cursor        *string                `protobuf:"bytes,5,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVaultObjectsRequest) Reset() {
+	*x = ListVaultObjectsRequest{}
+	mi := &file_svc_v1_vault_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVaultObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVaultObjectsRequest) ProtoMessage() {}
+
+func (x *ListVaultObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_vault_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVaultObjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListVaultObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_vault_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListVaultObjectsRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ListVaultObjectsRequest) GetSourceId() string {
+	if x != nil && x.SourceId != nil {
+		return *x.SourceId
+	}
+	return ""
+}
+
+func (x *ListVaultObjectsRequest) GetState() VaultObjectState {
+	if x != nil && x.State != nil {
+		return *x.State
+	}
+	return VaultObjectState_VAULT_OBJECT_STATE_UNSPECIFIED
+}
+
+func (x *ListVaultObjectsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListVaultObjectsRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// ListVaultObjectsResponse is a page of vault objects.
+type ListVaultObjectsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*VaultObject         `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVaultObjectsResponse) Reset() {
+	*x = ListVaultObjectsResponse{}
+	mi := &file_svc_v1_vault_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVaultObjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVaultObjectsResponse) ProtoMessage() {}
+
+func (x *ListVaultObjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_vault_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVaultObjectsResponse.ProtoReflect.Descriptor instead.
+func (*ListVaultObjectsResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_vault_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListVaultObjectsResponse) GetData() []*VaultObject {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListVaultObjectsResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
+// GetVaultObjectRequest names a vault object.
+type GetVaultObjectRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVaultObjectRequest) Reset() {
+	*x = GetVaultObjectRequest{}
+	mi := &file_svc_v1_vault_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVaultObjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVaultObjectRequest) ProtoMessage() {}
+
+func (x *GetVaultObjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_vault_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVaultObjectRequest.ProtoReflect.Descriptor instead.
+func (*GetVaultObjectRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_vault_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetVaultObjectRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetVaultObjectRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
 var File_svc_v1_vault_proto protoreflect.FileDescriptor
 
 const file_svc_v1_vault_proto_rawDesc = "" +
 	"\n" +
-	"\x12svc/v1/vault.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13svc/v1/common.proto\x1a\x15svc/v1/manifest.proto\x1a\x14svc/v1/options.proto\x1a\x11svc/v1/plan.proto\"\xd5\x06\n" +
+	"\x12svc/v1/vault.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13svc/v1/common.proto\x1a\x15svc/v1/manifest.proto\x1a\x14svc/v1/options.proto\x1a\x11svc/v1/plan.proto\"\xd5\x06\n" +
 	"\vVaultObject\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^vlt_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12C\n" +
 	"\basset_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^ast_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\aassetId\x88\x01\x01\x12\x17\n" +
@@ -655,6 +839,28 @@ const file_svc_v1_vault_proto_rawDesc = "" +
 	"\rconnection_id\x18\x04 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x02R\fconnectionId\x88\x01\x01B\x11\n" +
 	"\x0f_destination_idB\a\n" +
 	"\x05_pathB\x10\n" +
+	"\x0e_connection_id\"\xfb\x02\n" +
+	"\x17ListVaultObjectsRequest\x12M\n" +
+	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x12E\n" +
+	"\tsource_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^src_[0-9A-HJKMNP-TV-Z]{26}$H\x01R\bsourceId\x88\x01\x01\x12=\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x18.svc.v1.VaultObjectStateB\b\xbaH\x05\x82\x01\x02\x10\x01H\x02R\x05state\x88\x01\x01\x12%\n" +
+	"\x05limit\x18\x04 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xc8\x01(\x01H\x03R\x05limit\x88\x01\x01\x12%\n" +
+	"\x06cursor\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x04R\x06cursor\x88\x01\x01B\x10\n" +
+	"\x0e_connection_idB\f\n" +
+	"\n" +
+	"_source_idB\b\n" +
+	"\x06_stateB\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_cursor\"y\n" +
+	"\x18ListVaultObjectsResponse\x12'\n" +
+	"\x04data\x18\x01 \x03(\v2\x13.svc.v1.VaultObjectR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"\xad\x01\n" +
+	"\x15GetVaultObjectRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^vlt_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
 	"\x0e_connection_id*\xf9\x02\n" +
 	"\x10VaultObjectState\x12\"\n" +
 	"\x1eVAULT_OBJECT_STATE_UNSPECIFIED\x10\x00\x12/\n" +
@@ -664,8 +870,14 @@ const file_svc_v1_vault_proto_rawDesc = "" +
 	"\x1aVAULT_OBJECT_STATE_CORRUPT\x10\x04\x1a\v\x8a\xb5\x18\acorrupt\x12-\n" +
 	"\x1bVAULT_OBJECT_STATE_DELETING\x10\x05\x1a\f\x8a\xb5\x18\bdeleting\x12+\n" +
 	"\x1aVAULT_OBJECT_STATE_DELETED\x10\x06\x1a\v\x8a\xb5\x18\adeleted\x12%\n" +
-	"\x17VAULT_OBJECT_STATE_COLD\x10\a\x1a\b\x8a\xb5\x18\x04cold2\x8b\x03\n" +
-	"\fVaultService\x12s\n" +
+	"\x17VAULT_OBJECT_STATE_COLD\x10\a\x1a\b\x8a\xb5\x18\x04cold2\x8e\x06\n" +
+	"\fVaultService\x12\x81\x01\n" +
+	"\x10ListVaultObjects\x12\x1f.svc.v1.ListVaultObjectsRequest\x1a .svc.v1.ListVaultObjectsResponse\"*\x9a\xb5\x18\n" +
+	"*\bpreserve\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/vault/objects\x90\x02\x01\x12u\n" +
+	"\x0eGetVaultObject\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x13.svc.v1.VaultObject\"/\x9a\xb5\x18\n" +
+	"*\bpreserve\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/vault/objects/{id}\x90\x02\x01\x12\x85\x01\n" +
+	"\x15GetVaultObjectContent\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x14.google.api.HttpBody\"7\x9a\xb5\x18\n" +
+	"*\bpreserve\x82\xd3\xe4\x93\x02 \x12\x1e/v1/vault/objects/{id}/content\x90\x02\x01\x12s\n" +
 	"\vSearchVault\x12\x1a.svc.v1.SearchVaultRequest\x1a\x1b.svc.v1.SearchVaultResponse\"+\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/vault/search\x90\x02\x01\x12\x80\x01\n" +
 	"\x0fExportManifests\x12\x1e.svc.v1.ExportManifestsRequest\x1a\x16.svc.v1.ManifestBundle\"5\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/vault/manifests/export\x90\x02\x01\x12\x82\x01\n" +
 	"\x12RestoreVaultObject\x12!.svc.v1.RestoreVaultObjectRequest\x1a\f.svc.v1.Plan\";\x9a\xb5\x18\x0e\b\xc9\x01\x10\x01*\arestore\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/v1/vault/objects/{id}/restoreB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
@@ -683,7 +895,7 @@ func file_svc_v1_vault_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_vault_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_svc_v1_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_svc_v1_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_svc_v1_vault_proto_goTypes = []any{
 	(VaultObjectState)(0),             // 0: svc.v1.VaultObjectState
 	(*VaultObject)(nil),               // 1: svc.v1.VaultObject
@@ -692,33 +904,45 @@ var file_svc_v1_vault_proto_goTypes = []any{
 	(*SearchVaultResponse)(nil),       // 4: svc.v1.SearchVaultResponse
 	(*ExportManifestsRequest)(nil),    // 5: svc.v1.ExportManifestsRequest
 	(*RestoreVaultObjectRequest)(nil), // 6: svc.v1.RestoreVaultObjectRequest
-	(Provider)(0),                     // 7: svc.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 8: google.protobuf.Timestamp
-	(*ManifestBundle)(nil),            // 9: svc.v1.ManifestBundle
-	(*Plan)(nil),                      // 10: svc.v1.Plan
+	(*ListVaultObjectsRequest)(nil),   // 7: svc.v1.ListVaultObjectsRequest
+	(*ListVaultObjectsResponse)(nil),  // 8: svc.v1.ListVaultObjectsResponse
+	(*GetVaultObjectRequest)(nil),     // 9: svc.v1.GetVaultObjectRequest
+	(Provider)(0),                     // 10: svc.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 11: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),         // 12: google.api.HttpBody
+	(*ManifestBundle)(nil),            // 13: svc.v1.ManifestBundle
+	(*Plan)(nil),                      // 14: svc.v1.Plan
 }
 var file_svc_v1_vault_proto_depIdxs = []int32{
-	7,  // 0: svc.v1.VaultObject.provider:type_name -> svc.v1.Provider
+	10, // 0: svc.v1.VaultObject.provider:type_name -> svc.v1.Provider
 	0,  // 1: svc.v1.VaultObject.state:type_name -> svc.v1.VaultObjectState
-	8,  // 2: svc.v1.VaultObject.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 3: svc.v1.VaultObject.verified_at:type_name -> google.protobuf.Timestamp
-	8,  // 4: svc.v1.VaultObject.cold_since:type_name -> google.protobuf.Timestamp
+	11, // 2: svc.v1.VaultObject.created_at:type_name -> google.protobuf.Timestamp
+	11, // 3: svc.v1.VaultObject.verified_at:type_name -> google.protobuf.Timestamp
+	11, // 4: svc.v1.VaultObject.cold_since:type_name -> google.protobuf.Timestamp
 	1,  // 5: svc.v1.SearchHit.vault_object:type_name -> svc.v1.VaultObject
-	7,  // 6: svc.v1.SearchVaultRequest.provider:type_name -> svc.v1.Provider
-	8,  // 7: svc.v1.SearchVaultRequest.from:type_name -> google.protobuf.Timestamp
-	8,  // 8: svc.v1.SearchVaultRequest.to:type_name -> google.protobuf.Timestamp
+	10, // 6: svc.v1.SearchVaultRequest.provider:type_name -> svc.v1.Provider
+	11, // 7: svc.v1.SearchVaultRequest.from:type_name -> google.protobuf.Timestamp
+	11, // 8: svc.v1.SearchVaultRequest.to:type_name -> google.protobuf.Timestamp
 	2,  // 9: svc.v1.SearchVaultResponse.data:type_name -> svc.v1.SearchHit
-	3,  // 10: svc.v1.VaultService.SearchVault:input_type -> svc.v1.SearchVaultRequest
-	5,  // 11: svc.v1.VaultService.ExportManifests:input_type -> svc.v1.ExportManifestsRequest
-	6,  // 12: svc.v1.VaultService.RestoreVaultObject:input_type -> svc.v1.RestoreVaultObjectRequest
-	4,  // 13: svc.v1.VaultService.SearchVault:output_type -> svc.v1.SearchVaultResponse
-	9,  // 14: svc.v1.VaultService.ExportManifests:output_type -> svc.v1.ManifestBundle
-	10, // 15: svc.v1.VaultService.RestoreVaultObject:output_type -> svc.v1.Plan
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	0,  // 10: svc.v1.ListVaultObjectsRequest.state:type_name -> svc.v1.VaultObjectState
+	1,  // 11: svc.v1.ListVaultObjectsResponse.data:type_name -> svc.v1.VaultObject
+	7,  // 12: svc.v1.VaultService.ListVaultObjects:input_type -> svc.v1.ListVaultObjectsRequest
+	9,  // 13: svc.v1.VaultService.GetVaultObject:input_type -> svc.v1.GetVaultObjectRequest
+	9,  // 14: svc.v1.VaultService.GetVaultObjectContent:input_type -> svc.v1.GetVaultObjectRequest
+	3,  // 15: svc.v1.VaultService.SearchVault:input_type -> svc.v1.SearchVaultRequest
+	5,  // 16: svc.v1.VaultService.ExportManifests:input_type -> svc.v1.ExportManifestsRequest
+	6,  // 17: svc.v1.VaultService.RestoreVaultObject:input_type -> svc.v1.RestoreVaultObjectRequest
+	8,  // 18: svc.v1.VaultService.ListVaultObjects:output_type -> svc.v1.ListVaultObjectsResponse
+	1,  // 19: svc.v1.VaultService.GetVaultObject:output_type -> svc.v1.VaultObject
+	12, // 20: svc.v1.VaultService.GetVaultObjectContent:output_type -> google.api.HttpBody
+	4,  // 21: svc.v1.VaultService.SearchVault:output_type -> svc.v1.SearchVaultResponse
+	13, // 22: svc.v1.VaultService.ExportManifests:output_type -> svc.v1.ManifestBundle
+	14, // 23: svc.v1.VaultService.RestoreVaultObject:output_type -> svc.v1.Plan
+	18, // [18:24] is the sub-list for method output_type
+	12, // [12:18] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_vault_proto_init() }
@@ -736,13 +960,16 @@ func file_svc_v1_vault_proto_init() {
 	file_svc_v1_vault_proto_msgTypes[3].OneofWrappers = []any{}
 	file_svc_v1_vault_proto_msgTypes[4].OneofWrappers = []any{}
 	file_svc_v1_vault_proto_msgTypes[5].OneofWrappers = []any{}
+	file_svc_v1_vault_proto_msgTypes[6].OneofWrappers = []any{}
+	file_svc_v1_vault_proto_msgTypes[7].OneofWrappers = []any{}
+	file_svc_v1_vault_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_vault_proto_rawDesc), len(file_svc_v1_vault_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -8,6 +8,7 @@ import (
 	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
+	httpbody "google.golang.org/genproto/googleapis/api/httpbody"
 	http "net/http"
 	strings "strings"
 	v1 "svc.dev/svc/gen/svc/v1"
@@ -33,6 +34,15 @@ const (
 // reflection-formatted method names, remove the leading slash and convert the remaining slash to a
 // period.
 const (
+	// VaultServiceListVaultObjectsProcedure is the fully-qualified name of the VaultService's
+	// ListVaultObjects RPC.
+	VaultServiceListVaultObjectsProcedure = "/svc.v1.VaultService/ListVaultObjects"
+	// VaultServiceGetVaultObjectProcedure is the fully-qualified name of the VaultService's
+	// GetVaultObject RPC.
+	VaultServiceGetVaultObjectProcedure = "/svc.v1.VaultService/GetVaultObject"
+	// VaultServiceGetVaultObjectContentProcedure is the fully-qualified name of the VaultService's
+	// GetVaultObjectContent RPC.
+	VaultServiceGetVaultObjectContentProcedure = "/svc.v1.VaultService/GetVaultObjectContent"
 	// VaultServiceSearchVaultProcedure is the fully-qualified name of the VaultService's SearchVault
 	// RPC.
 	VaultServiceSearchVaultProcedure = "/svc.v1.VaultService/SearchVault"
@@ -46,6 +56,14 @@ const (
 
 // VaultServiceClient is a client for the svc.v1.VaultService service.
 type VaultServiceClient interface {
+	// ListVaultObjects lists preserved objects, filtered by source and state.
+	ListVaultObjects(context.Context, *connect.Request[v1.ListVaultObjectsRequest]) (*connect.Response[v1.ListVaultObjectsResponse], error)
+	// GetVaultObject reads a vault object.
+	GetVaultObject(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[v1.VaultObject], error)
+	// GetVaultObjectContent streams a vault object's content, verified against its SHA-256 as it
+	// is read (the REST response streams; a mismatch aborts it). Over Connect the content comes
+	// whole, up to 64 MiB.
+	GetVaultObjectContent(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[httpbody.HttpBody], error)
 	// SearchVault searches vault objects by text and metadata (spec #11).
 	SearchVault(context.Context, *connect.Request[v1.SearchVaultRequest]) (*connect.Response[v1.SearchVaultResponse], error)
 	// ExportManifests returns every manifest as one bundle (spec #16).
@@ -66,6 +84,27 @@ func NewVaultServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 	baseURL = strings.TrimRight(baseURL, "/")
 	vaultServiceMethods := v1.File_svc_v1_vault_proto.Services().ByName("VaultService").Methods()
 	return &vaultServiceClient{
+		listVaultObjects: connect.NewClient[v1.ListVaultObjectsRequest, v1.ListVaultObjectsResponse](
+			httpClient,
+			baseURL+VaultServiceListVaultObjectsProcedure,
+			connect.WithSchema(vaultServiceMethods.ByName("ListVaultObjects")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getVaultObject: connect.NewClient[v1.GetVaultObjectRequest, v1.VaultObject](
+			httpClient,
+			baseURL+VaultServiceGetVaultObjectProcedure,
+			connect.WithSchema(vaultServiceMethods.ByName("GetVaultObject")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getVaultObjectContent: connect.NewClient[v1.GetVaultObjectRequest, httpbody.HttpBody](
+			httpClient,
+			baseURL+VaultServiceGetVaultObjectContentProcedure,
+			connect.WithSchema(vaultServiceMethods.ByName("GetVaultObjectContent")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		searchVault: connect.NewClient[v1.SearchVaultRequest, v1.SearchVaultResponse](
 			httpClient,
 			baseURL+VaultServiceSearchVaultProcedure,
@@ -91,9 +130,27 @@ func NewVaultServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 
 // vaultServiceClient implements VaultServiceClient.
 type vaultServiceClient struct {
-	searchVault        *connect.Client[v1.SearchVaultRequest, v1.SearchVaultResponse]
-	exportManifests    *connect.Client[v1.ExportManifestsRequest, v1.ManifestBundle]
-	restoreVaultObject *connect.Client[v1.RestoreVaultObjectRequest, v1.Plan]
+	listVaultObjects      *connect.Client[v1.ListVaultObjectsRequest, v1.ListVaultObjectsResponse]
+	getVaultObject        *connect.Client[v1.GetVaultObjectRequest, v1.VaultObject]
+	getVaultObjectContent *connect.Client[v1.GetVaultObjectRequest, httpbody.HttpBody]
+	searchVault           *connect.Client[v1.SearchVaultRequest, v1.SearchVaultResponse]
+	exportManifests       *connect.Client[v1.ExportManifestsRequest, v1.ManifestBundle]
+	restoreVaultObject    *connect.Client[v1.RestoreVaultObjectRequest, v1.Plan]
+}
+
+// ListVaultObjects calls svc.v1.VaultService.ListVaultObjects.
+func (c *vaultServiceClient) ListVaultObjects(ctx context.Context, req *connect.Request[v1.ListVaultObjectsRequest]) (*connect.Response[v1.ListVaultObjectsResponse], error) {
+	return c.listVaultObjects.CallUnary(ctx, req)
+}
+
+// GetVaultObject calls svc.v1.VaultService.GetVaultObject.
+func (c *vaultServiceClient) GetVaultObject(ctx context.Context, req *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[v1.VaultObject], error) {
+	return c.getVaultObject.CallUnary(ctx, req)
+}
+
+// GetVaultObjectContent calls svc.v1.VaultService.GetVaultObjectContent.
+func (c *vaultServiceClient) GetVaultObjectContent(ctx context.Context, req *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[httpbody.HttpBody], error) {
+	return c.getVaultObjectContent.CallUnary(ctx, req)
 }
 
 // SearchVault calls svc.v1.VaultService.SearchVault.
@@ -113,6 +170,14 @@ func (c *vaultServiceClient) RestoreVaultObject(ctx context.Context, req *connec
 
 // VaultServiceHandler is an implementation of the svc.v1.VaultService service.
 type VaultServiceHandler interface {
+	// ListVaultObjects lists preserved objects, filtered by source and state.
+	ListVaultObjects(context.Context, *connect.Request[v1.ListVaultObjectsRequest]) (*connect.Response[v1.ListVaultObjectsResponse], error)
+	// GetVaultObject reads a vault object.
+	GetVaultObject(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[v1.VaultObject], error)
+	// GetVaultObjectContent streams a vault object's content, verified against its SHA-256 as it
+	// is read (the REST response streams; a mismatch aborts it). Over Connect the content comes
+	// whole, up to 64 MiB.
+	GetVaultObjectContent(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[httpbody.HttpBody], error)
 	// SearchVault searches vault objects by text and metadata (spec #11).
 	SearchVault(context.Context, *connect.Request[v1.SearchVaultRequest]) (*connect.Response[v1.SearchVaultResponse], error)
 	// ExportManifests returns every manifest as one bundle (spec #16).
@@ -129,6 +194,27 @@ type VaultServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewVaultServiceHandler(svc VaultServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	vaultServiceMethods := v1.File_svc_v1_vault_proto.Services().ByName("VaultService").Methods()
+	vaultServiceListVaultObjectsHandler := connect.NewUnaryHandler(
+		VaultServiceListVaultObjectsProcedure,
+		svc.ListVaultObjects,
+		connect.WithSchema(vaultServiceMethods.ByName("ListVaultObjects")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	vaultServiceGetVaultObjectHandler := connect.NewUnaryHandler(
+		VaultServiceGetVaultObjectProcedure,
+		svc.GetVaultObject,
+		connect.WithSchema(vaultServiceMethods.ByName("GetVaultObject")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	vaultServiceGetVaultObjectContentHandler := connect.NewUnaryHandler(
+		VaultServiceGetVaultObjectContentProcedure,
+		svc.GetVaultObjectContent,
+		connect.WithSchema(vaultServiceMethods.ByName("GetVaultObjectContent")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	vaultServiceSearchVaultHandler := connect.NewUnaryHandler(
 		VaultServiceSearchVaultProcedure,
 		svc.SearchVault,
@@ -151,6 +237,12 @@ func NewVaultServiceHandler(svc VaultServiceHandler, opts ...connect.HandlerOpti
 	)
 	return "/svc.v1.VaultService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case VaultServiceListVaultObjectsProcedure:
+			vaultServiceListVaultObjectsHandler.ServeHTTP(w, r)
+		case VaultServiceGetVaultObjectProcedure:
+			vaultServiceGetVaultObjectHandler.ServeHTTP(w, r)
+		case VaultServiceGetVaultObjectContentProcedure:
+			vaultServiceGetVaultObjectContentHandler.ServeHTTP(w, r)
 		case VaultServiceSearchVaultProcedure:
 			vaultServiceSearchVaultHandler.ServeHTTP(w, r)
 		case VaultServiceExportManifestsProcedure:
@@ -165,6 +257,18 @@ func NewVaultServiceHandler(svc VaultServiceHandler, opts ...connect.HandlerOpti
 
 // UnimplementedVaultServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedVaultServiceHandler struct{}
+
+func (UnimplementedVaultServiceHandler) ListVaultObjects(context.Context, *connect.Request[v1.ListVaultObjectsRequest]) (*connect.Response[v1.ListVaultObjectsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.VaultService.ListVaultObjects is not implemented"))
+}
+
+func (UnimplementedVaultServiceHandler) GetVaultObject(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[v1.VaultObject], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.VaultService.GetVaultObject is not implemented"))
+}
+
+func (UnimplementedVaultServiceHandler) GetVaultObjectContent(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[httpbody.HttpBody], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.VaultService.GetVaultObjectContent is not implemented"))
+}
 
 func (UnimplementedVaultServiceHandler) SearchVault(context.Context, *connect.Request[v1.SearchVaultRequest]) (*connect.Response[v1.SearchVaultResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.VaultService.SearchVault is not implemented"))

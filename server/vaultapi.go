@@ -1,0 +1,123 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/api/httpbody"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/manifest"
+	"svc.dev/svc/vault"
+)
+
+// maxConnectContent bounds vault content returned whole over Connect; REST streams any size.
+const maxConnectContent = 64 << 20
+
+// vaultObjectVisible answers 403 for an object from a source outside a connection's grant.
+func (c *Caller) vaultObjectVisible(o vault.Object) error {
+	if o.SourceID != "" {
+		return c.sourceInGrant(o.SourceID)
+	}
+	return nil
+}
+
+func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjectsRequest) (*svcv1.ListVaultObjectsResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.VaultServiceListVaultObjectsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	c := callerFrom(ctx)
+	objs, more, err := s.vault.List(ctx, c.Tenant.String(), after, limit, func(o vault.Object) bool {
+		p := o.Proto()
+		return (req.SourceId == nil || o.SourceID == req.GetSourceId()) && (req.State == nil || p.GetState() == req.GetState()) &&
+			c.vaultObjectVisible(o) == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &svcv1.ListVaultObjectsResponse{Data: []*svcv1.VaultObject{}}
+	for i := range objs {
+		out.Data = append(out.Data, objs[i].Proto())
+	}
+	if more && len(objs) > 0 {
+		out.NextCursor = s.nextCursor(binding, objs[len(objs)-1].ID)
+	}
+	return out, nil
+}
+
+func (s *Server) vaultObject(ctx context.Context, id string) (vault.Object, error) {
+	c := callerFrom(ctx)
+	o, err := s.vault.Get(ctx, c.Tenant.String(), id)
+	if err != nil {
+		return vault.Object{}, err
+	}
+	return o, c.vaultObjectVisible(o)
+}
+
+func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*svcv1.VaultObject, error) {
+	o, err := s.vaultObject(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return o.Proto(), nil
+}
+
+// getVaultObjectContent opens the verified content; the REST writer streams it.
+func (s *Server) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*httpbody.HttpBody, error) {
+	c := callerFrom(ctx)
+	if _, err := s.vaultObject(ctx, req.GetId()); err != nil {
+		return nil, err
+	}
+	rc, o, err := s.vault.Open(ctx, c.Tenant.String(), req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	ct := o.MIMEType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	c.Header.Set("Content-Length", strconv.FormatInt(o.SizeBytes, 10))
+	c.Header.Set("Digest", "sha-256="+o.SHA256.String())
+	c.Stream = rc
+	return &httpbody.HttpBody{ContentType: ct}, nil
+}
+
+// readWhole reads a stream for Connect clients, up to maxConnectContent.
+func readWhole(rc io.ReadCloser) ([]byte, error) {
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxConnectContent+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConnectContent {
+		return nil, newProblem(http.StatusRequestEntityTooLarge, codeTooLarge, "The content is larger than 64 MiB; download it over REST.")
+	}
+	return data, nil
+}
+
+// exportManifests returns the tenant's manifests as one bundle (spec #16), limited to the
+// sources of a connection's grant.
+func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRequest) (*svcv1.ManifestBundle, error) {
+	c := callerFrom(ctx)
+	var ms []*svcv1.Manifest
+	err := s.manifests.Scan(ctx, c.Tenant.String(), func(m *svcv1.Manifest) bool {
+		if c.sourceInGrant(m.GetSource().GetSourceRef()) == nil {
+			ms = append(ms, m)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Bundle(c.Tenant.String(), s.cfg.Now().UTC(), ms)
+}
+
+var errVaultCorrupt = errors.New("vault object failed verification")
+
+var _ = fmt.Sprint
