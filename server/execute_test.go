@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,5 +216,46 @@ func TestRestoreFromTheVault(t *testing.T) {
 	_, x = restore()
 	if x["status"] != "partially_completed" {
 		t.Fatalf("a second restore over the file: %v", x)
+	}
+}
+
+// The dev seed includes an executed plan with its receipt, vault objects and manifests.
+func TestDevSeedHasAnExecution(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	srv, err := server.New(server.Config{DataDir: t.TempDir(), Password: cheapPasswords, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	creds, err := srv.Seed(context.Background(), "http://127.0.0.1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, srv: srv, creds: creds, clock: clk}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	e.ts = ts
+	e.router = e.loadOpenAPI()
+	cx := "?connection_id=" + creds.ConnectionID
+	var xs struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(e.do("GET", "/v1/executions"+cx, "", e.key()...).body, &xs)
+	if len(xs.Data) != 1 || xs.Data[0]["receipt_id"] == nil || xs.Data[0]["bytes_preserved"] == float64(0) {
+		t.Fatalf("seeded executions: %v", xs.Data)
+	}
+	rr := e.do("GET", "/v1/receipts/"+xs.Data[0]["receipt_id"].(string)+cx, "", e.key()...)
+	if _, err := receipt.Verify(rr.body, e.do("GET", "/.well-known/svc-receipts.json", "").body); err != nil {
+		t.Fatalf("seeded receipt: %v", err)
+	}
+	var vs struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(e.do("GET", "/v1/vault/objects"+cx, "", e.key()...).body, &vs)
+	if len(vs.Data) == 0 {
+		t.Fatal("no seeded vault objects")
+	}
+	if b := e.do("GET", "/v1/vault/manifests/export"+cx, "", e.key()...).json(t); b["count"].(float64) == 0 {
+		t.Fatal("no seeded manifests")
 	}
 }

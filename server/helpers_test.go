@@ -68,7 +68,7 @@ func newEnv(t testing.TB, opts ...func(*server.Config)) *env {
 		ts.Close()
 		srv.Close()
 	})
-	creds, err := srv.Seed(context.Background(), ts.URL)
+	creds, err := srv.Seed(context.Background(), ts.URL, &server.SeedOptions{NoExecution: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -37,16 +40,16 @@ const DevCredentialsFile = "dev-credentials.json"
 // credentials, it runs a seed job that creates, through the same code paths as the API, a
 // developer account, an organization, an application with test and live keys, and a test-mode
 // connection from the account to the application; then it writes dev-credentials.json (0600).
-//
-// extra sources (dev only, e.g. a local folder to try executions on) are connected in the dev
-// user's test tenant when the seed job runs.
-func (s *Server) Seed(ctx context.Context, baseURL string, extra ...SourceSpec) (*DevCredentials, error) {
+func (s *Server) Seed(ctx context.Context, baseURL string, opts *SeedOptions) (*DevCredentials, error) {
+	if opts == nil {
+		opts = &SeedOptions{}
+	}
 	path := filepath.Join(s.cfg.DataDir, DevCredentialsFile)
 	if creds, err := s.existingCredentials(ctx, path); err == nil {
 		creds.BaseURL = baseURL
 		return creds, writeJSON(path, creds)
 	}
-	creds, err := s.runSeedJob(ctx, extra)
+	creds, err := s.runSeedJob(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,16 @@ func writeJSON(path string, v any) error {
 }
 
 // runSeedJob records a seed job and runs it to completion.
-func (s *Server) runSeedJob(ctx context.Context, extra []SourceSpec) (*DevCredentials, error) {
+// SeedOptions shape the dev tenant.
+type SeedOptions struct {
+	// Sources are extra sources to connect in the test tenant (a local folder to try
+	// executions on, say).
+	Sources []SourceSpec
+	// NoExecution skips the seeded clean-up execution (tests that want an empty tenant).
+	NoExecution bool
+}
+
+func (s *Server) runSeedJob(ctx context.Context, opts *SeedOptions) (*DevCredentials, error) {
 	password, err := platform.NewToken("", 24)
 	if err != nil {
 		return nil, err
@@ -99,7 +111,7 @@ func (s *Server) runSeedJob(ctx context.Context, extra []SourceSpec) (*DevCreden
 	if err := s.jobs.Put(ctx, tenant, job.Id, job); err != nil {
 		return nil, err
 	}
-	creds, runErr := s.seedTenant(ctx, u, session, extra)
+	creds, runErr := s.seedTenant(ctx, u, session, opts)
 	job.UpdatedAt = timestamppb.New(s.cfg.Now())
 	job.FinishedAt = job.UpdatedAt
 	if runErr != nil {
@@ -124,7 +136,7 @@ func (s *Server) runSeedJob(ctx context.Context, extra []SourceSpec) (*DevCreden
 }
 
 // seedTenant is the body of the seed job. Later capabilities extend it with their data.
-func (s *Server) seedTenant(ctx context.Context, u *platform.User, session string, extra []SourceSpec) (*DevCredentials, error) {
+func (s *Server) seedTenant(ctx context.Context, u *platform.User, session string, opts *SeedOptions) (*DevCredentials, error) {
 	org, err := s.accounts.CreateOrg(ctx, u.ID, "Dev Org")
 	if err != nil {
 		return nil, err
@@ -153,10 +165,15 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 			Config: providers.Config{"seed": "42", "objects": "2000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
 		{Provider: providers.Simulated, SourceRef: "files/dev", Kind: "files", DisplayName: "Simulated drive",
 			Config: providers.Config{"seed": "42", "objects": "1000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
-	}, extra...) {
+	}, opts.Sources...) {
 		src.ConnectionID, src.ApplicationID = conn.ID, app.ID
 		if _, err := s.ConnectSource(ctx, test, src); err != nil {
 			return nil, err
+		}
+	}
+	if !opts.NoExecution {
+		if err := s.seedExecution(ctx, u, test); err != nil {
+			return nil, fmt.Errorf("seed execution: %w", err)
 		}
 	}
 	dst := &svcv1.Destination{DestinationId: id.New("dst"), Provider: svcv1.Provider_PROVIDER_SVC_VAULT, Label: "svc vault",
@@ -168,4 +185,35 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 		UserID: u.ID, OrgID: org.ID, ApplicationID: app.ID}, nil
 }
 
-var _ = time.Now
+// seedExecution runs a clean-up of a small simulated mailbox through the same handlers the API
+// uses (as the dev user): plan, authorize, execute; and waits for its receipt, so the dev
+// tenant starts with an executed plan, vault objects, manifests and a signed receipt.
+func (s *Server) seedExecution(ctx context.Context, u *platform.User, tenant platform.Tenant) error {
+	src, err := s.ConnectSource(ctx, tenant, SourceSpec{Provider: providers.Simulated, SourceRef: "mail/archive", Kind: "mail",
+		DisplayName: "Simulated archive mailbox", Config: providers.Config{"seed": "7", "objects": "60"}})
+	if err != nil {
+		return err
+	}
+	cctx := context.WithValue(ctx, callerKey{}, &Caller{RequestID: id.New("req"), User: u, Tenant: tenant, Header: http.Header{}})
+	p, err := s.createPlan(cctx, &svcv1.CreatePlanRequest{Intent: svcv1.PlanIntent_PLAN_INTENT_SVC, SourceIds: []string{src.Id},
+		Policy: &svcv1.SourcePolicy{MinAgeDays: proto.Int64(30), RemovePromotional: proto.Bool(true)}})
+	if err != nil {
+		return err
+	}
+	if p, err = s.authorizePlan(cctx, &svcv1.AuthorizePlanRequest{Id: p.PlanId, PlanHash: p.Hash}); err != nil {
+		return err
+	}
+	x, err := s.executePlan(cctx, &svcv1.ExecutePlanRequest{Id: p.PlanId})
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if x, err = s.executions.Get(ctx, tenant.String(), x.Id); err != nil {
+			return err
+		}
+		if x.GetReceiptId() != "" {
+			return nil
+		}
+	}
+	return fmt.Errorf("execution %s did not finish", x.Id)
+}

@@ -116,7 +116,7 @@ func serve(ctx context.Context, o serveOptions) error {
 			}
 			extra = append(extra, spec)
 		}
-		creds, err := srv.Seed(ctx, baseURL, extra...)
+		creds, err := srv.Seed(ctx, baseURL, &server.SeedOptions{Sources: extra})
 		if err != nil {
 			ln.Close()
 			srv.Close()
