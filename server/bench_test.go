@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/store"
 	"svc.dev/svc/wire"
 )
@@ -50,3 +51,35 @@ func BenchmarkListPlansCodec(b *testing.B) {
 		}
 	}
 }
+
+// The metering pair: the same GET /v1/plans page with a live key (metered as an API operation)
+// and with a test key (test mode is never metered); everything else, audit included, is the
+// same. scripts/bench prints the ratio.
+func meteringBench(b *testing.B, live bool) {
+	e := newEnv(b)
+	ctx := context.Background()
+	mode := platform.ModeTest
+	key := e.creds.TestAPIKey
+	if live {
+		mode, key = platform.ModeLive, e.creds.LiveAPIKey
+	}
+	conn, err := e.srv.Developers().Connect(ctx, e.creds.ApplicationID, e.creds.UserID, mode, platform.Grant{OperationClasses: platform.OperationClasses})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.putPlans(platform.Tenant{Owner: e.creds.UserID, Mode: mode}, 10, nil)
+	h := e.srv.Handler()
+	req := httptest.NewRequest("GET", "/v1/plans?limit=10&connection_id="+conn.ID, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	}
+}
+
+func BenchmarkRequestMetered(b *testing.B)   { meteringBench(b, true) }
+func BenchmarkRequestUnmetered(b *testing.B) { meteringBench(b, false) }
