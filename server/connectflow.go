@@ -120,6 +120,11 @@ func (s *Server) createConnectSession(ctx context.Context, req *svcv1.CreateConn
 	r := platform.ConnectRequest{RedirectURI: req.GetRedirectUri(), OperationClasses: opClasses(req.GetOperationClasses()),
 		SourceIDs: req.GetSourceIds(), State: req.GetState()}
 	if req.Provider != nil {
+		// Test mode is simulated and unbilled: a real account connected there could be
+		// cleaned up for free, and the spec promises test mode works on simulated data.
+		if c.Key.Mode == platform.ModeTest {
+			return nil, invalid("provider", "cannot be connected in test mode, which works on simulated sources; start the session with a live key to connect a provider account")
+		}
 		name := providers.Name(enumWire(req.GetProvider()))
 		if _, ok := s.oauthProvider(name); !ok {
 			return nil, invalid("provider", "cannot be connected through the consent page: this server has no OAuth configuration for it")

@@ -187,7 +187,8 @@ type connectEnv struct {
 	anaID    string
 	anaEmail string
 	anaPass  string
-	simSrc   string
+	simSrc   string // Ana's simulated mailbox, in her test tenant
+	liveSrc  string // Ana's work mailbox at vendor_a_mail, in her live tenant
 }
 
 func newConnectEnv(t *testing.T) *connectEnv {
@@ -225,13 +226,21 @@ func newConnectEnv(t *testing.T) *connectEnv {
 		t.Fatal(err)
 	}
 	ce.simSrc = src.Id
+	as.tokens["at-static"] = true
+	src, err = ce.srv.ConnectSource(context.Background(), platform.Tenant{Owner: ce.anaID, Mode: platform.ModeLive},
+		server.SourceSpec{Provider: providers.VendorAMail, SourceRef: "work", Kind: "mail", DisplayName: "Ana's work mailbox",
+			Config: providers.Config{"access_token": "at-static"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce.liveSrc = src.Id
 	return ce
 }
 
-// startSession starts a connect session with the seeded test key.
-func (e *connectEnv) startSession(t *testing.T, body string) map[string]any {
+// startSession starts a connect session with one of the seeded keys.
+func (e *connectEnv) startSession(t *testing.T, key []string, body string) map[string]any {
 	t.Helper()
-	r := e.do("POST", "/v1/connect/sessions", body, e.key()...)
+	r := e.do("POST", "/v1/connect/sessions", body, key...)
 	if r.status != 201 {
 		t.Fatalf("start connect session: %d %s", r.status, r.body)
 	}
@@ -344,9 +353,9 @@ func mustContain(t *testing.T, r *resp, wants ...string) {
 func csnPath(csn map[string]any) string { return "/connect/" + csn["id"].(string) }
 
 // events returns the types and subjects of the calling application's events.
-func (e *connectEnv) events(t *testing.T, types string) []string {
+func (e *connectEnv) events(t *testing.T, key []string, types string) []string {
 	t.Helper()
-	r := e.do("GET", "/v1/events?types="+types, "", e.key()...)
+	r := e.do("GET", "/v1/events?types="+types, "", key...)
 	var list struct {
 		Data []struct{ Type, Subject string } `json:"data"`
 	}
@@ -360,12 +369,32 @@ func (e *connectEnv) events(t *testing.T, types string) []string {
 	return out
 }
 
+// providerMail finds the source the OAuth flow connected (the fake provider's account).
+func (e *connectEnv) providerMail(t *testing.T, b *browser) map[string]any {
+	t.Helper()
+	var list struct{ Data []map[string]any }
+	r := e.do("GET", "/v1/sources", "", b.session()...)
+	json.Unmarshal(r.body, &list)
+	var found map[string]any
+	for _, s := range list.Data {
+		if s["email"] == "ana@vendor-a.example" {
+			if found != nil {
+				t.Fatalf("two sources for one provider account: %s", r.body)
+			}
+			found = s
+		}
+	}
+	return found
+}
+
 func TestConnectFlowEndToEnd(t *testing.T) {
 	e := newConnectEnv(t)
+	live := e.liveKey()
 
-	// The application starts a session with its test key.
-	csn := e.startSession(t, `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover","preserve"],"provider":"vendor_a_mail","state":"app-state-1"}`)
-	if !strings.HasPrefix(csn["id"].(string), "csn_") || csn["status"] != "pending" || csn["mode"] != "test" ||
+	// The application starts a session with its live key, asking Ana to connect her Vendor A
+	// mailbox.
+	csn := e.startSession(t, live, `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover","preserve"],"provider":"vendor_a_mail","state":"app-state-1"}`)
+	if !strings.HasPrefix(csn["id"].(string), "csn_") || csn["status"] != "pending" || csn["mode"] != "live" ||
 		csn["url"] != e.ts.URL+csnPath(csn) || csn["expires_at"] != "2026-11-22T12:30:00Z" || csn["state"] != "app-state-1" ||
 		csn["connection_id"] != nil || csn["provider"] != "vendor_a_mail" {
 		t.Fatalf("connect session: %v", csn)
@@ -383,23 +412,31 @@ func TestConnectFlowEndToEnd(t *testing.T) {
 		r.header.Get("X-Frame-Options") != "DENY" || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("page headers: %v", r.header)
 	}
+	// The one inline style sheet is what the policy allows by hash; nothing else runs.
+	style := regexp.MustCompile(`(?s)<style>(.*)</style>`).FindSubmatch(r.body)
+	sum := sha256.Sum256(style[1])
+	if !strings.Contains(r.header.Get("Content-Security-Policy"), "style-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") {
+		t.Fatalf("the style sheet's hash is not in the policy %q", r.header.Get("Content-Security-Policy"))
+	}
+	if dir := os.Getenv("SVC_CONSENT_PAGE_DIR"); dir != "" { // for screenshots (docs/connect.md)
+		os.WriteFile(filepath.Join(dir, "signin.html"), r.body, 0o644)
+	}
 	if r := b.post(page+"/sign-in", url.Values{"email": {e.anaEmail}, "password": {"wrong password, clearly"}}); r.status != 401 {
 		t.Fatalf("wrong password: %d", r.status)
 	} else {
 		mustContain(t, r, "The email or password is not correct.", `value="`+e.anaEmail+`"`)
 	}
 
-	// Signed in: the application, what it asks in plain words, Ana's test sources, the
+	// Signed in: the application, what it asks in plain words, Ana's live sources, the
 	// provider to connect, Approve and Deny.
 	r = b.signIn(e, page)
-	mustContain(t, r, "Dev App wants to use your svc account", "Test mode", "See what you keep", "Keep copies",
-		"Ana&#39;s simulated mailbox", "Connect Vendor A Mail", `value="approve"`, `value="deny"`, "Signed in as ana@example.com",
+	mustContain(t, r, "Dev App wants to use your svc account", "See what you keep", "Keep copies",
+		"Ana&#39;s work mailbox", "Connect Vendor A Mail", `value="approve"`, `value="deny"`, "Signed in as ana@example.com",
 		"expires at 12:30 UTC")
-	if bytes.Contains(r.body, []byte("Clean up")) || bytes.Contains(r.body, []byte("<script")) {
-		t.Fatalf("the page offers what was not asked, or runs script:\n%s", r.body)
-	}
-	if dir := os.Getenv("SVC_CONSENT_PAGE_DIR"); dir != "" { // for a screenshot (docs/connect.md)
-		os.WriteFile(filepath.Join(dir, "consent.html"), r.body, 0o644)
+	for _, not := range []string{"Clean up", "<script", "Test mode", "Ana&#39;s simulated mailbox", "verified copy"} {
+		if bytes.Contains(r.body, []byte(not)) {
+			t.Fatalf("the page shows %q:\n%s", not, r.body)
+		}
 	}
 	token := csrfToken(t, r)
 
@@ -433,14 +470,18 @@ func TestConnectFlowEndToEnd(t *testing.T) {
 	if r := b.post(page+"/provider", url.Values{"csrf_token": {token}}, "Sec-Fetch-Site", "cross-site"); r.status != 403 {
 		t.Errorf("cross-site provider start: %d", r.status)
 	}
+	if r := b.get(page); r.status != 200 {
+		t.Fatalf("after the refusals the request is no longer pending: %d", r.status)
+	}
 
 	// Connect Vendor A Mail: svc -> /authorize (state, PKCE S256) -> callback -> code exchange
 	// with the verifier -> the consent page, with the new source ticked.
-	r = b.post(page+"/provider", url.Values{"csrf_token": {token}})
-	if r.status != 200 || len(b.callbacks) != 1 {
-		t.Fatalf("provider round trip: %d, callbacks %v\n%s", r.status, b.callbacks, r.body)
+	consent := b.post(page+"/provider", url.Values{"csrf_token": {token}})
+	if consent.status != 200 || len(b.callbacks) != 1 {
+		t.Fatalf("provider round trip: %d, callbacks %v\n%s", consent.status, b.callbacks, consent.body)
 	}
-	mustContain(t, r, "Your Vendor A Mail account is connected", "Vendor A Mail (ana@vendor-a.example)")
+	mustContain(t, consent, "Your Vendor A Mail account is connected", "Vendor A Mail (ana@vendor-a.example)", "Ana&#39;s work mailbox",
+		"Connect another Vendor A Mail account")
 	az := e.as.authorizes[0]
 	if az.Get("redirect_uri") != e.ts.URL+"/v1/connect/vendor_a_mail/callback" || az.Get("scope") != "mail.read mail.modify" ||
 		len(az.Get("state")) < 40 || az.Get("code_challenge_method") != "S256" {
@@ -449,35 +490,31 @@ func TestConnectFlowEndToEnd(t *testing.T) {
 	if e.as.exchanges != 1 || e.as.pkceFailures != 0 {
 		t.Fatalf("%d exchanges, %d PKCE failures", e.as.exchanges, e.as.pkceFailures)
 	}
-	var mailSrc map[string]any
-	var list struct{ Data []map[string]any }
-	r = e.do("GET", "/v1/sources", "", with(b.session(), "Svc-Mode", "test")...)
-	json.Unmarshal(r.body, &list)
-	for _, s := range list.Data {
-		if s["provider"] == "vendor_a_mail" {
-			mailSrc = s
-		}
-	}
-	if mailSrc == nil || mailSrc["status"] != "connected" || mailSrc["email"] != "ana@vendor-a.example" || mailSrc["simulated"] != true ||
-		mailSrc["external_account_id"] != "acct-ana" || len(mailSrc["granted_scopes"].([]any)) != 2 {
-		t.Fatalf("connected source: %v", list.Data)
+	mailSrc := e.providerMail(t, b)
+	if mailSrc == nil || mailSrc["status"] != "connected" || mailSrc["provider"] != "vendor_a_mail" || mailSrc["simulated"] != false ||
+		mailSrc["external_account_id"] != "acct-ana" || !slices.Equal(toStrings(mailSrc["granted_scopes"]), []string{"mail.read", "mail.modify"}) {
+		t.Fatalf("connected source: %v", mailSrc)
 	}
 	mailID := mailSrc["id"].(string)
-	if !regexp.MustCompile(`id="src-` + mailID + `" name="source_id" value="` + mailID + `" checked`).Match(r.body) {
-		t.Fatalf("the new source is not ticked:\n%s", r.body)
+	if !regexp.MustCompile(`id="src-`+mailID+`" name="source_id" value="`+mailID+`" checked`).Match(consent.body) ||
+		regexp.MustCompile(`value="`+e.liveSrc+`" checked`).Match(consent.body) {
+		t.Fatalf("only the new source should be ticked:\n%s", consent.body)
+	}
+	if dir := os.Getenv("SVC_CONSENT_PAGE_DIR"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "consent.html"), consent.body, 0o644)
 	}
 
-	// The token is sealed at rest: neither the access nor the refresh token is anywhere in the
-	// bbolt file.
+	// Tokens are sealed at rest: neither the access nor the refresh token (nor the one of the
+	// work mailbox) is anywhere in the bbolt file.
 	raw, err := os.ReadFile(filepath.Join(e.dataDir, "svc.db"))
 	if err != nil || len(e.as.issued) != 2 {
 		t.Fatal(err, e.as.issued)
 	}
-	blob, err := e.srv.DB().GetBlob(context.Background(), "source_configs", "test:"+e.anaID+"/"+mailID)
+	blob, err := e.srv.DB().GetBlob(context.Background(), "source_configs", "live:"+e.anaID+"/"+mailID)
 	if err != nil || len(blob) == 0 {
 		t.Fatalf("sealed config: %v", err)
 	}
-	for _, secret := range append(e.as.issued, oauthClientSecret) {
+	for _, secret := range append(e.as.issued, "at-static", oauthClientSecret) {
 		if bytes.Contains(raw, []byte(secret)) || bytes.Contains(blob, []byte(secret)) {
 			t.Fatalf("%q is stored in the clear", secret)
 		}
@@ -509,58 +546,88 @@ func TestConnectFlowEndToEnd(t *testing.T) {
 		t.Fatalf("second decision: %d", r.status)
 	}
 
-	// The connection, as the application and as Ana see it.
-	r = e.do("GET", "/v1/connections/"+cxn, "", e.key()...)
+	// The connection, as the application and as Ana see it; other modes and users do not.
+	r = e.do("GET", "/v1/connections/"+cxn, "", live...)
 	c := r.json(t)
 	g := c["grant"].(map[string]any)
-	if r.status != 200 || c["status"] != "active" || c["user_id"] != e.anaID || c["mode"] != "test" ||
+	if r.status != 200 || c["status"] != "active" || c["user_id"] != e.anaID || c["mode"] != "live" ||
 		!slices.Equal(toStrings(g["operation_classes"]), []string{"discover", "preserve"}) || !slices.Equal(toStrings(g["source_ids"]), []string{mailID}) {
 		t.Fatalf("connection: %d %s", r.status, r.body)
 	}
-	if ids := e.walk(t, "/v1/connections", e.key()); !slices.Contains(ids, cxn) || !slices.Contains(ids, e.creds.ConnectionID) {
-		t.Fatalf("application's connections: %v", ids)
+	if ids := e.connections(t, live); !slices.Equal(ids, []string{cxn}) {
+		t.Fatalf("application's live connections: %v", ids)
 	}
-	if ids := e.walk(t, "/v1/connections", with(b.session(), "Svc-Mode", "test")); !slices.Equal(ids, []string{cxn}) {
+	if ids := e.connections(t, e.key()); !slices.Equal(ids, []string{e.creds.ConnectionID}) {
+		t.Fatalf("application's test connections: %v", ids)
+	}
+	if ids := e.connections(t, b.session()); !slices.Equal(ids, []string{cxn}) {
+		t.Fatalf("Ana's connections: %v", ids)
+	}
+	if ids := e.connections(t, with(b.session(), "Svc-Mode", "test")); len(ids) != 0 {
 		t.Fatalf("Ana's test connections: %v", ids)
 	}
-	if ids := e.walk(t, "/v1/connections", b.session()); len(ids) != 0 {
-		t.Fatalf("Ana's live connections: %v", ids)
-	}
-	checkProblem(t, e.do("GET", "/v1/connections/"+cxn, "", e.liveKey()...), 404, "not_found")
+	checkProblem(t, e.do("GET", "/v1/connections/"+cxn, "", e.key()...), 404, "not_found")
 	checkProblem(t, e.do("GET", "/v1/connections/"+cxn, "", e.session()...), 404, "not_found") // the dev user is not Ana
-	if evs := e.events(t, "svc.connection.created"); !slices.Contains(evs, "svc.connection.created "+cxn) {
+	if evs := e.events(t, live, "svc.connection.created"); !slices.Equal(evs, []string{"svc.connection.created " + cxn}) {
 		t.Fatalf("events: %v", evs)
 	}
-	r = e.do("GET", "/v1/sources/"+mailID+"?connection_id="+cxn, "", e.key()...)
+	r = e.do("GET", "/v1/sources/"+mailID+"?connection_id="+cxn, "", live...)
 	if src := r.json(t); src["connection_id"] != cxn || src["connected_via_application_id"] != e.creds.ApplicationID {
 		t.Fatalf("source through the connection: %s", r.body)
 	}
 
-	// The grant is enforced: no remove, so a clean-up plan needs a scope step-up; the
-	// simulated source is outside the grant.
+	// The grant is enforced: no remove, so a clean-up plan needs a scope step-up; the work
+	// mailbox is outside the grant.
 	plans := "/v1/plans?connection_id=" + cxn
-	r = e.do("POST", plans, `{"intent":"svc","source_ids":["`+mailID+`"],"policy":{"removePromotional":true}}`, e.key()...)
+	r = e.do("POST", plans, `{"intent":"svc","source_ids":["`+mailID+`"],"policy":{"removePromotional":true}}`, live...)
 	if r.status != 201 {
 		t.Fatalf("plan: %d %s", r.status, r.body)
 	}
 	if pol := r.json(t)["policy"].(map[string]any); pol["decision"] != "step_up_required" || !slices.Contains(toStrings(pol["requiredApprovals"]), "scope_step_up") {
 		t.Fatalf("policy: %v", pol)
 	}
-	checkProblem(t, e.do("POST", plans, `{"intent":"rescue","source_ids":["`+e.simSrc+`"]}`, e.key()...), 403, "forbidden")
-	checkProblem(t, e.do("GET", "/v1/sources/"+e.simSrc+"?connection_id="+cxn, "", e.key()...), 403, "forbidden")
+	checkProblem(t, e.do("POST", plans, `{"intent":"rescue","source_ids":["`+e.liveSrc+`"]}`, live...), 403, "forbidden")
+	checkProblem(t, e.do("GET", "/v1/sources/"+e.liveSrc+"?connection_id="+cxn, "", live...), 403, "forbidden")
 
 	// Revocation by the application is immediate, announced once, and idempotent.
-	r = e.do("POST", "/v1/connections/"+cxn+"/revoke", "", e.key()...)
+	r = e.do("POST", "/v1/connections/"+cxn+"/revoke", "", live...)
 	if c := r.json(t); r.status != 200 || c["status"] != "revoked" || c["revoked_at"] == nil {
 		t.Fatalf("revoke: %d %s", r.status, r.body)
 	}
-	checkProblem(t, e.do("POST", plans, `{"intent":"rescue","source_ids":["`+mailID+`"]}`, e.key()...), 404, "not_found")
-	checkProblem(t, e.do("GET", "/v1/sources/"+mailID+"?connection_id="+cxn, "", e.key()...), 404, "not_found")
-	if r := e.do("POST", "/v1/connections/"+cxn+"/revoke", "", e.key()...); r.status != 200 || r.json(t)["status"] != "revoked" {
+	checkProblem(t, e.do("POST", plans, `{"intent":"rescue","source_ids":["`+mailID+`"]}`, live...), 404, "not_found")
+	checkProblem(t, e.do("GET", "/v1/sources/"+mailID+"?connection_id="+cxn, "", live...), 404, "not_found")
+	if r := e.do("POST", "/v1/connections/"+cxn+"/revoke", "", live...); r.status != 200 || r.json(t)["status"] != "revoked" {
 		t.Fatalf("revoke again: %d %s", r.status, r.body)
 	}
-	if evs := e.events(t, "svc.connection.revoked"); !slices.Equal(evs, []string{"svc.connection.revoked " + cxn}) {
+	if evs := e.events(t, live, "svc.connection.revoked"); !slices.Equal(evs, []string{"svc.connection.revoked " + cxn}) {
 		t.Fatalf("revocation events: %v", evs)
+	}
+}
+
+// connections walks GET /v1/connections one item per page and returns the ids in order.
+func (e *connectEnv) connections(t *testing.T, hdr []string) []string {
+	t.Helper()
+	var ids []string
+	for cursor := ""; ; {
+		path := "/v1/connections?limit=1"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := e.do("GET", path, "", hdr...)
+		var page struct {
+			Data       []struct{ ID string }
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil || r.status != 200 {
+			t.Fatalf("connections: %d %s", r.status, r.body)
+		}
+		for _, c := range page.Data {
+			ids = append(ids, c.ID)
+		}
+		if page.NextCursor == nil {
+			return ids
+		}
+		cursor = *page.NextCursor
 	}
 }
 
@@ -575,13 +642,17 @@ func toStrings(v any) []string {
 func TestConnectDenyAndUserRevocation(t *testing.T) {
 	e := newConnectEnv(t)
 	b := e.browser(t)
-	csn := e.startSession(t, `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover"],"state":"s&t=2"}`)
+	// A test-mode session: the user's simulated sources are offered, nothing else.
+	csn := e.startSession(t, e.key(), `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover","remove"],"state":"s&t=2"}`)
 	r := b.get(csnPath(csn))
 	mustContain(t, r, "Sign in")
 	r = b.signIn(e, csnPath(csn))
-	mustContain(t, r, "Ana&#39;s simulated mailbox")
-	if bytes.Contains(r.body, []byte("Connect Vendor A Mail")) {
-		t.Fatal("a provider is offered that the application did not ask for")
+	mustContain(t, r, "Test mode", "Simulated data. Nothing is billed.", "Ana&#39;s simulated mailbox", "Clean up",
+		"a verified copy is kept in your vault")
+	for _, not := range []string{"Connect Vendor A Mail", "Ana&#39;s work mailbox", " checked"} {
+		if bytes.Contains(r.body, []byte(not)) {
+			t.Fatalf("the test-mode page shows %q:\n%s", not, r.body)
+		}
 	}
 	token := csrfToken(t, r)
 	// Approving with no source ticked is refused on the page; nothing is decided.
@@ -590,9 +661,11 @@ func TestConnectDenyAndUserRevocation(t *testing.T) {
 	} else {
 		mustContain(t, r, "Choose at least one source")
 	}
-	// A source that is not Ana's cannot be ticked in.
-	if r := b.post(csnPath(csn), url.Values{"csrf_token": {token}, "decision": {"approve"}, "source_id": {"src_01JD0000000000000000000000"}}); r.status != 400 {
-		t.Fatalf("foreign source: %d", r.status)
+	// A source that is not Ana's, or not in this mode, cannot be ticked in.
+	for _, src := range []string{"src_01JD0000000000000000000000", e.liveSrc} {
+		if r := b.post(csnPath(csn), url.Values{"csrf_token": {token}, "decision": {"approve"}, "source_id": {src}}); r.status != 400 {
+			t.Fatalf("foreign source %s: %d", src, r.status)
+		}
 	}
 	r = b.post(csnPath(csn), url.Values{"csrf_token": {token}, "decision": {"deny"}})
 	loc, _ := url.Parse(r.header.Get("Location"))
@@ -601,9 +674,11 @@ func TestConnectDenyAndUserRevocation(t *testing.T) {
 	}
 	if r := b.get(csnPath(csn)); r.status != 409 {
 		t.Fatalf("denied page: %d", r.status)
+	} else {
+		mustContain(t, r, "Already denied")
 	}
 
-	// Ana revokes a connection herself (in test mode, as she sees it); the key loses it.
+	// Ana revokes a test-mode connection herself (looking at test mode); the key loses it.
 	conn, err := e.srv.Developers().Connect(context.Background(), e.creds.ApplicationID, e.anaID, platform.ModeTest,
 		platform.Grant{OperationClasses: []string{"discover"}, SourceIDs: []string{e.simSrc}})
 	if err != nil {
@@ -614,6 +689,7 @@ func TestConnectDenyAndUserRevocation(t *testing.T) {
 	}
 	checkProblem(t, e.do("POST", "/v1/connections/"+conn.ID+"/revoke", "", b.session()...), 404, "not_found") // live mode
 	checkProblem(t, e.do("POST", "/v1/connections/"+conn.ID+"/revoke", "", with(e.session(), "Svc-Mode", "test")...), 404, "not_found")
+	checkProblem(t, e.do("POST", "/v1/connections/"+conn.ID+"/revoke", "", e.liveKey()...), 404, "not_found")
 	checkProblem(t, e.do("POST", "/v1/connections/"+conn.ID+"/revoke", "", with(b.session(), "Svc-Mode", "test", "Sec-Fetch-Site", "cross-site")...), 403, "forbidden")
 	if r := e.do("POST", "/v1/connections/"+conn.ID+"/revoke", "", with(b.session(), "Svc-Mode", "test")...); r.status != 200 || r.json(t)["status"] != "revoked" {
 		t.Fatalf("user revocation: %d %s", r.status, r.body)
@@ -622,15 +698,36 @@ func TestConnectDenyAndUserRevocation(t *testing.T) {
 	if r := e.do("GET", "/v1/connections/"+conn.ID, "", e.key()...); r.json(t)["status"] != "revoked" {
 		t.Fatalf("the application sees: %s", r.body)
 	}
-	if evs := e.events(t, "svc.connection.revoked"); !slices.Equal(evs, []string{"svc.connection.revoked " + conn.ID}) {
+	if evs := e.events(t, e.key(), "svc.connection.revoked"); !slices.Equal(evs, []string{"svc.connection.revoked " + conn.ID}) {
 		t.Fatalf("revocation events: %v", evs)
 	}
 
+	// Two decisions at once: exactly one wins.
+	race := e.startSession(t, e.key(), `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover"]}`)
+	token = csrfToken(t, b.get(csnPath(race)))
+	statuses := make([]int, 2)
+	var wg sync.WaitGroup
+	for i, decision := range []string{"approve", "deny"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = b.post(csnPath(race), url.Values{"csrf_token": {token}, "decision": {decision}, "source_id": {e.simSrc}}).status
+		}()
+	}
+	wg.Wait()
+	slices.Sort(statuses)
+	if !slices.Equal(statuses, []int{303, 409}) {
+		t.Fatalf("concurrent decisions: %v", statuses)
+	}
+
 	// Sessions expire after 30 minutes.
-	late := e.startSession(t, `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover"]}`)
+	late := e.startSession(t, e.key(), `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover"]}`)
 	e.clock.Advance(31 * time.Minute)
 	if r := b.get(csnPath(late)); r.status != 410 {
 		t.Fatalf("expired session page: %d", r.status)
+	}
+	if r := e.do("POST", "/v1/connect/sessions", `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover"]}`, e.key()...); r.status != 201 {
+		t.Fatalf("new session: %d", r.status)
 	}
 }
 
@@ -641,9 +738,17 @@ func TestConnectSessionValidation(t *testing.T) {
 	if errorPath(t, checkProblem(t, r, 400, "validation_failed")) != "redirect_uri" {
 		t.Fatalf("%s", r.body)
 	}
-	r = e.do("POST", "/v1/connect/sessions", `{"redirect_uri":"`+appRedirect+`",`+good+`,"provider":"vendor_b_mail"}`, e.key()...)
-	if errorPath(t, checkProblem(t, r, 400, "validation_failed")) != "provider" {
-		t.Fatalf("%s", r.body)
+	for _, tc := range []struct {
+		key      []string
+		provider string
+	}{
+		{e.liveKey(), "vendor_b_mail"}, // no OAuth configuration
+		{e.key(), "vendor_a_mail"},     // test mode connects no real accounts
+	} {
+		r = e.do("POST", "/v1/connect/sessions", `{"redirect_uri":"`+appRedirect+`",`+good+`,"provider":"`+tc.provider+`"}`, tc.key...)
+		if errorPath(t, checkProblem(t, r, 400, "validation_failed")) != "provider" {
+			t.Fatalf("%s", r.body)
+		}
 	}
 	checkProblem(t, e.do("POST", "/v1/connect/sessions", `{"redirect_uri":"`+appRedirect+`","operation_classes":[]}`, e.key()...), 400, "validation_failed")
 	checkProblem(t, e.do("POST", "/v1/connect/sessions", `{"redirect_uri":"`+appRedirect+`",`+good+`}`, e.session()...), 403, "forbidden")
@@ -673,7 +778,7 @@ func TestConnectSessionValidation(t *testing.T) {
 
 func TestOAuthStateBoundToSessionAndPKCE(t *testing.T) {
 	e := newConnectEnv(t)
-	csn := e.startSession(t, `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover"],"provider":"vendor_a_mail"}`)
+	csn := e.startSession(t, e.liveKey(), `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover"],"provider":"vendor_a_mail"}`)
 	page := csnPath(csn)
 	ana := e.browser(t)
 	token := csrfToken(t, ana.signIn(e, page))
@@ -703,9 +808,16 @@ func TestOAuthStateBoundToSessionAndPKCE(t *testing.T) {
 	// The attempt used the state up: Ana cannot finish with it either.
 	checkProblem(t, ana.get(callback), 400, "validation_failed")
 	// Without a session the callback is unauthenticated.
-	checkProblem(t, e.browser(t).get(callback), 401, "unauthenticated")
+	checkProblem(t, e.browser(t).get(start()), 401, "unauthenticated")
 	// A state for one provider is not good for another.
 	checkProblem(t, ana.get(strings.Replace(start(), "vendor_a_mail", "vendor_b_mail", 1)), 400, "validation_failed")
+	// A state is good for 10 minutes.
+	callback = start()
+	e.clock.Advance(platform.OAuthStateTTL)
+	checkProblem(t, ana.get(callback), 400, "validation_failed")
+	if e.as.exchanges != 0 {
+		t.Fatalf("%d code exchanges for refused callbacks", e.as.exchanges)
+	}
 
 	// PKCE: if the verifier does not match the challenge, the provider refuses the code and
 	// nothing is connected.
@@ -727,67 +839,52 @@ func TestOAuthStateBoundToSessionAndPKCE(t *testing.T) {
 	r = ana.post(page+"/provider", url.Values{"csrf_token": {token}})
 	mustContain(t, r, "did not connect (access_denied)")
 	e.as.deny = false
-	if n := e.countSources(t, ana, "vendor_a_mail"); n != 0 {
-		t.Fatalf("%d sources connected by failed authorizations", n)
+	if src := e.providerMail(t, ana); src != nil {
+		t.Fatalf("a failed authorization connected %v", src)
 	}
 	// And a proper one connects.
 	r = ana.post(page+"/provider", url.Values{"csrf_token": {token}})
 	mustContain(t, r, "Your Vendor A Mail account is connected")
-	if n := e.countSources(t, ana, "vendor_a_mail"); n != 1 {
-		t.Fatalf("%d sources connected", n)
+	if src := e.providerMail(t, ana); src == nil {
+		t.Fatal("nothing connected")
 	}
-}
-
-func (e *connectEnv) countSources(t *testing.T, b *browser, provider string) int {
-	t.Helper()
-	var list struct{ Data []map[string]any }
-	r := e.do("GET", "/v1/sources", "", with(b.session(), "Svc-Mode", "test")...)
-	json.Unmarshal(r.body, &list)
-	n := 0
-	for _, s := range list.Data {
-		if s["provider"] == provider {
-			n++
-		}
-	}
-	return n
 }
 
 func TestReauthRequiredAfterTokenFailure(t *testing.T) {
 	e := newConnectEnv(t)
-	csn := e.startSession(t, `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover","preserve"],"provider":"vendor_a_mail"}`)
+	live := e.liveKey()
+	csn := e.startSession(t, live, `{"redirect_uri":"`+appRedirect+`","operation_classes":["discover","preserve"],"provider":"vendor_a_mail"}`)
 	b := e.browser(t)
 	token := csrfToken(t, b.signIn(e, csnPath(csn)))
 	b.post(csnPath(csn)+"/provider", url.Values{"csrf_token": {token}})
-	var mailID string
-	var list struct{ Data []map[string]any }
-	json.Unmarshal(e.do("GET", "/v1/sources", "", with(b.session(), "Svc-Mode", "test")...).body, &list)
-	for _, s := range list.Data {
-		if s["provider"] == "vendor_a_mail" {
-			mailID = s["id"].(string)
-		}
-	}
+	mailID := e.providerMail(t, b)["id"].(string)
 	r := b.post(csnPath(csn), url.Values{"csrf_token": {token}, "decision": {"approve"}, "source_id": {mailID}})
 	loc, _ := url.Parse(r.header.Get("Location"))
 	cxn := loc.Query().Get("connection_id")
 	plans := "/v1/plans?connection_id=" + cxn
-	if r := e.do("POST", plans, `{"intent":"rescue","source_ids":["`+mailID+`"]}`, e.key()...); r.status != 201 {
+	if r := e.do("POST", plans, `{"intent":"rescue","source_ids":["`+mailID+`"]}`, live...); r.status != 201 {
 		t.Fatalf("plan with a working token: %d %s", r.status, r.body)
 	}
 
-	// The user revokes svc at the provider: the provider answers ErrPermission.
+	// Ana revokes svc at the provider: the provider answers ErrPermission, which the source
+	// paths report with markReauth.
 	e.as.revokeAll()
-	checkProblem(t, e.do("POST", plans, `{"intent":"rescue","source_ids":["`+mailID+`"]}`, e.key()...), 502, "provider_error")
-	tenant := platform.Tenant{Owner: e.anaID, Mode: platform.ModeTest}
-	for range 2 { // once is enough: the second call changes nothing and emits nothing
-		if err := e.srv.MarkReauth(context.Background(), tenant, mailID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r = e.do("GET", "/v1/sources/"+mailID+"?connection_id="+cxn, "", e.key()...)
+	checkProblem(t, e.do("POST", plans, `{"intent":"rescue","source_ids":["`+mailID+`"]}`, live...), 502, "provider_error")
+	// The failed listing itself marked the source.
+	r = e.do("GET", "/v1/sources/"+mailID+"?connection_id="+cxn, "", live...)
 	if r.json(t)["status"] != "reauth_required" {
 		t.Fatalf("source after a token failure: %s", r.body)
 	}
-	if evs := e.events(t, "svc.source.reauth_required"); !slices.Equal(evs, []string{"svc.source.reauth_required " + mailID}) {
+	want := []string{"svc.source.reauth_required " + mailID}
+	if evs := e.events(t, live, "svc.source.reauth_required"); !slices.Equal(evs, want) {
 		t.Fatalf("events: %v", evs)
+	}
+	// Marking it again changes nothing and emits nothing.
+	tenant := platform.Tenant{Owner: e.anaID, Mode: platform.ModeLive}
+	if err := e.srv.MarkReauth(context.Background(), tenant, mailID); err != nil {
+		t.Fatal(err)
+	}
+	if evs := e.events(t, live, "svc.source.reauth_required"); !slices.Equal(evs, want) {
+		t.Fatalf("events after marking twice: %v", evs)
 	}
 }

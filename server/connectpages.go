@@ -75,9 +75,13 @@ type pageView struct {
 	Notice, Error                                   string
 	Provider                                        string
 	Test                                            bool
-	Ops                                             []opView
-	Sources                                         []sourceView
-	Style                                           template.CSS
+	// Destructive is set when the application asks to remove or move content.
+	Destructive bool
+	// Connected is set once the user connected a provider account during this consent.
+	Connected bool
+	Ops       []opView
+	Sources   []sourceView
+	Style     template.CSS
 }
 
 type opView struct{ Title, Words string }
@@ -267,7 +271,9 @@ func (s *Server) consentView(ctx context.Context, cr *consentRequest) (*pageView
 			w = [2]string{op, op}
 		}
 		v.Ops = append(v.Ops, opView{Title: w[0], Words: w[1]})
+		v.Destructive = v.Destructive || op == "remove" || op == "migrate"
 	}
+	v.Connected = len(csn.ConnectedSourceIDs) > 0
 	if csn.Provider != "" {
 		v.Provider = s.providerLabel(providers.Name(csn.Provider))
 	}

@@ -175,7 +175,7 @@ func (s *Server) planSource(ctx context.Context, tenant platform.Tenant, src *sv
 	ps := plan.Source{ID: src.Id, Provider: src.Provider, Status: src.Status, Policy: src.Policy,
 		CanTrash: slices.Contains(desc.Capabilities, providers.CapTrash),
 		CanWrite: slices.Contains(desc.Capabilities, providers.CapWrite),
-		Objects:  discover.Objects(p, ref)}
+		Objects:  reauthOnDenied{discover.Objects(p, ref), func() { s.markReauth(context.WithoutCancel(ctx), tenant, src.Id) }}}
 	if q, ok := providers.AsQuotaer(p); ok {
 		if quota, err := q.Quota(ctx, ref); err == nil {
 			ps.Quota = &plan.Quota{UsedBytes: quota.UsedBytes, LimitBytes: quota.LimitBytes}
@@ -197,6 +197,9 @@ func (s *Server) sourceMoved(ctx context.Context, tenant platform.Tenant, m *svc
 	}
 	since := providers.Marker{Kind: providers.MarkerKind(wire.EnumString(m.GetKind().Descriptor(), m.GetKind().Number())), Value: m.GetValue()}
 	pg, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: ref, Since: since, PageSize: 1})
+	if errors.Is(err, providers.ErrPermission) {
+		s.markReauth(context.WithoutCancel(ctx), tenant, m.GetSourceId())
+	}
 	if errors.Is(err, providers.ErrMarkerExpired) {
 		return true, nil
 	}
@@ -261,4 +264,19 @@ func (s *Server) updateSourcePolicy(ctx context.Context, req *svcv1.UpdateSource
 		s.emit(ctx, c.Tenant, evSourcePolicy, "/v1/sources", out.Id, map[string]any{"source_id": out.Id, "policy_version": out.GetPolicy().GetVersion()})
 	}
 	return out, err
+}
+
+// reauthOnDenied marks a source reauth_required when its provider refuses the listing (an
+// expired or revoked token): the user must reconnect it.
+type reauthOnDenied struct {
+	plan.Objects
+	mark func()
+}
+
+func (r reauthOnDenied) Next(ctx context.Context) (plan.Page, error) {
+	pg, err := r.Objects.Next(ctx)
+	if errors.Is(err, providers.ErrPermission) {
+		r.mark()
+	}
+	return pg, err
 }
