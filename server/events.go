@@ -104,7 +104,3 @@ func (s *Server) planEvent(ctx context.Context, typ string, p *svcv1.Plan) {
 		"object_count": float64(p.GetProjection().GetObjectCount()),
 	})
 }
-
-// deliverEvent hands an event to the webhooks of the applications it reaches.
-func (s *Server) deliverEvent(ctx context.Context, mode platform.Mode, apps []string, ev *svcv1.Event) {
-}

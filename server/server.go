@@ -27,6 +27,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/receipt"
@@ -53,6 +54,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Providers opens sources (default: the built-ins, in process). The caller closes it.
 	Providers *providers.Registry
+	// Dev relaxes what only a local developer setup needs: webhook receivers on loopback.
+	Dev bool
 	// OAuth configures providers whose sources connect through OAuth 2 (the connect flow).
 	OAuth map[providers.Name]OAuthProvider
 }
@@ -91,6 +94,8 @@ type Server struct {
 
 	// engine runs executions; nil until a vault and a receipt signer are configured.
 	engine    *execute.Engine
+	webhooks  *webhook.Engine
+	stopHooks context.CancelFunc
 	keyring   *receipt.Keyring
 	vault     *vault.Vault
 	manifests *store.Collection[*svcv1.Manifest]
@@ -195,6 +200,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("purge idempotency keys: %w", err)
 	}
 	s.engine = execute.New(execStore{s}, engineSources{s}, engineVault{s}, finisher{s}, execute.Options{Now: cfg.Now, Logger: cfg.Logger})
+	hooksCtx, stopHooks := context.WithCancel(context.Background())
+	if s.webhooks, err = s.newWebhooks(hooksCtx); err != nil {
+		stopHooks()
+		db.Close()
+		return nil, err
+	}
+	s.stopHooks = stopHooks
+	go s.webhooks.Run(hooksCtx)
 	if err := s.loadMethods(); err != nil {
 		db.Close()
 		return nil, err
@@ -219,6 +232,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
 	s.engine.Shutdown()
+	s.stopHooks()
 	s.vault.Close()
 	s.usage.close()
 	s.audit.close()

@@ -93,7 +93,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("providers: %w", err)
 	}
 	defer reg.Close()
-	srv, err := server.New(server.Config{DataDir: o.dataDir, RateLimit: o.rate, Logger: logger, Providers: reg})
+	srv, err := server.New(server.Config{DataDir: o.dataDir, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev})
 	if err != nil {
 		return err
 	}

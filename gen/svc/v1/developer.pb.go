@@ -1514,6 +1514,484 @@ func (x *ListKeysResponse) GetNextCursor() string {
 	return ""
 }
 
+// WebhookService manages an application's webhooks.
+// CreateWebhookRequest registers a webhook for the calling application.
+type CreateWebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Url           string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	EventTypes    []string               `protobuf:"bytes,2,rep,name=event_types,json=eventTypes,proto3" json:"event_types,omitempty"`
+	Mode          WebhookMode            `protobuf:"varint,3,opt,name=mode,proto3,enum=svc.v1.WebhookMode" json:"mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateWebhookRequest) Reset() {
+	*x = CreateWebhookRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateWebhookRequest) ProtoMessage() {}
+
+func (x *CreateWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateWebhookRequest.ProtoReflect.Descriptor instead.
+func (*CreateWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CreateWebhookRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *CreateWebhookRequest) GetEventTypes() []string {
+	if x != nil {
+		return x.EventTypes
+	}
+	return nil
+}
+
+func (x *CreateWebhookRequest) GetMode() WebhookMode {
+	if x != nil {
+		return x.Mode
+	}
+	return WebhookMode_WEBHOOK_MODE_UNSPECIFIED
+}
+
+// WebhookRequest names a webhook.
+type WebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookRequest) Reset() {
+	*x = WebhookRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookRequest) ProtoMessage() {}
+
+func (x *WebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookRequest.ProtoReflect.Descriptor instead.
+func (*WebhookRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *WebhookRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// UpdateWebhookRequest changes a webhook; absent fields stay as they are.
+type UpdateWebhookRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Url           *string                `protobuf:"bytes,2,opt,name=url,proto3,oneof" json:"url,omitempty"`
+	EventTypes    []string               `protobuf:"bytes,3,rep,name=event_types,json=eventTypes,proto3" json:"event_types,omitempty"`
+	Status        *WebhookStatus         `protobuf:"varint,4,opt,name=status,proto3,enum=svc.v1.WebhookStatus,oneof" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWebhookRequest) Reset() {
+	*x = UpdateWebhookRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWebhookRequest) ProtoMessage() {}
+
+func (x *UpdateWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWebhookRequest.ProtoReflect.Descriptor instead.
+func (*UpdateWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdateWebhookRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateWebhookRequest) GetUrl() string {
+	if x != nil && x.Url != nil {
+		return *x.Url
+	}
+	return ""
+}
+
+func (x *UpdateWebhookRequest) GetEventTypes() []string {
+	if x != nil {
+		return x.EventTypes
+	}
+	return nil
+}
+
+func (x *UpdateWebhookRequest) GetStatus() WebhookStatus {
+	if x != nil && x.Status != nil {
+		return *x.Status
+	}
+	return WebhookStatus_WEBHOOK_STATUS_UNSPECIFIED
+}
+
+// WebhookAttempt is one HTTP request of a delivery.
+type WebhookAttempt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	At    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	// response_status is the HTTP status, 0 when no response came back.
+	ResponseStatus int32  `protobuf:"varint,2,opt,name=response_status,json=responseStatus,proto3" json:"response_status,omitempty"`
+	Error          string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	DurationMs     int64  `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *WebhookAttempt) Reset() {
+	*x = WebhookAttempt{}
+	mi := &file_svc_v1_developer_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookAttempt) ProtoMessage() {}
+
+func (x *WebhookAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookAttempt.ProtoReflect.Descriptor instead.
+func (*WebhookAttempt) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WebhookAttempt) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *WebhookAttempt) GetResponseStatus() int32 {
+	if x != nil {
+		return x.ResponseStatus
+	}
+	return 0
+}
+
+func (x *WebhookAttempt) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *WebhookAttempt) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+// WebhookDelivery is one batch of events sent (or to be sent) to a webhook.
+type WebhookDelivery struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	WebhookId string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	EventIds  []string               `protobuf:"bytes,3,rep,name=event_ids,json=eventIds,proto3" json:"event_ids,omitempty"`
+	// status is pending, failed (another attempt is scheduled), succeeded or dead.
+	Status             string                 `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	Attempts           []*WebhookAttempt      `protobuf:"bytes,5,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	NextAttemptAt      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
+	LastResponseStatus int32                  `protobuf:"varint,7,opt,name=last_response_status,json=lastResponseStatus,proto3" json:"last_response_status,omitempty"`
+	LastError          string                 `protobuf:"bytes,8,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	CreatedAt          *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt          *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_svc_v1_developer_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WebhookDelivery) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetEventIds() []string {
+	if x != nil {
+		return x.EventIds
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetAttempts() []*WebhookAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetNextAttemptAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetLastResponseStatus() int32 {
+	if x != nil {
+		return x.LastResponseStatus
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// ListDeliveriesRequest lists a webhook's deliveries, newest first, dead ones included.
+type ListDeliveriesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Limit         *int32                 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Cursor        *string                `protobuf:"bytes,3,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeliveriesRequest) Reset() {
+	*x = ListDeliveriesRequest{}
+	mi := &file_svc_v1_developer_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ListDeliveriesRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ListDeliveriesRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListDeliveriesRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// ListDeliveriesResponse is a page of deliveries.
+type ListDeliveriesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*WebhookDelivery     `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeliveriesResponse) Reset() {
+	*x = ListDeliveriesResponse{}
+	mi := &file_svc_v1_developer_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_developer_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_developer_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListDeliveriesResponse) GetData() []*WebhookDelivery {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListDeliveriesResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
 var File_svc_v1_developer_proto protoreflect.FileDescriptor
 
 const file_svc_v1_developer_proto_rawDesc = "" +
@@ -1651,6 +2129,55 @@ const file_svc_v1_developer_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2\x0e.svc.v1.ApiKeyR\x04data\x12$\n" +
 	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"\xa1\x01\n" +
+	"\x14CreateWebhookRequest\x12\x1d\n" +
+	"\x03url\x18\x01 \x01(\tB\v\xbaH\br\x06\x18\x80\x10\x88\x01\x01R\x03url\x124\n" +
+	"\vevent_types\x18\x02 \x03(\tB\x13\xbaH\x10\x92\x01\r\b\x01\x10d\"\ar\x05\x10\x01\x18\xc8\x01R\n" +
+	"eventTypes\x124\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x13.svc.v1.WebhookModeB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\x04mode\"E\n" +
+	"\x0eWebhookRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^whk_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\"\xf4\x01\n" +
+	"\x14UpdateWebhookRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^whk_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12\"\n" +
+	"\x03url\x18\x02 \x01(\tB\v\xbaH\br\x06\x18\x80\x10\x88\x01\x01H\x00R\x03url\x88\x01\x01\x122\n" +
+	"\vevent_types\x18\x03 \x03(\tB\x11\xbaH\x0e\x92\x01\v\x10d\"\ar\x05\x10\x01\x18\xc8\x01R\n" +
+	"eventTypes\x12<\n" +
+	"\x06status\x18\x04 \x01(\x0e2\x15.svc.v1.WebhookStatusB\b\xbaH\x05\x82\x01\x02\x10\x01H\x01R\x06status\x88\x01\x01B\x06\n" +
+	"\x04_urlB\t\n" +
+	"\a_status\"\x9c\x01\n" +
+	"\x0eWebhookAttempt\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12'\n" +
+	"\x0fresponse_status\x18\x02 \x01(\x05R\x0eresponseStatus\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1f\n" +
+	"\vduration_ms\x18\x04 \x01(\x03R\n" +
+	"durationMs\"\xfe\x03\n" +
+	"\x0fWebhookDelivery\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^dlv_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12B\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^whk_[0-9A-HJKMNP-TV-Z]{26}$R\twebhookId\x12\x1b\n" +
+	"\tevent_ids\x18\x03 \x03(\tR\beventIds\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\tR\x06status\x122\n" +
+	"\battempts\x18\x05 \x03(\v2\x16.svc.v1.WebhookAttemptR\battempts\x12B\n" +
+	"\x0fnext_attempt_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rnextAttemptAt\x120\n" +
+	"\x14last_response_status\x18\a \x01(\x05R\x12lastResponseStatus\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\b \x01(\tR\tlastError\x129\n" +
+	"\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xaf\x01\n" +
+	"\x15ListDeliveriesRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^whk_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12%\n" +
+	"\x05limit\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xc8\x01(\x01H\x00R\x05limit\x88\x01\x01\x12%\n" +
+	"\x06cursor\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x01R\x06cursor\x88\x01\x01B\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_cursor\"{\n" +
+	"\x16ListDeliveriesResponse\x12+\n" +
+	"\x04data\x18\x01 \x03(\v2\x17.svc.v1.WebhookDeliveryR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
 	"\f_next_cursor*m\n" +
 	"\vWebhookMode\x12\x1c\n" +
 	"\x18WEBHOOK_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
@@ -1680,9 +2207,17 @@ const file_svc_v1_developer_proto_rawDesc = "" +
 	"\fEventService\x12Z\n" +
 	"\n" +
 	"ListEvents\x12\x19.svc.v1.ListEventsRequest\x1a\x1a.svc.v1.ListEventsResponse\"\x15\x82\xd3\xe4\x93\x02\f\x12\n" +
-	"/v1/events\x90\x02\x012{\n" +
+	"/v1/events\x90\x02\x012\xdf\x06\n" +
 	"\x0eWebhookService\x12i\n" +
-	"\fListWebhooks\x12\x1b.svc.v1.ListWebhooksRequest\x1a\x1c.svc.v1.ListWebhooksResponse\"\x1e\x9a\xb5\x18\x03\"\x01\x03\x82\xd3\xe4\x93\x02\x0e\x12\f/v1/webhooks\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"\fListWebhooks\x12\x1b.svc.v1.ListWebhooksRequest\x1a\x1c.svc.v1.ListWebhooksResponse\"\x1e\x9a\xb5\x18\x03\"\x01\x03\x82\xd3\xe4\x93\x02\x0e\x12\f/v1/webhooks\x90\x02\x01\x12c\n" +
+	"\rCreateWebhook\x12\x1c.svc.v1.CreateWebhookRequest\x1a\x0f.svc.v1.Webhook\"#\x9a\xb5\x18\b\b\xc9\x01\x10\x01\"\x01\x03\x82\xd3\xe4\x93\x02\x11:\x01*\"\f/v1/webhooks\x12Z\n" +
+	"\n" +
+	"GetWebhook\x12\x16.svc.v1.WebhookRequest\x1a\x0f.svc.v1.Webhook\"#\x9a\xb5\x18\x03\"\x01\x03\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/webhooks/{id}\x90\x02\x01\x12e\n" +
+	"\rUpdateWebhook\x12\x1c.svc.v1.UpdateWebhookRequest\x1a\x0f.svc.v1.Webhook\"%\x9a\xb5\x18\x05\x10\x01\"\x01\x03\x82\xd3\xe4\x93\x02\x16:\x01*2\x11/v1/webhooks/{id}\x12Z\n" +
+	"\rDeleteWebhook\x12\x16.svc.v1.WebhookRequest\x1a\x0f.svc.v1.Webhook\" \x9a\xb5\x18\x03\"\x01\x03\x82\xd3\xe4\x93\x02\x13*\x11/v1/webhooks/{id}\x12l\n" +
+	"\x13RotateWebhookSecret\x12\x16.svc.v1.WebhookRequest\x1a\x0f.svc.v1.Webhook\",\x9a\xb5\x18\x05\x10\x01\"\x01\x03\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v1/webhooks/{id}/rotate\x12\x7f\n" +
+	"\x0eListDeliveries\x12\x1d.svc.v1.ListDeliveriesRequest\x1a\x1e.svc.v1.ListDeliveriesResponse\".\x9a\xb5\x18\x03\"\x01\x03\x82\xd3\xe4\x93\x02\x1e\x12\x1c/v1/webhooks/{id}/deliveries\x90\x02\x01\x12o\n" +
+	"\rSendTestEvent\x12\x16.svc.v1.WebhookRequest\x1a\x17.svc.v1.WebhookDelivery\"-\x9a\xb5\x18\b\b\xca\x01\x10\x01\"\x01\x03\x82\xd3\xe4\x93\x02\x1b:\x01*\"\x16/v1/webhooks/{id}/testB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_developer_proto_rawDescOnce sync.Once
@@ -1697,7 +2232,7 @@ func file_svc_v1_developer_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_developer_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_svc_v1_developer_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_svc_v1_developer_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_svc_v1_developer_proto_goTypes = []any{
 	(WebhookMode)(0),                     // 0: svc.v1.WebhookMode
 	(WebhookStatus)(0),                   // 1: svc.v1.WebhookStatus
@@ -1722,63 +2257,92 @@ var file_svc_v1_developer_proto_goTypes = []any{
 	(*KeyRequest)(nil),                   // 20: svc.v1.KeyRequest
 	(*ListKeysRequest)(nil),              // 21: svc.v1.ListKeysRequest
 	(*ListKeysResponse)(nil),             // 22: svc.v1.ListKeysResponse
-	(*timestamppb.Timestamp)(nil),        // 23: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),              // 24: google.protobuf.Struct
-	(OperationClass)(0),                  // 25: svc.v1.OperationClass
-	(*Organization)(nil),                 // 26: svc.v1.Organization
+	(*CreateWebhookRequest)(nil),         // 23: svc.v1.CreateWebhookRequest
+	(*WebhookRequest)(nil),               // 24: svc.v1.WebhookRequest
+	(*UpdateWebhookRequest)(nil),         // 25: svc.v1.UpdateWebhookRequest
+	(*WebhookAttempt)(nil),               // 26: svc.v1.WebhookAttempt
+	(*WebhookDelivery)(nil),              // 27: svc.v1.WebhookDelivery
+	(*ListDeliveriesRequest)(nil),        // 28: svc.v1.ListDeliveriesRequest
+	(*ListDeliveriesResponse)(nil),       // 29: svc.v1.ListDeliveriesResponse
+	(*timestamppb.Timestamp)(nil),        // 30: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),              // 31: google.protobuf.Struct
+	(OperationClass)(0),                  // 32: svc.v1.OperationClass
+	(*Organization)(nil),                 // 33: svc.v1.Organization
 }
 var file_svc_v1_developer_proto_depIdxs = []int32{
 	0,  // 0: svc.v1.Webhook.mode:type_name -> svc.v1.WebhookMode
 	1,  // 1: svc.v1.Webhook.status:type_name -> svc.v1.WebhookStatus
-	23, // 2: svc.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
-	23, // 3: svc.v1.Webhook.updated_at:type_name -> google.protobuf.Timestamp
-	23, // 4: svc.v1.Event.time:type_name -> google.protobuf.Timestamp
-	24, // 5: svc.v1.Event.data:type_name -> google.protobuf.Struct
-	24, // 6: svc.v1.AuditEntry.detail:type_name -> google.protobuf.Struct
-	23, // 7: svc.v1.AuditEntry.at:type_name -> google.protobuf.Timestamp
+	30, // 2: svc.v1.Webhook.created_at:type_name -> google.protobuf.Timestamp
+	30, // 3: svc.v1.Webhook.updated_at:type_name -> google.protobuf.Timestamp
+	30, // 4: svc.v1.Event.time:type_name -> google.protobuf.Timestamp
+	31, // 5: svc.v1.Event.data:type_name -> google.protobuf.Struct
+	31, // 6: svc.v1.AuditEntry.detail:type_name -> google.protobuf.Struct
+	30, // 7: svc.v1.AuditEntry.at:type_name -> google.protobuf.Timestamp
 	5,  // 8: svc.v1.ListApplicationAuditResponse.data:type_name -> svc.v1.AuditEntry
-	23, // 9: svc.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
+	30, // 9: svc.v1.ListEventsRequest.since:type_name -> google.protobuf.Timestamp
 	4,  // 10: svc.v1.ListEventsResponse.data:type_name -> svc.v1.Event
 	3,  // 11: svc.v1.ListWebhooksResponse.data:type_name -> svc.v1.Webhook
-	25, // 12: svc.v1.Application.operation_classes:type_name -> svc.v1.OperationClass
-	23, // 13: svc.v1.Application.created_at:type_name -> google.protobuf.Timestamp
+	32, // 12: svc.v1.Application.operation_classes:type_name -> svc.v1.OperationClass
+	30, // 13: svc.v1.Application.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 14: svc.v1.ApiKey.mode:type_name -> svc.v1.KeyMode
-	25, // 15: svc.v1.ApiKey.scopes:type_name -> svc.v1.OperationClass
-	23, // 16: svc.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
-	23, // 17: svc.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
-	23, // 18: svc.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
-	25, // 19: svc.v1.CreateApplicationRequest.operation_classes:type_name -> svc.v1.OperationClass
+	32, // 15: svc.v1.ApiKey.scopes:type_name -> svc.v1.OperationClass
+	30, // 16: svc.v1.ApiKey.created_at:type_name -> google.protobuf.Timestamp
+	30, // 17: svc.v1.ApiKey.expires_at:type_name -> google.protobuf.Timestamp
+	30, // 18: svc.v1.ApiKey.revoked_at:type_name -> google.protobuf.Timestamp
+	32, // 19: svc.v1.CreateApplicationRequest.operation_classes:type_name -> svc.v1.OperationClass
 	13, // 20: svc.v1.ListApplicationsResponse.data:type_name -> svc.v1.Application
 	2,  // 21: svc.v1.CreateKeyRequest.mode:type_name -> svc.v1.KeyMode
-	25, // 22: svc.v1.CreateKeyRequest.scopes:type_name -> svc.v1.OperationClass
+	32, // 22: svc.v1.CreateKeyRequest.scopes:type_name -> svc.v1.OperationClass
 	14, // 23: svc.v1.ListKeysResponse.data:type_name -> svc.v1.ApiKey
-	15, // 24: svc.v1.DeveloperService.CreateApplication:input_type -> svc.v1.CreateApplicationRequest
-	16, // 25: svc.v1.DeveloperService.ListApplications:input_type -> svc.v1.ListApplicationsRequest
-	18, // 26: svc.v1.DeveloperService.GetApplication:input_type -> svc.v1.GetApplicationRequest
-	19, // 27: svc.v1.DeveloperService.CreateKey:input_type -> svc.v1.CreateKeyRequest
-	21, // 28: svc.v1.DeveloperService.ListKeys:input_type -> svc.v1.ListKeysRequest
-	20, // 29: svc.v1.DeveloperService.RotateKey:input_type -> svc.v1.KeyRequest
-	20, // 30: svc.v1.DeveloperService.RevokeKey:input_type -> svc.v1.KeyRequest
-	6,  // 31: svc.v1.DeveloperService.CreateOrganization:input_type -> svc.v1.CreateOrganizationRequest
-	7,  // 32: svc.v1.DeveloperService.ListApplicationAudit:input_type -> svc.v1.ListApplicationAuditRequest
-	9,  // 33: svc.v1.EventService.ListEvents:input_type -> svc.v1.ListEventsRequest
-	11, // 34: svc.v1.WebhookService.ListWebhooks:input_type -> svc.v1.ListWebhooksRequest
-	13, // 35: svc.v1.DeveloperService.CreateApplication:output_type -> svc.v1.Application
-	17, // 36: svc.v1.DeveloperService.ListApplications:output_type -> svc.v1.ListApplicationsResponse
-	13, // 37: svc.v1.DeveloperService.GetApplication:output_type -> svc.v1.Application
-	14, // 38: svc.v1.DeveloperService.CreateKey:output_type -> svc.v1.ApiKey
-	22, // 39: svc.v1.DeveloperService.ListKeys:output_type -> svc.v1.ListKeysResponse
-	14, // 40: svc.v1.DeveloperService.RotateKey:output_type -> svc.v1.ApiKey
-	14, // 41: svc.v1.DeveloperService.RevokeKey:output_type -> svc.v1.ApiKey
-	26, // 42: svc.v1.DeveloperService.CreateOrganization:output_type -> svc.v1.Organization
-	8,  // 43: svc.v1.DeveloperService.ListApplicationAudit:output_type -> svc.v1.ListApplicationAuditResponse
-	10, // 44: svc.v1.EventService.ListEvents:output_type -> svc.v1.ListEventsResponse
-	12, // 45: svc.v1.WebhookService.ListWebhooks:output_type -> svc.v1.ListWebhooksResponse
-	35, // [35:46] is the sub-list for method output_type
-	24, // [24:35] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	0,  // 24: svc.v1.CreateWebhookRequest.mode:type_name -> svc.v1.WebhookMode
+	1,  // 25: svc.v1.UpdateWebhookRequest.status:type_name -> svc.v1.WebhookStatus
+	30, // 26: svc.v1.WebhookAttempt.at:type_name -> google.protobuf.Timestamp
+	26, // 27: svc.v1.WebhookDelivery.attempts:type_name -> svc.v1.WebhookAttempt
+	30, // 28: svc.v1.WebhookDelivery.next_attempt_at:type_name -> google.protobuf.Timestamp
+	30, // 29: svc.v1.WebhookDelivery.created_at:type_name -> google.protobuf.Timestamp
+	30, // 30: svc.v1.WebhookDelivery.updated_at:type_name -> google.protobuf.Timestamp
+	27, // 31: svc.v1.ListDeliveriesResponse.data:type_name -> svc.v1.WebhookDelivery
+	15, // 32: svc.v1.DeveloperService.CreateApplication:input_type -> svc.v1.CreateApplicationRequest
+	16, // 33: svc.v1.DeveloperService.ListApplications:input_type -> svc.v1.ListApplicationsRequest
+	18, // 34: svc.v1.DeveloperService.GetApplication:input_type -> svc.v1.GetApplicationRequest
+	19, // 35: svc.v1.DeveloperService.CreateKey:input_type -> svc.v1.CreateKeyRequest
+	21, // 36: svc.v1.DeveloperService.ListKeys:input_type -> svc.v1.ListKeysRequest
+	20, // 37: svc.v1.DeveloperService.RotateKey:input_type -> svc.v1.KeyRequest
+	20, // 38: svc.v1.DeveloperService.RevokeKey:input_type -> svc.v1.KeyRequest
+	6,  // 39: svc.v1.DeveloperService.CreateOrganization:input_type -> svc.v1.CreateOrganizationRequest
+	7,  // 40: svc.v1.DeveloperService.ListApplicationAudit:input_type -> svc.v1.ListApplicationAuditRequest
+	9,  // 41: svc.v1.EventService.ListEvents:input_type -> svc.v1.ListEventsRequest
+	11, // 42: svc.v1.WebhookService.ListWebhooks:input_type -> svc.v1.ListWebhooksRequest
+	23, // 43: svc.v1.WebhookService.CreateWebhook:input_type -> svc.v1.CreateWebhookRequest
+	24, // 44: svc.v1.WebhookService.GetWebhook:input_type -> svc.v1.WebhookRequest
+	25, // 45: svc.v1.WebhookService.UpdateWebhook:input_type -> svc.v1.UpdateWebhookRequest
+	24, // 46: svc.v1.WebhookService.DeleteWebhook:input_type -> svc.v1.WebhookRequest
+	24, // 47: svc.v1.WebhookService.RotateWebhookSecret:input_type -> svc.v1.WebhookRequest
+	28, // 48: svc.v1.WebhookService.ListDeliveries:input_type -> svc.v1.ListDeliveriesRequest
+	24, // 49: svc.v1.WebhookService.SendTestEvent:input_type -> svc.v1.WebhookRequest
+	13, // 50: svc.v1.DeveloperService.CreateApplication:output_type -> svc.v1.Application
+	17, // 51: svc.v1.DeveloperService.ListApplications:output_type -> svc.v1.ListApplicationsResponse
+	13, // 52: svc.v1.DeveloperService.GetApplication:output_type -> svc.v1.Application
+	14, // 53: svc.v1.DeveloperService.CreateKey:output_type -> svc.v1.ApiKey
+	22, // 54: svc.v1.DeveloperService.ListKeys:output_type -> svc.v1.ListKeysResponse
+	14, // 55: svc.v1.DeveloperService.RotateKey:output_type -> svc.v1.ApiKey
+	14, // 56: svc.v1.DeveloperService.RevokeKey:output_type -> svc.v1.ApiKey
+	33, // 57: svc.v1.DeveloperService.CreateOrganization:output_type -> svc.v1.Organization
+	8,  // 58: svc.v1.DeveloperService.ListApplicationAudit:output_type -> svc.v1.ListApplicationAuditResponse
+	10, // 59: svc.v1.EventService.ListEvents:output_type -> svc.v1.ListEventsResponse
+	12, // 60: svc.v1.WebhookService.ListWebhooks:output_type -> svc.v1.ListWebhooksResponse
+	3,  // 61: svc.v1.WebhookService.CreateWebhook:output_type -> svc.v1.Webhook
+	3,  // 62: svc.v1.WebhookService.GetWebhook:output_type -> svc.v1.Webhook
+	3,  // 63: svc.v1.WebhookService.UpdateWebhook:output_type -> svc.v1.Webhook
+	3,  // 64: svc.v1.WebhookService.DeleteWebhook:output_type -> svc.v1.Webhook
+	3,  // 65: svc.v1.WebhookService.RotateWebhookSecret:output_type -> svc.v1.Webhook
+	29, // 66: svc.v1.WebhookService.ListDeliveries:output_type -> svc.v1.ListDeliveriesResponse
+	27, // 67: svc.v1.WebhookService.SendTestEvent:output_type -> svc.v1.WebhookDelivery
+	50, // [50:68] is the sub-list for method output_type
+	32, // [32:50] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_developer_proto_init() }
@@ -1801,13 +2365,16 @@ func file_svc_v1_developer_proto_init() {
 	file_svc_v1_developer_proto_msgTypes[13].OneofWrappers = []any{}
 	file_svc_v1_developer_proto_msgTypes[14].OneofWrappers = []any{}
 	file_svc_v1_developer_proto_msgTypes[19].OneofWrappers = []any{}
+	file_svc_v1_developer_proto_msgTypes[22].OneofWrappers = []any{}
+	file_svc_v1_developer_proto_msgTypes[25].OneofWrappers = []any{}
+	file_svc_v1_developer_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_developer_proto_rawDesc), len(file_svc_v1_developer_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -69,6 +69,27 @@ const (
 	// WebhookServiceListWebhooksProcedure is the fully-qualified name of the WebhookService's
 	// ListWebhooks RPC.
 	WebhookServiceListWebhooksProcedure = "/svc.v1.WebhookService/ListWebhooks"
+	// WebhookServiceCreateWebhookProcedure is the fully-qualified name of the WebhookService's
+	// CreateWebhook RPC.
+	WebhookServiceCreateWebhookProcedure = "/svc.v1.WebhookService/CreateWebhook"
+	// WebhookServiceGetWebhookProcedure is the fully-qualified name of the WebhookService's GetWebhook
+	// RPC.
+	WebhookServiceGetWebhookProcedure = "/svc.v1.WebhookService/GetWebhook"
+	// WebhookServiceUpdateWebhookProcedure is the fully-qualified name of the WebhookService's
+	// UpdateWebhook RPC.
+	WebhookServiceUpdateWebhookProcedure = "/svc.v1.WebhookService/UpdateWebhook"
+	// WebhookServiceDeleteWebhookProcedure is the fully-qualified name of the WebhookService's
+	// DeleteWebhook RPC.
+	WebhookServiceDeleteWebhookProcedure = "/svc.v1.WebhookService/DeleteWebhook"
+	// WebhookServiceRotateWebhookSecretProcedure is the fully-qualified name of the WebhookService's
+	// RotateWebhookSecret RPC.
+	WebhookServiceRotateWebhookSecretProcedure = "/svc.v1.WebhookService/RotateWebhookSecret"
+	// WebhookServiceListDeliveriesProcedure is the fully-qualified name of the WebhookService's
+	// ListDeliveries RPC.
+	WebhookServiceListDeliveriesProcedure = "/svc.v1.WebhookService/ListDeliveries"
+	// WebhookServiceSendTestEventProcedure is the fully-qualified name of the WebhookService's
+	// SendTestEvent RPC.
+	WebhookServiceSendTestEventProcedure = "/svc.v1.WebhookService/SendTestEvent"
 )
 
 // DeveloperServiceClient is a client for the svc.v1.DeveloperService service.
@@ -455,6 +476,21 @@ func (UnimplementedEventServiceHandler) ListEvents(context.Context, *connect.Req
 type WebhookServiceClient interface {
 	// ListWebhooks lists the calling application's webhooks, secrets omitted (spec #2).
 	ListWebhooks(context.Context, *connect.Request[v1.ListWebhooksRequest]) (*connect.Response[v1.ListWebhooksResponse], error)
+	// CreateWebhook registers a webhook; its secret is in this response only (201).
+	CreateWebhook(context.Context, *connect.Request[v1.CreateWebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// GetWebhook reads a webhook (secret omitted).
+	GetWebhook(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// UpdateWebhook changes a webhook's url, event types or status.
+	UpdateWebhook(context.Context, *connect.Request[v1.UpdateWebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// DeleteWebhook removes a webhook with its queue and deliveries.
+	DeleteWebhook(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// RotateWebhookSecret makes a new secret (in this response only); the old one keeps signing
+	// for 24 hours, so deliveries carry two v1= signatures meanwhile.
+	RotateWebhookSecret(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// ListDeliveries lists a webhook's deliveries, dead ones included.
+	ListDeliveries(context.Context, *connect.Request[v1.ListDeliveriesRequest]) (*connect.Response[v1.ListDeliveriesResponse], error)
+	// SendTestEvent sends a signed svc.webhook.test event to the webhook (202).
+	SendTestEvent(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.WebhookDelivery], error)
 }
 
 // NewWebhookServiceClient constructs a client for the svc.v1.WebhookService service. By default, it
@@ -475,12 +511,63 @@ func NewWebhookServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		createWebhook: connect.NewClient[v1.CreateWebhookRequest, v1.Webhook](
+			httpClient,
+			baseURL+WebhookServiceCreateWebhookProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("CreateWebhook")),
+			connect.WithClientOptions(opts...),
+		),
+		getWebhook: connect.NewClient[v1.WebhookRequest, v1.Webhook](
+			httpClient,
+			baseURL+WebhookServiceGetWebhookProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("GetWebhook")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		updateWebhook: connect.NewClient[v1.UpdateWebhookRequest, v1.Webhook](
+			httpClient,
+			baseURL+WebhookServiceUpdateWebhookProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("UpdateWebhook")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteWebhook: connect.NewClient[v1.WebhookRequest, v1.Webhook](
+			httpClient,
+			baseURL+WebhookServiceDeleteWebhookProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("DeleteWebhook")),
+			connect.WithClientOptions(opts...),
+		),
+		rotateWebhookSecret: connect.NewClient[v1.WebhookRequest, v1.Webhook](
+			httpClient,
+			baseURL+WebhookServiceRotateWebhookSecretProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("RotateWebhookSecret")),
+			connect.WithClientOptions(opts...),
+		),
+		listDeliveries: connect.NewClient[v1.ListDeliveriesRequest, v1.ListDeliveriesResponse](
+			httpClient,
+			baseURL+WebhookServiceListDeliveriesProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("ListDeliveries")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		sendTestEvent: connect.NewClient[v1.WebhookRequest, v1.WebhookDelivery](
+			httpClient,
+			baseURL+WebhookServiceSendTestEventProcedure,
+			connect.WithSchema(webhookServiceMethods.ByName("SendTestEvent")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // webhookServiceClient implements WebhookServiceClient.
 type webhookServiceClient struct {
-	listWebhooks *connect.Client[v1.ListWebhooksRequest, v1.ListWebhooksResponse]
+	listWebhooks        *connect.Client[v1.ListWebhooksRequest, v1.ListWebhooksResponse]
+	createWebhook       *connect.Client[v1.CreateWebhookRequest, v1.Webhook]
+	getWebhook          *connect.Client[v1.WebhookRequest, v1.Webhook]
+	updateWebhook       *connect.Client[v1.UpdateWebhookRequest, v1.Webhook]
+	deleteWebhook       *connect.Client[v1.WebhookRequest, v1.Webhook]
+	rotateWebhookSecret *connect.Client[v1.WebhookRequest, v1.Webhook]
+	listDeliveries      *connect.Client[v1.ListDeliveriesRequest, v1.ListDeliveriesResponse]
+	sendTestEvent       *connect.Client[v1.WebhookRequest, v1.WebhookDelivery]
 }
 
 // ListWebhooks calls svc.v1.WebhookService.ListWebhooks.
@@ -488,10 +575,60 @@ func (c *webhookServiceClient) ListWebhooks(ctx context.Context, req *connect.Re
 	return c.listWebhooks.CallUnary(ctx, req)
 }
 
+// CreateWebhook calls svc.v1.WebhookService.CreateWebhook.
+func (c *webhookServiceClient) CreateWebhook(ctx context.Context, req *connect.Request[v1.CreateWebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return c.createWebhook.CallUnary(ctx, req)
+}
+
+// GetWebhook calls svc.v1.WebhookService.GetWebhook.
+func (c *webhookServiceClient) GetWebhook(ctx context.Context, req *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return c.getWebhook.CallUnary(ctx, req)
+}
+
+// UpdateWebhook calls svc.v1.WebhookService.UpdateWebhook.
+func (c *webhookServiceClient) UpdateWebhook(ctx context.Context, req *connect.Request[v1.UpdateWebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return c.updateWebhook.CallUnary(ctx, req)
+}
+
+// DeleteWebhook calls svc.v1.WebhookService.DeleteWebhook.
+func (c *webhookServiceClient) DeleteWebhook(ctx context.Context, req *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return c.deleteWebhook.CallUnary(ctx, req)
+}
+
+// RotateWebhookSecret calls svc.v1.WebhookService.RotateWebhookSecret.
+func (c *webhookServiceClient) RotateWebhookSecret(ctx context.Context, req *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return c.rotateWebhookSecret.CallUnary(ctx, req)
+}
+
+// ListDeliveries calls svc.v1.WebhookService.ListDeliveries.
+func (c *webhookServiceClient) ListDeliveries(ctx context.Context, req *connect.Request[v1.ListDeliveriesRequest]) (*connect.Response[v1.ListDeliveriesResponse], error) {
+	return c.listDeliveries.CallUnary(ctx, req)
+}
+
+// SendTestEvent calls svc.v1.WebhookService.SendTestEvent.
+func (c *webhookServiceClient) SendTestEvent(ctx context.Context, req *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.WebhookDelivery], error) {
+	return c.sendTestEvent.CallUnary(ctx, req)
+}
+
 // WebhookServiceHandler is an implementation of the svc.v1.WebhookService service.
 type WebhookServiceHandler interface {
 	// ListWebhooks lists the calling application's webhooks, secrets omitted (spec #2).
 	ListWebhooks(context.Context, *connect.Request[v1.ListWebhooksRequest]) (*connect.Response[v1.ListWebhooksResponse], error)
+	// CreateWebhook registers a webhook; its secret is in this response only (201).
+	CreateWebhook(context.Context, *connect.Request[v1.CreateWebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// GetWebhook reads a webhook (secret omitted).
+	GetWebhook(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// UpdateWebhook changes a webhook's url, event types or status.
+	UpdateWebhook(context.Context, *connect.Request[v1.UpdateWebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// DeleteWebhook removes a webhook with its queue and deliveries.
+	DeleteWebhook(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// RotateWebhookSecret makes a new secret (in this response only); the old one keeps signing
+	// for 24 hours, so deliveries carry two v1= signatures meanwhile.
+	RotateWebhookSecret(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error)
+	// ListDeliveries lists a webhook's deliveries, dead ones included.
+	ListDeliveries(context.Context, *connect.Request[v1.ListDeliveriesRequest]) (*connect.Response[v1.ListDeliveriesResponse], error)
+	// SendTestEvent sends a signed svc.webhook.test event to the webhook (202).
+	SendTestEvent(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.WebhookDelivery], error)
 }
 
 // NewWebhookServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -508,10 +645,68 @@ func NewWebhookServiceHandler(svc WebhookServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	webhookServiceCreateWebhookHandler := connect.NewUnaryHandler(
+		WebhookServiceCreateWebhookProcedure,
+		svc.CreateWebhook,
+		connect.WithSchema(webhookServiceMethods.ByName("CreateWebhook")),
+		connect.WithHandlerOptions(opts...),
+	)
+	webhookServiceGetWebhookHandler := connect.NewUnaryHandler(
+		WebhookServiceGetWebhookProcedure,
+		svc.GetWebhook,
+		connect.WithSchema(webhookServiceMethods.ByName("GetWebhook")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	webhookServiceUpdateWebhookHandler := connect.NewUnaryHandler(
+		WebhookServiceUpdateWebhookProcedure,
+		svc.UpdateWebhook,
+		connect.WithSchema(webhookServiceMethods.ByName("UpdateWebhook")),
+		connect.WithHandlerOptions(opts...),
+	)
+	webhookServiceDeleteWebhookHandler := connect.NewUnaryHandler(
+		WebhookServiceDeleteWebhookProcedure,
+		svc.DeleteWebhook,
+		connect.WithSchema(webhookServiceMethods.ByName("DeleteWebhook")),
+		connect.WithHandlerOptions(opts...),
+	)
+	webhookServiceRotateWebhookSecretHandler := connect.NewUnaryHandler(
+		WebhookServiceRotateWebhookSecretProcedure,
+		svc.RotateWebhookSecret,
+		connect.WithSchema(webhookServiceMethods.ByName("RotateWebhookSecret")),
+		connect.WithHandlerOptions(opts...),
+	)
+	webhookServiceListDeliveriesHandler := connect.NewUnaryHandler(
+		WebhookServiceListDeliveriesProcedure,
+		svc.ListDeliveries,
+		connect.WithSchema(webhookServiceMethods.ByName("ListDeliveries")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	webhookServiceSendTestEventHandler := connect.NewUnaryHandler(
+		WebhookServiceSendTestEventProcedure,
+		svc.SendTestEvent,
+		connect.WithSchema(webhookServiceMethods.ByName("SendTestEvent")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/svc.v1.WebhookService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case WebhookServiceListWebhooksProcedure:
 			webhookServiceListWebhooksHandler.ServeHTTP(w, r)
+		case WebhookServiceCreateWebhookProcedure:
+			webhookServiceCreateWebhookHandler.ServeHTTP(w, r)
+		case WebhookServiceGetWebhookProcedure:
+			webhookServiceGetWebhookHandler.ServeHTTP(w, r)
+		case WebhookServiceUpdateWebhookProcedure:
+			webhookServiceUpdateWebhookHandler.ServeHTTP(w, r)
+		case WebhookServiceDeleteWebhookProcedure:
+			webhookServiceDeleteWebhookHandler.ServeHTTP(w, r)
+		case WebhookServiceRotateWebhookSecretProcedure:
+			webhookServiceRotateWebhookSecretHandler.ServeHTTP(w, r)
+		case WebhookServiceListDeliveriesProcedure:
+			webhookServiceListDeliveriesHandler.ServeHTTP(w, r)
+		case WebhookServiceSendTestEventProcedure:
+			webhookServiceSendTestEventHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -523,4 +718,32 @@ type UnimplementedWebhookServiceHandler struct{}
 
 func (UnimplementedWebhookServiceHandler) ListWebhooks(context.Context, *connect.Request[v1.ListWebhooksRequest]) (*connect.Response[v1.ListWebhooksResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.ListWebhooks is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) CreateWebhook(context.Context, *connect.Request[v1.CreateWebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.CreateWebhook is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) GetWebhook(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.GetWebhook is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) UpdateWebhook(context.Context, *connect.Request[v1.UpdateWebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.UpdateWebhook is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) DeleteWebhook(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.DeleteWebhook is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) RotateWebhookSecret(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.Webhook], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.RotateWebhookSecret is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) ListDeliveries(context.Context, *connect.Request[v1.ListDeliveriesRequest]) (*connect.Response[v1.ListDeliveriesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.ListDeliveries is not implemented"))
+}
+
+func (UnimplementedWebhookServiceHandler) SendTestEvent(context.Context, *connect.Request[v1.WebhookRequest]) (*connect.Response[v1.WebhookDelivery], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.WebhookService.SendTestEvent is not implemented"))
 }
