@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -11,6 +10,7 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/event"
 )
 
 // Event types the server emits (docs/webhooks.md has the whole catalogue).
@@ -82,15 +82,7 @@ func (s *Server) listEvents(ctx context.Context, req *svcv1.ListEventsRequest) (
 // matchType reports whether an event type is among types: exact names, "prefix.*" wildcards,
 // or "*"; no types means all.
 func matchType(types []string, t string) bool {
-	if len(types) == 0 {
-		return true
-	}
-	for _, want := range types {
-		if want == t || want == "*" || (strings.HasSuffix(want, ".*") && strings.HasPrefix(t, strings.TrimSuffix(want, "*"))) {
-			return true
-		}
-	}
-	return false
+	return len(types) == 0 || event.MatchAny(types, t)
 }
 
 // planEvent emits an event about a plan.

@@ -9,7 +9,8 @@ import (
 // Domain packages and the provider SDK must not reach the edge or the storage engine:
 // storage comes to them through interfaces they declare.
 func TestDomainDependencies(t *testing.T) {
-	domain := []string{"platform", "wire", "id", "plan", "execute", "receipt", "manifest", "vault", "intel", "creator", "providers"}
+	domain := []string{"platform", "platform/webhook", "platform/event", "wire", "id", "plan", "plan/discover", "execute", "receipt",
+		"manifest", "vault", "intel", "creator", "providers"}
 	forbidden := []string{"svc.dev/svc/server", "svc.dev/svc/store", "go.etcd.io/bbolt", "connectrpc.com/connect"}
 	for _, pkg := range domain {
 		out, err := exec.Command("go", "list", "-deps", "svc.dev/svc/"+pkg).Output()
