@@ -16,7 +16,9 @@ import (
 // preserves content as a new vault object (identical content is stored
 // once). Errors wrap the providers sentinels (ErrNotFound, ErrInvalidData)
 // as well as the vault's.
-func (v *Vault) ProviderStore(tenant string) vaultfs.Store { return &providerStore{v: v, tenant: tenant} }
+func (v *Vault) ProviderStore(tenant string) vaultfs.Store {
+	return &providerStore{v: v, tenant: tenant}
+}
 
 type providerStore struct {
 	v      *Vault
@@ -133,6 +135,9 @@ func (s *providerStore) Put(ctx context.Context, r io.Reader, m vaultfs.PutMeta)
 		d, err := ParseDigest(m.SHA256)
 		if err != nil {
 			return vaultfs.Blob{}, providerErr(err)
+		}
+		if d.IsZero() { // the request's "unknown"; no content has it
+			return vaultfs.Blob{}, providerErr(fmt.Errorf("put: expected sha256 is zero: %w", ErrInvalidData))
 		}
 		req.SHA256 = d
 	}
