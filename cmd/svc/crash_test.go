@@ -34,12 +34,15 @@ func TestCrashKillMatrix(t *testing.T) {
 		assets, kills = 500, 24
 	}
 	bin := svcBinary(t)
-	for _, variant := range []string{"clean", "versions-change-mid-run"} {
-		t.Run(variant, func(t *testing.T) { crashMatrix(t, bin, assets, kills, variant == "versions-change-mid-run") })
+	for _, variant := range []string{"clean", "versions-change-mid-run", "transient-provider-failures"} {
+		t.Run(variant, func(t *testing.T) {
+			crashMatrix(t, bin, assets, kills, variant == "versions-change-mid-run", variant == "transient-provider-failures")
+		})
 	}
 }
 
 type crashRig struct {
+	sourceOpts string // ?key=value provider config of the dev source
 	t          *testing.T
 	bin, data  string
 	root, home string
@@ -51,7 +54,7 @@ type crashRig struct {
 
 func (r *crashRig) start(env ...string) {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "serve", "--dev", "--dev-source", "vendor_d_local:"+r.root, "--addr", "127.0.0.1:0", "--data", r.data)
+	cmd := exec.Command(r.bin, "serve", "--dev", "--dev-source", "vendor_d_local:"+r.root+r.sourceOpts, "--addr", "127.0.0.1:0", "--data", r.data)
 	cmd.Env = append(os.Environ(), append([]string{"XDG_DATA_HOME=" + r.home}, env...)...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -119,8 +122,11 @@ func (r *crashRig) call(method, path, body string) (int, map[string]any, []byte)
 	return res.StatusCode, m, raw
 }
 
-func crashMatrix(t *testing.T, bin string, assets, kills int, changeVersions bool) {
+func crashMatrix(t *testing.T, bin string, assets, kills int, changeVersions, transient bool) {
 	r := &crashRig{t: t, bin: bin, data: t.TempDir(), root: t.TempDir(), home: t.TempDir()}
+	if transient {
+		r.sourceOpts = "?transient_every=4" // every 4th fetch or trash fails; retries get through
+	}
 	shas := map[string]string{}
 	old := time.Now().AddDate(-2, 0, 0)
 	for i := range assets {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&rateWindow, "rate-window", platform.DefaultRateLimit.Window, "rate limit window")
 	f.StringVar(&pluginDir, "plugin-dir", builtin.DefaultPluginDir(), "directory of third-party provider plugins (svc-provider-NAME)")
 	f.BoolVar(&inProcess, "in-process-providers", false, "run the built-in providers in this process instead of as plugins")
-	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF (e.g. vendor_d_local:/path/to/folder) in the test tenant")
+	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
 
@@ -110,9 +111,21 @@ func serve(ctx context.Context, o serveOptions) error {
 			if !ok {
 				return fmt.Errorf("--dev-source %q: want PROVIDER:REF", ds)
 			}
-			spec := server.SourceSpec{Provider: providers.Name(name), SourceRef: ref, Kind: "folder", DisplayName: ref}
+			ref, query, _ := strings.Cut(ref, "?") // PROVIDER:REF?key=value&... sets provider config
+			cfg := providers.Config{}
+			if query != "" {
+				q, err := url.ParseQuery(query)
+				if err != nil {
+					return fmt.Errorf("--dev-source %q: %w", ds, err)
+				}
+				for k := range q {
+					cfg[k] = q.Get(k)
+				}
+			}
+			spec := server.SourceSpec{Provider: providers.Name(name), SourceRef: ref, Kind: "folder", DisplayName: ref, Config: cfg}
 			if spec.Provider == providers.VendorDLocal { // the folder is the provider's root
-				spec.Config, spec.SourceRef = providers.Config{"root": ref}, ""
+				cfg["root"] = ref
+				spec.SourceRef = ""
 			}
 			extra = append(extra, spec)
 		}

@@ -4,6 +4,8 @@
 // Config keys:
 //
 //	root       required; the directory the provider may touch
+//	transient_every  optional, for tests: every Nth fetch or trash fails
+//	           with providers.ErrTransient (fault injection)
 //	trash_dir  optional; the freedesktop.org trash to use (default the home
 //	           trash, $XDG_DATA_HOME/Trash, falling back to ROOT/.Trash-UID
 //	           when the home trash is on another filesystem)

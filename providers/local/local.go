@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +41,19 @@ var Description = providers.Description{
 type Provider struct {
 	root     string
 	trashDir string // explicit trash_dir, or "" for the default
+
+	// transientEvery, from the config key transient_every (fault injection for tests), makes
+	// every Nth fetch or trash fail with providers.ErrTransient before doing anything.
+	transientEvery int64
+	calls          atomic.Int64
+}
+
+// fault returns the injected transient failure of this call, if it is one.
+func (p *Provider) fault(op string) error {
+	if p.transientEvery > 0 && p.calls.Add(1)%p.transientEvery == 0 {
+		return fmt.Errorf("local: %s: injected failure: %w", op, providers.ErrTransient)
+	}
+	return nil
 }
 
 var (
@@ -58,7 +72,7 @@ func New(_ context.Context, cfg providers.Config) (providers.Provider, error) {
 		return nil, fmt.Errorf("local: config root is required: %w", providers.ErrInvalidArgument)
 	}
 	for k := range cfg {
-		if k != "root" && k != "trash_dir" {
+		if k != "root" && k != "trash_dir" && k != "transient_every" {
 			return nil, fmt.Errorf("local: unknown config key %q: %w", k, providers.ErrInvalidArgument)
 		}
 	}
@@ -70,6 +84,13 @@ func New(_ context.Context, cfg providers.Config) (providers.Provider, error) {
 		return nil, fmt.Errorf("local: root %q is not a directory: %w", abs, providers.ErrNotFound)
 	}
 	p := &Provider{root: abs}
+	if n := cfg["transient_every"]; n != "" {
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("local: transient_every must be a positive integer: %w", providers.ErrInvalidArgument)
+		}
+		p.transientEvery = v
+	}
 	if t := cfg["trash_dir"]; t != "" {
 		if p.trashDir, err = filepath.Abs(t); err != nil {
 			return nil, fmt.Errorf("local: trash_dir: %v: %w", err, providers.ErrInvalidArgument)
@@ -392,6 +413,9 @@ func checkVersion(id, expected string, o providers.Object) error {
 
 // Fetch implements providers.Provider.
 func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	if err := p.fault("fetch"); err != nil {
+		return nil, err
+	}
 	src, err := p.sourceDir(req.SourceRef)
 	if err != nil {
 		return nil, err

@@ -32,6 +32,9 @@ func (p *Provider) homeTrash() string {
 // Trash implements providers.Trasher. Files go to the freedesktop.org
 // trash; Maildir messages get the T flag; mbox messages are unsupported.
 func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
+	if err := p.fault("trash"); err != nil {
+		return providers.ActionResult{}, err
+	}
 	src, err := p.sourceDir(req.SourceRef)
 	if err != nil {
 		return providers.ActionResult{}, err
