@@ -34,13 +34,16 @@ func (v *Vault) release(tx MetaTx, p *Placement, be backend.Backend) ([]removal,
 	}
 	pk, err := tx.Pack(p.Name)
 	if errors.Is(err, ErrNotFound) {
+		if v.isAppending(p.Name) {
+			return nil, nil
+		}
 		return []removal{{be, p.Name}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if pk.Live--; pk.Live > 0 {
-		return nil, tx.PutPack(pk)
+	if pk.Live--; pk.Live > 0 || v.isAppending(pk.Name) {
+		return nil, tx.PutPack(pk) // an open pack goes when it is closed
 	}
 	if err := tx.DeletePack(pk.Name); err != nil {
 		return nil, err
@@ -180,8 +183,8 @@ func (v *Vault) commit(tx MetaTx, in *commitInput, now time.Time) (commitResult,
 	}
 	// A fresh copy replaces the blob's unless an earlier object of the same
 	// group installed it already.
-	if in.hot != nil && !(b.Hot.good() && b.Hot.Name == in.hot.Name && b.Hot.Offset == in.hot.Offset) {
-		if b.Hot != nil && b.Hot.Name != in.hot.Name {
+	if in.hot != nil && !(b.Hot.good() && b.Hot.same(in.hot)) {
+		if b.Hot != nil && !b.Hot.same(in.hot) {
 			r, err := v.release(tx, b.Hot, v.hot)
 			if err != nil {
 				return res, err
@@ -199,7 +202,7 @@ func (v *Vault) commit(tx MetaTx, in *commitInput, now time.Time) (commitResult,
 	case in.tself:
 		b.TextIsContent = true
 	case in.text != nil && (b.Text == nil || b.Text.Corrupt) && !b.TextIsContent:
-		if b.Text != nil && b.Text.Name != in.text.Name {
+		if b.Text != nil && !b.Text.same(in.text) {
 			r, err := v.release(tx, b.Text, v.hot)
 			if err != nil {
 				return res, err

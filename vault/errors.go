@@ -38,6 +38,7 @@ type TransitionError struct {
 	From, To State
 }
 
+// Error implements error.
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("vault object %s: a %s object cannot become %s", e.ID, e.From, e.To)
 }

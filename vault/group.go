@@ -40,16 +40,40 @@ type committer struct {
 	t       *tenant
 	mu      sync.Mutex
 	queue   []*pending
-	running bool
+	running int // groups being committed
+
+	pack *openPack // the pack groups are appended to (backend.Appender only)
 }
 
+// openPack is a tenant's pack file open for appending.
+type openPack struct {
+	name string
+	f    backend.AppendFile
+	size int64
+}
+
+// groupsInFlight is how many groups of a tenant may be committed at once.
+// Two in flight (one written while the other is read back and recorded)
+// gave no clear gain on the project's machine, and halve the objects per
+// fsync, so a tenant commits one group at a time.
+const groupsInFlight = 1
+
 func (c *committer) submit(p *pending) (Object, error) {
+	// Close waits for every queued Put: count this one, unless closed.
+	c.v.mu.Lock()
+	if c.v.closed {
+		c.v.mu.Unlock()
+		return Object{}, ErrClosed
+	}
+	c.v.work.Add(1)
+	c.v.mu.Unlock()
+	defer c.v.work.Done()
+
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
-	lead := !c.running
+	lead := c.running < groupsInFlight
 	if lead {
-		c.running = true
-		c.v.work.Add(1)
+		c.running++
 	}
 	c.mu.Unlock()
 	if lead {
@@ -60,7 +84,6 @@ func (c *committer) submit(p *pending) (Object, error) {
 }
 
 func (c *committer) run() {
-	defer c.v.work.Done()
 	if d := c.v.opts.GroupCommitDelay; d > 0 {
 		time.Sleep(d)
 	}
@@ -73,13 +96,14 @@ func (c *committer) run() {
 		c.queue = c.queue[1:]
 	}
 	c.mu.Unlock()
-	c.commitGroup(batch)
+	if len(batch) > 0 {
+		c.commitGroup(batch)
+	}
 	c.mu.Lock()
 	if len(c.queue) > 0 {
-		c.v.work.Add(1)
-		go c.run()
+		go c.run() // a queued Put is counted in v.work until its group is done
 	} else {
-		c.running = false
+		c.running--
 		c.queue = nil
 	}
 	c.mu.Unlock()
@@ -157,7 +181,6 @@ func (c *committer) commitGroup(batch []*pending) {
 	}
 
 	// Seal what must be written into one pack.
-	name := t.packName()
 	var buf []byte
 	var entries []*entry
 	add := func(e *entry, plain []byte, purpose string) {
@@ -169,7 +192,7 @@ func (c *committer) commitGroup(batch []*pending) {
 			buf = buf[:off]
 			return
 		}
-		e.p = Placement{Name: name, Offset: int64(off), Length: int64(len(buf) - off), Pack: true}
+		e.p = Placement{Offset: int64(off), Length: int64(len(buf) - off), Pack: true} // in buf until written
 		entries = append(entries, e)
 	}
 	for _, p := range batch {
@@ -184,13 +207,21 @@ func (c *committer) commitGroup(batch []*pending) {
 			add(&entry{digest: p.digest, text: true, plain: Sum(p.text), size: int64(len(p.text))}, p.text, purposeText)
 		}
 	}
+	var name string
+	var base int64
+	_, appending := v.hot.(backend.Appender)
 	if len(entries) > 0 {
-		if err := backend.Save(ctx, v.hot, name, buf); err != nil {
+		var err error
+		if name, base, err = c.writePack(ctx, buf); err != nil {
 			fail(fmt.Errorf("write pack: %w", err), batch...)
 			return
 		}
 		v.stats.durableWrite(true)
-		c.readBack(ctx, name, buf, entries)
+		for _, e := range entries {
+			e.p.Name = name
+			e.p.Offset += base
+		}
+		c.readBack(ctx, name, base, buf, entries)
 	}
 	hot := map[Digest]*entry{}
 	text := map[Digest]*entry{}
@@ -249,16 +280,27 @@ func (c *committer) commitGroup(batch []*pending) {
 				}
 			}
 		}
-		if live > 0 {
-			return tx.PutPack(Pack{Name: name, Size: int64(len(buf)), Live: live, CreatedAt: now})
+		if live == 0 && !(appending && name != "") {
+			return nil
 		}
-		return nil
+		// An appended pack is recorded from its first group, so that its
+		// file is accounted for even before an entry lives in it.
+		pk, err := tx.Pack(name)
+		if errors.Is(err, ErrNotFound) {
+			pk, err = Pack{Name: name, CreatedAt: now}, nil
+		}
+		if err != nil {
+			return err
+		}
+		pk.Live += live
+		pk.Size = max(pk.Size, base+int64(len(buf)))
+		return tx.PutPack(pk)
 	})
 	if err != nil {
 		fail(fmt.Errorf("commit: %w", err), batch...)
-		if len(entries) > 0 {
+		if len(entries) > 0 && !appending {
 			_ = v.hot.Remove(ctx, name)
-		}
+		} // an appended region nobody uses is dead space in its pack
 		return
 	}
 	usedPack := false
@@ -274,7 +316,7 @@ func (c *committer) commitGroup(batch []*pending) {
 		p.res = r.obj
 		usedPack = usedPack || r.usedHot || r.usedText
 	}
-	if len(entries) > 0 && !usedPack {
+	if len(entries) > 0 && !usedPack && !appending {
 		_ = v.hot.Remove(ctx, name)
 	}
 	v.remove(ctx, removals)
@@ -291,15 +333,78 @@ func pendingsOf(batch []*pending, d Digest) []*pending {
 	return out
 }
 
-// readBack reads a written pack and verifies every entry against the
-// plaintext digest it was sealed from.
-func (c *committer) readBack(ctx context.Context, name string, written []byte, entries []*entry) {
+// writePack makes buf durable as a region of a pack file and returns the
+// pack's name and the region's offset. On a backend.Appender the region is
+// appended to the tenant's open pack (one data sync; a new pack is started
+// when it reaches MaxPackSize); otherwise buf is a new pack file.
+func (c *committer) writePack(ctx context.Context, buf []byte) (string, int64, error) {
+	v, t := c.v, c.t
+	app, ok := v.hot.(backend.Appender)
+	if !ok {
+		name := t.packName()
+		return name, 0, backend.Save(ctx, v.hot, name, buf)
+	}
+	if c.pack != nil && c.pack.size >= v.opts.MaxPackSize {
+		c.closePack(ctx)
+	}
+	if c.pack == nil {
+		name := t.packName()
+		f, err := app.OpenAppend(ctx, name)
+		if err != nil {
+			return "", 0, err
+		}
+		c.pack = &openPack{name: name, f: f}
+		v.setAppending(name, true)
+	}
+	off, err := c.pack.f.Append(buf)
+	if err == nil {
+		err = c.pack.f.Sync()
+	}
+	if err != nil {
+		c.closePack(ctx) // start afresh after a failed write
+		return "", 0, err
+	}
+	c.pack.size = off + int64(len(buf))
+	return c.pack.name, off, nil
+}
+
+// closePack stops appending to the tenant's open pack; a pack none of
+// whose entries is used any more (or that was never recorded) is removed.
+func (c *committer) closePack(ctx context.Context) {
+	p := c.pack
+	if p == nil {
+		return
+	}
+	c.pack = nil
+	_ = p.f.Close()
+	v := c.v
+	v.setAppending(p.name, false)
+	var rm []removal
+	_ = v.meta.Update(ctx, c.t.name, func(tx MetaTx) error {
+		rm = nil
+		pk, err := tx.Pack(p.name)
+		if errors.Is(err, ErrNotFound) {
+			rm = []removal{{v.hot, p.name}}
+			return nil
+		}
+		if err != nil || pk.Live > 0 {
+			return err
+		}
+		rm = []removal{{v.hot, p.name}}
+		return tx.DeletePack(p.name)
+	})
+	v.remove(ctx, rm)
+}
+
+// readBack reads a written pack region and verifies every entry against
+// the plaintext digest it was sealed from.
+func (c *committer) readBack(ctx context.Context, name string, base int64, written []byte, entries []*entry) {
 	fail := func(err error) {
 		for _, e := range entries {
 			e.err = err
 		}
 	}
-	rc, err := c.v.hot.Open(ctx, name, 0, -1)
+	rc, err := c.v.hot.Open(ctx, name, base, int64(len(written)))
 	if err != nil {
 		fail(err)
 		return
@@ -312,12 +417,12 @@ func (c *committer) readBack(ctx context.Context, name string, written []byte, e
 	}
 	var plain []byte
 	for _, e := range entries {
-		end := e.p.Offset + e.p.Length
+		start, end := e.p.Offset-base, e.p.Offset-base+e.p.Length
 		if end > int64(len(data)) {
-			e.err = fmt.Errorf("pack %s is %d bytes, entry ends at %d: %w", name, len(data), end, ErrInvalidData)
+			e.err = fmt.Errorf("pack %s: read back %d bytes, entry ends at %d: %w", name, len(data), end, ErrInvalidData)
 			continue
 		}
-		plain, err = seal.Open(plain[:0], data[e.p.Offset:end], c.t.dataKey, map[bool]string{false: purposeContent, true: purposeText}[e.text])
+		plain, err = seal.Open(plain[:0], data[start:end], c.t.dataKey, map[bool]string{false: purposeContent, true: purposeText}[e.text])
 		if err != nil {
 			e.err = fmt.Errorf("pack %s: %w: %w", name, ErrInvalidData, err)
 			continue

@@ -159,7 +159,7 @@ func (v *Vault) moveTier(ctx context.Context, tenant, id string, toCold bool) (O
 			slot, be = &b.Cold, v.cold
 		}
 		if fresh != nil {
-			if *slot != nil && (*slot).Name != fresh.Name {
+			if *slot != nil && !(*slot).same(fresh) {
 				r, err := v.release(tx, *slot, be)
 				if err != nil {
 					return err

@@ -110,7 +110,7 @@ func (s *providerStore) Open(ctx context.Context, digest string) (io.ReadCloser,
 	if err != nil {
 		return nil, vaultfs.Blob{}, providerErr(err)
 	}
-	r, err := s.v.openBlob(ctx, t, &b, !b.Hot.good(), "blob "+b.Digest.String())
+	r, err := s.v.openBlob(ctx, t, &b, !b.Hot.good(), nil, "blob "+b.Digest.String())
 	if err != nil {
 		return nil, vaultfs.Blob{}, providerErr(err)
 	}
@@ -150,15 +150,6 @@ func (s *providerStore) Put(ctx context.Context, r io.Reader, m vaultfs.PutMeta)
 
 // Usage implements vaultfs.Store: the bytes of distinct content stored.
 func (s *providerStore) Usage(ctx context.Context) (int64, error) {
-	var total int64
-	err := s.v.meta.View(ctx, s.tenant, func(tx MetaTx) error {
-		total = 0
-		return tx.Blobs(Digest{}, func(b Blob) bool {
-			if live(b) {
-				total += b.Size
-			}
-			return true
-		})
-	})
-	return total, providerErr(err)
+	n, err := s.v.Usage(ctx, s.tenant)
+	return n, providerErr(err)
 }

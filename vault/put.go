@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -47,8 +46,9 @@ func (r *PutRequest) check(d Digest, n int64) error {
 	return nil
 }
 
-func (r *PutRequest) draft(now Object) Object {
-	o := now
+// draft is base with the request's metadata.
+func (r *PutRequest) draft(base Object) Object {
+	o := base
 	o.AssetID, o.Name, o.Provider, o.SourceID = r.AssetID, r.Name, r.Provider, r.SourceID
 	o.MIMEType, o.Kind, o.ManifestID = r.MIMEType, r.Kind, r.ManifestID
 	return o
@@ -90,7 +90,8 @@ func (v *Vault) Put(ctx context.Context, tenant string, req PutRequest, body io.
 	if err != nil {
 		return Object{}, fmt.Errorf("put %s: %w", req.ID, err)
 	}
-	draft := req.draft(Object{ID: req.ID, CreatedAt: v.now()})
+	// Until the content is known, the record shows what is expected.
+	draft := req.draft(Object{ID: req.ID, CreatedAt: v.now(), SHA256: req.SHA256, SizeBytes: max(req.SizeBytes, 0)})
 	if found {
 		switch existing.State {
 		case StateCommitted, StateCold:
@@ -259,7 +260,7 @@ func (v *Vault) putLarge(ctx context.Context, t *tenant, draft Object, req *PutR
 		}
 		v.stats.durableWrite(false)
 		in.hot = &Placement{Name: name, Length: seal.SealedSize(n), VerifiedAt: v.now()}
-		if err := v.setState(ctx, t.name, draft.ID, StateUploading, StateVerifying); err != nil {
+		if err := v.setState(ctx, t.name, draft.ID, func(o *Object) { o.SHA256, o.SizeBytes = d, n }, StateUploading, StateVerifying); err != nil {
 			return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
 		}
 		text, err = v.readBack(ctx, t, in.hot, d, n, mode, what)
@@ -290,50 +291,6 @@ func (v *Vault) putLarge(ctx context.Context, t *tenant, draft Object, req *PutR
 		v.stats.committed(1, 0)
 	}
 	return res.obj, nil
-}
-
-// writeSealed seals r into f, hashing the plaintext on the way, with a
-// bounded buffer.
-func writeSealed(f backend.File, key []byte, purpose string, r io.Reader) (Digest, int64, error) {
-	bw := bufio.NewWriterSize(f, 256<<10)
-	sw, err := seal.NewWriter(bw, key, purpose)
-	if err != nil {
-		return Digest{}, 0, err
-	}
-	h := sha256.New()
-	n, err := copyTo(io.MultiWriter(h, sw), r)
-	if err != nil {
-		return Digest{}, n, fmt.Errorf("read content: %w", err)
-	}
-	if err := sw.Close(); err != nil {
-		return Digest{}, n, err
-	}
-	if err := bw.Flush(); err != nil {
-		return Digest{}, n, err
-	}
-	var d Digest
-	h.Sum(d[:0])
-	return d, n, nil
-}
-
-func copyTo(w io.Writer, r io.Reader) (int64, error) {
-	buf := make([]byte, 256<<10)
-	var n int64
-	for {
-		m, err := r.Read(buf)
-		if m > 0 {
-			if _, werr := w.Write(buf[:m]); werr != nil {
-				return n, werr
-			}
-			n += int64(m)
-		}
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
 }
 
 // readBack verifies a copy and, for messages and HTML, extracts its text
@@ -382,21 +339,20 @@ func (v *Vault) writeText(ctx context.Context, t *tenant, d Digest, text []byte)
 }
 
 // setState moves a recorded object through states (skipping those it has
-// reached) to the last one.
-func (v *Vault) setState(ctx context.Context, tenant, id string, path ...State) error {
+// reached) to the last one, applying change (if not nil) on the way.
+func (v *Vault) setState(ctx context.Context, tenant, id string, change func(*Object), path ...State) error {
 	return v.meta.Update(ctx, tenant, func(tx MetaTx) error {
 		o, err := tx.Object(id)
 		if err != nil {
 			return err
 		}
-		start := slices.Index(path, o.State) + 1
-		if start == len(path) {
-			return nil
-		}
-		for _, to := range path[start:] {
+		for _, to := range path[slices.Index(path, o.State)+1:] {
 			if err := transition(&o, to); err != nil {
 				return err
 			}
+		}
+		if change != nil {
+			change(&o)
 		}
 		return tx.PutObject(o)
 	})

@@ -2,66 +2,17 @@ package vault
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 
 	"svc.dev/svc/vault/backend"
-	"svc.dev/svc/vault/internal/seal"
 )
 
 const (
 	purposeContent = "content"
 	purposeText    = "text"
 )
-
-// verifiedReader decrypts a sealed copy and checks its size and SHA-256:
-// a mismatch is reported, wrapping ErrInvalidData, instead of io.EOF. Every
-// byte it returns was authenticated (chunk by chunk) under the tenant's
-// key; the digest check at the end proves the whole.
-type verifiedReader struct {
-	rc   io.ReadCloser
-	sr   *seal.Reader
-	h    hash.Hash
-	n    int64
-	want Digest
-	size int64
-	what string
-	err  error
-}
-
-func newVerifiedReader(rc io.ReadCloser, key []byte, purpose string, want Digest, size int64, what string) *verifiedReader {
-	return &verifiedReader{rc: rc, sr: seal.NewReader(rc, key, purpose), h: sha256.New(), want: want, size: size, what: what}
-}
-
-func (r *verifiedReader) Read(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
-	}
-	n, err := r.sr.Read(p)
-	r.h.Write(p[:n])
-	r.n += int64(n)
-	switch {
-	case r.n > r.size:
-		err = fmt.Errorf("%s: more than %d bytes: %w", r.what, r.size, ErrInvalidData)
-	case err == io.EOF:
-		var got Digest
-		r.h.Sum(got[:0])
-		if r.n != r.size {
-			err = fmt.Errorf("%s: %d bytes, want %d: %w", r.what, r.n, r.size, ErrInvalidData)
-		} else if got != r.want {
-			err = fmt.Errorf("%s: reads as sha256 %s, want %s: %w", r.what, got, r.want, ErrInvalidData)
-		}
-	case errors.Is(err, seal.ErrAuth):
-		err = fmt.Errorf("%s: %w: %w", r.what, ErrInvalidData, err)
-	}
-	r.err = err
-	return n, err
-}
-
-func (r *verifiedReader) Close() error { return r.rc.Close() }
 
 // openPlacement opens a verified reader of a copy. A missing file is lost
 // content: an error wrapping ErrInvalidData.
@@ -87,8 +38,7 @@ func (v *Vault) verifyPlacement(ctx context.Context, be backend.Backend, p *Plac
 	if w == nil {
 		w = io.Discard
 	}
-	buf := make([]byte, 256<<10)
-	_, err = io.CopyBuffer(w, r, buf)
+	_, err = r.WriteTo(w)
 	return err
 }
 
@@ -141,8 +91,8 @@ func (v *Vault) List(ctx context.Context, tenant, after string, limit int, keep 
 // and verifies as it goes: every chunk is authenticated before it is
 // returned, and at the end the size and SHA-256 are checked; a mismatch is
 // an error wrapping ErrInvalidData instead of io.EOF, so a consumer must
-// treat anything but io.EOF as failure. Objects in other states are
-// ErrInvalidState.
+// treat anything but io.EOF as failure, and the object becomes corrupt (as
+// Verify would make it). Objects in other states are ErrInvalidState.
 func (v *Vault) Open(ctx context.Context, tenant, id string) (io.ReadCloser, Object, error) {
 	t, err := v.tenant(ctx, tenant)
 	if err != nil {
@@ -164,7 +114,7 @@ func (v *Vault) Open(ctx context.Context, tenant, id string) (io.ReadCloser, Obj
 	if err != nil {
 		return nil, Object{}, fmt.Errorf("open vault object %s: %w", id, err)
 	}
-	r, err := v.openBlob(ctx, t, &b, o.cold(), "vault object "+id)
+	r, err := v.openBlob(ctx, t, &b, o.cold(), &o, "vault object "+id)
 	if err != nil {
 		return nil, Object{}, err
 	}
@@ -172,22 +122,49 @@ func (v *Vault) Open(ctx context.Context, tenant, id string) (io.ReadCloser, Obj
 }
 
 // openBlob opens the copy of b on the preferred tier, or the other tier's
-// when that one is missing or known corrupt.
-func (v *Vault) openBlob(ctx context.Context, t *tenant, b *Blob, preferCold bool, what string) (io.ReadCloser, error) {
+// when that one is missing or known corrupt. A read that finds the copy
+// bad marks it corrupt, and the object (when obj is not nil) too if that
+// was its own tier's copy: a read is a verification.
+func (v *Vault) openBlob(ctx context.Context, t *tenant, b *Blob, preferCold bool, obj *Object, what string) (io.ReadCloser, error) {
 	type copy struct {
-		be backend.Backend
-		p  *Placement
+		be   backend.Backend
+		p    *Placement
+		cold bool
 	}
-	order := []copy{{v.hot, b.Hot}, {v.cold, b.Cold}}
+	order := []copy{{v.hot, b.Hot, false}, {v.cold, b.Cold, true}}
 	if preferCold {
 		order[0], order[1] = order[1], order[0]
 	}
 	for _, c := range order {
-		if c.p.good() {
-			return v.openPlacement(ctx, c.be, c.p, t.dataKey, purposeContent, b.Digest, b.Size, what)
+		if !c.p.good() {
+			continue
 		}
+		failed := func(cause error) { v.readFailed(t, b.Digest, obj, c.p, c.cold, cause) }
+		r, err := v.openPlacement(ctx, c.be, c.p, t.dataKey, purposeContent, b.Digest, b.Size, what)
+		if errors.Is(err, ErrInvalidData) {
+			failed(err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.onInvalid = failed
+		return r, nil
 	}
 	return nil, fmt.Errorf("%s: no intact stored copy: %w", what, ErrInvalidData)
+}
+
+// readFailed records a copy that a read found bad.
+func (v *Vault) readFailed(t *tenant, d Digest, obj *Object, p *Placement, cold bool, cause error) {
+	ctx := context.Background()
+	if obj == nil || obj.cold() != cold {
+		v.markCopyCorrupt(ctx, t, d, p.Name, p.Offset, cold)
+		return
+	}
+	pr := probe{digest: d, cold: cold, name: p.Name, offset: p.Offset, err: cause}
+	_ = v.meta.Update(ctx, t.name, func(tx MetaTx) error {
+		_, err := v.applyProbe(tx, obj.ID, pr, v.now())
+		return err
+	})
 }
 
 // OpenText returns the object's extracted text (UTF-8 for extracted text;
@@ -216,7 +193,7 @@ func (v *Vault) OpenText(ctx context.Context, tenant, id string) (io.ReadCloser,
 	}
 	switch {
 	case b.TextIsContent:
-		return v.openBlob(ctx, t, &b, o.cold(), "vault object "+id)
+		return v.openBlob(ctx, t, &b, o.cold(), &o, "vault object "+id)
 	case b.Text != nil:
 		if !b.Text.good() {
 			return nil, fmt.Errorf("text of vault object %s: stored text is corrupt: %w", id, ErrInvalidData)
@@ -224,4 +201,26 @@ func (v *Vault) OpenText(ctx context.Context, tenant, id string) (io.ReadCloser,
 		return v.openPlacement(ctx, v.hot, b.Text, t.dataKey, purposeText, b.TextDigest, b.TextSize, "text of vault object "+id)
 	}
 	return nil, fmt.Errorf("text of vault object %s: %w", id, ErrNotFound)
+}
+
+// Usage returns the bytes of distinct content a tenant stores (each
+// content once, however many objects use it; before encryption).
+func (v *Vault) Usage(ctx context.Context, tenant string) (int64, error) {
+	if err := validTenant(tenant); err != nil {
+		return 0, err
+	}
+	var total int64
+	err := v.meta.View(ctx, tenant, func(tx MetaTx) error {
+		total = 0
+		return tx.Blobs(Digest{}, func(b Blob) bool {
+			if b.Refs > 0 {
+				total += b.Size
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vault usage: %w", err)
+	}
+	return total, nil
 }

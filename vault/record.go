@@ -148,6 +148,10 @@ type Placement struct {
 	VerifiedAt time.Time `json:"verified_at,omitzero"`
 }
 
+// same reports whether p and q are the same stored bytes: the same whole
+// file (rewritten in place keeps its name), or the same range of a pack.
+func (p *Placement) same(q *Placement) bool { return p.Name == q.Name && p.Offset == q.Offset }
+
 // good reports whether p is a copy believed intact.
 func (p *Placement) good() bool { return p != nil && !p.Corrupt }
 

@@ -295,7 +295,8 @@ func (v *Vault) scrubPage(ctx context.Context, t *tenant, page []Object, memo ma
 	}
 	for i, c := range probes {
 		o := after[i]
-		if o.State == StateCorrupt && !opts.NoRepair {
+		found := o.State == StateCorrupt
+		if found && !opts.NoRepair {
 			if r, err := v.repair(ctx, t, o); err == nil {
 				o = r
 			}
@@ -303,7 +304,7 @@ func (v *Vault) scrubPage(ctx context.Context, t *tenant, page []Object, memo ma
 		switch {
 		case o.State == StateCorrupt:
 			rep.Corrupt = append(rep.Corrupt, o.ID)
-		case c.before == StateCorrupt:
+		case found || c.before == StateCorrupt:
 			rep.Repaired = append(rep.Repaired, o.ID)
 			rep.Verified++
 		default:
@@ -351,7 +352,7 @@ func (v *Vault) repair(ctx context.Context, t *tenant, o Object) (Object, error)
 		if o.cold() {
 			slot, be = &b.Cold, v.cold
 		}
-		if *slot != nil && (*slot).Name != fresh.Name {
+		if *slot != nil && !(*slot).same(fresh) {
 			if rm, err = v.release(tx, *slot, be); err != nil {
 				return err
 			}
@@ -481,17 +482,30 @@ func (v *Vault) Collect(ctx context.Context, tenant string, grace time.Duration)
 		if c.be == v.cold {
 			tier = "c:"
 		}
-		if used[tier+c.name] {
+		if used[tier+c.name] || tier == "h:" && v.isAppending(c.name) {
 			continue
 		}
 		if tier == "h:" {
-			// A pack's record outlives no placement, but check it anyway.
-			var inUse bool
-			_ = v.meta.View(ctx, tenant, func(tx MetaTx) error {
-				_, err := tx.Pack(c.name)
-				inUse = err == nil
-				return nil
+			// A pack with live entries is in use; a recorded pack without
+			// any (left by a failed close) goes with its record.
+			inUse := false
+			err := v.meta.Update(ctx, tenant, func(tx MetaTx) error {
+				pk, err := tx.Pack(c.name)
+				if errors.Is(err, ErrNotFound) {
+					inUse = false
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				if inUse = pk.Live > 0 || v.isAppending(c.name); inUse {
+					return nil
+				}
+				return tx.DeletePack(c.name)
 			})
+			if err != nil {
+				return files, bytes, fmt.Errorf("collect: %w", err)
+			}
 			if inUse {
 				continue
 			}

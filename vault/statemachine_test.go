@@ -88,13 +88,12 @@ func (m *model) storeHot(c int) {
 }
 
 type machine struct {
-	v        *vault.Vault
-	meta     *vaulttest.Meta
-	dir      string
-	m        model
-	ids      []string
-	newIDs   int
-	failures int
+	v      *vault.Vault
+	meta   *vaulttest.Meta
+	dir    string
+	m      model
+	ids    []string
+	newIDs int
 }
 
 const smTenant = "test:usr_model"
@@ -239,8 +238,11 @@ func (s *machine) Open(t *rapid.T) {
 		wantErr(t, "open", err, vault.ErrInvalidState)
 		return
 	}
+	// The object's own tier first, else the other tier's intact copy; a
+	// read that finds its copy damaged flags it, and the object becomes
+	// corrupt if it was its own tier's copy.
 	b := s.m.blobs[o.content]
-	first, second := b.hot, b.cold
+	first, second := &b.hot, &b.cold
 	if o.cold {
 		first, second = second, first
 	}
@@ -248,8 +250,16 @@ func (s *machine) Open(t *rapid.T) {
 	if !first.good() {
 		chosen = second
 	}
-	if !chosen.good() || chosen.damaged {
+	if !chosen.good() {
+		wantErr(t, "open without an intact copy", err, vault.ErrInvalidData)
+		return
+	}
+	if chosen.damaged {
 		wantErr(t, "open damaged", err, vault.ErrInvalidData)
+		chosen.flagged = true
+		if chosen == first {
+			o.state = vault.StateCorrupt
+		}
 		return
 	}
 	wantErr(t, "open", err, nil)
@@ -459,9 +469,20 @@ func (s *machine) Scrub(t *rapid.T) {
 			return true
 		})
 	})
+	// (The pack being appended to stays, recorded, even when empty.)
+	packRecorded := func(p string) bool {
+		rel, err := filepath.Rel(filepath.Join(s.dir, "hot"), p)
+		if err != nil {
+			return false
+		}
+		return s.meta.View(ctx, smTenant, func(tx vault.MetaTx) error {
+			_, err := tx.Pack(filepath.ToSlash(rel))
+			return err
+		}) == nil
+	}
 	for _, sub := range []string{"hot", "cold"} {
 		filepath.Walk(filepath.Join(s.dir, sub, "t"), func(p string, fi os.FileInfo, err error) error {
-			if err == nil && !fi.IsDir() && !used[p] {
+			if err == nil && !fi.IsDir() && !used[p] && !packRecorded(p) {
 				t.Fatalf("scrub left an unused file %s", p)
 			}
 			return nil
@@ -469,8 +490,52 @@ func (s *machine) Scrub(t *rapid.T) {
 	}
 }
 
+// closeAndCheck closes the vault (which closes the pack being appended
+// to) and checks that every pack file left holds a live entry.
+func (s *machine) closeAndCheck(t *rapid.T) {
+	s.v.Close()
+	filepath.Walk(filepath.Join(s.dir, "hot", "t"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() || filepath.Base(filepath.Dir(p)) != "packs" {
+			return nil
+		}
+		rel, _ := filepath.Rel(filepath.Join(s.dir, "hot"), p)
+		var pk vault.Pack
+		err = s.meta.View(ctx, smTenant, func(tx vault.MetaTx) error {
+			pk, err = tx.Pack(filepath.ToSlash(rel))
+			return err
+		})
+		if err != nil || pk.Live <= 0 {
+			t.Fatalf("pack %s left after closing: %+v, %v", rel, pk, err)
+		}
+		return nil
+	})
+}
+
 // Check compares the vault's records with the model after every step.
 func (s *machine) Check(t *rapid.T) {
+	// Every pack's live count is the number of placements in it.
+	live := map[string]int{}
+	_ = s.meta.View(ctx, smTenant, func(tx vault.MetaTx) error {
+		return tx.Blobs(vault.Digest{}, func(b vault.Blob) bool {
+			for _, p := range []*vault.Placement{b.Hot, b.Text} {
+				if p != nil && p.Pack {
+					live[p.Name]++
+				}
+			}
+			return true
+		})
+	})
+	for name, n := range live {
+		var pk vault.Pack
+		err := s.meta.View(ctx, smTenant, func(tx vault.MetaTx) error {
+			var err error
+			pk, err = tx.Pack(name)
+			return err
+		})
+		if err != nil || pk.Live != n {
+			t.Fatalf("pack %s: record %+v (%v), %d placements", name, pk, err, n)
+		}
+	}
 	for _, id := range s.ids {
 		o := s.m.objects[id]
 		got, err := s.v.Get(ctx, smTenant, id)
@@ -513,5 +578,6 @@ func TestStateMachine(t *testing.T) {
 		s.init(t)
 		defer s.cleanup()
 		t.Repeat(rapid.StateMachineActions(s))
+		s.closeAndCheck(t)
 	})
 }

@@ -5,11 +5,12 @@ import "sync/atomic"
 // Stats counts the vault's durable writes since Open, to show what group
 // commits save.
 type Stats struct {
-	// DurableWrites counts files made durable (each an fsync of the file
-	// and of its directory on the local backend): whole files, packs and
-	// extracted text.
+	// DurableWrites counts durable writes: a whole file (content or
+	// extracted text: on the local backend an fsync of the file and of its
+	// directory), or a group commit's pack region (on the local backend
+	// one fdatasync of the open pack; on S3 one PUT).
 	DurableWrites int64
-	// PackWrites counts the pack files among them.
+	// PackWrites counts the group commits among them.
 	PackWrites int64
 	// Committed counts objects committed with new content or a reference to
 	// stored content; Packed those whose content went into a pack.

@@ -66,10 +66,34 @@ type Vault struct {
 	mu      sync.Mutex
 	tenants map[string]*tenant
 	closed  bool
-	work    sync.WaitGroup // group commits in flight
+	work    sync.WaitGroup // small Puts queued or being committed
 
 	locks keyedLocks
 	stats stats
+
+	appendMu  sync.Mutex
+	appending map[string]bool // packs open for appending
+}
+
+func (v *Vault) setAppending(name string, on bool) {
+	v.appendMu.Lock()
+	defer v.appendMu.Unlock()
+	if v.appending == nil {
+		v.appending = map[string]bool{}
+	}
+	if on {
+		v.appending[name] = true
+	} else {
+		delete(v.appending, name)
+	}
+}
+
+// isAppending reports whether a pack is open for appending: it must not
+// be removed even when no entry in it is used (the next group goes there).
+func (v *Vault) isAppending(name string) bool {
+	v.appendMu.Lock()
+	defer v.appendMu.Unlock()
+	return v.appending[name]
 }
 
 // Open opens the vault whose local data (the default hot and cold
@@ -123,12 +147,25 @@ func Open(dir string, meta Meta, keys KeyStore, kek KEK, opts *Options) (*Vault,
 	return v, nil
 }
 
-// Close waits for group commits in flight and closes the vault.
+// Close waits for the group commits in flight and closes the vault: later
+// calls fail with ErrClosed. (Streamed Puts and other calls in flight are
+// not waited for; the caller stops them first.)
 func (v *Vault) Close() error {
 	v.mu.Lock()
 	v.closed = true
 	v.mu.Unlock()
 	v.work.Wait()
+	v.mu.Lock()
+	tenants := make([]*tenant, 0, len(v.tenants))
+	for _, t := range v.tenants {
+		tenants = append(tenants, t)
+	}
+	v.mu.Unlock()
+	for _, t := range tenants {
+		t.group.mu.Lock()
+		t.group.closePack(context.Background())
+		t.group.mu.Unlock()
+	}
 	return nil
 }
 

@@ -2,8 +2,10 @@ package plugin_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"svc.dev/svc/providers"
 )
@@ -43,6 +45,16 @@ func (b *badProvider) List(context.Context, providers.ListRequest) (providers.Pa
 		o.Kind = "spaceship"
 	case "no_marker":
 		page.Marker = providers.Marker{}
+	case "huge_page":
+		// Valid, but more than a content lane holds: it comes inline.
+		meta := make(map[string]string, 256)
+		for i := range 256 {
+			meta[fmt.Sprintf("k%03d", i)] = strings.Repeat("v", 4096)
+		}
+		for i := range 5 {
+			page.Objects = append(page.Objects, providers.Object{ID: fmt.Sprint("big", i), Kind: providers.KindFile, Metadata: meta})
+		}
+		return page, nil
 	}
 	page.Objects = []providers.Object{o}
 	return page, nil
@@ -55,8 +67,19 @@ func (b *badProvider) Changes(context.Context, providers.ChangesRequest) (provid
 func (b *badProvider) Fetch(_ context.Context, req providers.FetchRequest) (*providers.Content, error) {
 	o := providers.Object{ID: "a", Kind: providers.KindFile, SizeBytes: 10}
 	body := "0123456789"
-	if b.mode == "short_content" {
+	switch b.mode {
+	case "short_content":
 		body = "012"
+	case "stall_content":
+		// Three bytes, then nothing for longer than the host waits.
+		return &providers.Content{Object: o, Body: io.NopCloser(io.MultiReader(strings.NewReader("012"), stall{}, strings.NewReader("3456789")))}, nil
 	}
 	return &providers.Content{Object: o, Body: io.NopCloser(strings.NewReader(body))}, nil
+}
+
+type stall struct{}
+
+func (stall) Read([]byte) (int, error) {
+	time.Sleep(2 * time.Second)
+	return 0, io.EOF
 }

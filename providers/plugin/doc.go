@@ -9,10 +9,16 @@
 //	}
 //
 // On the host, a [Plugin] runs one plugin executable and turns it back into
-// providers.Provider values. The host validates every response with
-// protovalidate (an invalid one becomes providers.ErrInvalidResponse),
-// bounds every call with a deadline (providers.ErrPluginTimeout), turns a
-// crash into providers.ErrPluginCrashed for the calls in flight, and starts
-// the plugin again on the next call, re-opening the provider instances it
-// had. Page tokens are stateless, so a listing resumes where it stopped.
+// providers.Provider values. The host checks every response against the
+// protocol's rules (protovalidate, or for listing pages an equivalent
+// decoder in listwire.go; an invalid response becomes
+// providers.ErrInvalidResponse), bounds every call and every chunk with a
+// deadline (providers.ErrPluginTimeout), turns a crash into
+// providers.ErrPluginCrashed for the calls in flight, and starts the plugin
+// again on the next call, re-opening the provider instances it had. Page
+// tokens are stateless, so a listing resumes where it stopped.
+//
+// Fetched content travels on content lanes (lane.go): a unix socket and
+// shared memory next to the gRPC connection, because gRPC's framing held
+// streaming to a fraction of in-process speed.
 package plugin

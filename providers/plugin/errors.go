@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 
 	"google.golang.org/grpc/codes"
@@ -36,11 +37,28 @@ func statusFromError(err error) error {
 	}
 	info := &pluginpb.ErrorInfo{Code: "internal"}
 	code := codes.Unknown
+	if errors.Is(err, errLaneUnavailable) {
+		info.Code, code = laneUnavailable, codes.Unavailable
+	}
+	matched := info.Code != "internal"
 	for _, c := range errorCodes {
 		if errors.Is(err, c.err) {
 			info.Code, code = c.code, c.grpc
+			matched = true
 			break
 		}
+	}
+	// A call that ran out of time (the host's deadline travels with it) or
+	// was cancelled is reported as such, without provider details, so the
+	// host classifies it as it classifies its own deadline: had it arrived
+	// as a provider error, a hang would race the host's timer and surface
+	// as an opaque error instead of ErrPluginTimeout.
+	switch {
+	case matched:
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
 	}
 	var vm *providers.VersionMismatchError
 	if errors.As(err, &vm) {
@@ -62,6 +80,28 @@ type providerError struct {
 
 func (e *providerError) Error() string { return e.msg }
 func (e *providerError) Unwrap() error { return e.err }
+
+// laneUnavailable is the ErrorInfo code of a call that named a content
+// lane the plugin does not have (or has busy): the host drops the lane and
+// makes the call again without one.
+const laneUnavailable = "lane_unavailable"
+
+// errLaneUnavailable is statusFromError's input for laneUnavailable.
+var errLaneUnavailable = errors.New("content lane unavailable")
+
+// laneRejected reports whether err is a plugin's laneUnavailable answer.
+func laneRejected(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*pluginpb.ErrorInfo); ok && info.GetCode() == laneUnavailable {
+			return true
+		}
+	}
+	return false
+}
 
 // errorFromStatus rebuilds a provider error from a status that carries an
 // ErrorInfo. It returns nil when the status has none (a transport failure).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -172,8 +173,15 @@ type Plugin struct {
 type process struct {
 	gen    uint64
 	client *goplugin.Client
-	rpc    pluginpb.ProviderServiceClient
+	rpc    *grpcClient
 	desc   providers.Description
+	lanes  *lanePool // content lanes to it, opened on the first fetch
+}
+
+// stop kills the process and closes its content lanes.
+func (pr *process) stop() {
+	pr.client.Kill()
+	pr.lanes.close()
 }
 
 // NewPlugin returns a host for the plugin that newCmd starts, which must
@@ -208,7 +216,7 @@ func (p *Plugin) Close() error {
 	defer p.mu.Unlock()
 	p.closed = true
 	if p.cur != nil {
-		p.cur.client.Kill()
+		p.cur.stop()
 		p.cur = nil
 	}
 	return nil
@@ -249,7 +257,7 @@ func (p *Plugin) get(ctx context.Context) (*process, error) {
 		return p.cur, nil
 	}
 	if p.cur != nil {
-		p.cur.client.Kill()
+		p.cur.stop()
 		p.cur = nil
 	}
 	if wait := p.opts.RestartDelay - time.Since(p.lastStart); wait > 0 && !p.lastStart.IsZero() {
@@ -293,7 +301,7 @@ func (p *Plugin) start(ctx context.Context) (*process, error) {
 	if err != nil {
 		return fail(err)
 	}
-	rpc, ok := raw.(pluginpb.ProviderServiceClient)
+	rpc, ok := raw.(*grpcClient)
 	if !ok {
 		return fail(fmt.Errorf("unexpected client type %T", raw))
 	}
@@ -311,7 +319,7 @@ func (p *Plugin) start(ctx context.Context) (*process, error) {
 		return fail(fmt.Errorf("plugin describes itself as %q", desc.Name))
 	}
 	p.gen++
-	return &process{gen: p.gen, client: client, rpc: rpc, desc: desc}, nil
+	return &process{gen: p.gen, client: client, rpc: rpc, desc: desc, lanes: &lanePool{timeout: p.opts.CallTimeout}}, nil
 }
 
 // Kill kills the current plugin process as a crash would; the next call
@@ -320,7 +328,7 @@ func (p *Plugin) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cur != nil {
-		p.cur.client.Kill()
+		p.cur.stop()
 		p.cur = nil
 	}
 }
@@ -329,7 +337,7 @@ func (p *Plugin) Kill() {
 func (p *Plugin) drop(proc *process) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	proc.client.Kill()
+	proc.stop()
 	if p.cur == proc {
 		p.cur = nil
 	}
@@ -400,8 +408,8 @@ type remote struct {
 	id     uint64
 	closed bool
 
-	pfMu sync.Mutex
-	pf   *prefetched
+	pfMu  sync.Mutex
+	ahead []*prefetched // pages read ahead, oldest first
 }
 
 var (
@@ -453,11 +461,11 @@ func (r *remote) bind(ctx context.Context) (*process, uint64, error) {
 }
 
 // call runs one unary exchange with the instance under the call deadline.
-func (r *remote) call(ctx context.Context, op, objectID string, fn func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error) error {
+func (r *remote) call(ctx context.Context, op, objectID string, fn func(ctx context.Context, proc *process, id uint64) error) error {
 	proc, id, err := r.bind(ctx)
 	if err == nil {
 		cctx, cancel := context.WithTimeout(ctx, r.p.opts.CallTimeout)
-		err = fn(cctx, proc.rpc, id)
+		err = fn(cctx, proc, id)
 		cancel()
 		if err != nil {
 			err = r.p.classify(ctx, proc, err)
@@ -481,10 +489,10 @@ func (r *remote) Describe(context.Context) (providers.Description, error) { retu
 // Close releases the instance in the plugin process.
 func (r *remote) Close() error {
 	r.pfMu.Lock()
-	if r.pf != nil {
-		r.pf.cancel()
-		r.pf = nil
+	for _, pf := range r.ahead {
+		pf.cancel()
 	}
+	r.ahead = nil
 	r.pfMu.Unlock()
 	r.mu.Lock()
 	gen, id := r.gen, r.id
@@ -510,8 +518,8 @@ func (r *remote) List(ctx context.Context, req providers.ListRequest) (providers
 		select {
 		case <-pf.done:
 			if pf.err == nil || !errors.Is(pf.err, context.Canceled) {
-				if pf.err == nil && pf.page.NextPageToken != "" {
-					r.prefetch(req, pf.page.NextPageToken)
+				if pf.err == nil {
+					r.readAhead(req, pf.page.NextPageToken)
 				}
 				return pf.page, pf.err
 			}
@@ -519,18 +527,19 @@ func (r *remote) List(ctx context.Context, req providers.ListRequest) (providers
 			return providers.Page{}, &providers.Error{Op: "list", Provider: r.desc.Name, Err: ctx.Err()}
 		}
 	}
-	page, err := r.list(ctx, req)
-	if err == nil && page.NextPageToken != "" {
-		r.prefetch(req, page.NextPageToken)
-	}
-	return page, err
+	return r.list(ctx, req)
 }
 
-// prefetched is a page read ahead: a listing through the plugin boundary
-// asks the plugin for page N+1 while the caller works on page N, so the
-// plugin process and the host work in parallel. List is side-effect free by
-// contract, so reading ahead is safe; at most one page per provider
-// instance is held.
+// maxAhead is how many pages a listing reads ahead through the boundary.
+const maxAhead = 2
+
+// prefetched is a page read ahead. A listing through the plugin boundary
+// asks the plugin for page N+1 as soon as page N's token arrives, before
+// page N is decoded, so the plugin produces the next page while the host
+// decodes and checks this one and while the caller works on the one before:
+// the two processes work in parallel. List is side-effect free by contract,
+// so reading ahead is safe; at most maxAhead pages per provider instance
+// are held.
 type prefetched struct {
 	req    providers.ListRequest
 	done   chan struct{}
@@ -539,70 +548,135 @@ type prefetched struct {
 	err    error
 }
 
-func (r *remote) prefetch(prev providers.ListRequest, token string) {
+// readAhead starts reading the page after prev, whose next page token is
+// token, unless it is being read already or maxAhead pages are.
+func (r *remote) readAhead(prev providers.ListRequest, token string) {
+	if token == "" {
+		return
+	}
 	req := providers.ListRequest{SourceRef: prev.SourceRef, PageToken: token, PageSize: prev.PageSize}
+	r.pfMu.Lock()
+	defer r.pfMu.Unlock()
+	if len(r.ahead) >= maxAhead {
+		return
+	}
+	for _, pf := range r.ahead {
+		if pf.req == req {
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pf := &prefetched{req: req, done: make(chan struct{}), cancel: cancel}
-	r.pfMu.Lock()
-	old := r.pf
-	r.pf = pf
-	r.pfMu.Unlock()
-	if old != nil {
-		old.cancel()
-	}
+	r.ahead = append(r.ahead, pf)
 	go func() {
 		defer close(pf.done)
 		pf.page, pf.err = r.list(ctx, req)
 	}()
 }
 
-// takePrefetch returns the read-ahead page for req, if one was started.
+// takePrefetch returns the read-ahead page for req, if one was started, and
+// drops the pages read ahead for anything else.
 func (r *remote) takePrefetch(req providers.ListRequest) *prefetched {
 	r.pfMu.Lock()
 	defer r.pfMu.Unlock()
-	pf := r.pf
-	if pf == nil || pf.req != req {
-		return nil
+	for i, pf := range r.ahead {
+		if pf.req == req {
+			for _, old := range r.ahead[:i] {
+				old.cancel()
+			}
+			r.ahead = append(r.ahead[:0], r.ahead[i+1:]...)
+			return pf
+		}
 	}
-	r.pf = nil
-	return pf
+	for _, old := range r.ahead {
+		old.cancel()
+	}
+	r.ahead = r.ahead[:0]
+	return nil
 }
 
 func (r *remote) list(ctx context.Context, req providers.ListRequest) (providers.Page, error) {
 	var page providers.Page
-	err := r.call(ctx, "list", "", func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
-		resp, err := rpc.List(ctx, &pluginpb.ListRequest{InstanceId: id, SourceRef: req.SourceRef, PageToken: req.PageToken, PageSize: int32(req.PageSize)})
-		if err != nil {
+	err := r.call(ctx, "list", "", func(ctx context.Context, proc *process, id uint64) error {
+		// The page may come on a lane (see lane.go). listCodec decodes and
+		// checks a page sent in the response as it arrives (decodeList);
+		// either way, reading the next page starts as soon as this page's
+		// token is known.
+		lane := proc.lanes.acquire(ctx, proc.rpc)
+		lr := &pluginpb.ListRequest{InstanceId: id, SourceRef: req.SourceRef, PageToken: req.PageToken, PageSize: int32(req.PageSize)}
+		if lane != nil {
+			lr.ContentLane = lane.begin()
+		}
+		res := listResult{early: func(token string) { r.readAhead(req, token) }}
+		err := proc.rpc.conn.Invoke(ctx, pluginpb.ProviderService_List_FullMethodName, lr, &res, grpc.ForceCodecV2(listCodec{}))
+		if err != nil && lane != nil && laneRejected(err) {
+			// The plugin lost the lane: ask again without one.
+			proc.lanes.release(lane, false)
+			lane, lr.ContentLane, res = nil, nil, listResult{early: res.early}
+			err = proc.rpc.conn.Invoke(ctx, pluginpb.ProviderService_List_FullMethodName, lr, &res, grpc.ForceCodecV2(listCodec{}))
+		}
+		switch {
+		case err != nil:
+			if lane != nil {
+				// A provider's error comes before anything is sent on the
+				// lane, which stays usable.
+				st, _ := status.FromError(err)
+				proc.lanes.release(lane, errorFromStatus(st) != nil)
+			}
 			return err
+		case res.laneBytes > 0 && lane == nil:
+			return fmt.Errorf("%w: page announced on a lane that was not offered", providers.ErrInvalidResponse)
+		case res.laneBytes > 0:
+			if err := r.receivePage(ctx, proc, lane, &res); err != nil {
+				return err
+			}
+		case lane != nil:
+			proc.lanes.release(lane, true) // the page came in the response
 		}
-		objects := resp.GetObjects()
-		if len(objects) > 10000 { // the page rule, checked before the objects are
-			return fmt.Errorf("%w: page of %d objects", providers.ErrInvalidResponse, len(objects))
+		if res.err != nil {
+			return res.err
 		}
-		resp.Objects = nil
-		err = validateList(resp, objects)
-		resp.Objects = objects
-		if err != nil {
-			return err
-		}
-		if resp.GetNextPageToken() == "" && resp.GetMarker() == nil {
+		if res.page.NextPageToken == "" && res.page.Marker.IsZero() {
 			return fmt.Errorf("%w: last page without a revision marker", providers.ErrInvalidResponse)
 		}
-		page.Objects = make([]providers.Object, len(resp.GetObjects()))
-		for i, o := range objects {
-			page.Objects[i] = objectFromProto(o)
-		}
-		page.NextPageToken = resp.GetNextPageToken()
-		page.Marker = markerFromProto(resp.GetMarker())
+		page = res.page
 		return nil
 	})
 	return page, err
 }
 
+// receivePage reads a page sent on a lane and decodes it into res.
+func (r *remote) receivePage(ctx context.Context, proc *process, lane *hostLane, res *listResult) error {
+	deadline, _ := ctx.Deadline() // call sets one
+	bp := pageBuffers.Get().(*[]byte)
+	b, err := lane.receive(ctx, deadline, res.laneBytes, *bp)
+	if err == nil {
+		res.page, res.err = decodeList(b, res.early)
+	}
+	if cap(b) <= maxPooledPage {
+		*bp = b
+		pageBuffers.Put(bp)
+	}
+	proc.lanes.release(lane, err == nil)
+	var ne net.Error
+	switch {
+	case err == nil, errors.Is(err, providers.ErrInvalidResponse):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &ne) && ne.Timeout():
+		go r.p.probe(proc)
+		return fmt.Errorf("%w after %s", providers.ErrPluginTimeout, r.p.opts.CallTimeout)
+	}
+	// The lane broke: the plugin died, or is of no use.
+	r.p.drop(proc)
+	return fmt.Errorf("%w: content lane: %v", providers.ErrPluginCrashed, err)
+}
+
 func (r *remote) Changes(ctx context.Context, req providers.ChangesRequest) (providers.ChangePage, error) {
 	var page providers.ChangePage
-	err := r.call(ctx, "changes", "", func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
-		resp, err := rpc.Changes(ctx, &pluginpb.ChangesRequest{
+	err := r.call(ctx, "changes", "", func(ctx context.Context, proc *process, id uint64) error {
+		resp, err := proc.rpc.Changes(ctx, &pluginpb.ChangesRequest{
 			InstanceId: id, SourceRef: req.SourceRef, Since: markerToProto(req.Since),
 			PageToken: req.PageToken, PageSize: int32(req.PageSize),
 		})
@@ -636,8 +710,8 @@ func (r *remote) Trash(ctx context.Context, req providers.ActionRequest) (provid
 		return providers.ActionResult{}, err
 	}
 	var res providers.ActionResult
-	err := r.call(ctx, "trash", req.ObjectID, func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
-		resp, err := rpc.Trash(ctx, &pluginpb.TrashRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
+	err := r.call(ctx, "trash", req.ObjectID, func(ctx context.Context, proc *process, id uint64) error {
+		resp, err := proc.rpc.Trash(ctx, &pluginpb.TrashRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
 		if err != nil {
 			return err
 		}
@@ -655,8 +729,8 @@ func (r *remote) Remove(ctx context.Context, req providers.ActionRequest) (provi
 		return providers.ActionResult{}, err
 	}
 	var res providers.ActionResult
-	err := r.call(ctx, "remove", req.ObjectID, func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
-		resp, err := rpc.Remove(ctx, &pluginpb.RemoveRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
+	err := r.call(ctx, "remove", req.ObjectID, func(ctx context.Context, proc *process, id uint64) error {
+		resp, err := proc.rpc.Remove(ctx, &pluginpb.RemoveRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
 		if err != nil {
 			return err
 		}
@@ -674,8 +748,8 @@ func (r *remote) Untrash(ctx context.Context, req providers.UntrashRequest) (pro
 		return providers.Object{}, err
 	}
 	var o providers.Object
-	err := r.call(ctx, "untrash", req.ObjectID, func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
-		resp, err := rpc.Untrash(ctx, &pluginpb.UntrashRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ResultId: req.ResultID})
+	err := r.call(ctx, "untrash", req.ObjectID, func(ctx context.Context, proc *process, id uint64) error {
+		resp, err := proc.rpc.Untrash(ctx, &pluginpb.UntrashRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ResultId: req.ResultID})
 		if err != nil {
 			return err
 		}
@@ -696,8 +770,8 @@ func (r *remote) Quota(ctx context.Context, sourceRef string) (providers.Quota, 
 		return providers.Quota{}, err
 	}
 	var q providers.Quota
-	err := r.call(ctx, "quota", "", func(ctx context.Context, rpc pluginpb.ProviderServiceClient, id uint64) error {
-		resp, err := rpc.Quota(ctx, &pluginpb.QuotaRequest{InstanceId: id, SourceRef: sourceRef})
+	err := r.call(ctx, "quota", "", func(ctx context.Context, proc *process, id uint64) error {
+		resp, err := proc.rpc.Quota(ctx, &pluginpb.QuotaRequest{InstanceId: id, SourceRef: sourceRef})
 		if err != nil {
 			return err
 		}
@@ -730,6 +804,10 @@ func (w *watchdog) arm()    { w.timer.Reset(w.d) }
 func (w *watchdog) disarm() { w.timer.Stop() }
 
 func (r *remote) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	return r.fetch(ctx, req, true)
+}
+
+func (r *remote) fetch(ctx context.Context, req providers.FetchRequest, useLane bool) (*providers.Content, error) {
 	wrap := func(err error) error {
 		return &providers.Error{Op: "fetch", Provider: r.desc.Name, ObjectID: req.ObjectID, Err: err}
 	}
@@ -737,44 +815,70 @@ func (r *remote) Fetch(ctx context.Context, req providers.FetchRequest) (*provid
 	if err != nil {
 		return nil, wrap(err)
 	}
+	// The content travels on a lane when the plugin offers them (see
+	// lane.go), else in the stream's messages.
+	var lane *hostLane
+	if useLane {
+		lane = proc.lanes.acquire(ctx, proc.rpc)
+	}
+	var laneRef *pluginpb.ContentLane
+	if lane != nil {
+		laneRef = lane.begin()
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	wd := newWatchdog(r.p.opts.CallTimeout, cancel)
-	fail := func(err error) (*providers.Content, error) {
+	fail := func(err error, laneReusable bool) (*providers.Content, error) {
 		wd.disarm()
 		cancel()
+		if lane != nil {
+			proc.lanes.release(lane, laneReusable)
+		}
 		return nil, wrap(err)
 	}
 	wd.arm()
-	stream, err := proc.rpc.Fetch(sctx, &pluginpb.FetchRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion})
+	stream, err := proc.rpc.Fetch(sctx, &pluginpb.FetchRequest{InstanceId: id, SourceRef: req.SourceRef, ObjectId: req.ObjectID, ExpectedVersion: req.ExpectedVersion, ContentLane: laneRef})
 	if err != nil {
-		return fail(r.streamError(ctx, proc, wd, err))
+		return fail(r.streamError(ctx, proc, wd, err), false)
 	}
 	first, err := stream.Recv()
 	wd.disarm()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return fail(fmt.Errorf("%w: fetch stream ended before the object", providers.ErrInvalidResponse))
+			return fail(fmt.Errorf("%w: fetch stream ended before the object", providers.ErrInvalidResponse), false)
 		}
-		return fail(r.streamError(ctx, proc, wd, err))
+		if lane != nil && laneRejected(err) {
+			// The plugin lost the lane: ask again without one.
+			fail(err, false)
+			return r.fetch(ctx, req, false)
+		}
+		// A provider's error (not found, a moved version) comes before any
+		// content: the lane is untouched and stays usable.
+		st, _ := status.FromError(err)
+		return fail(r.streamError(ctx, proc, wd, err), errorFromStatus(st) != nil)
 	}
 	if err := validate(first); err != nil {
-		return fail(err)
+		return fail(err, false)
 	}
 	om := first.GetObject()
 	if om == nil {
-		return fail(fmt.Errorf("%w: fetch stream did not start with the object", providers.ErrInvalidResponse))
+		return fail(fmt.Errorf("%w: fetch stream did not start with the object", providers.ErrInvalidResponse), false)
 	}
 	if err := checkItems(om); err != nil {
-		return fail(err)
+		return fail(err, false)
 	}
 	obj := objectFromProto(om)
 	if obj.ID != req.ObjectID {
-		return fail(fmt.Errorf("%w: fetched object %q, asked for %q", providers.ErrInvalidResponse, obj.ID, req.ObjectID))
+		return fail(fmt.Errorf("%w: fetched object %q, asked for %q", providers.ErrInvalidResponse, obj.ID, req.ObjectID), false)
 	}
 	if req.ExpectedVersion != "" && obj.Version != req.ExpectedVersion {
-		return fail(fmt.Errorf("%w: fetched version %q, expected %q", providers.ErrInvalidResponse, obj.Version, req.ExpectedVersion))
+		return fail(fmt.Errorf("%w: fetched version %q, expected %q", providers.ErrInvalidResponse, obj.Version, req.ExpectedVersion), false)
 	}
-	body := &fetchBody{r: r, proc: proc, ctx: ctx, stream: stream, cancel: cancel, wd: wd, want: obj.SizeBytes, wrap: wrap}
+	body := &fetchBody{r: r, proc: proc, ctx: ctx, sctx: sctx, stream: stream, cancel: cancel, wd: wd, want: obj.SizeBytes, wrap: wrap, lane: lane, held: -1}
+	if lane != nil {
+		// Cancelling the fetch (the caller's context, Close) wakes a read
+		// blocked on the lane.
+		body.stopWake = context.AfterFunc(sctx, func() { _ = lane.conn.SetReadDeadline(time.Unix(1, 0)) })
+	}
 	return &providers.Content{Object: obj, Body: body}, nil
 }
 
@@ -786,53 +890,41 @@ func (r *remote) streamError(ctx context.Context, proc *process, wd *watchdog, e
 	return r.p.classify(ctx, proc, err)
 }
 
-// fetchBody reads a Fetch stream's chunks and checks that the content has
-// the length the object declared.
+// fetchBody reads a Fetch's content, from the stream's chunks or from a
+// content lane, and checks that it has the length the object declared.
 type fetchBody struct {
 	r      *remote
 	proc   *process
-	ctx    context.Context
+	ctx    context.Context // the caller's
+	sctx   context.Context // the stream's
 	stream grpc.ServerStreamingClient[pluginpb.FetchResponse]
 	cancel context.CancelFunc
 	wd     *watchdog
 	wrap   func(error) error
 
-	buf  []byte
-	got  int64
-	want int64
-	err  error
+	// mu serialises Read and Close: Close may come from another goroutine
+	// to abort a Read, and must not unmap a lane's memory under it.
+	mu       sync.Mutex
+	lane     *hostLane // nil when the content comes in chunks
+	stopWake func() bool
+	held     int // the lane slot buf points into, or -1
+	buf      []byte
+	got      int64
+	want     int64
+	err      error
 }
 
 func (b *fetchBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for len(b.buf) == 0 {
 		if b.err != nil {
 			return 0, b.err
 		}
-		b.wd.arm()
-		m, err := b.stream.Recv()
-		b.wd.disarm()
-		switch {
-		case errors.Is(err, io.EOF):
-			if b.got != b.want {
-				b.err = b.wrap(fmt.Errorf("%w: content is %d bytes, object declares %d", providers.ErrInvalidResponse, b.got, b.want))
-			} else {
-				b.err = io.EOF
-			}
-			continue
-		case err != nil:
-			b.err = b.wrap(b.r.streamError(b.ctx, b.proc, b.wd, err))
-			continue
-		}
-		c, ok := m.GetPart().(*pluginpb.FetchResponse_Chunk)
-		if !ok {
-			b.err = b.wrap(fmt.Errorf("%w: object sent twice in a fetch stream", providers.ErrInvalidResponse))
-			continue
-		}
-		b.buf = c.Chunk
-		b.got += int64(len(c.Chunk))
-		if b.got > b.want {
-			b.err = b.wrap(fmt.Errorf("%w: content exceeds the declared %d bytes", providers.ErrInvalidResponse, b.want))
-			b.buf = nil
+		if b.lane != nil {
+			b.nextSlot()
+		} else {
+			b.nextChunk()
 		}
 	}
 	n := copy(p, b.buf)
@@ -840,9 +932,157 @@ func (b *fetchBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (b *fetchBody) Close() error {
+// nextChunk receives the next chunk of the stream into buf, or sets err.
+func (b *fetchBody) nextChunk() {
+	b.wd.arm()
+	m, err := b.stream.Recv()
+	b.wd.disarm()
+	switch {
+	case errors.Is(err, io.EOF):
+		b.err = b.endOfContent()
+		return
+	case err != nil:
+		b.err = b.wrap(b.r.streamError(b.ctx, b.proc, b.wd, err))
+		return
+	}
+	c, ok := m.GetPart().(*pluginpb.FetchResponse_Chunk)
+	if !ok {
+		b.err = b.wrap(fmt.Errorf("%w: object sent twice in a fetch stream", providers.ErrInvalidResponse))
+		return
+	}
+	b.take(c.Chunk)
+}
+
+// take accounts for n more bytes of content in buf.
+func (b *fetchBody) take(p []byte) {
+	b.got += int64(len(p))
+	if b.got > b.want {
+		b.err = b.wrap(fmt.Errorf("%w: content exceeds the declared %d bytes", providers.ErrInvalidResponse, b.want))
+		return
+	}
+	b.buf = p
+}
+
+// endOfContent checks the length once the content is complete.
+func (b *fetchBody) endOfContent() error {
+	if b.got != b.want {
+		return b.wrap(fmt.Errorf("%w: content is %d bytes, object declares %d", providers.ErrInvalidResponse, b.got, b.want))
+	}
+	return io.EOF
+}
+
+// nextSlot gives back the slot just read and points buf at the next filled
+// one, or sets err; at the end it confirms the stream's status and returns
+// the lane.
+func (b *fetchBody) nextSlot() {
+	deadline := func() time.Time { return time.Now().Add(b.r.p.opts.CallTimeout) }
+	if b.held >= 0 {
+		if err := b.lane.free(uint32(b.held), deadline()); err != nil {
+			b.laneFailed(err)
+			return
+		}
+		b.held = -1
+	}
+	f, err := b.lane.next(b.sctx, deadline())
+	if err != nil {
+		b.laneFailed(err)
+		return
+	}
+	switch f.kind {
+	case frameData:
+		p := b.lane.slot(f)
+		if p == nil {
+			b.finish(b.wrap(fmt.Errorf("%w: content lane frame names slot %d, %d bytes", providers.ErrInvalidResponse, f.slot, f.n)), false)
+			return
+		}
+		b.held = int(f.slot)
+		if b.take(p); b.err != nil {
+			b.finish(b.err, false)
+		}
+	case frameEnd:
+		if err := b.endOfContent(); err != io.EOF {
+			b.finish(err, false)
+			return
+		}
+		// The status must confirm the content.
+		b.wd.arm()
+		m, err := b.stream.Recv()
+		b.wd.disarm()
+		switch {
+		case errors.Is(err, io.EOF):
+			b.finish(io.EOF, true)
+		case err != nil:
+			b.finish(b.wrap(b.r.streamError(b.ctx, b.proc, b.wd, err)), false)
+		default:
+			_ = m
+			b.finish(b.wrap(fmt.Errorf("%w: a message after content sent on a lane", providers.ErrInvalidResponse)), false)
+		}
+	case frameAbort:
+		b.finish(b.statusError(), false)
+	default:
+		b.finish(b.wrap(fmt.Errorf("%w: content lane frame of kind %d", providers.ErrInvalidResponse, f.kind)), false)
+	}
+}
+
+// statusError is the error the stream ends with, after the plugin aborted
+// the content or the lane broke.
+func (b *fetchBody) statusError() error {
+	b.wd.arm()
+	_, err := b.stream.Recv()
+	b.wd.disarm()
+	if err == nil || errors.Is(err, io.EOF) {
+		return b.wrap(fmt.Errorf("%w: content lane closed before the end of the content", providers.ErrInvalidResponse))
+	}
+	return b.wrap(b.r.streamError(b.ctx, b.proc, b.wd, err))
+}
+
+// laneFailed handles a failed read or write on the lane: a cancelled fetch,
+// a plugin that did not send the next frame in time, or a broken lane (the
+// plugin crashed, usually: the stream's status says).
+func (b *fetchBody) laneFailed(err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, providers.ErrInvalidResponse):
+		b.finish(b.wrap(err), false)
+	case b.ctx.Err() != nil:
+		b.finish(b.wrap(b.ctx.Err()), false)
+	case b.sctx.Err() != nil:
+		b.finish(b.wrap(b.sctx.Err()), false)
+	case errors.As(err, &ne) && ne.Timeout():
+		go b.r.p.probe(b.proc)
+		b.finish(b.wrap(fmt.Errorf("%w after %s", providers.ErrPluginTimeout, b.r.p.opts.CallTimeout)), false)
+	default:
+		b.finish(b.statusError(), false)
+	}
+}
+
+// finish ends a lane fetch with err (io.EOF when the content is complete)
+// and gives the lane back.
+func (b *fetchBody) finish(err error, clean bool) {
+	b.err = err
+	b.buf = nil
+	if b.lane == nil {
+		return
+	}
+	woke := !b.stopWake()
 	b.wd.disarm()
 	b.cancel()
+	b.proc.lanes.release(b.lane, clean && !woke)
+	b.lane = nil
+}
+
+func (b *fetchBody) Close() error {
+	b.cancel() // wakes a Read blocked on the stream or the lane
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	closed := b.wrap(errors.New("fetch body closed"))
+	if b.lane != nil {
+		b.finish(closed, false)
+	}
+	if b.err == nil {
+		b.err = closed
+	}
+	b.wd.disarm()
 	return nil
 }
 

@@ -50,6 +50,7 @@ func open(t testing.TB, pl *plugin.Plugin, cfg providers.Config) providers.Provi
 }
 
 func TestConformanceThroughPlugin(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	pl := newPlugin(t, providers.Simulated, "simulated", nil)
 	providertest.Run(t, providertest.Harness{
 		Open: func(t testing.TB) (providers.Provider, string) {
@@ -74,6 +75,7 @@ func kill(t *testing.T, pl *plugin.Plugin) {
 }
 
 func TestKillMidListingThenRecover(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	ctx := context.Background()
 	pl := newPlugin(t, providers.Simulated, "simulated", nil)
 	p := open(t, pl, providers.Config{"objects": "5000"})
@@ -154,6 +156,7 @@ func digest(t *testing.T, p providers.Provider, id string) [32]byte {
 }
 
 func TestKillMidFetchThenRecover(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	ctx := context.Background()
 	pl := newPlugin(t, providers.Simulated, "simulated", nil)
 	p := open(t, pl, providers.Config{"objects": "300"})
@@ -178,6 +181,7 @@ func TestKillMidFetchThenRecover(t *testing.T) {
 }
 
 func TestInjectedCrashes(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	ctx := context.Background()
 	pl := newPlugin(t, providers.Simulated, "simulated", nil)
 	p := open(t, pl, providers.Config{"objects": "50", "crash_after": "2"})
@@ -233,7 +237,42 @@ func TestHangBecomesTimeout(t *testing.T) {
 	}
 }
 
+// TestStalledContentBecomesTimeout checks the deadline on each chunk of
+// content: a plugin that stops sending mid-content fails the read with
+// ErrPluginTimeout, and is not restarted since it still answers.
+func TestStalledContentBecomesTimeout(t *testing.T) {
+	ctx := context.Background()
+	pl := newPlugin(t, providers.Simulated, "bad", &plugin.Options{CallTimeout: 300 * time.Millisecond})
+	p := open(t, pl, providers.Config{"mode": "stall_content"})
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "x", ObjectID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Body.Close()
+	start := time.Now()
+	_, err = io.ReadAll(c.Body)
+	if !errors.Is(err, providers.ErrPluginTimeout) {
+		t.Fatalf("got %v, want ErrPluginTimeout", err)
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("stalled read took %s", d)
+	}
+	p2 := open(t, pl, providers.Config{"mode": "ok"})
+	c, err = p2.Fetch(ctx, providers.FetchRequest{SourceRef: "x", ObjectID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(c.Body); err != nil || string(b) != "0123456789" {
+		t.Fatalf("fetch after a stall: %q, %v", b, err)
+	}
+	c.Body.Close()
+	if pl.Starts() != 1 {
+		t.Errorf("plugin started %d times; a stalled but live plugin is not restarted", pl.Starts())
+	}
+}
+
 func TestProviderErrorsCrossTheBoundary(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	ctx := context.Background()
 	pl := newPlugin(t, providers.Simulated, "simulated", nil)
 	p := open(t, pl, providers.Config{"objects": "10"})
@@ -251,6 +290,7 @@ func TestProviderErrorsCrossTheBoundary(t *testing.T) {
 }
 
 func TestInvalidResponsesAreRejected(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	ctx := context.Background()
 	pl := newPlugin(t, providers.Simulated, "bad", nil)
 	for _, mode := range []string{"empty_id", "negative_size", "control_id", "bad_sha", "unknown_kind", "no_marker"} {
@@ -288,6 +328,7 @@ func TestInvalidResponsesAreRejected(t *testing.T) {
 }
 
 func TestStartFailures(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	ctx := context.Background()
 	notPlugin := plugin.NewPlugin(providers.Simulated, plugin.Command("/bin/true"), &plugin.Options{StartTimeout: 2 * time.Second})
 	defer notPlugin.Close()
@@ -301,6 +342,7 @@ func TestStartFailures(t *testing.T) {
 }
 
 func TestWriteThroughPlugin(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
 	ctx := context.Background()
 	pl := newPlugin(t, providers.Simulated, "simulated", nil)
 	p := open(t, pl, providers.Config{"objects": "5"})

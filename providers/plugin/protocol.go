@@ -2,9 +2,13 @@ package plugin
 
 import (
 	"context"
+	"sync"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/internal/pluginpb"
@@ -78,5 +82,77 @@ func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 }
 
 func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return pluginpb.NewProviderServiceClient(c), nil
+	return &grpcClient{ProviderServiceClient: pluginpb.NewProviderServiceClient(c), conn: c}, nil
 }
+
+// grpcClient is the host's end of the connection: the generated client,
+// and the connection itself for the List calls that decode pages with
+// listCodec.
+type grpcClient struct {
+	pluginpb.ProviderServiceClient
+	conn *grpc.ClientConn
+}
+
+// listCodec is the codec of the host's List calls: it decodes a
+// ListResponse straight into a checked providers.Page (decodeList, see
+// listwire.go) and leaves every other message to the proto codec. Its name
+// is "proto", so the plugin sees an ordinary call. (grpc.ForceCodecV2 is
+// marked experimental; grpc is pinned, and a test covers the path.)
+type listCodec struct{}
+
+// listResult is what listCodec decodes a ListResponse into. A page that
+// fails its checks is a result (err), not a transport error.
+type listResult struct {
+	early     func(nextPageToken string) // called once the token is read and checked
+	laneBytes uint64                     // the page comes on the lane
+	page      providers.Page
+	err       error
+}
+
+var protoCodec = encoding.GetCodecV2(grpcproto.Name)
+
+func (listCodec) Name() string { return grpcproto.Name }
+
+func (listCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
+
+func (listCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	res, ok := v.(*listResult)
+	if !ok {
+		return protoCodec.Unmarshal(data, v)
+	}
+	// The decoder copies what it keeps, so a page in one buffer is read in
+	// place, and one in several is gathered into a reused buffer.
+	if len(data) == 1 {
+		b := data[0].ReadOnlyData()
+		if n, ok := laneResponse(b); ok {
+			res.laneBytes = n
+			return nil
+		}
+		res.page, res.err = decodeList(b, res.early)
+		return nil
+	}
+	bp := pageBuffers.Get().(*[]byte)
+	b := *bp
+	if n := data.Len(); cap(b) < n {
+		b = make([]byte, n)
+	} else {
+		b = b[:n]
+	}
+	data.CopyTo(b)
+	if n, ok := laneResponse(b); ok {
+		res.laneBytes = n
+	} else {
+		res.page, res.err = decodeList(b, res.early)
+	}
+	if cap(b) <= maxPooledPage {
+		*bp = b
+		pageBuffers.Put(bp)
+	}
+	return nil
+}
+
+// pageBuffers holds the buffers listCodec gathers pages into; a page
+// larger than maxPooledPage gets a buffer of its own.
+var pageBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledPage = 4 << 20

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/internal/pluginpb"
@@ -49,9 +52,10 @@ func Serve(desc providers.Description, factory providers.Factory, opts ...ServeO
 		// collecting less often buys throughput for a few MiB.
 		debug.SetGCPercent(400)
 	}
+	srv := newServer(desc, factory)
 	sc := &goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: pluginSet(NewServer(desc, factory)),
+		VersionedPlugins: pluginSet(srv),
 		GRPCServer: func(o []grpc.ServerOption) *grpc.Server {
 			return grpc.NewServer(append(o, serverOptions()...)...)
 		},
@@ -61,6 +65,7 @@ func Serve(desc providers.Description, factory providers.Factory, opts ...ServeO
 		sc.Test = &goplugin.ServeTestConfig{Context: cfg.ctx}
 	}
 	goplugin.Serve(sc)
+	srv.lanes.close()
 }
 
 // server implements the protocol over a provider factory. Each Open makes a
@@ -73,13 +78,30 @@ type server struct {
 	next      atomic.Uint64
 	mu        sync.RWMutex
 	instances map[uint64]providers.Provider
+
+	lanes laneServer
 }
 
 // NewServer returns the protocol's gRPC service for a provider factory. Serve
 // uses it; it is exported for hosts that run a plugin server themselves
 // (tests over an in-memory connection).
 func NewServer(desc providers.Description, factory providers.Factory) pluginpb.ProviderServiceServer {
+	return newServer(desc, factory)
+}
+
+func newServer(desc providers.Description, factory providers.Factory) *server {
 	return &server{desc: desc, factory: factory, instances: make(map[uint64]providers.Provider)}
+}
+
+func (s *server) OpenContentChannel(_ context.Context, req *pluginpb.OpenContentChannelRequest) (*pluginpb.OpenContentChannelResponse, error) {
+	token, err := s.lanes.open(req.GetSocketPath())
+	if errors.Is(err, errUnsupportedLanes) {
+		return nil, status.Error(codes.Unimplemented, err.Error())
+	}
+	if err != nil {
+		return nil, statusFromError(err)
+	}
+	return &pluginpb.OpenContentChannelResponse{Token: token}, nil
 }
 
 func (s *server) instance(id uint64) (providers.Provider, error) {
@@ -126,20 +148,49 @@ func (s *server) List(ctx context.Context, req *pluginpb.ListRequest) (*pluginpb
 	if err != nil {
 		return nil, err
 	}
+	var lane *pluginLane
+	if ref := req.GetContentLane(); ref != nil {
+		if lane, err = s.lanes.take(ref.GetId()); err != nil {
+			return nil, statusFromError(err)
+		}
+		defer s.lanes.put(lane)
+	}
 	page, err := p.List(ctx, providers.ListRequest{SourceRef: req.GetSourceRef(), PageToken: req.GetPageToken(), PageSize: int(req.GetPageSize())})
 	if err != nil {
 		return nil, statusFromError(err)
 	}
-	resp := &pluginpb.ListResponse{
-		Objects:       make([]*pluginpb.Object, len(page.Objects)),
-		NextPageToken: page.NextPageToken,
-		Marker:        markerToProto(page.Marker),
+	// The page is written in ListResponse's wire format by hand (see
+	// listwire.go), without a pluginpb.Object built and marshalled per
+	// object. It goes on the lane when it fits there at once (so this never
+	// waits on the host, which reads the lane after the response)...
+	if lane != nil {
+		bp := encodeBuffers.Get().(*[]byte)
+		defer func() {
+			if cap(*bp) <= maxPooledPage {
+				encodeBuffers.Put(bp)
+			}
+		}()
+		*bp = appendListResponse((*bp)[:0], &page)
+		if b := *bp; len(b) <= lane.capacity() {
+			if err := lane.send(ctx, req.GetContentLane().GetTransfer(), bytes.NewReader(b)); err != nil {
+				return nil, err
+			}
+			return &pluginpb.ListResponse{LaneBytes: uint64(len(b))}, nil
+		}
+		resp := &pluginpb.ListResponse{}
+		resp.ProtoReflect().SetUnknown(bytes.Clone(*bp))
+		return resp, nil
 	}
-	for i := range page.Objects {
-		resp.Objects[i] = objectToProto(&page.Objects[i])
-	}
+	// ...else it is handed to gRPC as the message's unknown fields, which
+	// proto.Marshal copies out verbatim: the host receives an ordinary
+	// ListResponse.
+	resp := &pluginpb.ListResponse{}
+	resp.ProtoReflect().SetUnknown(appendListResponse(make([]byte, 0, 512*len(page.Objects)+256), &page))
 	return resp, nil
 }
+
+// encodeBuffers holds the buffers List encodes pages into for a lane.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 func (s *server) Changes(ctx context.Context, req *pluginpb.ChangesRequest) (*pluginpb.ChangesResponse, error) {
 	p, err := s.instance(req.GetInstanceId())
@@ -169,6 +220,13 @@ func (s *server) Fetch(req *pluginpb.FetchRequest, stream grpc.ServerStreamingSe
 	if err != nil {
 		return err
 	}
+	var lane *pluginLane
+	if ref := req.GetContentLane(); ref != nil {
+		if lane, err = s.lanes.take(ref.GetId()); err != nil {
+			return statusFromError(err)
+		}
+		defer s.lanes.put(lane)
+	}
 	c, err := p.Fetch(stream.Context(), providers.FetchRequest{
 		SourceRef: req.GetSourceRef(), ObjectID: req.GetObjectId(), ExpectedVersion: req.GetExpectedVersion(),
 	})
@@ -178,6 +236,9 @@ func (s *server) Fetch(req *pluginpb.FetchRequest, stream grpc.ServerStreamingSe
 	defer c.Body.Close()
 	if err := stream.Send(&pluginpb.FetchResponse{Part: &pluginpb.FetchResponse_Object{Object: objectToProto(&c.Object)}}); err != nil {
 		return err
+	}
+	if lane != nil {
+		return lane.send(stream.Context(), req.GetContentLane().GetTransfer(), c.Body)
 	}
 	// One buffer serves the whole stream: Send marshals before returning.
 	buf := make([]byte, chunkSize)

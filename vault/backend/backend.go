@@ -18,7 +18,7 @@
 //   - Implementations are safe for concurrent use.
 //
 // Optional capabilities are one-method interfaces found by type assertion
-// (Saver).
+// (Saver, Appender).
 package backend
 
 import (
@@ -72,6 +72,27 @@ type File interface {
 // need for content whose name is only known at the end.
 type Saver interface {
 	Save(ctx context.Context, name string, data []byte) error
+}
+
+// Appender is an optional capability: a file that grows, so that many
+// small writes share one file and each costs one data sync instead of a
+// file creation, a rename and a directory sync. The vault appends each
+// group commit to its tenant's open pack through it.
+type Appender interface {
+	// OpenAppend opens name for appending, creating it (durably, with its
+	// directory entry) if it does not exist. One writer at a time.
+	OpenAppend(ctx context.Context, name string) (AppendFile, error)
+}
+
+// AppendFile is a file opened by Appender.OpenAppend.
+type AppendFile interface {
+	// Append writes p at the end of the file and returns where it starts.
+	// The bytes are readable at once and durable after Sync.
+	Append(p []byte) (offset int64, err error)
+	// Sync makes everything appended so far durable.
+	Sync() error
+	// Close closes the file.
+	Close() error
 }
 
 // Info describes a committed file.

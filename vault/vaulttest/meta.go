@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ type Meta struct {
 	mu      sync.RWMutex
 	tenants map[string]*records
 	updates atomic.Int64
+	path    string // NewFileMeta: persisted here after every Update
 	// BeforeCommit, if set, runs at the end of every Update before its
 	// writes are applied; an error fails the Update (fault injection).
 	BeforeCommit func(tenant string) error
@@ -85,7 +88,96 @@ func (m *Meta) Update(ctx context.Context, tenant string, fn func(vault.MetaTx) 
 	apply(t.base.blobs, t.blobs)
 	apply(t.base.packs, t.packs)
 	m.updates.Add(1)
+	if m.path != "" {
+		return m.persist()
+	}
 	return nil
+}
+
+// fileRecords is the file form of a Meta.
+type fileRecords struct {
+	Objects map[string]json.RawMessage       `json:"objects"`
+	Blobs   map[vault.Digest]json.RawMessage `json:"blobs"`
+	Packs   map[string]json.RawMessage       `json:"packs"`
+}
+
+// NewFileMeta returns a Meta that keeps its records in a file, written
+// durably (temporary file, fsync, rename, directory fsync) at the end of
+// every Update, and loads them if the file exists: a Meta that survives a
+// crash of the process, for crash tests.
+func NewFileMeta(path string) (*Meta, error) {
+	m := NewMeta()
+	m.path = path
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var all map[string]fileRecords
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return nil, fmt.Errorf("vaulttest: %s: %w", path, err)
+	}
+	for tenant, f := range all {
+		r := m.recs(tenant)
+		for k, v := range f.Objects {
+			r.objects[k] = v
+		}
+		for k, v := range f.Blobs {
+			r.blobs[k] = v
+		}
+		for k, v := range f.Packs {
+			r.packs[k] = v
+		}
+	}
+	return m, nil
+}
+
+func (m *Meta) persist() error {
+	all := map[string]fileRecords{}
+	for tenant, r := range m.tenants {
+		f := fileRecords{Objects: map[string]json.RawMessage{}, Blobs: map[vault.Digest]json.RawMessage{}, Packs: map[string]json.RawMessage{}}
+		for k, v := range r.objects {
+			f.Objects[k] = v
+		}
+		for k, v := range r.blobs {
+			f.Blobs[k] = v
+		}
+		for k, v := range r.packs {
+			f.Packs[k] = v
+		}
+		all[tenant] = f
+	}
+	raw, err := json.Marshal(all)
+	if err != nil {
+		return err
+	}
+	tmp := m.path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, m.path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(m.path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func apply[K comparable](base, overlay map[K][]byte) {

@@ -1375,11 +1375,14 @@ func (*CloseResponse) Descriptor() ([]byte, []int) {
 
 // ListRequest asks for one page of a source's objects.
 type ListRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	InstanceId    uint64                 `protobuf:"varint,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
-	SourceRef     string                 `protobuf:"bytes,2,opt,name=source_ref,json=sourceRef,proto3" json:"source_ref,omitempty"`
-	PageToken     string                 `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	PageSize      int32                  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId uint64                 `protobuf:"varint,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	SourceRef  string                 `protobuf:"bytes,2,opt,name=source_ref,json=sourceRef,proto3" json:"source_ref,omitempty"`
+	PageToken  string                 `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize   int32                  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// content_lane, when set, is an idle lane the plugin may send the page on
+	// (see ListResponse.lane_bytes).
+	ContentLane   *ContentLane `protobuf:"bytes,5,opt,name=content_lane,json=contentLane,proto3" json:"content_lane,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1442,12 +1445,23 @@ func (x *ListRequest) GetPageSize() int32 {
 	return 0
 }
 
+func (x *ListRequest) GetContentLane() *ContentLane {
+	if x != nil {
+		return x.ContentLane
+	}
+	return nil
+}
+
 // ListResponse is one page of objects.
 type ListResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Objects       []*Object              `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
 	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	Marker        *Marker                `protobuf:"bytes,3,opt,name=marker,proto3" json:"marker,omitempty"`
+	// lane_bytes, when not 0, says that the page was sent on the request's
+	// content lane instead: lane_bytes bytes of an encoded ListResponse, to be
+	// checked as one received here. The message then carries nothing else.
+	LaneBytes     uint64 `protobuf:"varint,4,opt,name=lane_bytes,json=laneBytes,proto3" json:"lane_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1501,6 +1515,13 @@ func (x *ListResponse) GetMarker() *Marker {
 		return x.Marker
 	}
 	return nil
+}
+
+func (x *ListResponse) GetLaneBytes() uint64 {
+	if x != nil {
+		return x.LaneBytes
+	}
+	return 0
 }
 
 // ChangesRequest asks for changes since a marker.
@@ -1648,8 +1669,11 @@ type FetchRequest struct {
 	SourceRef       string                 `protobuf:"bytes,2,opt,name=source_ref,json=sourceRef,proto3" json:"source_ref,omitempty"`
 	ObjectId        string                 `protobuf:"bytes,3,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
 	ExpectedVersion string                 `protobuf:"bytes,4,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// content_lane, when set, is an idle lane the plugin writes the bytes on
+	// rather than in FetchResponse chunks.
+	ContentLane   *ContentLane `protobuf:"bytes,5,opt,name=content_lane,json=contentLane,proto3" json:"content_lane,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchRequest) Reset() {
@@ -1710,6 +1734,173 @@ func (x *FetchRequest) GetExpectedVersion() string {
 	return ""
 }
 
+func (x *FetchRequest) GetContentLane() *ContentLane {
+	if x != nil {
+		return x.ContentLane
+	}
+	return nil
+}
+
+// ContentLane names a content lane for one transfer.
+//
+// A content lane is one unix connection to the socket of
+// OpenContentChannel plus a shared memory region the host creates (sealed
+// against resizing) and passes with the lane's hello: a fixed number of
+// equal slots. The plugin fills a free slot and writes a 16-byte frame
+// naming it; the host copies the slot out and writes a frame giving it
+// back. Frames are four little-endian uint32 (kind, slot, length,
+// transfer): kind 1 is data, 2 the end of the transfer, 3 an abort (the
+// error follows as the call's status), 4 a freed slot (from the host). The
+// plugin stamps every frame of a transfer with the transfer number below,
+// so that nothing left over from an earlier use of the lane can pass for
+// this one. The host checks every frame, bounds each wait by the call
+// timeout and counts the bytes against what was declared.
+type ContentLane struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the lane's id, from its hello.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// transfer numbers the lane's uses.
+	Transfer      uint32 `protobuf:"varint,2,opt,name=transfer,proto3" json:"transfer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContentLane) Reset() {
+	*x = ContentLane{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContentLane) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContentLane) ProtoMessage() {}
+
+func (x *ContentLane) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContentLane.ProtoReflect.Descriptor instead.
+func (*ContentLane) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ContentLane) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ContentLane) GetTransfer() uint32 {
+	if x != nil {
+		return x.Transfer
+	}
+	return 0
+}
+
+// OpenContentChannelRequest names the socket the plugin listens on for
+// content lanes.
+type OpenContentChannelRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SocketPath    string                 `protobuf:"bytes,1,opt,name=socket_path,json=socketPath,proto3" json:"socket_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenContentChannelRequest) Reset() {
+	*x = OpenContentChannelRequest{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenContentChannelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenContentChannelRequest) ProtoMessage() {}
+
+func (x *OpenContentChannelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenContentChannelRequest.ProtoReflect.Descriptor instead.
+func (*OpenContentChannelRequest) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *OpenContentChannelRequest) GetSocketPath() string {
+	if x != nil {
+		return x.SocketPath
+	}
+	return ""
+}
+
+// OpenContentChannelResponse returns the secret the host presents in each
+// lane's hello.
+type OpenContentChannelResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         []byte                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OpenContentChannelResponse) Reset() {
+	*x = OpenContentChannelResponse{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OpenContentChannelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OpenContentChannelResponse) ProtoMessage() {}
+
+func (x *OpenContentChannelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OpenContentChannelResponse.ProtoReflect.Descriptor instead.
+func (*OpenContentChannelResponse) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *OpenContentChannelResponse) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
 // FetchResponse is the object (first message) or a chunk of its bytes.
 type FetchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1724,7 +1915,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[17]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1736,7 +1927,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[17]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1749,7 +1940,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{17}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FetchResponse) GetPart() isFetchResponse_Part {
@@ -1806,7 +1997,7 @@ type TrashRequest struct {
 
 func (x *TrashRequest) Reset() {
 	*x = TrashRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[18]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1818,7 +2009,7 @@ func (x *TrashRequest) String() string {
 func (*TrashRequest) ProtoMessage() {}
 
 func (x *TrashRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[18]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1831,7 +2022,7 @@ func (x *TrashRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrashRequest.ProtoReflect.Descriptor instead.
 func (*TrashRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{18}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TrashRequest) GetInstanceId() uint64 {
@@ -1873,7 +2064,7 @@ type TrashResponse struct {
 
 func (x *TrashResponse) Reset() {
 	*x = TrashResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[19]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1885,7 +2076,7 @@ func (x *TrashResponse) String() string {
 func (*TrashResponse) ProtoMessage() {}
 
 func (x *TrashResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[19]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1898,7 +2089,7 @@ func (x *TrashResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrashResponse.ProtoReflect.Descriptor instead.
 func (*TrashResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{19}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TrashResponse) GetResultId() string {
@@ -1928,7 +2119,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[20]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2131,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[20]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2144,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{20}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RemoveRequest) GetInstanceId() uint64 {
@@ -1994,7 +2185,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[21]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2197,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[21]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2210,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{21}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RemoveResponse) GetResultId() string {
@@ -2042,7 +2233,7 @@ type UntrashRequest struct {
 
 func (x *UntrashRequest) Reset() {
 	*x = UntrashRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[22]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2245,7 @@ func (x *UntrashRequest) String() string {
 func (*UntrashRequest) ProtoMessage() {}
 
 func (x *UntrashRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[22]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2258,7 @@ func (x *UntrashRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrashRequest.ProtoReflect.Descriptor instead.
 func (*UntrashRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{22}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UntrashRequest) GetInstanceId() uint64 {
@@ -2108,7 +2299,7 @@ type UntrashResponse struct {
 
 func (x *UntrashResponse) Reset() {
 	*x = UntrashResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2311,7 @@ func (x *UntrashResponse) String() string {
 func (*UntrashResponse) ProtoMessage() {}
 
 func (x *UntrashResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2324,7 @@ func (x *UntrashResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrashResponse.ProtoReflect.Descriptor instead.
 func (*UntrashResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{23}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UntrashResponse) GetObject() *Object {
@@ -2162,7 +2353,7 @@ type WriteHeader struct {
 
 func (x *WriteHeader) Reset() {
 	*x = WriteHeader{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2365,7 @@ func (x *WriteHeader) String() string {
 func (*WriteHeader) ProtoMessage() {}
 
 func (x *WriteHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2378,7 @@ func (x *WriteHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteHeader.ProtoReflect.Descriptor instead.
 func (*WriteHeader) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{24}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WriteHeader) GetInstanceId() uint64 {
@@ -2274,7 +2465,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2286,7 +2477,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2299,7 +2490,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{25}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteRequest) GetPart() isWriteRequest_Part {
@@ -2353,7 +2544,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2556,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2569,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{26}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WriteResponse) GetObject() *Object {
@@ -2399,7 +2590,7 @@ type QuotaRequest struct {
 
 func (x *QuotaRequest) Reset() {
 	*x = QuotaRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2602,7 @@ func (x *QuotaRequest) String() string {
 func (*QuotaRequest) ProtoMessage() {}
 
 func (x *QuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2615,7 @@ func (x *QuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaRequest.ProtoReflect.Descriptor instead.
 func (*QuotaRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QuotaRequest) GetInstanceId() uint64 {
@@ -2456,7 +2647,7 @@ type QuotaResponse struct {
 
 func (x *QuotaResponse) Reset() {
 	*x = QuotaResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2468,7 +2659,7 @@ func (x *QuotaResponse) String() string {
 func (*QuotaResponse) ProtoMessage() {}
 
 func (x *QuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2481,7 +2672,7 @@ func (x *QuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaResponse.ProtoReflect.Descriptor instead.
 func (*QuotaResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{28}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QuotaResponse) GetUsedBytes() int64 {
@@ -2608,7 +2799,7 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\fCloseRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\x04R\n" +
 	"instanceId\"\x0f\n" +
-	"\rCloseResponse\"\x89\x01\n" +
+	"\rCloseResponse\"\xc8\x01\n" +
 	"\vListRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\x04R\n" +
 	"instanceId\x12\x1d\n" +
@@ -2616,11 +2807,14 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"source_ref\x18\x02 \x01(\tR\tsourceRef\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"\xab\x01\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12=\n" +
+	"\fcontent_lane\x18\x05 \x01(\v2\x1a.svc.plugin.v1.ContentLaneR\vcontentLane\"\xca\x01\n" +
 	"\fListResponse\x12:\n" +
 	"\aobjects\x18\x01 \x03(\v2\x15.svc.plugin.v1.ObjectB\t\xbaH\x06\x92\x01\x03\x10\x90NR\aobjects\x120\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tB\b\xbaH\x05r\x03(\x80@R\rnextPageToken\x12-\n" +
-	"\x06marker\x18\x03 \x01(\v2\x15.svc.plugin.v1.MarkerR\x06marker\"\xb9\x01\n" +
+	"\x06marker\x18\x03 \x01(\v2\x15.svc.plugin.v1.MarkerR\x06marker\x12\x1d\n" +
+	"\n" +
+	"lane_bytes\x18\x04 \x01(\x04R\tlaneBytes\"\xb9\x01\n" +
 	"\x0eChangesRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\x04R\n" +
 	"instanceId\x12\x1d\n" +
@@ -2633,14 +2827,23 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x0fChangesResponse\x12:\n" +
 	"\achanges\x18\x01 \x03(\v2\x15.svc.plugin.v1.ChangeB\t\xbaH\x06\x92\x01\x03\x10\x90NR\achanges\x120\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tB\b\xbaH\x05r\x03(\x80@R\rnextPageToken\x12-\n" +
-	"\x06marker\x18\x03 \x01(\v2\x15.svc.plugin.v1.MarkerR\x06marker\"\x96\x01\n" +
+	"\x06marker\x18\x03 \x01(\v2\x15.svc.plugin.v1.MarkerR\x06marker\"\xd5\x01\n" +
 	"\fFetchRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\x04R\n" +
 	"instanceId\x12\x1d\n" +
 	"\n" +
 	"source_ref\x18\x02 \x01(\tR\tsourceRef\x12\x1b\n" +
 	"\tobject_id\x18\x03 \x01(\tR\bobjectId\x12)\n" +
-	"\x10expected_version\x18\x04 \x01(\tR\x0fexpectedVersion\"g\n" +
+	"\x10expected_version\x18\x04 \x01(\tR\x0fexpectedVersion\x12=\n" +
+	"\fcontent_lane\x18\x05 \x01(\v2\x1a.svc.plugin.v1.ContentLaneR\vcontentLane\"9\n" +
+	"\vContentLane\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
+	"\btransfer\x18\x02 \x01(\rR\btransfer\"<\n" +
+	"\x19OpenContentChannelRequest\x12\x1f\n" +
+	"\vsocket_path\x18\x01 \x01(\tR\n" +
+	"socketPath\";\n" +
+	"\x1aOpenContentChannelResponse\x12\x1d\n" +
+	"\x05token\x18\x01 \x01(\fB\a\xbaH\x04z\x02h R\x05token\"g\n" +
 	"\rFetchResponse\x12/\n" +
 	"\x06object\x18\x01 \x01(\v2\x15.svc.plugin.v1.ObjectH\x00R\x06object\x12\x16\n" +
 	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\r\n" +
@@ -2781,14 +2984,15 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x16WRITE_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fWRITE_MODE_COPY\x10\x01\x12\x13\n" +
 	"\x0fWRITE_MODE_MOVE\x10\x02\x12\x16\n" +
-	"\x12WRITE_MODE_RESTORE\x10\x032\x93\x06\n" +
+	"\x12WRITE_MODE_RESTORE\x10\x032\xfe\x06\n" +
 	"\x0fProviderService\x12K\n" +
 	"\bDescribe\x12\x1e.svc.plugin.v1.DescribeRequest\x1a\x1f.svc.plugin.v1.DescribeResponse\x12?\n" +
 	"\x04Open\x12\x1a.svc.plugin.v1.OpenRequest\x1a\x1b.svc.plugin.v1.OpenResponse\x12B\n" +
 	"\x05Close\x12\x1b.svc.plugin.v1.CloseRequest\x1a\x1c.svc.plugin.v1.CloseResponse\x12?\n" +
 	"\x04List\x12\x1a.svc.plugin.v1.ListRequest\x1a\x1b.svc.plugin.v1.ListResponse\x12H\n" +
 	"\aChanges\x12\x1d.svc.plugin.v1.ChangesRequest\x1a\x1e.svc.plugin.v1.ChangesResponse\x12D\n" +
-	"\x05Fetch\x12\x1b.svc.plugin.v1.FetchRequest\x1a\x1c.svc.plugin.v1.FetchResponse0\x01\x12B\n" +
+	"\x05Fetch\x12\x1b.svc.plugin.v1.FetchRequest\x1a\x1c.svc.plugin.v1.FetchResponse0\x01\x12i\n" +
+	"\x12OpenContentChannel\x12(.svc.plugin.v1.OpenContentChannelRequest\x1a).svc.plugin.v1.OpenContentChannelResponse\x12B\n" +
 	"\x05Trash\x12\x1b.svc.plugin.v1.TrashRequest\x1a\x1c.svc.plugin.v1.TrashResponse\x12E\n" +
 	"\x06Remove\x12\x1c.svc.plugin.v1.RemoveRequest\x1a\x1d.svc.plugin.v1.RemoveResponse\x12H\n" +
 	"\aUntrash\x12\x1d.svc.plugin.v1.UntrashRequest\x1a\x1e.svc.plugin.v1.UntrashResponse\x12D\n" +
@@ -2808,110 +3012,117 @@ func file_svc_plugin_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_plugin_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_svc_plugin_v1_provider_proto_goTypes = []any{
-	(OperationClass)(0),           // 0: svc.plugin.v1.OperationClass
-	(Capability)(0),               // 1: svc.plugin.v1.Capability
-	(ObjectKind)(0),               // 2: svc.plugin.v1.ObjectKind
-	(MarkerKind)(0),               // 3: svc.plugin.v1.MarkerKind
-	(PermissionRole)(0),           // 4: svc.plugin.v1.PermissionRole
-	(PermissionType)(0),           // 5: svc.plugin.v1.PermissionType
-	(ChangeType)(0),               // 6: svc.plugin.v1.ChangeType
-	(WriteMode)(0),                // 7: svc.plugin.v1.WriteMode
-	(*Marker)(nil),                // 8: svc.plugin.v1.Marker
-	(*Permission)(nil),            // 9: svc.plugin.v1.Permission
-	(*MessageHeaders)(nil),        // 10: svc.plugin.v1.MessageHeaders
-	(*Object)(nil),                // 11: svc.plugin.v1.Object
-	(*Change)(nil),                // 12: svc.plugin.v1.Change
-	(*ErrorInfo)(nil),             // 13: svc.plugin.v1.ErrorInfo
-	(*DescribeRequest)(nil),       // 14: svc.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),      // 15: svc.plugin.v1.DescribeResponse
-	(*OpenRequest)(nil),           // 16: svc.plugin.v1.OpenRequest
-	(*OpenResponse)(nil),          // 17: svc.plugin.v1.OpenResponse
-	(*CloseRequest)(nil),          // 18: svc.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),         // 19: svc.plugin.v1.CloseResponse
-	(*ListRequest)(nil),           // 20: svc.plugin.v1.ListRequest
-	(*ListResponse)(nil),          // 21: svc.plugin.v1.ListResponse
-	(*ChangesRequest)(nil),        // 22: svc.plugin.v1.ChangesRequest
-	(*ChangesResponse)(nil),       // 23: svc.plugin.v1.ChangesResponse
-	(*FetchRequest)(nil),          // 24: svc.plugin.v1.FetchRequest
-	(*FetchResponse)(nil),         // 25: svc.plugin.v1.FetchResponse
-	(*TrashRequest)(nil),          // 26: svc.plugin.v1.TrashRequest
-	(*TrashResponse)(nil),         // 27: svc.plugin.v1.TrashResponse
-	(*RemoveRequest)(nil),         // 28: svc.plugin.v1.RemoveRequest
-	(*RemoveResponse)(nil),        // 29: svc.plugin.v1.RemoveResponse
-	(*UntrashRequest)(nil),        // 30: svc.plugin.v1.UntrashRequest
-	(*UntrashResponse)(nil),       // 31: svc.plugin.v1.UntrashResponse
-	(*WriteHeader)(nil),           // 32: svc.plugin.v1.WriteHeader
-	(*WriteRequest)(nil),          // 33: svc.plugin.v1.WriteRequest
-	(*WriteResponse)(nil),         // 34: svc.plugin.v1.WriteResponse
-	(*QuotaRequest)(nil),          // 35: svc.plugin.v1.QuotaRequest
-	(*QuotaResponse)(nil),         // 36: svc.plugin.v1.QuotaResponse
-	nil,                           // 37: svc.plugin.v1.Object.MetadataEntry
-	nil,                           // 38: svc.plugin.v1.OpenRequest.ConfigEntry
-	nil,                           // 39: svc.plugin.v1.WriteHeader.MetadataEntry
-	nil,                           // 40: svc.plugin.v1.QuotaResponse.BreakdownEntry
-	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
+	(OperationClass)(0),                // 0: svc.plugin.v1.OperationClass
+	(Capability)(0),                    // 1: svc.plugin.v1.Capability
+	(ObjectKind)(0),                    // 2: svc.plugin.v1.ObjectKind
+	(MarkerKind)(0),                    // 3: svc.plugin.v1.MarkerKind
+	(PermissionRole)(0),                // 4: svc.plugin.v1.PermissionRole
+	(PermissionType)(0),                // 5: svc.plugin.v1.PermissionType
+	(ChangeType)(0),                    // 6: svc.plugin.v1.ChangeType
+	(WriteMode)(0),                     // 7: svc.plugin.v1.WriteMode
+	(*Marker)(nil),                     // 8: svc.plugin.v1.Marker
+	(*Permission)(nil),                 // 9: svc.plugin.v1.Permission
+	(*MessageHeaders)(nil),             // 10: svc.plugin.v1.MessageHeaders
+	(*Object)(nil),                     // 11: svc.plugin.v1.Object
+	(*Change)(nil),                     // 12: svc.plugin.v1.Change
+	(*ErrorInfo)(nil),                  // 13: svc.plugin.v1.ErrorInfo
+	(*DescribeRequest)(nil),            // 14: svc.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),           // 15: svc.plugin.v1.DescribeResponse
+	(*OpenRequest)(nil),                // 16: svc.plugin.v1.OpenRequest
+	(*OpenResponse)(nil),               // 17: svc.plugin.v1.OpenResponse
+	(*CloseRequest)(nil),               // 18: svc.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),              // 19: svc.plugin.v1.CloseResponse
+	(*ListRequest)(nil),                // 20: svc.plugin.v1.ListRequest
+	(*ListResponse)(nil),               // 21: svc.plugin.v1.ListResponse
+	(*ChangesRequest)(nil),             // 22: svc.plugin.v1.ChangesRequest
+	(*ChangesResponse)(nil),            // 23: svc.plugin.v1.ChangesResponse
+	(*FetchRequest)(nil),               // 24: svc.plugin.v1.FetchRequest
+	(*ContentLane)(nil),                // 25: svc.plugin.v1.ContentLane
+	(*OpenContentChannelRequest)(nil),  // 26: svc.plugin.v1.OpenContentChannelRequest
+	(*OpenContentChannelResponse)(nil), // 27: svc.plugin.v1.OpenContentChannelResponse
+	(*FetchResponse)(nil),              // 28: svc.plugin.v1.FetchResponse
+	(*TrashRequest)(nil),               // 29: svc.plugin.v1.TrashRequest
+	(*TrashResponse)(nil),              // 30: svc.plugin.v1.TrashResponse
+	(*RemoveRequest)(nil),              // 31: svc.plugin.v1.RemoveRequest
+	(*RemoveResponse)(nil),             // 32: svc.plugin.v1.RemoveResponse
+	(*UntrashRequest)(nil),             // 33: svc.plugin.v1.UntrashRequest
+	(*UntrashResponse)(nil),            // 34: svc.plugin.v1.UntrashResponse
+	(*WriteHeader)(nil),                // 35: svc.plugin.v1.WriteHeader
+	(*WriteRequest)(nil),               // 36: svc.plugin.v1.WriteRequest
+	(*WriteResponse)(nil),              // 37: svc.plugin.v1.WriteResponse
+	(*QuotaRequest)(nil),               // 38: svc.plugin.v1.QuotaRequest
+	(*QuotaResponse)(nil),              // 39: svc.plugin.v1.QuotaResponse
+	nil,                                // 40: svc.plugin.v1.Object.MetadataEntry
+	nil,                                // 41: svc.plugin.v1.OpenRequest.ConfigEntry
+	nil,                                // 42: svc.plugin.v1.WriteHeader.MetadataEntry
+	nil,                                // 43: svc.plugin.v1.QuotaResponse.BreakdownEntry
+	(*timestamppb.Timestamp)(nil),      // 44: google.protobuf.Timestamp
 }
 var file_svc_plugin_v1_provider_proto_depIdxs = []int32{
 	3,  // 0: svc.plugin.v1.Marker.kind:type_name -> svc.plugin.v1.MarkerKind
 	4,  // 1: svc.plugin.v1.Permission.role:type_name -> svc.plugin.v1.PermissionRole
 	5,  // 2: svc.plugin.v1.Permission.type:type_name -> svc.plugin.v1.PermissionType
-	41, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
+	44, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
 	2,  // 4: svc.plugin.v1.Object.kind:type_name -> svc.plugin.v1.ObjectKind
-	41, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
-	41, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
+	44, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
+	44, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
 	10, // 7: svc.plugin.v1.Object.message:type_name -> svc.plugin.v1.MessageHeaders
 	9,  // 8: svc.plugin.v1.Object.permissions:type_name -> svc.plugin.v1.Permission
-	37, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
+	40, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
 	6,  // 10: svc.plugin.v1.Change.type:type_name -> svc.plugin.v1.ChangeType
 	11, // 11: svc.plugin.v1.Change.object:type_name -> svc.plugin.v1.Object
 	0,  // 12: svc.plugin.v1.DescribeResponse.operation_classes:type_name -> svc.plugin.v1.OperationClass
 	1,  // 13: svc.plugin.v1.DescribeResponse.capabilities:type_name -> svc.plugin.v1.Capability
 	2,  // 14: svc.plugin.v1.DescribeResponse.object_kinds:type_name -> svc.plugin.v1.ObjectKind
 	3,  // 15: svc.plugin.v1.DescribeResponse.marker_kinds:type_name -> svc.plugin.v1.MarkerKind
-	38, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
-	11, // 17: svc.plugin.v1.ListResponse.objects:type_name -> svc.plugin.v1.Object
-	8,  // 18: svc.plugin.v1.ListResponse.marker:type_name -> svc.plugin.v1.Marker
-	8,  // 19: svc.plugin.v1.ChangesRequest.since:type_name -> svc.plugin.v1.Marker
-	12, // 20: svc.plugin.v1.ChangesResponse.changes:type_name -> svc.plugin.v1.Change
-	8,  // 21: svc.plugin.v1.ChangesResponse.marker:type_name -> svc.plugin.v1.Marker
-	11, // 22: svc.plugin.v1.FetchResponse.object:type_name -> svc.plugin.v1.Object
-	11, // 23: svc.plugin.v1.UntrashResponse.object:type_name -> svc.plugin.v1.Object
-	2,  // 24: svc.plugin.v1.WriteHeader.kind:type_name -> svc.plugin.v1.ObjectKind
-	7,  // 25: svc.plugin.v1.WriteHeader.mode:type_name -> svc.plugin.v1.WriteMode
-	39, // 26: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
-	32, // 27: svc.plugin.v1.WriteRequest.header:type_name -> svc.plugin.v1.WriteHeader
-	11, // 28: svc.plugin.v1.WriteResponse.object:type_name -> svc.plugin.v1.Object
-	40, // 29: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
-	41, // 30: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
-	14, // 31: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
-	16, // 32: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
-	18, // 33: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
-	20, // 34: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
-	22, // 35: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
-	24, // 36: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
-	26, // 37: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
-	28, // 38: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
-	30, // 39: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
-	33, // 40: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
-	35, // 41: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
-	15, // 42: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
-	17, // 43: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
-	19, // 44: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
-	21, // 45: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
-	23, // 46: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
-	25, // 47: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
-	27, // 48: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
-	29, // 49: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
-	31, // 50: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
-	34, // 51: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
-	36, // 52: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
-	42, // [42:53] is the sub-list for method output_type
-	31, // [31:42] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	41, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
+	25, // 17: svc.plugin.v1.ListRequest.content_lane:type_name -> svc.plugin.v1.ContentLane
+	11, // 18: svc.plugin.v1.ListResponse.objects:type_name -> svc.plugin.v1.Object
+	8,  // 19: svc.plugin.v1.ListResponse.marker:type_name -> svc.plugin.v1.Marker
+	8,  // 20: svc.plugin.v1.ChangesRequest.since:type_name -> svc.plugin.v1.Marker
+	12, // 21: svc.plugin.v1.ChangesResponse.changes:type_name -> svc.plugin.v1.Change
+	8,  // 22: svc.plugin.v1.ChangesResponse.marker:type_name -> svc.plugin.v1.Marker
+	25, // 23: svc.plugin.v1.FetchRequest.content_lane:type_name -> svc.plugin.v1.ContentLane
+	11, // 24: svc.plugin.v1.FetchResponse.object:type_name -> svc.plugin.v1.Object
+	11, // 25: svc.plugin.v1.UntrashResponse.object:type_name -> svc.plugin.v1.Object
+	2,  // 26: svc.plugin.v1.WriteHeader.kind:type_name -> svc.plugin.v1.ObjectKind
+	7,  // 27: svc.plugin.v1.WriteHeader.mode:type_name -> svc.plugin.v1.WriteMode
+	42, // 28: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
+	35, // 29: svc.plugin.v1.WriteRequest.header:type_name -> svc.plugin.v1.WriteHeader
+	11, // 30: svc.plugin.v1.WriteResponse.object:type_name -> svc.plugin.v1.Object
+	43, // 31: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
+	44, // 32: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
+	14, // 33: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
+	16, // 34: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
+	18, // 35: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
+	20, // 36: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
+	22, // 37: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
+	24, // 38: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
+	26, // 39: svc.plugin.v1.ProviderService.OpenContentChannel:input_type -> svc.plugin.v1.OpenContentChannelRequest
+	29, // 40: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
+	31, // 41: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
+	33, // 42: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
+	36, // 43: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
+	38, // 44: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
+	15, // 45: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
+	17, // 46: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
+	19, // 47: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
+	21, // 48: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
+	23, // 49: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
+	28, // 50: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
+	27, // 51: svc.plugin.v1.ProviderService.OpenContentChannel:output_type -> svc.plugin.v1.OpenContentChannelResponse
+	30, // 52: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
+	32, // 53: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
+	34, // 54: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
+	37, // 55: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
+	39, // 56: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
+	45, // [45:57] is the sub-list for method output_type
+	33, // [33:45] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_svc_plugin_v1_provider_proto_init() }
@@ -2919,11 +3130,11 @@ func file_svc_plugin_v1_provider_proto_init() {
 	if File_svc_plugin_v1_provider_proto != nil {
 		return
 	}
-	file_svc_plugin_v1_provider_proto_msgTypes[17].OneofWrappers = []any{
+	file_svc_plugin_v1_provider_proto_msgTypes[20].OneofWrappers = []any{
 		(*FetchResponse_Object)(nil),
 		(*FetchResponse_Chunk)(nil),
 	}
-	file_svc_plugin_v1_provider_proto_msgTypes[25].OneofWrappers = []any{
+	file_svc_plugin_v1_provider_proto_msgTypes[28].OneofWrappers = []any{
 		(*WriteRequest_Header)(nil),
 		(*WriteRequest_Chunk)(nil),
 	}
@@ -2933,7 +3144,7 @@ func file_svc_plugin_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_plugin_v1_provider_proto_rawDesc), len(file_svc_plugin_v1_provider_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   33,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,17 +27,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ProviderService_Describe_FullMethodName = "/svc.plugin.v1.ProviderService/Describe"
-	ProviderService_Open_FullMethodName     = "/svc.plugin.v1.ProviderService/Open"
-	ProviderService_Close_FullMethodName    = "/svc.plugin.v1.ProviderService/Close"
-	ProviderService_List_FullMethodName     = "/svc.plugin.v1.ProviderService/List"
-	ProviderService_Changes_FullMethodName  = "/svc.plugin.v1.ProviderService/Changes"
-	ProviderService_Fetch_FullMethodName    = "/svc.plugin.v1.ProviderService/Fetch"
-	ProviderService_Trash_FullMethodName    = "/svc.plugin.v1.ProviderService/Trash"
-	ProviderService_Remove_FullMethodName   = "/svc.plugin.v1.ProviderService/Remove"
-	ProviderService_Untrash_FullMethodName  = "/svc.plugin.v1.ProviderService/Untrash"
-	ProviderService_Write_FullMethodName    = "/svc.plugin.v1.ProviderService/Write"
-	ProviderService_Quota_FullMethodName    = "/svc.plugin.v1.ProviderService/Quota"
+	ProviderService_Describe_FullMethodName           = "/svc.plugin.v1.ProviderService/Describe"
+	ProviderService_Open_FullMethodName               = "/svc.plugin.v1.ProviderService/Open"
+	ProviderService_Close_FullMethodName              = "/svc.plugin.v1.ProviderService/Close"
+	ProviderService_List_FullMethodName               = "/svc.plugin.v1.ProviderService/List"
+	ProviderService_Changes_FullMethodName            = "/svc.plugin.v1.ProviderService/Changes"
+	ProviderService_Fetch_FullMethodName              = "/svc.plugin.v1.ProviderService/Fetch"
+	ProviderService_OpenContentChannel_FullMethodName = "/svc.plugin.v1.ProviderService/OpenContentChannel"
+	ProviderService_Trash_FullMethodName              = "/svc.plugin.v1.ProviderService/Trash"
+	ProviderService_Remove_FullMethodName             = "/svc.plugin.v1.ProviderService/Remove"
+	ProviderService_Untrash_FullMethodName            = "/svc.plugin.v1.ProviderService/Untrash"
+	ProviderService_Write_FullMethodName              = "/svc.plugin.v1.ProviderService/Write"
+	ProviderService_Quota_FullMethodName              = "/svc.plugin.v1.ProviderService/Quota"
 )
 
 // ProviderServiceClient is the client API for ProviderService service.
@@ -57,8 +58,14 @@ type ProviderServiceClient interface {
 	// Changes returns one page of changes since a revision marker.
 	Changes(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (*ChangesResponse, error)
 	// Fetch streams an object's content: the first message carries the
-	// object, the following ones its bytes.
+	// object, the following ones its bytes. When the request names a content
+	// lane, the bytes travel on that lane instead (see ContentLane) and the
+	// stream carries only the object and the final status.
 	Fetch(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchResponse], error)
+	// OpenContentChannel asks the plugin to listen for content lanes on a unix
+	// socket in a directory the host created (mode 0700). A plugin that
+	// answers Unimplemented gets its content in Fetch messages.
+	OpenContentChannel(ctx context.Context, in *OpenContentChannelRequest, opts ...grpc.CallOption) (*OpenContentChannelResponse, error)
 	// Trash moves an object to the provider's trash.
 	Trash(ctx context.Context, in *TrashRequest, opts ...grpc.CallOption) (*TrashResponse, error)
 	// Remove deletes an object permanently.
@@ -149,6 +156,16 @@ func (c *providerServiceClient) Fetch(ctx context.Context, in *FetchRequest, opt
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ProviderService_FetchClient = grpc.ServerStreamingClient[FetchResponse]
 
+func (c *providerServiceClient) OpenContentChannel(ctx context.Context, in *OpenContentChannelRequest, opts ...grpc.CallOption) (*OpenContentChannelResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OpenContentChannelResponse)
+	err := c.cc.Invoke(ctx, ProviderService_OpenContentChannel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *providerServiceClient) Trash(ctx context.Context, in *TrashRequest, opts ...grpc.CallOption) (*TrashResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(TrashResponse)
@@ -219,8 +236,14 @@ type ProviderServiceServer interface {
 	// Changes returns one page of changes since a revision marker.
 	Changes(context.Context, *ChangesRequest) (*ChangesResponse, error)
 	// Fetch streams an object's content: the first message carries the
-	// object, the following ones its bytes.
+	// object, the following ones its bytes. When the request names a content
+	// lane, the bytes travel on that lane instead (see ContentLane) and the
+	// stream carries only the object and the final status.
 	Fetch(*FetchRequest, grpc.ServerStreamingServer[FetchResponse]) error
+	// OpenContentChannel asks the plugin to listen for content lanes on a unix
+	// socket in a directory the host created (mode 0700). A plugin that
+	// answers Unimplemented gets its content in Fetch messages.
+	OpenContentChannel(context.Context, *OpenContentChannelRequest) (*OpenContentChannelResponse, error)
 	// Trash moves an object to the provider's trash.
 	Trash(context.Context, *TrashRequest) (*TrashResponse, error)
 	// Remove deletes an object permanently.
@@ -259,6 +282,9 @@ func (UnimplementedProviderServiceServer) Changes(context.Context, *ChangesReque
 }
 func (UnimplementedProviderServiceServer) Fetch(*FetchRequest, grpc.ServerStreamingServer[FetchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Fetch not implemented")
+}
+func (UnimplementedProviderServiceServer) OpenContentChannel(context.Context, *OpenContentChannelRequest) (*OpenContentChannelResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OpenContentChannel not implemented")
 }
 func (UnimplementedProviderServiceServer) Trash(context.Context, *TrashRequest) (*TrashResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Trash not implemented")
@@ -397,6 +423,24 @@ func _ProviderService_Fetch_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ProviderService_FetchServer = grpc.ServerStreamingServer[FetchResponse]
 
+func _ProviderService_OpenContentChannel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OpenContentChannelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServiceServer).OpenContentChannel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProviderService_OpenContentChannel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServiceServer).OpenContentChannel(ctx, req.(*OpenContentChannelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ProviderService_Trash_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(TrashRequest)
 	if err := dec(in); err != nil {
@@ -502,6 +546,10 @@ var ProviderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Changes",
 			Handler:    _ProviderService_Changes_Handler,
+		},
+		{
+			MethodName: "OpenContentChannel",
+			Handler:    _ProviderService_OpenContentChannel_Handler,
 		},
 		{
 			MethodName: "Trash",

@@ -35,6 +35,17 @@ func Run(t *testing.T, open func(t testing.TB) backend.Backend) {
 		if got := read(t, b, "a/b/c1", int64(len(data)-3), -1); !bytes.Equal(got, data[len(data)-3:]) {
 			t.Fatalf("tail read: %q", got)
 		}
+		// Large ranges, aligned and not (a local backend reads them
+		// around the page cache).
+		for _, r := range [][2]int{{4096, 2 << 20}, {1 << 20, -1}, {4097, 2<<20 + 5}, {0, 3 << 20}} {
+			end := len(data)
+			if r[1] >= 0 {
+				end = r[0] + r[1]
+			}
+			if got := read(t, b, "a/b/c1", int64(r[0]), int64(r[1])); !bytes.Equal(got, data[r[0]:end]) {
+				t.Fatalf("range read %v: %d bytes", r, len(got))
+			}
+		}
 		fi, err := b.Stat(ctx, "a/b/c1")
 		if err != nil || fi.Size != int64(len(data)) || fi.Name != "a/b/c1" {
 			t.Fatalf("stat: %+v, %v", fi, err)
@@ -108,6 +119,48 @@ func Run(t *testing.T, open func(t testing.TB) backend.Backend) {
 		}
 		if got := read(t, b, "s/saved", 0, -1); string(got) != "saved" {
 			t.Fatalf("got %q", got)
+		}
+	})
+	t.Run("Append", func(t *testing.T) {
+		b := open(t)
+		ap, ok := b.(backend.Appender)
+		if !ok {
+			t.Skip("no Appender")
+		}
+		f, err := ap.OpenAppend(ctx, "p/pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o1, err := f.Append([]byte("first "))
+		if err != nil || o1 != 0 {
+			t.Fatalf("append: %d, %v", o1, err)
+		}
+		o2, err := f.Append([]byte("second"))
+		if err != nil || o2 != 6 {
+			t.Fatalf("append: %d, %v", o2, err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, b, "p/pack", o2, 6); string(got) != "second" {
+			t.Fatalf("read an appended region: %q", got)
+		}
+		f.Close()
+		// Reopened, it appends at the end.
+		f, err = ap.OpenAppend(ctx, "p/pack")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o3, err := f.Append([]byte("!")); err != nil || o3 != 12 {
+			t.Fatalf("append after reopening: %d, %v", o3, err)
+		}
+		f.Sync()
+		f.Close()
+		if got := read(t, b, "p/pack", 0, -1); string(got) != "first second!" {
+			t.Fatalf("got %q", got)
+		}
+		if got := list(t, b, "p/"); fmt.Sprint(got) != "[p/pack]" {
+			t.Fatalf("list: %v", got)
 		}
 	})
 	t.Run("InvalidNames", func(t *testing.T) {

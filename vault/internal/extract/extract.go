@@ -116,7 +116,7 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 }
 
 func message(r io.Reader, limit int) ([]byte, bool, error) {
-	msg, err := mail.ReadMessage(bufio.NewReaderSize(r, 32<<10))
+	msg, err := mail.ReadMessage(bufio.NewReader(r))
 	if err != nil {
 		// Not a parseable message: no text rather than a failed commit.
 		return nil, false, nil
@@ -275,6 +275,7 @@ func (s *singleByte) Read(p []byte) (int, error) {
 type validUTF8 struct {
 	r    io.Reader
 	held []byte
+	buf  []byte
 	out  []byte
 	eof  bool
 }
@@ -284,8 +285,10 @@ func (v *validUTF8) Read(p []byte) (int, error) {
 		if v.eof {
 			return 0, io.EOF
 		}
-		buf := make([]byte, len(v.held), 8<<10)
-		copy(buf, v.held)
+		if v.buf == nil {
+			v.buf = make([]byte, 0, 8<<10)
+		}
+		buf := append(v.buf[:0], v.held...)
 		n, err := v.r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
@@ -318,12 +321,10 @@ func (v *validUTF8) Read(p []byte) (int, error) {
 // runs of white space collapsed.
 func StripHTML(w io.Writer, r io.Reader) error {
 	s := &stripper{in: bufio.NewReaderSize(r, 32<<10), out: bufio.NewWriterSize(w, 8<<10)}
-	err := s.run()
-	if ferr := s.out.Flush(); err == nil || err == io.EOF {
-		err = ferr
-	}
+	err := s.run() // io.EOF at the end of the input
+	ferr := s.out.Flush()
 	if err == io.EOF {
-		err = nil
+		return ferr
 	}
 	return err
 }

@@ -136,6 +136,19 @@ func (s *Writer) Write(p []byte) (int, error) {
 				return total - len(p), s.err
 			}
 		}
+		if len(s.buf) == 0 && len(p) > ChunkSize {
+			// A whole chunk with bytes after it (so not the last): seal
+			// it from p, without copying it first.
+			var n [12]byte
+			nonce(&n, s.counter, false)
+			s.counter++
+			s.out = s.aead.Seal(s.out[:0], n[:], p[:ChunkSize], nil)
+			if _, s.err = s.w.Write(s.out); s.err != nil {
+				return total - len(p), s.err
+			}
+			p = p[ChunkSize:]
+			continue
+		}
 		n := copy(s.buf[len(s.buf):ChunkSize], p)
 		s.buf = s.buf[:len(s.buf)+n]
 		p = p[n:]
@@ -164,7 +177,8 @@ type Reader struct {
 	purpose string
 	aead    cipher.AEAD
 	in      []byte // sealed bytes read ahead; holds up to one chunk plus one byte
-	plain   []byte
+	own     []byte // the plaintext buffer of Read
+	plain   []byte // the current chunk's plaintext
 	pos     int
 	counter uint64
 	done    bool
@@ -194,12 +208,17 @@ func (s *Reader) start() error {
 	}
 	s.aead = a
 	s.in = make([]byte, 0, sealed+1)
-	s.plain = make([]byte, 0, ChunkSize)
+	s.own = make([]byte, 0, ChunkSize)
 	return nil
 }
 
 // next reads and opens the next chunk into s.plain.
-func (s *Reader) next() error {
+func (s *Reader) next() error { return s.nextInto(s.own[:0]) }
+
+// nextInto reads and opens the next chunk, appending its plaintext to dst
+// (which must have room for a chunk, so that it is not reallocated), and
+// makes that the current plaintext.
+func (s *Reader) nextInto(dst []byte) error {
 	// Fill s.in to one sealed chunk plus one byte: the extra byte tells
 	// whether this chunk is the last.
 	for len(s.in) < sealed+1 {
@@ -222,7 +241,7 @@ func (s *Reader) next() error {
 	}
 	var n [12]byte
 	nonce(&n, s.counter, last)
-	plain, err := s.aead.Open(s.plain[:0], n[:], chunk, nil)
+	plain, err := s.aead.Open(dst, n[:], chunk, nil)
 	if err != nil {
 		return fmt.Errorf("seal: chunk %d: %w", s.counter, ErrAuth)
 	}
@@ -261,6 +280,39 @@ func (s *Reader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, s.plain[s.pos:])
 	s.pos += n
+	return n, nil
+}
+
+// ReadChunks fills p with plaintext, decrypting whole chunks directly
+// into it: the copy-free form of Read for a caller with large buffers. It
+// returns 0 and io.EOF at the end of the stream.
+func (s *Reader) ReadChunks(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.aead == nil {
+		if s.err = s.start(); s.err != nil {
+			return 0, s.err
+		}
+	}
+	n := 0
+	if s.pos < len(s.plain) { // left by Read
+		n = copy(p, s.plain[s.pos:])
+		s.pos += n
+	}
+	for !s.done && len(p)-n >= ChunkSize {
+		if s.err = s.nextInto(p[n:n]); s.err != nil {
+			return n, s.err
+		}
+		n += len(s.plain)
+		s.plain, s.pos = nil, 0
+	}
+	if n == 0 {
+		if s.done && s.pos == len(s.plain) {
+			return 0, io.EOF
+		}
+		return s.Read(p) // p is smaller than a chunk
+	}
 	return n, nil
 }
 

@@ -62,6 +62,22 @@ func TestRoundTrip(t *testing.T) {
 			if _, err := NewReader(bytes.NewReader(data), key, "content").WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), plain) {
 				t.Fatalf("WriteTo: %v", err)
 			}
+			var chunks []byte
+			cr := NewReader(bytes.NewReader(data), key, "content")
+			for {
+				buf := make([]byte, rapid.IntRange(1, 3*ChunkSize).Draw(t, "buffer"))
+				n, err := cr.ReadChunks(buf)
+				chunks = append(chunks, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("ReadChunks: %v", err)
+				}
+			}
+			if !bytes.Equal(chunks, plain) {
+				t.Fatalf("ReadChunks: %d bytes", len(chunks))
+			}
 			got, err = Open(nil, data, key, "content")
 			if err != nil || !bytes.Equal(got, plain) {
 				t.Fatalf("Open: %v", err)

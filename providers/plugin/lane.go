@@ -1,0 +1,603 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/internal/pluginpb"
+)
+
+// Content lanes carry Fetch content next to gRPC, because gRPC's framing
+// (HTTP/2 frames, TLS, a copy into and out of each message) held streaming
+// through the boundary to a fraction of in-process speed.
+//
+// A lane is one unix connection, to a socket the plugin listens on in a
+// directory the host creates with mode 0700, plus a shared memory region of
+// laneSlots slots of laneSlotSize bytes that the host creates (a memfd
+// sealed against resizing, mapped read-only on the host) and passes with
+// the lane's hello. The hello also carries a 32-byte secret the plugin
+// returned over the authenticated gRPC connection.
+//
+// For a Fetch that names a lane, the plugin sends the object as usual, then
+// reads the content straight into free slots and writes a 16-byte frame per
+// filled slot; the host copies each slot out to its reader (never handing
+// out the shared bytes) and writes a frame giving the slot back. An end
+// frame closes the content and the Fetch stream's status confirms it; an
+// abort frame means the status carries the plugin's error. A List that
+// names a lane may have its encoded page sent the same way (when it fits in
+// the lane at once, so the plugin never waits on the host), before the
+// response says how many bytes to expect; the host then reads and checks
+// the page exactly as one received in the response, which spares both
+// sides gRPC's copies, framing and encryption of a large message.
+//
+// Every frame is checked (kind, slot, length, and the transfer number the
+// request gave, so that nothing left over from an earlier use passes), every
+// wait for one is bounded by the call timeout, and the bytes are counted
+// against what was declared, exactly as chunks were. A lane serves one call
+// at a time and is reused after a clean one; after anything else it is
+// closed. Plugins that do not offer lanes (older SDKs, other platforms) get
+// their content in messages as before.
+
+const (
+	laneSlots    = 4       // slots per lane: the plugin reads ahead this far
+	laneSlotSize = 1 << 20 // bytes per slot
+	maxLanes     = 8       // lanes per plugin process; more fetches at once use messages
+	laneVersion  = 1
+	helloSize    = 56 // magic, version, lane id, slots, slot size, token
+	frameSize    = 16 // kind, slot, length, transfer
+	tokenSize    = 32
+)
+
+// laneCapacity is what a lane holds at once: a List page up to this size
+// may go on a lane.
+const laneCapacity = laneSlots * laneSlotSize
+
+var laneMagic = [4]byte{'S', 'V', 'C', 'L'}
+
+// Frame kinds.
+const (
+	frameData  = 1 // plugin: a slot holds length bytes of content
+	frameEnd   = 2 // plugin: the content is complete
+	frameAbort = 3 // plugin: the content failed; the stream's status says why
+	frameFree  = 4 // host: the slot may be filled again
+)
+
+// frame is one lane frame.
+type frame struct{ kind, slot, n, transfer uint32 }
+
+func putFrame(b *[frameSize]byte, f frame) {
+	binary.LittleEndian.PutUint32(b[0:], f.kind)
+	binary.LittleEndian.PutUint32(b[4:], f.slot)
+	binary.LittleEndian.PutUint32(b[8:], f.n)
+	binary.LittleEndian.PutUint32(b[12:], f.transfer)
+}
+
+func getFrame(b *[frameSize]byte) frame {
+	return frame{binary.LittleEndian.Uint32(b[0:]), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:]), binary.LittleEndian.Uint32(b[12:])}
+}
+
+// ---- host side ----
+
+// lanePool is the host's set of content lanes to one plugin process.
+type lanePool struct {
+	mu      sync.Mutex
+	tried   bool
+	ok      bool
+	dir     string // created by the host, removed when the process goes
+	path    string
+	token   []byte
+	idle    []*hostLane
+	open    int
+	nextID  uint64
+	closed  bool
+	timeout time.Duration
+}
+
+// hostLane is the host's end of a lane.
+type hostLane struct {
+	id       uint64
+	transfer uint32 // of the current use
+	conn     *net.UnixConn
+	mem      []byte
+	in       [frameSize]byte
+	out      [frameSize]byte
+}
+
+// begin starts a use of the lane and returns its reference for a request.
+func (l *hostLane) begin() *pluginpb.ContentLane {
+	l.transfer++
+	return &pluginpb.ContentLane{Id: l.id, Transfer: l.transfer}
+}
+
+// acquire returns an idle lane, opening the channel or a new lane if
+// needed, or nil when content should travel in messages instead.
+func (lp *lanePool) acquire(ctx context.Context, rpc pluginpb.ProviderServiceClient) *hostLane {
+	if !lanesSupported {
+		return nil
+	}
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.closed {
+		return nil
+	}
+	if !lp.tried {
+		err := lp.openChannel(ctx, rpc)
+		// A fetch cancelled meanwhile says nothing about the plugin: the
+		// next one asks again.
+		lp.tried = err == nil || ctx.Err() == nil
+		lp.ok = err == nil
+	}
+	if !lp.ok {
+		return nil
+	}
+	if n := len(lp.idle); n > 0 {
+		l := lp.idle[n-1]
+		lp.idle = lp.idle[:n-1]
+		return l
+	}
+	if lp.open >= maxLanes {
+		return nil
+	}
+	lp.nextID++
+	l, err := dialLane(lp.path, lp.token, lp.nextID, lp.timeout)
+	if err != nil {
+		return nil
+	}
+	lp.open++
+	return l
+}
+
+// openChannel asks the plugin to listen for lanes. Any failure (a plugin
+// without lanes answers Unimplemented) leaves content in messages.
+func (lp *lanePool) openChannel(ctx context.Context, rpc pluginpb.ProviderServiceClient) error {
+	dir, err := os.MkdirTemp("", "svc-lanes-") // mode 0700
+	if err != nil {
+		return err
+	}
+	lp.dir, lp.path = dir, filepath.Join(dir, "lanes.sock")
+	cctx, cancel := context.WithTimeout(ctx, lp.timeout)
+	defer cancel()
+	resp, err := rpc.OpenContentChannel(cctx, &pluginpb.OpenContentChannelRequest{SocketPath: lp.path})
+	if err == nil {
+		err = validate(resp)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		lp.dir = ""
+		return err
+	}
+	lp.token = resp.GetToken()
+	return nil
+}
+
+// release gives a lane back after a fetch: to the idle set if the fetch
+// ended cleanly, else it is closed.
+func (lp *lanePool) release(l *hostLane, reusable bool) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if reusable && !lp.closed {
+		lp.idle = append(lp.idle, l)
+		return
+	}
+	lp.open--
+	l.close()
+}
+
+// close closes the idle lanes and removes the socket's directory; lanes in
+// use are closed when released.
+func (lp *lanePool) close() {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.closed = true
+	for _, l := range lp.idle {
+		l.close()
+	}
+	lp.idle = nil
+	if lp.dir != "" {
+		os.RemoveAll(lp.dir)
+	}
+}
+
+func dialLane(path string, token []byte, id uint64, timeout time.Duration) (*hostLane, error) {
+	fd, mem, err := newSharedMemory(laneSlots * laneSlotSize)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFD(fd) // the mapping and the plugin's copy keep the memory
+	fail := func(err error) (*hostLane, error) {
+		unmapSharedMemory(mem)
+		return nil, fmt.Errorf("content lane: %w", err)
+	}
+	c, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		return fail(err)
+	}
+	conn := c.(*net.UnixConn)
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	var hello [helloSize]byte
+	copy(hello[0:], laneMagic[:])
+	binary.LittleEndian.PutUint32(hello[4:], laneVersion)
+	binary.LittleEndian.PutUint64(hello[8:], id)
+	binary.LittleEndian.PutUint32(hello[16:], laneSlots)
+	binary.LittleEndian.PutUint32(hello[20:], laneSlotSize)
+	copy(hello[24:], token)
+	var ack [1]byte
+	if _, _, err := conn.WriteMsgUnix(hello[:], syscall.UnixRights(fd), nil); err != nil {
+		conn.Close()
+		return fail(err)
+	}
+	if _, err := io.ReadFull(conn, ack[:]); err != nil || ack[0] != 1 {
+		conn.Close()
+		return fail(fmt.Errorf("hello refused (%v)", err))
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &hostLane{id: id, conn: conn, mem: mem}, nil
+}
+
+func (l *hostLane) close() {
+	l.conn.Close()
+	unmapSharedMemory(l.mem)
+}
+
+// next reads the next frame, waiting until deadline at most. A fetch's
+// cancellation sets a past deadline (an AfterFunc on ctx); ctx is checked
+// after this read's deadline is set, so neither order of the two is lost.
+func (l *hostLane) next(ctx context.Context, deadline time.Time) (frame, error) {
+	_ = l.conn.SetReadDeadline(deadline)
+	if err := ctx.Err(); err != nil {
+		return frame{}, err
+	}
+	if _, err := io.ReadFull(l.conn, l.in[:]); err != nil {
+		return frame{}, err
+	}
+	f := getFrame(&l.in)
+	if f.transfer != l.transfer {
+		return f, fmt.Errorf("%w: content lane frame of transfer %d in transfer %d", providers.ErrInvalidResponse, f.transfer, l.transfer)
+	}
+	return f, nil
+}
+
+// slot returns the bytes a data frame names, or nil if it is out of bounds.
+func (l *hostLane) slot(f frame) []byte {
+	if f.slot >= laneSlots || f.n == 0 || f.n > laneSlotSize {
+		return nil
+	}
+	off := int(f.slot) * laneSlotSize
+	return l.mem[off : off+int(f.n)]
+}
+
+func (l *hostLane) free(slot uint32, deadline time.Time) error {
+	putFrame(&l.out, frame{kind: frameFree, slot: slot, transfer: l.transfer})
+	_ = l.conn.SetWriteDeadline(deadline)
+	_, err := l.conn.Write(l.out[:])
+	return err
+}
+
+// receive reads a transfer of exactly n bytes (a List page) into dst, which
+// it grows as needed, giving each slot back as it goes. Errors that are the
+// plugin's fault wrap ErrInvalidResponse; others are I/O errors of the lane.
+func (l *hostLane) receive(ctx context.Context, deadline time.Time, n uint64, dst []byte) ([]byte, error) {
+	if n > laneCapacity {
+		return dst, fmt.Errorf("%w: %d bytes announced on a lane of %d", providers.ErrInvalidResponse, n, laneCapacity)
+	}
+	dst = dst[:0]
+	for {
+		f, err := l.next(ctx, deadline)
+		if err != nil {
+			return dst, err
+		}
+		switch f.kind {
+		case frameData:
+			p := l.slot(f)
+			if p == nil || uint64(len(dst))+uint64(len(p)) > n {
+				return dst, fmt.Errorf("%w: content lane frame names slot %d, %d bytes, of %d announced", providers.ErrInvalidResponse, f.slot, f.n, n)
+			}
+			dst = append(dst, p...)
+			if err := l.free(f.slot, deadline); err != nil {
+				return dst, err
+			}
+		case frameEnd:
+			if uint64(len(dst)) != n {
+				return dst, fmt.Errorf("%w: %d bytes on the lane, %d announced", providers.ErrInvalidResponse, len(dst), n)
+			}
+			return dst, nil
+		default:
+			return dst, fmt.Errorf("%w: content lane frame of kind %d", providers.ErrInvalidResponse, f.kind)
+		}
+	}
+}
+
+// ---- plugin side ----
+
+// laneServer accepts the host's lanes in a plugin process.
+type laneServer struct {
+	mu    sync.Mutex
+	ln    *net.UnixListener
+	path  string
+	token []byte
+	lanes map[uint64]*pluginLane
+}
+
+func (s *laneServer) open(path string) ([]byte, error) {
+	if !lanesSupported {
+		return nil, errUnsupportedLanes
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		if path != s.path {
+			return nil, fmt.Errorf("content channel already listens on %s: %w", s.path, providers.ErrInvalidArgument)
+		}
+		return s.token, nil
+	}
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("content channel path %q is not absolute: %w", path, providers.ErrInvalidArgument)
+	}
+	token := make([]byte, tokenSize)
+	if _, err := rand.Read(token); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("content channel: %w", err)
+	}
+	s.ln, s.path, s.token = ln, path, token
+	s.lanes = make(map[uint64]*pluginLane)
+	go s.accept(ln)
+	return token, nil
+}
+
+var errUnsupportedLanes = errors.New("content lanes are not supported on this platform")
+
+func (s *laneServer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+}
+
+func (s *laneServer) accept(ln *net.UnixListener) {
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		go s.hello(c)
+	}
+}
+
+// hello checks a new lane's hello, maps its memory and registers it.
+func (s *laneServer) hello(c *net.UnixConn) {
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	var hello [helloSize]byte
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(hello[:], oob)
+	var fds []int
+	if err == nil {
+		fds, err = parseRights(oob[:oobn])
+	}
+	if err == nil && n < helloSize {
+		_, err = io.ReadFull(c, hello[n:])
+	}
+	l, err := s.register(hello, fds, err, c)
+	for _, fd := range fds {
+		closeFD(fd) // the mapping keeps the memory
+	}
+	if err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	if _, err := c.Write([]byte{1}); err != nil {
+		l.kill()
+		return
+	}
+	l.readFrees()
+}
+
+func parseRights(oob []byte) ([]int, error) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for i := range msgs {
+		got, err := syscall.ParseUnixRights(&msgs[i])
+		if err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return fds, nil
+}
+
+func (s *laneServer) register(hello [helloSize]byte, fds []int, err error, c *net.UnixConn) (*pluginLane, error) {
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	token := s.token
+	s.mu.Unlock()
+	id := binary.LittleEndian.Uint64(hello[8:])
+	slots := binary.LittleEndian.Uint32(hello[16:])
+	size := binary.LittleEndian.Uint32(hello[20:])
+	switch {
+	case !bytes.Equal(hello[:4], laneMagic[:]) || binary.LittleEndian.Uint32(hello[4:]) != laneVersion:
+		return nil, errors.New("bad hello")
+	case subtle.ConstantTimeCompare(hello[24:24+tokenSize], token) != 1:
+		return nil, errors.New("bad token")
+	case len(fds) != 1:
+		return nil, errors.New("want one memory descriptor")
+	case id == 0 || slots == 0 || slots > 64 || size < 4<<10 || size > 64<<20 || uint64(slots)*uint64(size) > 256<<20:
+		return nil, errors.New("bad lane geometry")
+	}
+	mem, err := mapSharedMemory(fds[0], int(slots)*int(size))
+	if err != nil {
+		return nil, err
+	}
+	l := &pluginLane{s: s, id: id, conn: c, mem: mem, slots: int(slots), size: int(size),
+		freeSlots: make(chan uint32, slots), dead: make(chan struct{})}
+	for i := range slots {
+		l.freeSlots <- i
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.lanes[id]; dup {
+		unmapSharedMemory(mem)
+		return nil, errors.New("duplicate lane id")
+	}
+	s.lanes[id] = l
+	return l, nil
+}
+
+// take reserves lane id for a fetch.
+func (s *laneServer) take(id uint64) (*pluginLane, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.lanes[id]
+	if !ok || l.busy {
+		return nil, fmt.Errorf("content lane %d is unknown or busy: %w", id, errLaneUnavailable)
+	}
+	l.busy = true
+	return l, nil
+}
+
+// put ends a fetch's use of a lane; a lane that died meanwhile is unmapped
+// now that nothing writes to its memory.
+func (s *laneServer) put(l *pluginLane) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.busy = false
+	if l.gone && l.mem != nil {
+		unmapSharedMemory(l.mem)
+		l.mem = nil
+	}
+}
+
+// pluginLane is the plugin's end of a lane.
+type pluginLane struct {
+	s         *laneServer
+	id        uint64
+	conn      *net.UnixConn
+	mem       []byte
+	slots     int
+	size      int
+	freeSlots chan uint32
+	dead      chan struct{}
+	killOnce  sync.Once
+	out       [frameSize]byte
+
+	busy, gone bool // guarded by s.mu
+}
+
+// readFrees reads the host's frames until the lane closes: only frees are
+// valid.
+func (l *pluginLane) readFrees() {
+	var in [frameSize]byte
+	for {
+		if _, err := io.ReadFull(l.conn, in[:]); err != nil {
+			break
+		}
+		f := getFrame(&in)
+		if f.kind != frameFree || f.slot >= uint32(l.slots) {
+			break
+		}
+		select {
+		case l.freeSlots <- f.slot:
+		default: // more frees than slots
+		}
+	}
+	l.kill()
+}
+
+// kill closes the lane; its memory is unmapped once no fetch uses it.
+func (l *pluginLane) kill() {
+	l.killOnce.Do(func() {
+		l.conn.Close()
+		close(l.dead)
+		l.s.mu.Lock()
+		defer l.s.mu.Unlock()
+		delete(l.s.lanes, l.id)
+		l.gone = true
+		if !l.busy && l.mem != nil {
+			unmapSharedMemory(l.mem)
+			l.mem = nil
+		}
+	})
+}
+
+var errLaneClosed = errors.New("content lane closed")
+
+func (l *pluginLane) frame(f frame) error {
+	putFrame(&l.out, f)
+	_, err := l.conn.Write(l.out[:])
+	return err
+}
+
+// capacity is what the lane holds at once.
+func (l *pluginLane) capacity() int { return l.slots * l.size }
+
+// send streams body into the lane as transfer. The returned error is for
+// the call's status.
+func (l *pluginLane) send(ctx context.Context, transfer uint32, body io.Reader) error {
+	// A cancelled fetch (the host gave up, or its deadline passed) must not
+	// leave this goroutine blocked in a write.
+	stop := context.AfterFunc(ctx, func() { _ = l.conn.SetWriteDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if stop() {
+			return
+		}
+		l.kill() // the deadline was poisoned: the lane is of no further use
+	}()
+	broken := func(err error) error {
+		l.kill()
+		if ctx.Err() != nil {
+			return statusFromError(ctx.Err())
+		}
+		return statusFromError(fmt.Errorf("%w: %v", errLaneClosed, err))
+	}
+	for {
+		var slot uint32
+		select {
+		case slot = <-l.freeSlots:
+		case <-l.dead:
+			return broken(errLaneClosed)
+		case <-ctx.Done():
+			return broken(ctx.Err())
+		}
+		off := int(slot) * l.size
+		n, rerr := io.ReadFull(body, l.mem[off:off+l.size])
+		if n > 0 {
+			if err := l.frame(frame{kind: frameData, slot: slot, n: uint32(n), transfer: transfer}); err != nil {
+				return broken(err)
+			}
+		} else {
+			l.freeSlots <- slot
+		}
+		switch {
+		case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+			if err := l.frame(frame{kind: frameEnd, transfer: transfer}); err != nil {
+				return broken(err)
+			}
+			return nil
+		case rerr != nil:
+			if err := l.frame(frame{kind: frameAbort, transfer: transfer}); err != nil {
+				return broken(err)
+			}
+			return statusFromError(rerr)
+		}
+	}
+}

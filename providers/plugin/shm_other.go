@@ -1,0 +1,17 @@
+//go:build !linux
+
+package plugin
+
+import "errors"
+
+// lanesSupported says whether content lanes work on this platform: they
+// need memfd_create and file seals, so elsewhere content travels in Fetch
+// messages.
+const lanesSupported = false
+
+var errNoLanes = errors.New("content lanes need Linux")
+
+func newSharedMemory(int) (int, []byte, error) { return -1, nil, errNoLanes }
+func mapSharedMemory(int, int) ([]byte, error) { return nil, errNoLanes }
+func unmapSharedMemory([]byte)                 {}
+func closeFD(int)                              {}

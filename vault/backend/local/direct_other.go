@@ -1,0 +1,12 @@
+//go:build !linux
+
+package local
+
+import "os"
+
+// oDirect is 0 where O_DIRECT is not available: files go through the page
+// cache.
+const oDirect = 0
+
+// datasync is fsync where fdatasync is not available.
+func datasync(f *os.File) error { return f.Sync() }
