@@ -21,11 +21,14 @@ import (
 // providers through the plugin boundary (this test binary re-executed as
 // "plugin serve NAME"), side by side in one run:
 //
-//	go test -run '^$' -bench . -benchtime 3x ./providers/builtin/
+//	go test -run '^$' -bench Boundary -benchtime 10x ./providers/builtin/
+//	go test -run '^$' -bench List1M -benchtime 1x ./providers/builtin/
 //
 // BenchmarkBoundary reports objects/s and MB/s both ways and their ratios
 // (streaming into io.Discard, and into SHA-256 as preserving does);
 // BenchmarkList1M lists a million simulated objects and reports peak RSS.
+// The two processes share the machine's cores with whatever else runs, so
+// run them several times and compare medians (docs/benchmarks.md).
 
 type workload struct {
 	name     providers.Name

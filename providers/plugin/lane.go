@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"svc.dev/svc/providers"
@@ -235,7 +234,7 @@ func dialLane(path string, token []byte, id uint64, timeout time.Duration) (*hos
 	binary.LittleEndian.PutUint32(hello[20:], laneSlotSize)
 	copy(hello[24:], token)
 	var ack [1]byte
-	if _, _, err := conn.WriteMsgUnix(hello[:], syscall.UnixRights(fd), nil); err != nil {
+	if err := writeHello(conn, hello[:], fd); err != nil {
 		conn.Close()
 		return fail(err)
 	}
@@ -384,12 +383,7 @@ func (s *laneServer) accept(ln *net.UnixListener) {
 func (s *laneServer) hello(c *net.UnixConn) {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	var hello [helloSize]byte
-	oob := make([]byte, syscall.CmsgSpace(4*4))
-	n, oobn, _, _, err := c.ReadMsgUnix(hello[:], oob)
-	var fds []int
-	if err == nil {
-		fds, err = parseRights(oob[:oobn])
-	}
+	n, fds, err := readHello(c, hello[:])
 	if err == nil && n < helloSize {
 		_, err = io.ReadFull(c, hello[n:])
 	}
@@ -407,21 +401,6 @@ func (s *laneServer) hello(c *net.UnixConn) {
 		return
 	}
 	l.readFrees()
-}
-
-func parseRights(oob []byte) ([]int, error) {
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil, err
-	}
-	var fds []int
-	for i := range msgs {
-		got, err := syscall.ParseUnixRights(&msgs[i])
-		if err == nil {
-			fds = append(fds, got...)
-		}
-	}
-	return fds, nil
 }
 
 func (s *laneServer) register(hello [helloSize]byte, fds []int, err error, c *net.UnixConn) (*pluginLane, error) {

@@ -80,6 +80,9 @@ type server struct {
 	instances map[uint64]providers.Provider
 
 	lanes laneServer
+
+	aheadMu sync.Mutex
+	ahead   map[uint64]*pageAhead // by instance
 }
 
 // NewServer returns the protocol's gRPC service for a provider factory. Serve
@@ -90,7 +93,7 @@ func NewServer(desc providers.Description, factory providers.Factory) pluginpb.P
 }
 
 func newServer(desc providers.Description, factory providers.Factory) *server {
-	return &server{desc: desc, factory: factory, instances: make(map[uint64]providers.Provider)}
+	return &server{desc: desc, factory: factory, instances: make(map[uint64]providers.Provider), ahead: make(map[uint64]*pageAhead)}
 }
 
 func (s *server) OpenContentChannel(_ context.Context, req *pluginpb.OpenContentChannelRequest) (*pluginpb.OpenContentChannelResponse, error) {
@@ -135,6 +138,7 @@ func (s *server) Close(_ context.Context, req *pluginpb.CloseRequest) (*pluginpb
 	p, ok := s.instances[req.GetInstanceId()]
 	delete(s.instances, req.GetInstanceId())
 	s.mu.Unlock()
+	s.dropAhead(req.GetInstanceId())
 	if ok {
 		if err := providers.CloseProvider(p); err != nil {
 			return nil, statusFromError(err)
@@ -155,10 +159,15 @@ func (s *server) List(ctx context.Context, req *pluginpb.ListRequest) (*pluginpb
 		}
 		defer s.lanes.put(lane)
 	}
-	page, err := p.List(ctx, providers.ListRequest{SourceRef: req.GetSourceRef(), PageToken: req.GetPageToken(), PageSize: int(req.GetPageSize())})
+	lreq := providers.ListRequest{SourceRef: req.GetSourceRef(), PageToken: req.GetPageToken(), PageSize: int(req.GetPageSize())}
+	page, err, ok := s.takeAhead(ctx, req.GetInstanceId(), lreq)
+	if !ok {
+		page, err = p.List(ctx, lreq)
+	}
 	if err != nil {
 		return nil, statusFromError(err)
 	}
+	s.readAhead(req.GetInstanceId(), p, lreq, page.NextPageToken)
 	// The page is written in ListResponse's wire format by hand (see
 	// listwire.go), without a pluginpb.Object built and marshalled per
 	// object. It goes on the lane when it fits there at once (so this never
@@ -187,6 +196,78 @@ func (s *server) List(ctx context.Context, req *pluginpb.ListRequest) (*pluginpb
 	resp := &pluginpb.ListResponse{}
 	resp.ProtoReflect().SetUnknown(appendListResponse(make([]byte, 0, 512*len(page.Objects)+256), &page))
 	return resp, nil
+}
+
+// pageAhead is a page the plugin produces before the host asks for it.
+// The host asks for page N+1 as soon as it has page N's token, but that
+// request arrives only after page N's answer crossed to the host and the
+// request crossed back: a round trip per page during which the plugin
+// would idle. So after answering a List the plugin starts producing the
+// next page at once and answers the host's request for it from there. List
+// is side-effect free by contract, and in a listing read to the end every
+// page is still produced once; one page per instance is held.
+type pageAhead struct {
+	req    providers.ListRequest
+	done   chan struct{}
+	cancel context.CancelFunc
+	page   providers.Page
+	err    error
+}
+
+// readAhead starts producing the page after prev, whose token is token.
+func (s *server) readAhead(id uint64, p providers.Provider, prev providers.ListRequest, token string) {
+	if token == "" {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pa := &pageAhead{req: providers.ListRequest{SourceRef: prev.SourceRef, PageToken: token, PageSize: prev.PageSize}, done: make(chan struct{}), cancel: cancel}
+	s.aheadMu.Lock()
+	if old := s.ahead[id]; old != nil {
+		old.cancel()
+	}
+	s.ahead[id] = pa
+	s.aheadMu.Unlock()
+	go func() {
+		defer close(pa.done)
+		pa.page, pa.err = p.List(ctx, pa.req)
+	}()
+}
+
+// takeAhead returns the answer produced ahead for req, waiting for it if
+// needed; ok is false when there is none (or it was cut short) and the
+// caller must list itself.
+func (s *server) takeAhead(ctx context.Context, id uint64, req providers.ListRequest) (page providers.Page, err error, ok bool) {
+	s.aheadMu.Lock()
+	pa := s.ahead[id]
+	delete(s.ahead, id)
+	s.aheadMu.Unlock()
+	if pa == nil {
+		return providers.Page{}, nil, false
+	}
+	if pa.req != req {
+		pa.cancel()
+		return providers.Page{}, nil, false
+	}
+	select {
+	case <-pa.done:
+		pa.cancel()
+		if errors.Is(pa.err, context.Canceled) {
+			return providers.Page{}, nil, false
+		}
+		return pa.page, pa.err, true
+	case <-ctx.Done():
+		pa.cancel()
+		return providers.Page{}, ctx.Err(), true
+	}
+}
+
+func (s *server) dropAhead(id uint64) {
+	s.aheadMu.Lock()
+	defer s.aheadMu.Unlock()
+	if pa := s.ahead[id]; pa != nil {
+		pa.cancel()
+		delete(s.ahead, id)
+	}
 }
 
 // encodeBuffers holds the buffers List encodes pages into for a lane.

@@ -4,6 +4,8 @@ package plugin
 
 import (
 	"fmt"
+	"net"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -57,3 +59,31 @@ func mapSharedMemory(fd, size int) ([]byte, error) {
 func unmapSharedMemory(mem []byte) { _ = unix.Munmap(mem) }
 
 func closeFD(fd int) { _ = unix.Close(fd) }
+
+// writeHello sends a lane's hello with the descriptor of its memory.
+func writeHello(c *net.UnixConn, hello []byte, fd int) error {
+	_, _, err := c.WriteMsgUnix(hello, syscall.UnixRights(fd), nil)
+	return err
+}
+
+// readHello reads (the start of) a lane's hello and the descriptors sent
+// with it, which the caller must close. Room is left for a few, so that
+// extra ones are received, and closed, rather than left to the kernel.
+func readHello(c *net.UnixConn, hello []byte) (int, []int, error) {
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(hello, oob)
+	if err != nil {
+		return n, nil, err
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return n, nil, err
+	}
+	var fds []int
+	for i := range msgs {
+		if got, err := syscall.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return n, fds, nil
+}

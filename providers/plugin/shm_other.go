@@ -2,7 +2,10 @@
 
 package plugin
 
-import "errors"
+import (
+	"errors"
+	"net"
+)
 
 // lanesSupported says whether content lanes work on this platform: they
 // need memfd_create and file seals, so elsewhere content travels in Fetch
@@ -15,3 +18,6 @@ func newSharedMemory(int) (int, []byte, error) { return -1, nil, errNoLanes }
 func mapSharedMemory(int, int) ([]byte, error) { return nil, errNoLanes }
 func unmapSharedMemory([]byte)                 {}
 func closeFD(int)                              {}
+
+func writeHello(*net.UnixConn, []byte, int) error         { return errNoLanes }
+func readHello(*net.UnixConn, []byte) (int, []int, error) { return 0, nil, errNoLanes }

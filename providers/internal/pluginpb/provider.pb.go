@@ -9,8 +9,12 @@
 // go-plugin's gRPC transport. It is internal to svc.dev/svc/providers; plugin
 // authors use the plain Go types of that package and never see these messages.
 //
-// Every response a plugin sends is validated on the host with protovalidate
-// against the rules below before it is turned back into Go types.
+// Every response a plugin sends is checked on the host against the rules
+// below before it is turned back into Go types: with protovalidate, except
+// for ListResponse, which the host decodes and checks with plain Go
+// comparisons implementing the same rules (providers/plugin/listwire.go,
+// tested against protovalidate), falling back to protovalidate for
+// encodings that decoder does not expect.
 
 package pluginpb
 
@@ -753,9 +757,10 @@ func (x *MessageHeaders) GetSnippet() string {
 
 // Object is one provider object's metadata.
 //
-// Two kinds of rule are checked by the host in Go right after protovalidate,
-// because protovalidate runs them per object through CEL or a regular
-// expression and a page holds up to 1000 objects: the lengths of the items
+// Two kinds of rule are checked by the host in Go only (also where
+// protovalidate checks the rest), because protovalidate would run them per
+// object through CEL or a regular expression and a page holds up to 1000
+// objects: the lengths of the items
 // of containers, message.to and message.cc (<= 4096, 2048, 2048 bytes) and
 // of metadata keys (1..256 bytes) and values (<= 4096 bytes); and the
 // absence of control characters (U+0000..U+001F, U+007F) in id, parent_id

@@ -9,8 +9,12 @@
 // go-plugin's gRPC transport. It is internal to svc.dev/svc/providers; plugin
 // authors use the plain Go types of that package and never see these messages.
 //
-// Every response a plugin sends is validated on the host with protovalidate
-// against the rules below before it is turned back into Go types.
+// Every response a plugin sends is checked on the host against the rules
+// below before it is turned back into Go types: with protovalidate, except
+// for ListResponse, which the host decodes and checks with plain Go
+// comparisons implementing the same rules (providers/plugin/listwire.go,
+// tested against protovalidate), falling back to protovalidate for
+// encodings that decoder does not expect.
 
 package pluginpb
 
