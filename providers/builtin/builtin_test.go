@@ -11,7 +11,7 @@ import (
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/providers/internal/fixtures"
-	"svc.dev/svc/providers/internal/versitygw"
+	"svc.dev/svc/internal/versitygw"
 	"svc.dev/svc/providers/providertest"
 )
 

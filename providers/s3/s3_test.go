@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"svc.dev/svc/providers"
-	"svc.dev/svc/providers/internal/versitygw"
+	"svc.dev/svc/internal/versitygw"
 	"svc.dev/svc/providers/providertest"
 	"svc.dev/svc/providers/s3"
 )
