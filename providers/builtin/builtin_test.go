@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"svc.dev/svc/internal/versitygw"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/providers/internal/fixtures"
-	"svc.dev/svc/internal/versitygw"
 	"svc.dev/svc/providers/providertest"
 )
 

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"svc.dev/svc/providers"
 	"svc.dev/svc/internal/versitygw"
+	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/providertest"
 	"svc.dev/svc/providers/s3"
 )
