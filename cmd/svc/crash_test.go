@@ -56,6 +56,9 @@ func (r *crashRig) start(env ...string) {
 	r.t.Helper()
 	cmd := exec.Command(r.bin, "serve", "--dev", "--dev-source", "vendor_d_local:"+r.root+r.sourceOpts, "--addr", "127.0.0.1:0", "--data", r.data)
 	cmd.Env = append(os.Environ(), append([]string{"XDG_DATA_HOME=" + r.home}, env...)...)
+	// Its own process group, so that the plugin processes it starts can be cleaned up after a
+	// SIGKILL (go-plugin children do not notice their host dying).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
@@ -84,7 +87,8 @@ func (r *crashRig) start(env ...string) {
 	json.Unmarshal(raw, &r.creds)
 }
 
-// exited waits for the process (killed by itself or by us).
+// exited waits for the process (killed by itself or by us), then kills what is left of its
+// process group (its plugins).
 func (r *crashRig) exited() {
 	done := make(chan struct{})
 	go func() { r.cmd.Wait(); close(done) }()
@@ -94,6 +98,7 @@ func (r *crashRig) exited() {
 		r.cmd.Process.Kill()
 		<-done
 	}
+	syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
 }
 
 func (r *crashRig) call(method, path, body string) (int, map[string]any, []byte) {

@@ -160,7 +160,7 @@ func (s *server) List(ctx context.Context, req *pluginpb.ListRequest) (*pluginpb
 		defer s.lanes.put(lane)
 	}
 	lreq := providers.ListRequest{SourceRef: req.GetSourceRef(), PageToken: req.GetPageToken(), PageSize: int(req.GetPageSize())}
-	page, err, ok := s.takeAhead(ctx, req.GetInstanceId(), lreq)
+	page, ok, err := s.takeAhead(ctx, req.GetInstanceId(), lreq)
 	if !ok {
 		page, err = p.List(ctx, lreq)
 	}
@@ -222,11 +222,15 @@ func (s *server) readAhead(id uint64, p providers.Provider, prev providers.ListR
 	ctx, cancel := context.WithCancel(context.Background())
 	pa := &pageAhead{req: providers.ListRequest{SourceRef: prev.SourceRef, PageToken: token, PageSize: prev.PageSize}, done: make(chan struct{}), cancel: cancel}
 	s.aheadMu.Lock()
+	defer s.aheadMu.Unlock()
+	if _, err := s.instance(id); err != nil {
+		cancel() // closed meanwhile (Close drops its page after this check)
+		return
+	}
 	if old := s.ahead[id]; old != nil {
 		old.cancel()
 	}
 	s.ahead[id] = pa
-	s.aheadMu.Unlock()
 	go func() {
 		defer close(pa.done)
 		pa.page, pa.err = p.List(ctx, pa.req)
@@ -236,28 +240,28 @@ func (s *server) readAhead(id uint64, p providers.Provider, prev providers.ListR
 // takeAhead returns the answer produced ahead for req, waiting for it if
 // needed; ok is false when there is none (or it was cut short) and the
 // caller must list itself.
-func (s *server) takeAhead(ctx context.Context, id uint64, req providers.ListRequest) (page providers.Page, err error, ok bool) {
+func (s *server) takeAhead(ctx context.Context, id uint64, req providers.ListRequest) (providers.Page, bool, error) {
 	s.aheadMu.Lock()
 	pa := s.ahead[id]
 	delete(s.ahead, id)
 	s.aheadMu.Unlock()
 	if pa == nil {
-		return providers.Page{}, nil, false
+		return providers.Page{}, false, nil
 	}
 	if pa.req != req {
 		pa.cancel()
-		return providers.Page{}, nil, false
+		return providers.Page{}, false, nil
 	}
 	select {
 	case <-pa.done:
 		pa.cancel()
 		if errors.Is(pa.err, context.Canceled) {
-			return providers.Page{}, nil, false
+			return providers.Page{}, false, nil
 		}
-		return pa.page, pa.err, true
+		return pa.page, true, pa.err
 	case <-ctx.Done():
 		pa.cancel()
-		return providers.Page{}, ctx.Err(), true
+		return providers.Page{}, true, ctx.Err()
 	}
 }
 
