@@ -11,12 +11,10 @@ import (
 
 	"golang.org/x/oauth2"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
-	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 )
@@ -282,25 +280,7 @@ func (s *Server) revokeConnection(ctx context.Context, req *svcv1.ConnectionRequ
 // reaches the tenant (a revoked connection): it also goes to that application's stream and
 // webhooks.
 func (s *Server) emitToApp(ctx context.Context, tenant platform.Tenant, appID, typ, source, subject string, data map[string]any) {
-	d, err := structpb.NewStruct(data)
-	if err != nil {
-		s.log.Error("event data", "type", typ, "err", err)
-		d = &structpb.Struct{}
-	}
-	ev := &svcv1.Event{Specversion: "1.0", Id: id.New("evt"), Source: source, Type: typ, Time: timestamppb.New(s.cfg.Now()),
-		Subject: subject, Datacontenttype: "application/json", Data: d, Svcsimulated: tenant.Simulated()}
-	s.events.add(tenant.String(), ev.Id, ev)
-	apps, err := s.devs.Reaching(context.WithoutCancel(ctx), tenant)
-	if err != nil {
-		s.log.Error("event audience", "type", typ, "err", err)
-	}
-	if !slices.Contains(apps, appID) {
-		apps = append(apps, appID)
-	}
-	for _, app := range apps {
-		s.events.add(appStream(app, tenant.Mode), ev.Id, ev)
-	}
-	s.deliverEvent(ctx, tenant.Mode, apps, ev)
+	s.emit(ctx, tenant, typ, source, subject, data, appID)
 }
 
 // providerCallback completes a provider authorization (spec #18): the state must be the one

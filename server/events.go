@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -30,9 +31,9 @@ const (
 )
 
 // emit records a CloudEvents 1.0 event in the tenant's stream and in the stream of every
-// application that reaches the tenant (test-mode events carry svcsimulated). It never fails the
-// operation that emitted it.
-func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, subject string, data map[string]any) {
+// application that reaches the tenant, plus the applications in also (one a change just cut
+// off, say); test-mode events carry svcsimulated. It never fails the operation that emitted it.
+func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, subject string, data map[string]any, also ...string) {
 	d, err := structpb.NewStruct(data)
 	if err != nil {
 		s.log.Error("event data", "type", typ, "err", err)
@@ -44,6 +45,11 @@ func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, 
 	apps, err := s.devs.Reaching(context.WithoutCancel(ctx), tenant)
 	if err != nil {
 		s.log.Error("event audience", "type", typ, "err", err)
+	}
+	for _, app := range also {
+		if !slices.Contains(apps, app) {
+			apps = append(apps, app)
+		}
 	}
 	for _, app := range apps {
 		s.events.add(appStream(app, tenant.Mode), ev.Id, ev)
