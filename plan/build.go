@@ -188,6 +188,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		p.Meter = Estimate(p.Projection, req.Billing)
 	}
 	Canonicalize(p)
+	compact(p.Objects)
 	status := make(map[string]svcv1.SourceStatus, len(req.Sources))
 	for _, s := range req.Sources {
 		status[s.ID] = s.Status
