@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"sync"
@@ -47,40 +48,69 @@ func alignedBuf(n int) []byte {
 	return b[off : off+n : off+n]
 }
 
+// depth is how many direct reads or writes of one file are in flight: a
+// virtual disk serves a few concurrent requests at a higher total rate
+// than one at a time (here about 2.8 GB/s for two readers against 1-2.3
+// for one).
+const depth = 3
+
 // directWriter buffers writes to an O_DIRECT file in aligned blocks and
-// writes them behind: one block is written by a goroutine while the next
-// fills, so the device works while the caller encrypts.
+// writes them behind, up to depth blocks at once at their offsets, so the
+// device works while the caller encrypts.
 type directWriter struct {
 	f    *os.File
 	buf  []byte // filling
 	n    int    // bytes in buf
-	off  int64  // bytes handed to the writer goroutine
-	full chan []byte
+	off  int64  // bytes handed to the writers
+	full chan block
 	free chan []byte
-	werr chan error
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	werr error // the first write error
 	err  error
-	shut bool // the writer goroutine was told to stop
+	shut bool // the writers were told to stop
+}
+
+// block is an aligned block and where it goes in the file.
+type block struct {
+	b   []byte
+	off int64
 }
 
 func newDirectWriter(f *os.File) *directWriter {
-	w := &directWriter{f: f, full: make(chan []byte, 1), free: make(chan []byte, 2), werr: make(chan error, 1)}
+	w := &directWriter{f: f, full: make(chan block), free: make(chan []byte, depth)}
 	w.buf = getBlock()
-	w.free <- getBlock()
-	go func() {
-		var err error
-		for b := range w.full {
-			if err == nil {
-				_, err = f.Write(b)
+	for range depth {
+		w.free <- getBlock()
+	}
+	for range depth {
+		w.wg.Go(func() {
+			for blk := range w.full {
+				if w.failed() == nil {
+					if _, err := f.WriteAt(blk.b, blk.off); err != nil {
+						w.mu.Lock()
+						w.werr = cmp.Or(w.werr, err)
+						w.mu.Unlock()
+					}
+				}
+				w.free <- blk.b
 			}
-			w.free <- b
-		}
-		w.werr <- err
-	}()
+		})
+	}
 	return w
+}
+
+func (w *directWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.werr
 }
 
 func (w *directWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
+		return 0, w.err
+	}
+	if w.err = w.failed(); w.err != nil {
 		return 0, w.err
 	}
 	total := len(p)
@@ -89,7 +119,7 @@ func (w *directWriter) Write(p []byte) (int, error) {
 		w.n += c
 		p = p[c:]
 		if w.n == len(w.buf) {
-			w.full <- w.buf
+			w.full <- block{w.buf, w.off}
 			w.off += int64(w.n)
 			w.buf, w.n = <-w.free, 0
 		}
@@ -100,10 +130,9 @@ func (w *directWriter) Write(p []byte) (int, error) {
 // finish waits for the blocks written behind, writes the last partial
 // block, padded, and truncates the file to the bytes written.
 func (w *directWriter) finish() error {
-	w.shut = true
-	close(w.full)
+	w.stop()
 	defer w.release()
-	if err := <-w.werr; err != nil {
+	if err := w.failed(); err != nil {
 		w.err = err
 		return err
 	}
@@ -113,46 +142,63 @@ func (w *directWriter) finish() error {
 	size := w.off + int64(w.n)
 	padded := (w.n + align - 1) / align * align
 	clear(w.buf[w.n:padded])
-	if _, err := w.f.Write(w.buf[:padded]); err != nil {
+	if _, err := w.f.WriteAt(w.buf[:padded], w.off); err != nil {
 		return err
 	}
 	w.off, w.n = size, 0
 	return w.f.Truncate(size)
 }
 
-// abort stops the writer goroutine.
-func (w *directWriter) abort() {
+// stop ends the writers once they have written what they were given.
+func (w *directWriter) stop() {
 	if !w.shut {
 		w.shut = true
 		close(w.full)
-		<-w.werr
+		w.wg.Wait()
+	}
+}
+
+// abort stops the writers.
+func (w *directWriter) abort() {
+	if w.buf != nil {
+		w.stop()
 		w.release()
 	}
 }
 
-// release gives the blocks back once the writer goroutine has stopped:
-// one is being filled, the other is free.
+// release gives the blocks back once the writers have stopped: one is
+// being filled, the others are free.
 func (w *directWriter) release() {
 	if w.buf != nil {
 		putBlock(w.buf)
-		putBlock(<-w.free)
+		for range depth {
+			putBlock(<-w.free)
+		}
 		w.buf = nil
 	}
 }
 
 // directReader reads length bytes of an O_DIRECT file from an aligned
-// offset, a goroutine reading the next block while the caller uses the
-// current one.
+// offset, depth goroutines reading the next blocks while the caller uses
+// the current one: reader k reads blocks k, k+depth, k+2*depth, ... into
+// its own buffer and hands them over in order.
 type directReader struct {
 	f     *os.File
 	cur   []byte // unread part of the current block
 	block []byte // the current block, to give back
 	left  int64
-	next  chan readBlock
-	free  chan []byte
+	i     int // the index of the next block
+	held  int // the reader whose buffer is current, or -1
+	slots [depth]readSlot
 	stop  chan struct{}
-	done  chan struct{}
+	wg    sync.WaitGroup
 	err   error
+}
+
+// readSlot is one reader's hand-over: a read block, and its buffer back.
+type readSlot struct {
+	next chan readBlock
+	free chan []byte
 }
 
 type readBlock struct {
@@ -161,37 +207,43 @@ type readBlock struct {
 }
 
 func newDirectReader(f *os.File, offset, length int64) *directReader {
-	r := &directReader{f: f, left: length, next: make(chan readBlock, 1), free: make(chan []byte, 2), stop: make(chan struct{}), done: make(chan struct{})}
-	r.free <- getBlock()
-	r.free <- getBlock()
-	go func() {
-		defer close(r.done)
-		off := offset
-		for {
-			var b []byte
-			select {
-			case b = <-r.free:
-			case <-r.stop:
-				return
+	r := &directReader{f: f, left: length, held: -1, stop: make(chan struct{})}
+	end := offset + (length+align-1)/align*align // no reading past the content
+	for k := range r.slots {
+		sl := readSlot{next: make(chan readBlock, 1), free: make(chan []byte, 1)}
+		sl.free <- getBlock()
+		r.slots[k] = sl
+		r.wg.Go(func() {
+			for off := offset + int64(k)*directBuf; ; off += depth * directBuf {
+				var b []byte
+				select {
+				case b = <-sl.free:
+				case <-r.stop:
+					return
+				}
+				var n int
+				var err error
+				if want := min(int64(len(b)), end-off); want > 0 {
+					n, err = f.ReadAt(b[:want], off)
+					if err == nil && n < len(b) {
+						err = io.EOF
+					}
+				}
+				if n == 0 && err == nil {
+					err = io.EOF
+				}
+				select {
+				case sl.next <- readBlock{b[:n], err}:
+				case <-r.stop:
+					putBlock(b)
+					return
+				}
+				if err != nil {
+					return
+				}
 			}
-			n, err := f.ReadAt(b, off)
-			off += int64(n)
-			if err == nil && n < len(b) {
-				err = io.EOF
-			}
-			if n == 0 && err == nil {
-				err = io.EOF
-			}
-			select {
-			case r.next <- readBlock{b[:n], err}:
-			case <-r.stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+		})
+	}
 	return r
 }
 
@@ -203,12 +255,11 @@ func (r *directReader) Read(p []byte) (int, error) {
 		if r.err != nil {
 			return 0, r.err
 		}
-		if r.block != nil {
-			r.free <- r.block[:cap(r.block)]
-			r.block = nil
-		}
-		rb := <-r.next
-		r.cur, r.block = rb.b, rb.b
+		r.giveBack()
+		k := r.i % depth
+		rb := <-r.slots[k].next
+		r.i++
+		r.cur, r.block, r.held = rb.b, rb.b, k
 		if rb.err != nil {
 			r.err = rb.err
 		}
@@ -222,6 +273,14 @@ func (r *directReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// giveBack returns the current block's buffer to its reader.
+func (r *directReader) giveBack() {
+	if r.held >= 0 {
+		r.slots[r.held].free <- r.block[:cap(r.block)]
+		r.held, r.block, r.cur = -1, nil, nil
+	}
+}
+
 func (r *directReader) Close() error {
 	select {
 	case <-r.stop:
@@ -229,21 +288,24 @@ func (r *directReader) Close() error {
 	default:
 	}
 	close(r.stop)
-	<-r.done
-	if r.block != nil {
+	r.wg.Wait()
+	if r.held >= 0 {
 		putBlock(r.block)
-		r.block, r.cur = nil, nil
+		r.held, r.block, r.cur = -1, nil, nil
 	}
-	for {
+	for _, sl := range r.slots {
 		select {
-		case b := <-r.free:
+		case b := <-sl.free:
 			putBlock(b)
-		case rb := <-r.next:
+		default:
+		}
+		select {
+		case rb := <-sl.next:
 			putBlock(rb.b)
 		default:
-			return r.f.Close()
 		}
 	}
+	return r.f.Close()
 }
 
 // openDirect opens a file for a large aligned read of a known length
