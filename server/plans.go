@@ -75,13 +75,15 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if err := s.plans.Put(ctx, tenant.String(), p.PlanId, p); err != nil {
+	// A live plan is metered in the transaction that stores it: exactly once.
+	var usage []store.UsageDelta
+	if c.Key != nil && c.Key.Mode == platform.ModeLive {
+		usage = usageDeltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)
+	}
+	if err := s.plans.PutMetered(ctx, tenant.String(), p.PlanId, p, usage); err != nil {
 		return nil, err
 	}
 	s.planEvent(ctx, evPlanCreated, p)
-	if c.Key != nil && c.Key.Mode == platform.ModeLive {
-		s.usage.add(c.Key.OrgID, c.Key.AppID, platform.MeterPlans, 1)
-	}
 	for _, src := range srcs { // the quota observed while planning
 		if src.Quota != nil {
 			q := src.Quota

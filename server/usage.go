@@ -59,6 +59,14 @@ func (m *usageMeter) add(orgID, appID, meter string, qty float64) {
 	m.mu.Unlock()
 }
 
+// usageDeltas are the deltas that meter qty for an organization and one of its applications.
+func usageDeltas(orgID, appID, month, meter string, qty float64) []store.UsageDelta {
+	return []store.UsageDelta{
+		{Scope: "org:" + orgID, Month: month, Meter: meter, Quantity: qty},
+		{Scope: "app:" + appID, Month: month, Meter: meter, Quantity: qty},
+	}
+}
+
 // flush writes what was metered so far.
 func (m *usageMeter) flush() {
 	m.flushMu.Lock()

@@ -22,15 +22,8 @@ func (s *Server) newWebhooks(ctx context.Context) (*webhook.Engine, error) {
 		Dev:    s.cfg.Dev,
 		Now:    s.cfg.Now,
 		Logger: s.log,
-		OnFinal: func(ep *webhook.Endpoint, d *webhook.Delivery) {
-			// Live deliveries are metered when they succeed, once each.
-			if ep.Mode != platform.ModeLive || d.Status != webhook.DeliverySucceeded {
-				return
-			}
-			if app, err := s.devs.Application(context.Background(), ep.AppID); err == nil {
-				s.usage.add(app.OrgID, app.ID, platform.MeterWebhookDeliveries, 1)
-			}
-		},
+		// Live deliveries are metered by the store, in the transaction that records their
+		// success (store.Webhooks.UpdateDelivery).
 		OnDisabled: func(ep *webhook.Endpoint) {
 			app, err := s.devs.Application(context.Background(), ep.AppID)
 			if err != nil {

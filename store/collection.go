@@ -46,6 +46,29 @@ func (c *Collection[T]) Put(ctx context.Context, tenant, id string, m T) error {
 	})
 }
 
+// PutMetered is Put that also adds usage deltas in the same transaction: the resource and
+// its metering are stored together or not at all, so a crash can neither lose the count of a
+// stored resource nor count one that was not stored.
+func (c *Collection[T]) PutMetered(ctx context.Context, tenant, id string, m T, usage []UsageDelta) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
+	}
+	return c.db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if err != nil {
+			return err
+		}
+		if err := b.Put(resourceKey(tenant, id), data); err != nil {
+			return err
+		}
+		return addUsageTx(tx, usage)
+	})
+}
+
 // Get returns the resource id of tenant, or ErrNotFound; a resource of another tenant is not
 // found.
 func (c *Collection[T]) Get(ctx context.Context, tenant, id string) (T, error) {

@@ -29,23 +29,26 @@ func (db *DB) AddUsage(ctx context.Context, deltas []UsageDelta) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return db.update(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bUsage)
-		if err != nil {
+	return db.update(func(tx *bolt.Tx) error { return addUsageTx(tx, deltas) })
+}
+
+// addUsageTx adds deltas to the usage counters inside tx.
+func addUsageTx(tx *bolt.Tx, deltas []UsageDelta) error {
+	b, err := bucket(tx, bUsage)
+	if err != nil {
+		return err
+	}
+	for _, d := range deltas {
+		k := usageKey(d.Scope, d.Month, d.Meter)
+		var v float64
+		if old := b.Get(k); len(old) == 8 {
+			v = math.Float64frombits(binary.BigEndian.Uint64(old))
+		}
+		if err := b.Put(k, binary.BigEndian.AppendUint64(nil, math.Float64bits(v+d.Quantity))); err != nil {
 			return err
 		}
-		for _, d := range deltas {
-			k := usageKey(d.Scope, d.Month, d.Meter)
-			var v float64
-			if old := b.Get(k); len(old) == 8 {
-				v = math.Float64frombits(binary.BigEndian.Uint64(old))
-			}
-			if err := b.Put(k, binary.BigEndian.AppendUint64(nil, math.Float64bits(v+d.Quantity))); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // Usage returns a scope's meters in a month.
@@ -105,19 +108,8 @@ func (db *DB) AddUsageOnce(ctx context.Context, key string, deltas []UsageDelta)
 		if err := seen.Put([]byte(key), []byte{1}); err != nil {
 			return err
 		}
-		b, err := bucket(tx, bUsage)
-		if err != nil {
+		if err := addUsageTx(tx, deltas); err != nil {
 			return err
-		}
-		for _, d := range deltas {
-			k := usageKey(d.Scope, d.Month, d.Meter)
-			var v float64
-			if old := b.Get(k); len(old) == 8 {
-				v = math.Float64frombits(binary.BigEndian.Uint64(old))
-			}
-			if err := b.Put(k, binary.BigEndian.AppendUint64(nil, math.Float64bits(v+d.Quantity))); err != nil {
-				return err
-			}
 		}
 		applied = true
 		return nil

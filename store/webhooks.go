@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -222,13 +223,40 @@ func (w *Webhooks) CreateDelivery(ctx context.Context, d *webhook.Delivery) erro
 	})
 }
 
+// UpdateDelivery replaces a stored delivery. A delivery of a live webhook that becomes
+// succeeded is metered (webhook_deliveries, for the webhook's application and its
+// organization, in the month of d.UpdatedAt) in the same transaction, so each is counted
+// exactly once whatever crashes.
 func (w *Webhooks) UpdateDelivery(ctx context.Context, d *webhook.Delivery) error {
 	return w.db.update(func(tx *bolt.Tx) error {
 		var old webhook.Delivery
 		if err := getJSON(tx, bDeliveries, d.ID, &old, platform.ErrNotFound); err != nil {
 			return err
 		}
-		return putDelivery(tx, d)
+		if err := putDelivery(tx, d); err != nil {
+			return err
+		}
+		if old.Status == webhook.DeliverySucceeded || d.Status != webhook.DeliverySucceeded {
+			return nil
+		}
+		var ep webhook.Endpoint
+		if err := getJSON(tx, bWebhooks, d.WebhookID, &ep, platform.ErrNotFound); err != nil {
+			return err
+		}
+		if ep.Mode != platform.ModeLive {
+			return nil
+		}
+		var app platform.Application
+		if err := getJSON(tx, bApps, ep.AppID, &app, platform.ErrNotFound); errors.Is(err, platform.ErrNotFound) {
+			return nil // nobody to bill; the delivery is still recorded
+		} else if err != nil {
+			return fmt.Errorf("meter delivery %s: %w", d.ID, err)
+		}
+		month := platform.Month(d.UpdatedAt)
+		return addUsageTx(tx, []UsageDelta{
+			{Scope: "org:" + app.OrgID, Month: month, Meter: platform.MeterWebhookDeliveries, Quantity: 1},
+			{Scope: "app:" + app.ID, Month: month, Meter: platform.MeterWebhookDeliveries, Quantity: 1},
+		})
 	})
 }
 

@@ -168,7 +168,9 @@ type Store interface {
 	// exist. Delivery.Events must come back byte for byte (the engine escapes them the way
 	// encoding/json does, so a JSON store keeps them as they are).
 	CreateDelivery(ctx context.Context, d *Delivery) error
-	// UpdateDelivery replaces a stored delivery.
+	// UpdateDelivery replaces a stored delivery. A store that meters usage counts a live
+	// delivery that becomes succeeded in the same transaction (the server's bbolt store
+	// does), which makes the count exact across crashes.
 	UpdateDelivery(ctx context.Context, d *Delivery) error
 	// Delivery returns a delivery.
 	Delivery(ctx context.Context, id string) (*Delivery, error)
