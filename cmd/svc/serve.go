@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ func newServeCmd() *cobra.Command {
 		dev           bool
 		rateLimit     int
 		rateWindow    time.Duration
+		baseURL       string
+		oauthConfig   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -40,7 +43,7 @@ func newServeCmd() *cobra.Command {
 				dataDir = defaultDataDir()
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
-				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, log: cmd.ErrOrStderr()})
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, log: cmd.ErrOrStderr()})
 		},
 	}
 	f := cmd.Flags()
@@ -51,6 +54,8 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&rateWindow, "rate-window", platform.DefaultRateLimit.Window, "rate limit window")
 	f.StringVar(&pluginDir, "plugin-dir", builtin.DefaultPluginDir(), "directory of third-party provider plugins (svc-provider-NAME)")
 	f.BoolVar(&inProcess, "in-process-providers", false, "run the built-in providers in this process instead of as plugins")
+	f.StringVar(&baseURL, "base-url", "", "the externally visible origin, as clients and OAuth callbacks reach it (default: the listen address over http)")
+	f.StringVar(&oauthConfig, "oauth-config", "", "JSON file of the providers end users connect through OAuth 2 (docs/connect.md)")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -72,6 +77,8 @@ type serveOptions struct {
 	inProcess     bool
 	devSources    []string
 	rate          platform.RateLimit
+	baseURL       string
+	oauthConfig   string
 	log           interface{ Write([]byte) (int, error) }
 }
 
@@ -94,7 +101,18 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("providers: %w", err)
 	}
 	defer reg.Close()
-	srv, err := server.New(server.Config{DataDir: o.dataDir, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev})
+	var oauth map[providers.Name]server.OAuthProvider
+	if o.oauthConfig != "" {
+		if oauth, err = loadOAuthConfig(o.oauthConfig, reg.Names(), os.Getenv); err != nil {
+			return err
+		}
+	}
+	if o.baseURL != "" {
+		if u, err := url.Parse(o.baseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("--base-url %q: want an origin such as https://svc.example.com", o.baseURL)
+		}
+	}
+	srv, err := server.New(server.Config{DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth})
 	if err != nil {
 		return err
 	}
@@ -103,7 +121,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		srv.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	baseURL := "http://" + ln.Addr().String()
+	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
 	if o.dev {
 		var extra []server.SourceSpec
 		for _, ds := range o.devSources {
