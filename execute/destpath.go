@@ -64,7 +64,7 @@ func DestinationPath(template string, o *svcv1.PlanObject, meta providers.Object
 	}
 	r := strings.NewReplacer(
 		"{source_id}", clean(o.GetSourceId()),
-		"{provider}", clean(strings.TrimPrefix(strings.ToLower(o.GetProvider().String()), "provider_")),
+		"{provider}", clean(enumName(o.GetProvider())),
 		"{object_id}", clean(o.GetProviderObjectId()),
 		"{asset_id}", clean(o.GetAssetId()),
 		"{name}", strings.ReplaceAll(clean(name), "/", "_"),
