@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/providers"
 )
 
 // DefaultPathTemplate places a copy at a destination under its source, at the object's path
@@ -47,21 +46,17 @@ func CheckPathTemplate(t string) error {
 }
 
 // DestinationPath is where an object goes at a destination: the template (default
-// DefaultPathTemplate) with its placeholders filled from the plan object and the object's
-// metadata as fetched. Each filled value is cleaned so that it stays inside the destination
-// (no leading slash, no . or .. segments).
-func DestinationPath(template string, o *svcv1.PlanObject, meta providers.Object) string {
+// DefaultPathTemplate) with its placeholders filled from the plan object alone, so that a
+// write redone after a crash goes to the same path. {path} is the provider object id (a
+// relative path for folder and object-store providers) and {name} its last segment. Each
+// filled value is cleaned so that it stays inside the destination (no leading slash, no . or
+// .. segments).
+func DestinationPath(template string, o *svcv1.PlanObject) string {
 	if template == "" {
 		template = DefaultPathTemplate
 	}
-	objPath := meta.Path
-	if objPath == "" {
-		objPath = o.GetProviderObjectId()
-	}
-	name := meta.Name
-	if name == "" {
-		name = path.Base(objPath)
-	}
+	objPath := o.GetProviderObjectId()
+	name := path.Base(clean(objPath))
 	r := strings.NewReplacer(
 		"{source_id}", clean(o.GetSourceId()),
 		"{provider}", clean(enumName(o.GetProvider())),

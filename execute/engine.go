@@ -40,6 +40,9 @@ type Transition struct {
 	ResultID             string
 	Restorable           bool
 	Error                string
+	// Path is where a copy, move or restore writes at its destination, journaled with
+	// RESTORE_QUEUED before the write so that a redone write goes to the same place.
+	Path string `json:",omitempty"`
 }
 
 // AssetState is an asset's latest journal entry.
@@ -62,6 +65,8 @@ type Store interface {
 }
 
 // Sources opens the provider behind a source of a tenant, with the source's reference at it.
+// Destinations (dst_ ids) open the same way: the provider they write to and the reference
+// within it.
 type Sources interface {
 	Source(ctx context.Context, tenant, sourceID string) (providers.Provider, string, error)
 }

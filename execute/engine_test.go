@@ -60,7 +60,7 @@ func newRig(t interface{ Fatal(...any) }, n int) *rig {
 }
 
 func (r *rig) engine() *execute.Engine {
-	return execute.New(r.store, fakeSources{r.src}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
+	return execute.New(r.store, fakeSources{src: r.src}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
 }
 
 // check asserts the guarantee: every trashed object was trashed once and has a committed vault
@@ -157,7 +157,7 @@ func TestVersionChangeAndTransientErrors(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	r := newRig(t, 200)
-	e := execute.New(r.store, fakeSources{r.src}, &slowVault{memVault: r.vault}, r.finish, execute.Options{Concurrency: 1})
+	e := execute.New(r.store, fakeSources{src: r.src}, &slowVault{memVault: r.vault}, r.finish, execute.Options{Concurrency: 1})
 	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -209,17 +210,28 @@ func (f *fakeSource) sha(id string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-type fakeSources struct{ src *fakeSource }
+// fakeSources opens the fake source for every source id, and dst for destination ids.
+type fakeSources struct {
+	src *fakeSource
+	dst providers.Provider
+}
 
-func (s fakeSources) Source(context.Context, string, string) (providers.Provider, string, error) {
+func (s fakeSources) Source(_ context.Context, _ string, id string) (providers.Provider, string, error) {
+	if strings.HasPrefix(id, "dst_") {
+		if s.dst == nil {
+			return nil, "", providers.ErrNotFound
+		}
+		return s.dst, "", nil
+	}
 	return s.src, "ref", nil
 }
 
 // memVault keeps content by SHA-256 and verifies what it stores.
 type memVault struct {
-	mu    sync.Mutex
-	blobs map[string][]byte
-	store *memStore
+	mu      sync.Mutex
+	blobs   map[string][]byte
+	byAsset map[string]string // asset id -> sha256 of its committed copy
+	store   *memStore
 }
 
 func (v *memVault) Store(_ context.Context, _ string, a execute.Asset, body io.Reader, verifying func() error) (execute.VaultRef, error) {
@@ -237,6 +249,10 @@ func (v *memVault) Store(_ context.Context, _ string, a execute.Asset, body io.R
 	h := hex.EncodeToString(sum[:])
 	v.mu.Lock()
 	v.blobs[h] = data
+	if v.byAsset == nil {
+		v.byAsset = map[string]string{}
+	}
+	v.byAsset[a.Object.GetAssetId()] = h
 	v.mu.Unlock()
 	return execute.VaultRef{ID: "vlt_" + h[:26], SHA256: h, Size: int64(len(data))}, nil
 }
@@ -265,5 +281,15 @@ func (f *countingFinisher) Finish(_ context.Context, _ string, x *svcv1.Executio
 }
 
 func (v *memVault) Read(_ context.Context, _, assetID string) (io.ReadCloser, execute.VaultRef, error) {
-	return nil, execute.VaultRef{}, errors.New("no restores in these tests")
+	if v.store != nil && v.store.crashed.Load() {
+		return nil, execute.VaultRef{}, errCrashed
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h, ok := v.byAsset[assetID]
+	if !ok {
+		return nil, execute.VaultRef{}, errors.New("no vault copy of " + assetID)
+	}
+	data := v.blobs[h]
+	return io.NopCloser(bytes.NewReader(data)), execute.VaultRef{ID: "vlt_" + h[:26], SHA256: h, Size: int64(len(data))}, nil
 }

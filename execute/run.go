@@ -1,9 +1,13 @@
 package execute
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,18 +44,27 @@ func enumName(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(
 
 func has(o *svcv1.PlanObject, a svcv1.PlanAction) bool { return slices.Contains(o.GetActions(), a) }
 
-// sourceAction reports whether an object's actions change its source.
+// sourceAction reports whether an object's actions change its source: a trash, or the
+// removal of the original that ends a move.
 func sourceAction(o *svcv1.PlanObject) bool {
-	return has(o, svcv1.PlanAction_PLAN_ACTION_TRASH)
+	return has(o, svcv1.PlanAction_PLAN_ACTION_TRASH) || has(o, svcv1.PlanAction_PLAN_ACTION_MOVE)
 }
 
-// done reports whether an asset in state s has nothing left to do.
+// writesOut reports whether an object's actions write it to the plan's destination.
+func writesOut(o *svcv1.PlanObject) bool {
+	return has(o, svcv1.PlanAction_PLAN_ACTION_COPY) || has(o, svcv1.PlanAction_PLAN_ACTION_MOVE)
+}
+
+// done reports whether an asset in state s has nothing left to do. A copy, move or restore
+// written to its destination is RESTORED; a move then removes the original.
 func done(o *svcv1.PlanObject, s svcv1.StepState) bool {
 	switch s {
-	case skipped, failed, excluded, reclaimPending, svcv1.StepState_STEP_STATE_RECLAIM_CONFIRMED, restored:
+	case skipped, failed, excluded, reclaimPending, svcv1.StepState_STEP_STATE_RECLAIM_CONFIRMED:
 		return true
+	case restored:
+		return !has(o, svcv1.PlanAction_PLAN_ACTION_MOVE)
 	case vaultCommitted:
-		return !sourceAction(o)
+		return !sourceAction(o) && !writesOut(o)
 	}
 	return false
 }
@@ -289,10 +302,10 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		return
 	}
 	if state == discovered {
-		if !has(o, svcv1.PlanAction_PLAN_ACTION_PRESERVE) && !sourceAction(o) {
+		if !has(o, svcv1.PlanAction_PLAN_ACTION_PRESERVE) && !sourceAction(o) && !writesOut(o) {
 			what := "nothing to do"
-			if has(o, svcv1.PlanAction_PLAN_ACTION_COPY) || has(o, svcv1.PlanAction_PLAN_ACTION_MOVE) || has(o, svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE) {
-				what = "copy, move and unsubscribe are not executed yet"
+			if has(o, svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE) {
+				what = "unsubscribe is not executed yet"
 			}
 			step(excluded, "exclude", "skipped", func(t *Transition) { t.Error = what })
 			return
@@ -360,6 +373,12 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		}
 		r.bytes.Add(ref2.Size)
 	}
+	if writesOut(o) && (state == selected || state == vaultCommitted || state == restoreQueued) {
+		if !r.writeOut(ctx, o, state, last, src, ref, step, fail, skip) {
+			return
+		}
+		state = restored
+	}
 	if !sourceAction(o) {
 		r.processed.Add(1)
 		return
@@ -370,9 +389,21 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		return
 	}
 	// The guarantee: nothing is done at the source before the vault copy is committed, when
-	// preservation is elected.
-	if o.GetPreservationElected() && state != vaultCommitted && state != actionQueued {
-		fail("trash", fmt.Errorf("refusing to trash %s in state %s without a committed vault copy", o.GetAssetId(), enumName(state)))
+	// preservation is elected, and a move removes the original only once its copy at the
+	// destination is written and verified.
+	var ready bool
+	switch {
+	case state == actionQueued:
+		ready = true
+	case has(o, svcv1.PlanAction_PLAN_ACTION_MOVE):
+		ready = state == restored
+	case o.GetPreservationElected():
+		ready = state == vaultCommitted
+	default:
+		ready = state == selected || state == vaultCommitted
+	}
+	if !ready {
+		fail("trash", fmt.Errorf("refusing to remove %s from its source in state %s: its copy is not committed", o.GetAssetId(), enumName(state)))
 		return
 	}
 	if state != actionQueued {
@@ -442,9 +473,176 @@ func (r *runner) retry(ctx context.Context, pace interface{ Wait(context.Context
 	}
 }
 
-// restore writes an asset's verified vault copy back to its source (the plan's object says
-// where: the original object id as the path). RESTORE_QUEUED is journaled before the write;
-// a write repeated after a crash finds the object already there and stops.
+// writeOut writes an object to the plan's destination, for a copy or a move: from its vault
+// copy when it was preserved (read and verified), else fetched from the source against the
+// planned version. RESTORE_QUEUED, with the path, is journaled before the write; the write
+// never replaces an object already at the path unless that object holds the same content (a
+// write redone after a crash, or an earlier export); and the written object is read back from
+// the destination and its SHA-256 checked before RESTORED is journaled. It reports whether the
+// object is written (the caller's state is then RESTORED).
+func (r *runner) writeOut(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState, last Transition, src providers.Provider, ref string,
+	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) bool {
+	work := context.WithoutCancel(ctx)
+	name, mode := "copy", providers.WriteCopy
+	if has(o, svcv1.PlanAction_PLAN_ACTION_MOVE) {
+		name, mode = "move", providers.WriteMove
+	}
+	dest := r.plan.GetDestination()
+	if dest == nil {
+		fail(name, errors.New("the plan has no destination"))
+		return false
+	}
+	preserved := has(o, svcv1.PlanAction_PLAN_ACTION_PRESERVE)
+	if preserved && state == selected {
+		fail(name, fmt.Errorf("refusing to %s %s without its committed vault copy", name, o.GetAssetId()))
+		return false
+	}
+	path := DestinationPath(dest.GetPathTemplate(), o)
+	if state == restoreQueued && last.Path != "" {
+		path = last.Path
+	}
+	if state != restoreQueued {
+		if ctx.Err() != nil {
+			return false
+		}
+		if !step(restoreQueued, name, "ok", func(t *Transition) { t.Path = path }) {
+			return false
+		}
+	}
+	dst, dref, err := r.e.sources.Source(work, r.tenant, dest.GetDestinationId())
+	if err != nil {
+		fail(name, fmt.Errorf("open the destination: %w", err))
+		return false
+	}
+	w, ok := providers.AsWriter(dst)
+	if !ok {
+		fail(name, fmt.Errorf("the destination cannot be written to: %w", providers.ErrUnsupported))
+		return false
+	}
+	var out writeResult
+	err = r.retry(work, r.e.limiter(providers.Name(enumName(dest.GetProvider()))), func() error {
+		var body io.ReadCloser
+		var want string
+		size := int64(-1)
+		if preserved {
+			rc, v, err := r.e.vault.Read(work, r.tenant, o.GetAssetId())
+			if err != nil {
+				return err
+			}
+			body, want, size, out.vault = rc, v.SHA256, v.Size, v
+		} else {
+			c, err := src.Fetch(work, providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()})
+			if err != nil {
+				return err
+			}
+			body, want, size = c.Body, o.GetExpectedSha256(), c.Object.SizeBytes
+		}
+		defer body.Close()
+		out, err = writeVerified(work, dst, w, providers.WriteRequest{SourceRef: dref, Path: path, SizeBytes: size, SHA256: want, Mode: mode}, body, out.vault)
+		return err
+	})
+	switch {
+	case errors.Is(err, providers.ErrVersionMismatch):
+		skip(name, "the object's version changed since the plan: "+err.Error())
+		return false
+	case errors.Is(err, providers.ErrNotFound):
+		skip(name, "the object is no longer at the source")
+		return false
+	case errors.Is(err, providers.ErrAlreadyExists):
+		skip(name, "another object is already at "+path+" at the destination; it was left as it is")
+		return false
+	case errors.Is(err, providers.ErrInvalidData) && !preserved:
+		skip(name, "the content differs from the planned content; nothing was left at the destination: "+err.Error())
+		return false
+	case err != nil:
+		fail(name, err)
+		return false
+	}
+	if !step(restored, name, "ok", func(t *Transition) {
+		t.ResultID, t.Bytes, t.Path, t.VaultID, t.VaultSHA256 = out.obj.ID, out.size, path, out.vault.ID, out.vault.SHA256
+	}) {
+		return false
+	}
+	r.bytes.Add(out.size)
+	return true
+}
+
+// writeResult is a verified write to a destination.
+type writeResult struct {
+	obj   providers.Object // as the destination reports it
+	size  int64
+	vault VaultRef // the vault copy it was written from, if any
+}
+
+// writeVerified writes body with w and reads the written object back from dst, checking that
+// it holds exactly the bytes written (and req.SHA256, when set). When an object is already at
+// the path, it is accepted only if it holds the same content; otherwise the error wraps
+// providers.ErrAlreadyExists and nothing is changed.
+func writeVerified(ctx context.Context, dst providers.Provider, w providers.Writer, req providers.WriteRequest, body io.Reader, v VaultRef) (writeResult, error) {
+	h := sha256.New()
+	cr := &countingReader{r: io.TeeReader(body, h)}
+	obj, err := w.Write(ctx, req, cr)
+	if errors.Is(err, providers.ErrAlreadyExists) {
+		// Hash the rest, then compare with what is there.
+		if _, cerr := io.Copy(io.Discard, cr); cerr != nil {
+			return writeResult{}, cerr
+		}
+		sum := hex.EncodeToString(h.Sum(nil))
+		there, n, rerr := readBack(ctx, dst, req.SourceRef, req.Path)
+		if rerr != nil || there != sum || (req.SHA256 != "" && sum != req.SHA256) {
+			return writeResult{}, err // someone else's object: leave it
+		}
+		return writeResult{obj: providers.Object{ID: req.Path, SizeBytes: n}, size: n, vault: v}, nil
+	}
+	if err != nil {
+		return writeResult{}, err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if req.SHA256 != "" && sum != req.SHA256 {
+		return writeResult{}, fmt.Errorf("wrote sha256 %s, want %s: %w", sum, req.SHA256, providers.ErrInvalidData)
+	}
+	id := cmp.Or(obj.ID, req.Path)
+	there, n, err := readBack(ctx, dst, req.SourceRef, id)
+	if err != nil {
+		return writeResult{}, fmt.Errorf("read back %s from the destination: %w", id, err)
+	}
+	if there != sum || n != cr.n {
+		return writeResult{}, fmt.Errorf("the destination holds sha256 %s (%d bytes) at %s, written %s (%d bytes): %w", there, n, id, sum, cr.n, providers.ErrInvalidData)
+	}
+	obj.ID = id
+	return writeResult{obj: obj, size: n, vault: v}, nil
+}
+
+// readBack fetches an object and returns its SHA-256 and size.
+func readBack(ctx context.Context, p providers.Provider, ref, id string) (string, int64, error) {
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: ref, ObjectID: id})
+	if err != nil {
+		return "", 0, err
+	}
+	defer c.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, c.Body)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// restore writes an asset's verified vault copy back to its source, or to the plan's
+// destination when it has one (the plan's object says where: the path is its provider object
+// id). RESTORE_QUEUED is journaled before the write; a write repeated after a crash finds the
+// object already there and stops.
 func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState,
 	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) {
 	work := context.WithoutCancel(ctx)
@@ -459,11 +657,15 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 		if ctx.Err() != nil {
 			return
 		}
-		if !step(restoreQueued, "queue", "ok", nil) {
+		if !step(restoreQueued, "queue", "ok", func(t *Transition) { t.Path = o.GetProviderObjectId() }) {
 			return
 		}
 	}
-	src, ref, err := r.e.sources.Source(work, r.tenant, o.GetSourceId())
+	target, provider := o.GetSourceId(), o.GetProvider()
+	if d := r.plan.GetDestination(); d != nil {
+		target, provider = d.GetDestinationId(), d.GetProvider()
+	}
+	src, ref, err := r.e.sources.Source(work, r.tenant, target)
 	if err != nil {
 		fail("restore", err)
 		return
@@ -475,7 +677,7 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 	}
 	var written providers.Object
 	var vref VaultRef
-	err = r.retry(work, r.e.limiter(providers.Name(enumName(o.GetProvider()))), func() error {
+	err = r.retry(work, r.e.limiter(providers.Name(enumName(provider))), func() error {
 		body, v, err := r.e.vault.Read(work, r.tenant, o.GetAssetId())
 		if err != nil {
 			return err
@@ -498,7 +700,7 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 		return
 	}
 	step(restored, "restore", "ok", func(t *Transition) {
-		t.ResultID, t.Bytes, t.VaultID, t.VaultSHA256 = written.ID, vref.Size, vref.ID, vref.SHA256
+		t.ResultID, t.Bytes, t.VaultID, t.VaultSHA256, t.Path = written.ID, vref.Size, vref.ID, vref.SHA256, o.GetProviderObjectId()
 	})
 	r.processed.Add(1)
 }

@@ -1,0 +1,207 @@
+package execute_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"pgregory.net/rapid"
+
+	"svc.dev/svc/execute"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/plan"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/local"
+)
+
+// destRig is a rig whose plan writes every object to a destination folder (vendor_d_local):
+// a move with preservation (migrate) or a copy (export).
+type destRig struct {
+	*rig
+	dir string
+	dst providers.Provider
+}
+
+func newDestRig(t interface{ Fatal(...any) }, dir string, n int, actions ...svcv1.PlanAction) *destRig {
+	r := &destRig{rig: newRig(t, n), dir: dir}
+	dst, err := local.New(context.Background(), providers.Config{"root": r.dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dst = dst
+	p := r.plan
+	p.Intent = svcv1.PlanIntent_PLAN_INTENT_MIGRATE
+	if !slices.Contains(actions, svcv1.PlanAction_PLAN_ACTION_MOVE) {
+		p.Intent = svcv1.PlanIntent_PLAN_INTENT_EXPORT
+	}
+	p.Destination = &svcv1.Destination{DestinationId: "dst_1", Provider: svcv1.Provider_PROVIDER_VENDOR_D_LOCAL, Label: "folder",
+		PathTemplate: proto.String("export/{path}")}
+	for _, o := range p.Objects {
+		o.Actions = actions
+		o.PreservationElected = slices.Contains(actions, svcv1.PlanAction_PLAN_ACTION_PRESERVE)
+	}
+	h, err := plan.Hash(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hash, p.Authorization.PlanHashAtAuthorization = h, h
+	return r
+}
+
+func (r *destRig) engine() *execute.Engine {
+	return execute.New(r.store, fakeSources{src: r.src, dst: r.dst}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
+}
+
+// atDestination returns the SHA-256 of the file an object was written to, or "".
+func (r *destRig) atDestination(id string) string {
+	b, err := os.ReadFile(filepath.Join(r.dir, "export", id))
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func TestMoveWritesVerifiesThenRemoves(t *testing.T) {
+	r := newDestRig(t, t.TempDir(), 30, svcv1.PlanAction_PLAN_ACTION_PRESERVE, svcv1.PlanAction_PLAN_ACTION_MOVE)
+	e := r.engine()
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	x = r.check(t, x.Id)
+	if x.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED || x.Completed != 30 || len(r.src.trash) != 30 {
+		t.Fatalf("execution %v %d/%d, %d removed: %v", x.Status, x.Completed, x.Attempted, len(r.src.trash), x.Errors)
+	}
+	for id, sha := range r.shas {
+		if got := r.atDestination(id); got != sha {
+			t.Fatalf("%s at the destination: sha256 %q, want %s", id, got, sha)
+		}
+	}
+	if x.BytesTransferred == 0 || x.BytesTransferred != x.BytesPreserved || x.BytesRemoved != x.BytesPreserved {
+		t.Fatalf("bytes preserved %d transferred %d removed %d", x.BytesPreserved, x.BytesTransferred, x.BytesRemoved)
+	}
+	// Per asset: commit, then the write (queued with its path, then written), then removal.
+	var seq []string
+	for _, s := range x.Steps {
+		if s.AssetId == "ast_007" {
+			seq = append(seq, s.GetToState().String())
+		}
+	}
+	want := "STEP_STATE_SELECTED STEP_STATE_FETCHING STEP_STATE_VAULTING STEP_STATE_VERIFYING STEP_STATE_VAULT_COMMITTED " +
+		"STEP_STATE_RESTORE_QUEUED STEP_STATE_RESTORED STEP_STATE_SOURCE_ACTION_QUEUED STEP_STATE_SOURCE_TRASHED_OR_REMOVED STEP_STATE_RECLAIM_PENDING"
+	if got := strings.Join(seq, " "); got != want {
+		t.Fatalf("ast_007 went\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestCopyLeavesSourceAndForeignObjectsAlone(t *testing.T) {
+	r := newDestRig(t, t.TempDir(), 10, svcv1.PlanAction_PLAN_ACTION_COPY)
+	// obj-003's path holds someone else's file; obj-004's already holds the same content
+	// (an earlier export).
+	mustWrite(t, filepath.Join(r.dir, "export", "obj-003"), []byte("not yours"))
+	mustWrite(t, filepath.Join(r.dir, "export", "obj-004"), r.src.content["obj-004"])
+	// obj-005 changes version after the plan: it is not copied.
+	r.src.version["obj-005"] = "v2"
+	e := r.engine()
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	x = r.check(t, x.Id)
+	if len(r.src.trash) != 0 || len(r.src.content) != 10 {
+		t.Fatalf("a copy changed the source: %d trashed", len(r.src.trash))
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.dir, "export", "obj-003")); string(b) != "not yours" {
+		t.Fatalf("the foreign file was replaced: %q", b)
+	}
+	if r.atDestination("obj-005") != "" {
+		t.Fatal("an object whose version moved was copied")
+	}
+	for _, id := range []string{"obj-000", "obj-004", "obj-009"} {
+		if r.atDestination(id) != r.shas[id] {
+			t.Fatalf("%s not copied", id)
+		}
+	}
+	if x.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_PARTIALLY_COMPLETED || x.Completed != 8 || countSkipped(x) != 2 {
+		t.Fatalf("execution %v completed %d skipped %d: %v", x.Status, x.Completed, countSkipped(x), x.Steps)
+	}
+	if x.BytesPreserved != 0 || x.BytesTransferred == 0 {
+		t.Fatalf("bytes preserved %d transferred %d", x.BytesPreserved, x.BytesTransferred)
+	}
+}
+
+func mustWrite(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The move guarantee under crashes at any journal write: afterwards every object is either
+// still at its source, or was removed exactly once, after its vault copy was committed and its
+// copy at the destination holds exactly its content.
+func TestMoveCrashAtAnyJournalWrite(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		dir, err := os.MkdirTemp("", "svc-move-")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		r := newDestRig(rt, dir, 12, svcv1.PlanAction_PLAN_ACTION_PRESERVE, svcv1.PlanAction_PLAN_ACTION_MOVE)
+		if n := rapid.IntRange(2, 9).Draw(rt, "transient"); n > 2 {
+			r.src.transient = n
+		}
+		crashes := rapid.SliceOfN(rapid.IntRange(1, 130), 1, 4).Draw(rt, "crashes")
+		e := r.engine()
+		x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		r.store.mu.Lock()
+		r.store.crashAfter = r.store.records + crashes[0]
+		r.store.mu.Unlock()
+		for i := range crashes {
+			e.Wait()
+			r.store.mu.Lock()
+			r.store.crashed.Store(false)
+			r.store.crashAfter = 0
+			if i+1 < len(crashes) {
+				r.store.crashAfter = r.store.records + crashes[i+1]
+			}
+			r.store.mu.Unlock()
+			e = r.engine()
+			if err := e.Resume(context.Background()); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		e.Wait()
+		got := r.check(rt, x.Id)
+		for id := range r.src.trash {
+			if r.atDestination(id) != r.shas[id] {
+				rt.Fatalf("%s removed without its copy at the destination", id)
+			}
+		}
+		if got.Failed != 0 || got.Completed != 12 || len(r.src.trash) != 12 {
+			rt.Fatalf("after crashes: %v completed %d failed %d removed %d errors %v", got.Status, got.Completed, got.Failed, len(r.src.trash), got.Errors)
+		}
+		entries, _ := os.ReadDir(filepath.Join(r.dir, "export"))
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".svc-write-") {
+				rt.Fatalf("a temporary file was left at the destination: %s", e.Name())
+			}
+		}
+	})
+}
