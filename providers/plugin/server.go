@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -63,9 +64,27 @@ func Serve(desc providers.Description, factory providers.Factory, opts ...ServeO
 	}
 	if cfg.ctx != nil {
 		sc.Test = &goplugin.ServeTestConfig{Context: cfg.ctx}
+	} else {
+		go exitWithParent(os.Getppid(), time.Second)
 	}
 	goplugin.Serve(sc)
 	srv.lanes.close()
+}
+
+// exitWithParent ends the plugin when the host that started it is gone (its parent process
+// changes: it was re-parented), checking every interval. A host killed with SIGKILL cannot
+// stop its plugins, and go-plugin's own shutdown needs a live host; without this they would
+// live on as orphans.
+func exitWithParent(ppid int, interval time.Duration) {
+	if ppid <= 1 {
+		return // started by init or a container's first process: nothing to watch
+	}
+	for range time.Tick(interval) {
+		if os.Getppid() != ppid {
+			fmt.Fprintln(os.Stderr, "svc provider plugin: the host process is gone; exiting")
+			os.Exit(2)
+		}
+	}
 }
 
 // server implements the protocol over a provider factory. Each Open makes a
