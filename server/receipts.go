@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/manifest"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
@@ -55,6 +58,11 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	}
 	in.Errors = x.GetErrors()
 	in.Objects = receiptObjects(p, journal)
+	// Manifests record the destination writes before the receipt exists: a finish repeated
+	// after a crash stops at the stored receipt.
+	if err := s.recordDestinations(ctx, tenantRef, x.GetId(), p, journal); err != nil {
+		return "", err
+	}
 	for _, o := range in.Objects {
 		if o.Restorable {
 			in.Restoration.Method = "vault_to_original"
@@ -115,13 +123,15 @@ func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Objec
 			ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Bytes = true, a.vault.VaultID, a.vault.VaultSHA256, a.vault.Bytes
 			ro.Restorable = true
 		}
-		if a.removed != nil {
+		if a.restored != nil { // written to a destination (copy, move) or restored
+			ro.Transferred, ro.ProviderResultID, ro.Bytes = true, a.restored.ResultID, a.restored.Bytes
+			if a.restored.VaultID != "" {
+				ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Restorable = true, a.restored.VaultID, a.restored.VaultSHA256, true
+			}
+		}
+		if a.removed != nil { // its result id is what an untrash needs
 			ro.Removed, ro.ProviderResultID = true, a.removed.ResultID
 			ro.Restorable = ro.Restorable || a.removed.Restorable
-		}
-		if a.restored != nil {
-			ro.Transferred, ro.ProviderResultID, ro.Bytes = true, a.restored.ResultID, a.restored.Bytes
-			ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Restorable = true, a.restored.VaultID, a.restored.VaultSHA256, true
 		}
 		last := a.last.To
 		switch {
@@ -137,6 +147,43 @@ func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Objec
 		out = append(out, ro)
 	}
 	return out
+}
+
+// recordDestinations adds every verified write to a destination (copy, move, restore) to the
+// asset's manifest: a destinations entry and its copied_to, moved_to or restored_to edge. An
+// asset copied without a vault copy gets its manifest here.
+func (s *Server) recordDestinations(ctx context.Context, tenant, exeID string, p *svcv1.Plan, journal []execute.Transition) error {
+	objs := make(map[string]*svcv1.PlanObject, len(p.GetObjects()))
+	for _, o := range p.GetObjects() {
+		objs[o.GetAssetId()] = o
+	}
+	for _, t := range journal {
+		o := objs[t.AssetID]
+		if t.To != svcv1.StepState_STEP_STATE_RESTORED || o == nil {
+			continue
+		}
+		d := manifest.Destination{DestinationID: o.GetSourceId(), Provider: o.GetProvider(), ObjectID: t.ResultID, Path: t.Path,
+			Mode: svcv1.DestinationMode_DESTINATION_MODE_RESTORE, WrittenAt: t.At, Verified: true}
+		if dst := p.GetDestination(); dst != nil {
+			d.DestinationID, d.Provider, d.Lossiness = dst.GetDestinationId(), dst.GetProvider(), dst.GetKnownLossiness()
+		}
+		switch {
+		case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_MOVE):
+			d.Mode = svcv1.DestinationMode_DESTINATION_MODE_MOVE
+		case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_COPY):
+			d.Mode = svcv1.DestinationMode_DESTINATION_MODE_COPY
+		}
+		if _, err := s.assetManifest(ctx, tenant, o, providers.Object{ID: o.GetProviderObjectId(), SizeBytes: o.GetExpectedSizeBytes()}); err != nil {
+			return err
+		}
+		err := s.manifests.Update(ctx, tenant, t.AssetID, func(m *svcv1.Manifest) error {
+			return manifest.Apply(m, &manifest.Update{ExecutionID: exeID, At: t.At, Destinations: []manifest.Destination{d}})
+		})
+		if err != nil {
+			return fmt.Errorf("manifest of %s: %w", t.AssetID, err)
+		}
+	}
+	return nil
 }
 
 func cmpOr(a, b string) string {
@@ -188,6 +235,8 @@ func (s *Server) chargeExecution(ctx context.Context, p *svcv1.Plan, x *svcv1.Ex
 	for _, o := range objs {
 		if o.Preserved {
 			preserved += o.Bytes
+		}
+		if o.Preserved || o.Transferred {
 			moved += o.Bytes
 		}
 	}

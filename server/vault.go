@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -104,16 +105,15 @@ func (v engineVault) Read(ctx context.Context, tenant, assetID string) (io.ReadC
 	return rc, execute.VaultRef{ID: o.ID, SHA256: o.SHA256.String(), Size: o.SizeBytes}, nil
 }
 
-// restoreVaultObject builds a draft plan that restores a vault object to its original source
-// (spec #19). The plan is authorized and executed like any other.
+// restoreVaultObject builds a draft plan that restores a vault object (spec #19): to its
+// original source, at the original path or at path; or, with destination_id, to that
+// destination, at path or where the destination's path template puts the original. The plan
+// is authorized and executed like any other.
 func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVaultObjectRequest) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
 	o, err := s.vaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
-	}
-	if req.DestinationId != nil {
-		return nil, invalid("destination_id", "restores go to the original source for now; give a path to restore beside the original")
 	}
 	if o.SourceID == "" || o.AssetID == "" {
 		return nil, invalid("id", "the vault object has no original source to restore to")
@@ -122,19 +122,34 @@ func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVault
 	if err != nil {
 		return nil, err
 	}
+	var dst *svcv1.Destination
+	if req.DestinationId != nil {
+		if dst, err = s.destinations.Get(ctx, c.Tenant.String(), req.GetDestinationId()); err != nil {
+			return nil, err
+		}
+	}
 	target := m.GetSource().GetObjectId()
-	if req.Path != nil {
+	switch {
+	case req.Path != nil:
 		target = req.GetPath()
+	case dst != nil && target != "": // where the destination puts a copy of the original
+		target = execute.DestinationPath(dst.GetPathTemplate(), &svcv1.PlanObject{AssetId: o.AssetID, SourceId: o.SourceID,
+			Provider: o.Provider, ProviderObjectId: target})
 	}
 	if target == "" {
 		return nil, invalid("path", "is required: the original location is not known")
+	}
+	ops := []svcv1.OperationClass{svcv1.OperationClass_OPERATION_CLASS_DISCOVER, svcv1.OperationClass_OPERATION_CLASS_RESTORE}
+	if dst != nil {
+		ops = append(ops, svcv1.OperationClass_OPERATION_CLASS_WRITE)
+		slices.Sort(ops)
 	}
 	now := s.cfg.Now().UTC().Truncate(time.Millisecond)
 	p := &svcv1.Plan{
 		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: c.Tenant.String(), UserId: c.Tenant.Owner, Actor: c.Actor(),
 		Intent: svcv1.PlanIntent_PLAN_INTENT_RESTORE, Simulated: c.Tenant.Simulated(),
-		OperationClasses: []svcv1.OperationClass{svcv1.OperationClass_OPERATION_CLASS_DISCOVER, svcv1.OperationClass_OPERATION_CLASS_RESTORE},
-		CreatedAt:        timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(plan.DefaultTTL)),
+		OperationClasses: ops, Destination: dst,
+		CreatedAt: timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(plan.DefaultTTL)),
 		SourceMarkers: []*svcv1.SourceMarker{{Provider: o.Provider, SourceId: o.SourceID, Kind: svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_NONE,
 			Value: "restore", ObservedAt: timestamppb.New(now)}},
 		Objects: []*svcv1.PlanObject{{AssetId: o.AssetID, SourceId: o.SourceID, Provider: o.Provider, ProviderObjectId: target,
