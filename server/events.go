@@ -12,6 +12,8 @@ import (
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
+	"svc.dev/svc/platform/webhook"
+	"svc.dev/svc/store"
 )
 
 // Event types the server emits (docs/webhooks.md has the whole catalogue).
@@ -32,7 +34,10 @@ const (
 
 // emit records a CloudEvents 1.0 event in the tenant's stream and in the stream of every
 // application that reaches the tenant, plus the applications in also (one a change just cut
-// off, say); test-mode events carry svcsimulated. It never fails the operation that emitted it.
+// off, say), and queues it for their webhooks, all in one transaction (store.PublishEvents): an
+// event that can be listed is also on its way to every webhook subscribed to it. Test-mode
+// events carry svcsimulated. It never fails the operation that emitted it: that change is
+// already stored, and an error is logged.
 func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, subject string, data map[string]any, also ...string) {
 	d, err := structpb.NewStruct(data)
 	if err != nil {
@@ -41,8 +46,8 @@ func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, 
 	}
 	ev := &svcv1.Event{Specversion: "1.0", Id: id.New("evt"), Source: source, Type: typ, Time: timestamppb.New(s.cfg.Now()),
 		Subject: subject, Datacontenttype: "application/json", Data: d, Svcsimulated: tenant.Simulated()}
-	s.events.add(tenant.String(), ev.Id, ev)
-	apps, err := s.devs.Reaching(context.WithoutCancel(ctx), tenant)
+	ctx = context.WithoutCancel(ctx)
+	apps, err := s.devs.Reaching(ctx, tenant)
 	if err != nil {
 		s.log.Error("event audience", "type", typ, "err", err)
 	}
@@ -51,10 +56,23 @@ func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, 
 			apps = append(apps, app)
 		}
 	}
+	items := []store.Item[*svcv1.Event]{{Tenant: tenant.String(), ID: ev.Id, Value: ev}}
 	for _, app := range apps {
-		s.events.add(appStream(app, tenant.Mode), ev.Id, ev)
+		items = append(items, store.Item[*svcv1.Event]{Tenant: appStream(app, tenant.Mode), ID: ev.Id, Value: ev})
 	}
-	s.deliverEvent(ctx, tenant.Mode, apps, ev)
+	var queue []webhook.QueuedEvent
+	if s.webhooks != nil && len(apps) > 0 {
+		if queue, err = s.webhooks.Queue(ctx, tenant.Mode, ev, apps); err != nil {
+			s.log.Error("queue event for webhooks", "event_id", ev.Id, "err", err)
+		}
+	}
+	if err := store.PublishEvents(ctx, s.eventLog, items, queue); err != nil {
+		s.log.Error("record event", "event_id", ev.Id, "type", typ, "err", err)
+		return
+	}
+	if s.webhooks != nil {
+		s.webhooks.Wake(queue)
+	}
 }
 
 // appStream is the stream of events an application's keys of one mode read.
@@ -72,7 +90,6 @@ func (s *Server) listEvents(ctx context.Context, req *svcv1.ListEventsRequest) (
 	if c.Key != nil {
 		stream = appStream(c.Key.AppID, c.Key.Mode)
 	}
-	s.events.flush()
 	page, err := s.eventLog.List(ctx, stream, after, limit, func(ev *svcv1.Event) bool {
 		if req.Since != nil && ev.GetTime().AsTime().Before(req.GetSince().AsTime()) {
 			return false

@@ -89,7 +89,6 @@ type Server struct {
 	auditLog     *store.Collection[*svcv1.AuditEntry]
 	audit        *batchWriter[*svcv1.AuditEntry]
 	eventLog     *store.Collection[*svcv1.Event]
-	events       *batchWriter[*svcv1.Event]
 	usage        *usageMeter
 
 	// engine runs executions; nil until a vault and a receipt signer are configured.
@@ -185,7 +184,6 @@ func New(cfg Config) (*Server, error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
-	s.events = newBatchWriter(s.eventLog, logErr("events"))
 	s.usage = newUsageMeter(s)
 	if s.providers == nil {
 		if s.providers, err = builtin.Registry(builtin.Options{}); err != nil {
@@ -236,7 +234,6 @@ func (s *Server) Close() error {
 	s.vault.Close()
 	s.usage.close()
 	s.audit.close()
-	s.events.close()
 	s.closeAll()
 	if s.ownsReg {
 		s.providers.Close()

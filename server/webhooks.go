@@ -35,17 +35,6 @@ func (s *Server) newWebhooks(ctx context.Context) (*webhook.Engine, error) {
 	})
 }
 
-// deliverEvent hands an event to the webhooks of the applications it reaches; test-mode events
-// go to test webhooks only, live to live.
-func (s *Server) deliverEvent(ctx context.Context, mode platform.Mode, apps []string, ev *svcv1.Event) {
-	if s.webhooks == nil || len(apps) == 0 {
-		return
-	}
-	if _, err := s.webhooks.Publish(context.WithoutCancel(ctx), mode, ev, apps); err != nil {
-		s.log.Error("queue event for webhooks", "event_id", ev.GetId(), "err", err)
-	}
-}
-
 // ownWebhook returns a webhook of the calling key's application; another application's is 404.
 func (s *Server) ownWebhook(ctx context.Context, id string) (*webhook.Endpoint, error) {
 	ep, err := s.webhooks.Get(ctx, id)

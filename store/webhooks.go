@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
 
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
@@ -145,20 +146,51 @@ func (w *Webhooks) AllWebhooks(ctx context.Context) ([]*webhook.Endpoint, error)
 }
 
 func (w *Webhooks) Enqueue(ctx context.Context, events []webhook.QueuedEvent) error {
-	return w.db.update(func(tx *bolt.Tx) error {
-		hooks, err := bucket(tx, bWebhooks)
+	return w.db.update(func(tx *bolt.Tx) error { return enqueueTx(tx, events) })
+}
+
+func enqueueTx(tx *bolt.Tx, events []webhook.QueuedEvent) error {
+	hooks, err := bucket(tx, bWebhooks)
+	if err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if hooks.Get([]byte(ev.WebhookID)) == nil {
+			continue // deleted meanwhile
+		}
+		if err := putJSON(tx, bWebhookQueue, ev.WebhookID+"/"+ev.EventID, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PublishEvents stores events in a collection (an event log) and their webhook queue entries
+// in one transaction: an event that is in the log is also queued for every webhook it was
+// published to, whatever crashes. Concurrent calls share a transaction and its fsync.
+func PublishEvents[T proto.Message](ctx context.Context, log *Collection[T], items []Item[T], queue []webhook.QueuedEvent) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	enc := make([][]byte, len(items))
+	for i, it := range items {
+		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(it.Value)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", log.bucket, it.ID, err)
+		}
+		enc[i] = data
+	}
+	return log.db.bolt.Batch(func(tx *bolt.Tx) error { // retried as a whole: every write is a put
+		b, err := bucket(tx, log.bucket)
 		if err != nil {
 			return err
 		}
-		for _, ev := range events {
-			if hooks.Get([]byte(ev.WebhookID)) == nil {
-				continue // deleted meanwhile
-			}
-			if err := putJSON(tx, bWebhookQueue, ev.WebhookID+"/"+ev.EventID, ev); err != nil {
+		for i, it := range items {
+			if err := b.Put(resourceKey(it.Tenant, it.ID), enc[i]); err != nil {
 				return err
 			}
 		}
-		return nil
+		return enqueueTx(tx, queue)
 	})
 }
 

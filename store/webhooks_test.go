@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/platform/webhook/webhooktest"
@@ -70,5 +71,44 @@ func TestSucceededLiveDeliveriesAreMeteredOnce(t *testing.T) {
 		if got := u[platform.MeterWebhookDeliveries]; got != 1 {
 			t.Errorf("%s: %v webhook deliveries metered, want 1 (the live one, once)", scope, got)
 		}
+	}
+}
+
+// PublishEvents stores the events and their queue entries together.
+func TestPublishEventsStoresLogAndQueueTogether(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	ws := db.Webhooks()
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	ep := &webhook.Endpoint{ID: "whk_01JD0000000000000000000009", AppID: "app_01JD0000000000000000000009", Mode: platform.ModeTest,
+		URL: "https://example.com/hook", EventTypes: []string{"*"}, Status: webhook.StatusActive, CreatedAt: now}
+	if err := ws.CreateWebhook(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	log := store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} })
+	ev := &svcv1.Event{Id: "evt_01JD0000000000000000000001", Type: "svc.plan.created", Specversion: "1.0"}
+	items := []store.Item[*svcv1.Event]{{Tenant: "test:usr_1", ID: ev.Id, Value: ev}, {Tenant: "app:" + ep.AppID + ":test", ID: ev.Id, Value: ev}}
+	queue := []webhook.QueuedEvent{
+		{WebhookID: ep.ID, EventID: ev.Id, Event: json.RawMessage(`{}`), QueuedAt: now},
+		{WebhookID: "whk_01JD000000000000000000GONE", EventID: ev.Id, Event: json.RawMessage(`{}`), QueuedAt: now}, // deleted: dropped
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := store.PublishEvents(cancelled, log, items, queue); err == nil {
+		t.Fatal("published with a cancelled context")
+	}
+	if q, _ := ws.Queued(ctx, ep.ID, 10); len(q) != 0 {
+		t.Fatalf("a failed publication queued %d events", len(q))
+	}
+	if err := store.PublishEvents(ctx, log, items, queue); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if _, err := log.Get(ctx, it.Tenant, ev.Id); err != nil {
+			t.Fatalf("event not in %s: %v", it.Tenant, err)
+		}
+	}
+	if q, _ := ws.Queued(ctx, ep.ID, 10); len(q) != 1 || q[0].EventID != ev.Id {
+		t.Fatalf("queued %v", q)
 	}
 }

@@ -442,10 +442,25 @@ func checkEnvelope(mode platform.Mode, ev *svcv1.Event) error {
 // queued for. The queue is durable when Publish returns; sending happens later (Run), so
 // Publish never waits for a receiver. Test-mode events must carry svcsimulated: true and go
 // only to test webhooks; live events must not, and go only to live webhooks
-// (ErrModeMismatch otherwise).
+// (ErrModeMismatch otherwise). A caller that stores the event elsewhere in the same
+// transaction as its queue entries uses Queue, its own store, and Wake instead.
 func (e *Engine) Publish(ctx context.Context, mode platform.Mode, ev *svcv1.Event, appIDs []string) (int, error) {
-	if err := checkEnvelope(mode, ev); err != nil {
+	q, err := e.Queue(ctx, mode, ev, appIDs)
+	if err != nil || len(q) == 0 {
 		return 0, err
+	}
+	if err := e.store.Enqueue(ctx, q); err != nil {
+		return 0, fmt.Errorf("queue event: %w", err)
+	}
+	e.Wake(q)
+	return len(q), nil
+}
+
+// Queue returns the queue entries that publishing ev would add (see Publish), without storing
+// them: the caller enqueues them (Store.Enqueue's semantics) and then calls Wake.
+func (e *Engine) Queue(ctx context.Context, mode platform.Mode, ev *svcv1.Event, appIDs []string) ([]QueuedEvent, error) {
+	if err := checkEnvelope(mode, ev); err != nil {
+		return nil, err
 	}
 	var q []QueuedEvent
 	var payload json.RawMessage
@@ -458,7 +473,7 @@ func (e *Engine) Publish(ctx context.Context, mode platform.Mode, ev *svcv1.Even
 		seen[app] = true
 		eps, err := e.store.Webhooks(ctx, app)
 		if err != nil {
-			return 0, fmt.Errorf("webhooks of %s: %w", app, err)
+			return nil, fmt.Errorf("webhooks of %s: %w", app, err)
 		}
 		for _, ep := range eps {
 			if ep.Mode != mode || ep.Status == StatusDisabled || !event.MatchAny(ep.EventTypes, ev.GetType()) {
@@ -466,17 +481,19 @@ func (e *Engine) Publish(ctx context.Context, mode platform.Mode, ev *svcv1.Even
 			}
 			if payload == nil {
 				if payload, err = envelope(ev); err != nil {
-					return 0, fmt.Errorf("encode event: %w", err)
+					return nil, fmt.Errorf("encode event: %w", err)
 				}
 			}
 			q = append(q, QueuedEvent{WebhookID: ep.ID, EventID: ev.GetId(), Event: payload, QueuedAt: now})
 		}
 	}
+	return q, nil
+}
+
+// Wake tells the delivery loop that q was stored in the webhooks' queues.
+func (e *Engine) Wake(q []QueuedEvent) {
 	if len(q) == 0 {
-		return 0, nil
-	}
-	if err := e.store.Enqueue(ctx, q); err != nil {
-		return 0, fmt.Errorf("queue event: %w", err)
+		return
 	}
 	e.mu.Lock()
 	for _, qe := range q {
@@ -487,7 +504,6 @@ func (e *Engine) Publish(ctx context.Context, mode platform.Mode, ev *svcv1.Even
 	}
 	e.mu.Unlock()
 	e.signal()
-	return len(q), nil
 }
 
 // SendTest sends a signed svc.webhook.test event to one webhook, whatever its event types
