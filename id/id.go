@@ -55,3 +55,13 @@ func Prefix(s string) string {
 }
 
 const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// Time returns the creation time an id carries (its ULID's timestamp, to the millisecond).
+func Time(s string) (time.Time, error) {
+	_, rest, _ := strings.Cut(s, "_")
+	u, err := ulid.ParseStrict(rest)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return ulid.Time(u.Time()), nil
+}

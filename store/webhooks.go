@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 
+	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 )
@@ -163,6 +165,50 @@ func enqueueTx(tx *bolt.Tx, events []webhook.QueuedEvent) error {
 		}
 	}
 	return nil
+}
+
+// PruneDeliveries implements webhook.Store. Delivery ids are ULIDs, so the deliveries bucket
+// is in creation order and the walk stops at the first one created at or after createdBefore.
+func (w *Webhooks) PruneDeliveries(ctx context.Context, createdBefore time.Time, limit int) (int, error) {
+	n := 0
+	err := w.db.update(func(tx *bolt.Tx) error {
+		ds := tx.Bucket([]byte(bDeliveries))
+		if ds == nil {
+			return nil
+		}
+		idx, err := bucket(tx, bDeliveriesByHook)
+		if err != nil {
+			return err
+		}
+		var doomed []webhook.Delivery
+		c := ds.Cursor()
+		for k, v := c.First(); k != nil && len(doomed) < limit; k, v = c.Next() {
+			var d webhook.Delivery
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("delivery %s: %w", k, err)
+			}
+			if !d.CreatedAt.Before(createdBefore) {
+				if t, err := id.Time(string(k)); err == nil && !t.Before(createdBefore) {
+					break // every later id is newer
+				}
+				continue
+			}
+			if d.Status.Final() {
+				doomed = append(doomed, d)
+			}
+		}
+		for _, d := range doomed {
+			if err := ds.Delete([]byte(d.ID)); err != nil {
+				return err
+			}
+			if err := idx.Delete([]byte(d.WebhookID + "/" + d.ID)); err != nil {
+				return err
+			}
+		}
+		n = len(doomed)
+		return nil
+	})
+	return n, err
 }
 
 // PublishEvents stores events in a collection (an event log) and their webhook queue entries

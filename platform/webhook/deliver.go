@@ -370,8 +370,35 @@ const maxSleep = time.Minute
 // ErrRunning is returned by Run when the engine is already running.
 var ErrRunning = errors.New("webhook engine already running")
 
+// DefaultDeliveryRetention is how long final deliveries are kept: 30 days, ten times the retry
+// span, so a receiver's operator can look back over a month.
+const DefaultDeliveryRetention = 30 * 24 * time.Hour
+
+// pruneEvery is how often Run prunes old deliveries.
+const pruneEvery = time.Hour
+
+// PruneDeliveries removes the succeeded and dead deliveries created more than the retention
+// (Options.DeliveryRetention) ago, in batches of 1000, and returns how many it removed. Run
+// calls it hourly.
+func (e *Engine) PruneDeliveries(ctx context.Context) (int, error) {
+	retention := e.opts.DeliveryRetention
+	if retention <= 0 {
+		retention = DefaultDeliveryRetention
+	}
+	before := e.now().Add(-retention)
+	total := 0
+	for {
+		n, err := e.store.PruneDeliveries(ctx, before, 1000)
+		total += n
+		if err != nil || n < 1000 {
+			return total, err
+		}
+	}
+}
+
 // Run delivers until ctx is cancelled: it starts every delivery that is due, then sleeps until
-// the next one is due, an event is published, or a request ends. On cancellation, requests in
+// the next one is due, an event is published, or a request ends. Every hour it prunes old
+// deliveries (PruneDeliveries). On cancellation, requests in
 // flight are abandoned (they are made again by the next Run, which is at least once) and Run
 // returns nil after they have stopped.
 func (e *Engine) Run(ctx context.Context) error {
@@ -391,7 +418,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer wg.Wait()
 	timer := time.NewTimer(maxSleep)
 	defer timer.Stop()
+	var pruned time.Time
 	for {
+		if now := e.now(); now.Sub(pruned) >= pruneEvery {
+			pruned = now
+			if _, err := e.PruneDeliveries(ctx); err != nil && ctx.Err() == nil {
+				e.opts.Logger.Error("prune webhook deliveries", "err", err)
+			}
+		}
 		_, next := e.startDue(ctx, &wg)
 		sleep := maxSleep
 		if !next.IsZero() {

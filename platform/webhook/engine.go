@@ -67,6 +67,9 @@ type Options struct {
 	// OnDisabled, if set, is called after the engine disabled a webhook whose deliveries
 	// kept failing (the server emits svc.webhook.disabled).
 	OnDisabled func(ep *Endpoint)
+	// DeliveryRetention is how long succeeded and dead deliveries stay listed (GET
+	// /v1/webhooks/{id}/deliveries) before they are pruned; default DefaultDeliveryRetention.
+	DeliveryRetention time.Duration
 	// Logger gets delivery failures of the engine itself (store errors); default discards.
 	// Secrets and payloads are never logged.
 	Logger *slog.Logger

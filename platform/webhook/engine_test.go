@@ -415,3 +415,38 @@ func TestSecretsNeedTheSealingKey(t *testing.T) {
 		t.Error("New without a Sealer")
 	}
 }
+
+// Final deliveries are listed for the retention period, then pruned; deliveries still being
+// retried are kept.
+func TestDeliveriesArePrunedAfterRetention(t *testing.T) {
+	e := newEnv(t, func(o *webhook.Options) { o.DeliveryRetention = 7 * 24 * time.Hour })
+	ok := newReceiver(t)
+	down := newReceiver(t)
+	down.setRespond(func(request) int { return http.StatusServiceUnavailable })
+	good, _ := e.create(ok.URL, platform.ModeTest)
+	bad, _ := e.create(down.URL, platform.ModeTest)
+	e.publish(platform.ModeTest, e.event("svc.plan.created", platform.ModeTest))
+	e.tick()
+	if len(e.deliveries(good.ID)) != 1 || len(e.deliveries(bad.ID)) != 1 {
+		t.Fatal("no deliveries")
+	}
+	e.clock.Advance(6 * 24 * time.Hour)
+	if n, err := e.eng.PruneDeliveries(e.ctx); err != nil || n != 0 {
+		t.Fatalf("pruned %d within the retention (%v)", n, err)
+	}
+	e.clock.Advance(2 * 24 * time.Hour)
+	if n, err := e.eng.PruneDeliveries(e.ctx); err != nil || n != 1 {
+		t.Fatalf("pruned %d, want the succeeded one (%v)", n, err)
+	}
+	if len(e.deliveries(good.ID)) != 0 {
+		t.Fatal("the succeeded delivery is still listed")
+	}
+	// The failing one died after three days of retries; it goes once it is old enough too.
+	e.tick()
+	if ds := e.deliveries(bad.ID); len(ds) != 1 || ds[0].Status != webhook.DeliveryDead {
+		t.Fatalf("failing delivery: %+v", ds)
+	}
+	if n, _ := e.eng.PruneDeliveries(e.ctx); n != 1 || len(e.deliveries(bad.ID)) != 0 {
+		t.Fatalf("dead delivery not pruned: %d", n)
+	}
+}

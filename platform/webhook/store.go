@@ -179,4 +179,8 @@ type Store interface {
 	Deliveries(ctx context.Context, webhookID, before string, limit int) ([]*Delivery, error)
 	// ActiveDeliveries returns every delivery whose status is pending or failed.
 	ActiveDeliveries(ctx context.Context) ([]*Delivery, error)
+	// PruneDeliveries removes at most limit final deliveries (succeeded or dead) created
+	// before createdBefore, oldest first, and returns how many it removed. Pending and failed
+	// deliveries are kept whatever their age.
+	PruneDeliveries(ctx context.Context, createdBefore time.Time, limit int) (int, error)
 }

@@ -347,6 +347,29 @@ func (s *Store) ActiveDeliveries(ctx context.Context) ([]*webhook.Delivery, erro
 	return out, nil
 }
 
+// PruneDeliveries implements webhook.Store.
+func (s *Store) PruneDeliveries(ctx context.Context, createdBefore time.Time, limit int) (int, error) {
+	if err := s.fail("PruneDeliveries"); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old []*webhook.Delivery
+	for _, d := range s.deliveries {
+		if d.Status.Final() && d.CreatedAt.Before(createdBefore) {
+			old = append(old, d)
+		}
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i].ID < old[j].ID })
+	if len(old) > limit {
+		old = old[:limit]
+	}
+	for _, d := range old {
+		delete(s.deliveries, d.ID)
+	}
+	return len(old), nil
+}
+
 // Dump returns the JSON of everything stored, as a store writing JSON records would keep it
 // (tests check that no secret appears in it).
 func (s *Store) Dump() string {

@@ -213,6 +213,42 @@ func RunStoreTests(t *testing.T, newStore func(t *testing.T) webhook.Store) {
 			t.Errorf("queue of a deleted webhook holds %d", len(q))
 		}
 	})
+
+	t.Run("prune", func(t *testing.T) {
+		s := newStore(t)
+		w := newEndpoint(app)
+		if err := s.CreateWebhook(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		old, cutoff := t0.Add(-40*24*time.Hour), t0.Add(-30*24*time.Hour)
+		mk := func(at time.Time, st webhook.DeliveryStatus) *webhook.Delivery {
+			d := &webhook.Delivery{ID: id.NewAt("dlv", at), WebhookID: w.ID, EventIDs: []string{}, Status: st,
+				Attempts: []webhook.Attempt{}, CreatedAt: at, UpdatedAt: at, Events: []json.RawMessage{}}
+			if err := s.CreateDelivery(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		oldOK, oldDead := mk(old, webhook.DeliverySucceeded), mk(old.Add(time.Minute), webhook.DeliveryDead)
+		oldFailed := mk(old.Add(2*time.Minute), webhook.DeliveryFailed) // still retrying: kept
+		recent := mk(t0, webhook.DeliverySucceeded)
+		if n, err := s.PruneDeliveries(ctx, cutoff, 1); err != nil || n != 1 {
+			t.Fatalf("prune limit 1: %d, %v", n, err)
+		}
+		if _, err := s.Delivery(ctx, oldOK.ID); !errors.Is(err, platform.ErrNotFound) {
+			t.Errorf("the oldest final delivery was not pruned first: %v", err)
+		}
+		if n, err := s.PruneDeliveries(ctx, cutoff, 10); err != nil || n != 1 {
+			t.Fatalf("prune: %d, %v", n, err)
+		}
+		left, _ := s.Deliveries(ctx, w.ID, "", 10)
+		if !sameSet(ids(left), []string{oldFailed.ID, recent.ID}) {
+			t.Errorf("after pruning, deliveries %v, want the failed and the recent one (not %s)", ids(left), oldDead.ID)
+		}
+		if n, _ := s.PruneDeliveries(ctx, cutoff, 10); n != 0 {
+			t.Errorf("pruned %d more", n)
+		}
+	})
 }
 
 func ids(ds []*webhook.Delivery) []string {
