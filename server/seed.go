@@ -157,8 +157,8 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 	if err != nil {
 		return nil, err
 	}
-	// Test mode is simulated: a mailbox and a drive of synthetic content, and the vault as a
-	// destination.
+	// Test mode is simulated: a mailbox and a drive of synthetic content (and a local folder as
+	// a destination, below).
 	test := platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}
 	for _, src := range append([]SourceSpec{
 		{Provider: providers.Simulated, SourceRef: "mail/dev", Kind: "mail", DisplayName: "Simulated mailbox", Email: u.Email,
@@ -176,13 +176,31 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 			return nil, fmt.Errorf("seed execution: %w", err)
 		}
 	}
-	dst := &svcv1.Destination{DestinationId: id.New("dst"), Provider: svcv1.Provider_PROVIDER_SVC_VAULT, Label: "svc vault",
-		PermissionMapping: svcv1.PermissionMapping_PERMISSION_MAPPING_PRESERVE_WHERE_SUPPORTED, KnownLossiness: []string{}}
-	if err := s.destinations.Put(ctx, test.String(), dst.DestinationId, dst); err != nil {
-		return nil, err
+	if _, err := s.seedDestination(ctx, test); err != nil {
+		return nil, fmt.Errorf("seed destination: %w", err)
 	}
 	return &DevCredentials{TestAPIKey: testKey, LiveAPIKey: liveKey, ConnectionID: conn.ID, SessionCookie: session,
 		UserID: u.ID, OrgID: org.ID, ApplicationID: app.ID}, nil
+}
+
+// DevExportDir is the folder, inside the data directory, that the dev tenant's destination
+// writes to.
+const DevExportDir = "dev-export"
+
+// seedDestination gives the dev tenant a destination that can really be written to: a local
+// folder (vendor_d_local rooted at DATA/dev-export) for export and migrate plans to copy into.
+// It is a destination only, not a source: plans over every connected source do not see it.
+func (s *Server) seedDestination(ctx context.Context, tenant platform.Tenant) (*svcv1.Destination, error) {
+	dir := filepath.Join(s.cfg.DataDir, DevExportDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return s.AddDestination(ctx, tenant, DestinationSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": abs},
+		Label: "Local export folder"})
 }
 
 // seedExecution runs a clean-up of a small simulated mailbox through the same handlers the API
