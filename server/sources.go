@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,13 @@ type SourceSpec struct {
 	ConnectionID, ApplicationID string
 }
 
+// externalAccount names the account at the provider: the source reference, or for a provider
+// configured at the root of what it serves (a local folder given as its root) that root, so
+// the field is never empty.
+func externalAccount(spec SourceSpec) string {
+	return cmp.Or(spec.SourceRef, spec.Config["root"], spec.DisplayName, string(spec.Provider))
+}
+
 // ConnectSource opens a provider to check it works, records a connected source in the tenant
 // with its configuration sealed, and returns it. The connect flow and the seed job call it.
 func (s *Server) ConnectSource(ctx context.Context, tenant platform.Tenant, spec SourceSpec) (*svcv1.Source, error) {
@@ -62,7 +70,7 @@ func (s *Server) ConnectSource(ctx context.Context, tenant platform.Tenant, spec
 		Id:                id.New("src"),
 		Provider:          svcv1.Provider(pn),
 		Kind:              spec.Kind,
-		ExternalAccountId: spec.SourceRef,
+		ExternalAccountId: externalAccount(spec),
 		DisplayName:       spec.DisplayName,
 		Status:            svcv1.SourceStatus_SOURCE_STATUS_CONNECTED,
 		ConnectedAt:       timestamppb.New(now),

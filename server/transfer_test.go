@@ -116,6 +116,11 @@ func relations(m map[string]any) map[string]bool {
 // in the manifests and the receipts.
 func TestExportMigrateAndRestoreToDestinations(t *testing.T) {
 	e, root, src, shas := localEnv(t, 6)
+	// A folder connected at its root (no source reference) still names its account (the
+	// response is checked against the OpenAPI document, which requires a non-empty id).
+	if r := e.do("GET", "/v1/sources/"+src+"?connection_id="+e.creds.ConnectionID, "", e.key()...); r.status != 200 || r.json(t)["external_account_id"] != root {
+		t.Fatalf("source: %d %s", r.status, r.body)
+	}
 	exportDst, exportDir := destination(t, e, "Export", "{path}")
 	moveDst, moveDir := destination(t, e, "Archive", "moved/{path}")
 
