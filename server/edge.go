@@ -67,8 +67,12 @@ type Caller struct {
 	// RawJSON, when a handler sets it, is served as the REST body instead of encoding the
 	// response: a receipt's exact signed bytes.
 	RawJSON []byte
-	// Stream, when a handler sets it, is the REST body (streamed) of an HttpBody response.
+	// Stream, when a handler sets it, is the REST body (streamed) of an HttpBody response,
+	// or of any response when REST is true.
 	Stream io.ReadCloser
+	// REST is true when the request came over the spec's REST, whose responses a handler may
+	// stream (Stream) instead of building them in memory.
+	REST bool
 }
 
 // principalID names the caller for idempotency and rate limiting: the user, or the key's
@@ -111,6 +115,7 @@ func callerFrom(ctx context.Context) *Caller {
 type incoming struct {
 	header http.Header
 	req    *http.Request
+	rest   bool // the spec's REST, which can stream a response
 }
 
 // outcome is the edge's answer, rendered by the protocol that asked.
@@ -132,7 +137,7 @@ type decodeFunc func() (proto.Message, error)
 // implementation.
 func (s *Server) invoke(ctx context.Context, m *method, in incoming, decode decodeFunc) *outcome {
 	header := http.Header{}
-	caller := &Caller{RequestID: requestIDFrom(ctx), Header: http.Header{}}
+	caller := &Caller{RequestID: requestIDFrom(ctx), Header: http.Header{}, REST: in.rest}
 	var req proto.Message
 	out := s.run(ctx, m, in, func() (proto.Message, error) {
 		var err error

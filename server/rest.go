@@ -90,7 +90,7 @@ func (s *Server) restRouter() http.Handler {
 
 func (s *Server) restHandler(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in := incoming{header: r.Header, req: r}
+		in := incoming{header: r.Header, req: r, rest: true}
 		out := s.invoke(r.Context(), rt.m, in, func() (proto.Message, error) { return s.decodeREST(rt, r) })
 		s.writeREST(w, r, out)
 	})

@@ -10,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/manifest"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
@@ -186,4 +191,20 @@ func TestExportMigrateAndRestoreToDestinations(t *testing.T) {
 		t.Fatalf("restore to a destination: %v", x)
 	}
 	checkProblem(t, e.do("POST", "/v1/vault/objects/"+vo["id"].(string)+"/restore"+cx, `{"destination_id":"dst_01JD0000000000000000000000"}`, e.key()...), 404, "not_found")
+
+	// The streamed REST bundle holds the same manifests as the one Connect builds.
+	rest := manifestsByObject(t, e)
+	c := svcv1connect.NewVaultServiceClient(e.connectClient("Authorization", "Bearer "+e.creds.TestAPIKey), e.ts.URL)
+	res, err := c.ExportManifests(context.Background(), connect.NewRequest(&svcv1.ExportManifestsRequest{ConnectionId: proto.String(e.creds.ConnectionID)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Msg.GetManifests(); len(got) != len(rest) || len(got) == 0 {
+		t.Fatalf("connect bundle has %d manifests, REST %d", len(got), len(rest))
+	}
+	for _, m := range res.Msg.GetManifests() {
+		if rest[m.GetSource().GetObjectId()]["hash"] != m.GetHash() {
+			t.Fatalf("manifest %s differs between REST and Connect", m.GetAssetId())
+		}
+	}
 }

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -176,6 +178,64 @@ func (c *Collection[T]) Scan(ctx context.Context, tenant string, fn func(T) bool
 		}
 		return nil
 	})
+}
+
+// All yields the resources of tenant that satisfy keep (nil keeps all), oldest id first, reading
+// them in short transactions of up to 256 resources: a slow consumer (a response streamed to
+// a client) holds no transaction open while it works. Resources added or changed meanwhile
+// may or may not be seen; none is yielded twice. A failed read ends the sequence with the
+// error.
+func (c *Collection[T]) All(ctx context.Context, tenant string, keep func(T) bool) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		prefix := []byte(tenant + "/")
+		var after []byte // the last key read
+		for {
+			var page []T
+			err := c.db.view(func(tx *bolt.Tx) error {
+				b, err := bucket(tx, c.bucket)
+				if errors.Is(err, errNoBucket) {
+					return nil
+				}
+				cur := b.Cursor()
+				k, v := cur.Seek(prefix)
+				if after != nil {
+					if k, v = cur.Seek(after); k != nil && bytes.Equal(k, after) {
+						k, v = cur.Next()
+					}
+				}
+				for ; k != nil && prefixed(k, prefix) && len(page) < 256; k, v = cur.Next() {
+					if err := ctxErr(ctx); err != nil {
+						return err
+					}
+					after = append(after[:0], k...)
+					m := c.new()
+					if err := proto.Unmarshal(v, m); err != nil {
+						return fmt.Errorf("decode %s %s: %w", c.bucket, k, err)
+					}
+					if keep == nil || keep(m) {
+						page = append(page, m)
+					}
+				}
+				if k == nil || !prefixed(k, prefix) {
+					after = nil // the end
+				}
+				return nil
+			})
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, m := range page {
+				if !yield(m, nil) {
+					return
+				}
+			}
+			if after == nil {
+				return
+			}
+		}
+	}
 }
 
 // Count returns how many resources of tenant satisfy keep (nil counts all).

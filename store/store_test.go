@@ -140,3 +140,42 @@ func TestClaimIdempotencyIsAtomic(t *testing.T) {
 		t.Fatalf("%d claims won, want exactly 1", won.Load())
 	}
 }
+
+// All walks one tenant's resources oldest first across its short transactions, filtered,
+// without repeats, and stops when asked.
+func TestCollectionAllWalksInPages(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	jobs := store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	var want []string
+	for i := range 700 { // more than two pages, and a neighbouring tenant on either side
+		for _, tn := range []string{"live:usr_A", "live:usr_B", "live:usr_C"} {
+			j := &svcv1.Job{Id: id.New("job"), Progress: int32(i)}
+			if err := jobs.Put(ctx, tn, j.Id, j); err != nil {
+				t.Fatal(err)
+			}
+			if tn == "live:usr_B" && i%3 != 0 {
+				want = append(want, j.Id)
+			}
+		}
+	}
+	var got []string
+	for j, err := range jobs.All(ctx, "live:usr_B", func(j *svcv1.Job) bool { return j.Progress%3 != 0 }) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, j.Id)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("All yielded %d jobs, want %d in id order", len(got), len(want))
+	}
+	n := 0
+	for range jobs.All(ctx, "live:usr_B", nil) {
+		if n++; n == 300 {
+			break
+		}
+	}
+	if n != 300 {
+		t.Fatalf("stopped at %d", n)
+	}
+}
