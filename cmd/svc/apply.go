@@ -55,8 +55,8 @@ func newApplyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "\n%s: %d attempted, %d completed, %d failed; %s preserved, %s removed\n", enumName(x.GetStatus()),
-				x.GetAttempted(), x.GetCompleted(), x.GetFailed(), bytesIEC(x.GetBytesPreserved()), bytesIEC(x.GetBytesRemoved()))
+			fmt.Fprintf(out, "\n%s: %d attempted, %d completed, %d failed; %s preserved, %s removed, %s written to destinations\n", enumName(x.GetStatus()),
+				x.GetAttempted(), x.GetCompleted(), x.GetFailed(), bytesIEC(x.GetBytesPreserved()), bytesIEC(x.GetBytesRemoved()), bytesIEC(x.GetBytesTransferred()))
 			for _, e := range x.GetErrors() {
 				fmt.Fprintf(out, "  %s\n", e)
 			}
