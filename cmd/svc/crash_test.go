@@ -34,15 +34,17 @@ func TestCrashKillMatrix(t *testing.T) {
 		assets, kills = 500, 24
 	}
 	bin := svcBinary(t)
-	for _, variant := range []string{"clean", "versions-change-mid-run", "transient-provider-failures"} {
+	for _, variant := range []string{"clean", "versions-change-mid-run", "transient-provider-failures", "migrate-to-a-destination"} {
 		t.Run(variant, func(t *testing.T) {
-			crashMatrix(t, bin, assets, kills, variant == "versions-change-mid-run", variant == "transient-provider-failures")
+			crashMatrix(t, bin, assets, kills, variant == "versions-change-mid-run", variant == "transient-provider-failures",
+				variant == "migrate-to-a-destination")
 		})
 	}
 }
 
 type crashRig struct {
 	sourceOpts string // ?key=value provider config of the dev source
+	dest       string // a second folder, connected too, for a migrate plan's destination
 	t          *testing.T
 	bin, data  string
 	root, home string
@@ -54,7 +56,11 @@ type crashRig struct {
 
 func (r *crashRig) start(env ...string) {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "serve", "--dev", "--dev-source", "vendor_d_local:"+r.root+r.sourceOpts, "--addr", "127.0.0.1:0", "--data", r.data)
+	args := []string{"serve", "--dev", "--dev-source", "vendor_d_local:" + r.root + r.sourceOpts, "--addr", "127.0.0.1:0", "--data", r.data}
+	if r.dest != "" {
+		args = append(args, "--dev-source", "vendor_d_local:"+r.dest)
+	}
+	cmd := exec.Command(r.bin, args...)
 	cmd.Env = append(os.Environ(), append([]string{"XDG_DATA_HOME=" + r.home}, env...)...)
 	// Its own process group, so that the plugin processes it starts can be cleaned up after a
 	// SIGKILL (go-plugin children do not notice their host dying).
@@ -127,8 +133,11 @@ func (r *crashRig) call(method, path, body string) (int, map[string]any, []byte)
 	return res.StatusCode, m, raw
 }
 
-func crashMatrix(t *testing.T, bin string, assets, kills int, changeVersions, transient bool) {
+func crashMatrix(t *testing.T, bin string, assets, kills int, changeVersions, transient, migrate bool) {
 	r := &crashRig{t: t, bin: bin, data: t.TempDir(), root: t.TempDir(), home: t.TempDir()}
+	if migrate {
+		r.dest = t.TempDir()
+	}
 	if transient {
 		r.sourceOpts = "?transient_every=4" // every 4th fetch or trash fails; retries get through
 	}
@@ -147,8 +156,26 @@ func crashMatrix(t *testing.T, bin string, assets, kills int, changeVersions, tr
 	}
 	r.start()
 	_, srcs, _ := r.call("GET", "/v1/sources?provider=vendor_d_local", "")
-	src := srcs["data"].([]any)[0].(map[string]any)["id"].(string)
-	st, p, raw := r.call("POST", "/v1/plans", `{"intent":"svc","source_ids":["`+src+`"],"policy":{"minAgeDays":30}}`)
+	var src, destSrc string
+	for _, s := range srcs["data"].([]any) {
+		s := s.(map[string]any)
+		switch s["external_account_id"] {
+		case r.root:
+			src = s["id"].(string)
+		case r.dest:
+			destSrc = s["id"].(string)
+		}
+	}
+	body := `{"intent":"svc","source_ids":["` + src + `"],"policy":{"minAgeDays":30}}`
+	if migrate {
+		// Preserve, move to the second folder, then remove the original.
+		st, d, raw := r.call("POST", "/v1/destinations", `{"source_id":"`+destSrc+`","label":"Archive","path_template":"{path}"}`)
+		if st != 201 {
+			t.Fatalf("destination: %d %s", st, raw)
+		}
+		body = `{"intent":"migrate","source_ids":["` + src + `"],"destination_id":"` + d["destinationId"].(string) + `","policy":{"minAgeDays":30}}`
+	}
+	st, p, raw := r.call("POST", "/v1/plans", body)
 	if st != 201 || len(p["objects"].([]any)) != assets {
 		t.Fatalf("plan: %d %s", st, raw)
 	}
@@ -239,6 +266,20 @@ func crashMatrix(t *testing.T, bin string, assets, kills int, changeVersions, tr
 		}
 		if changed[name] {
 			t.Errorf("%s changed mid-run and was trashed anyway", name)
+		}
+		if migrate {
+			// A move removes the original only after its copy at the destination is verified.
+			b, err := os.ReadFile(filepath.Join(r.dest, name))
+			sum := sha256.Sum256(b)
+			if err != nil || hex.EncodeToString(sum[:]) != shas[name] {
+				t.Errorf("%s removed without its copy at the destination (%v)", name, err)
+			}
+		}
+	}
+	if migrate {
+		left, _ := filepath.Glob(filepath.Join(r.dest, ".svc-write-*"))
+		if len(left) != 0 {
+			t.Errorf("temporary files left at the destination: %v", left)
 		}
 	}
 	// And what was not trashed is still at the source.

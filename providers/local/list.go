@@ -59,7 +59,7 @@ func (l *lister) dir(full string, rel []string, after []string) (bool, error) {
 	maildir := isMaildir(full)
 	for _, e := range entries {
 		name := e.Name()
-		if isTrashName(name) {
+		if isTrashName(name) || isWriteTemp(name) {
 			continue
 		}
 		var sub []string

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,6 +47,8 @@ type Provider struct {
 	// every Nth fetch or trash fail with providers.ErrTransient before doing anything.
 	transientEvery int64
 	calls          atomic.Int64
+
+	swept sync.Map // directories whose leftover write temporaries were removed
 }
 
 // fault returns the injected transient failure of this call, if it is one.

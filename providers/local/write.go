@@ -35,7 +35,8 @@ func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".svc-write-*")
+	p.sweepOnce(filepath.Dir(dst))
+	tmp, err := createLockedTemp(filepath.Dir(dst))
 	if err != nil {
 		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
 	}
@@ -77,4 +78,69 @@ func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.
 	o := fileObject(id, fi)
 	o.SHA256 = sum
 	return o, nil
+}
+
+// Temporary files of writes are named with writeTempPrefix beside their destination (so the
+// final link or rename is atomic) and locked (flock) by the writing process for as long as it
+// writes. A process killed mid-write leaves its temporary file behind, unlocked: the next
+// provider instance that writes into that directory removes it (sweepOnce). Listings never
+// show them.
+const writeTempPrefix = ".svc-write-"
+
+func isWriteTemp(name string) bool { return strings.HasPrefix(name, writeTempPrefix) }
+
+// createLockedTemp creates a temporary file in dir and locks it. A sweep in another process
+// can remove the file between its creation and the lock; then it is made again.
+func createLockedTemp(dir string) (*os.File, error) {
+	for {
+		tmp, err := os.CreateTemp(dir, writeTempPrefix+"*")
+		if err != nil {
+			return nil, err
+		}
+		if err := lockFile(tmp, true); err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return nil, err
+		}
+		if stillAt(tmp, tmp.Name()) {
+			return tmp, nil
+		}
+		tmp.Close() // swept before we locked it
+	}
+}
+
+// stillAt reports whether the open file f is the file at path.
+func stillAt(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// sweepOnce removes, the first time this provider instance writes into dir, the temporary
+// files that no live writer holds (leftovers of a killed process).
+func (p *Provider) sweepOnce(dir string) {
+	if _, done := p.swept.LoadOrStore(dir, true); done {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !isWriteTemp(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if lockFile(f, false) == nil && stillAt(f, path) {
+			os.Remove(path) // nobody is writing it
+		}
+		f.Close()
+	}
 }
