@@ -59,6 +59,18 @@ func (r *destRig) engine() *execute.Engine {
 	return execute.New(r.store, fakeSources{src: r.src, dst: r.dst}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
 }
 
+// run executes the plan to its end and checks the guarantee.
+func (r *destRig) run(t *testing.T) *svcv1.Execution {
+	t.Helper()
+	e := r.engine()
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	return r.check(t, x.Id)
+}
+
 // atDestination returns the SHA-256 of the file an object was written to, or "".
 func (r *destRig) atDestination(id string) string {
 	b, err := os.ReadFile(filepath.Join(r.dir, "export", id))
@@ -71,13 +83,7 @@ func (r *destRig) atDestination(id string) string {
 
 func TestMoveWritesVerifiesThenRemoves(t *testing.T) {
 	r := newDestRig(t, t.TempDir(), 30, svcv1.PlanAction_PLAN_ACTION_PRESERVE, svcv1.PlanAction_PLAN_ACTION_MOVE)
-	e := r.engine()
-	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Wait()
-	x = r.check(t, x.Id)
+	x := r.run(t)
 	if x.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED || x.Completed != 30 || len(r.src.trash) != 30 {
 		t.Fatalf("execution %v %d/%d, %d removed: %v", x.Status, x.Completed, x.Attempted, len(r.src.trash), x.Errors)
 	}
@@ -111,13 +117,7 @@ func TestCopyLeavesSourceAndForeignObjectsAlone(t *testing.T) {
 	mustWrite(t, filepath.Join(r.dir, "export", "obj-004"), r.src.content["obj-004"])
 	// obj-005 changes version after the plan: it is not copied.
 	r.src.version["obj-005"] = "v2"
-	e := r.engine()
-	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Wait()
-	x = r.check(t, x.Id)
+	x := r.run(t)
 	if len(r.src.trash) != 0 || len(r.src.content) != 10 {
 		t.Fatalf("a copy changed the source: %d trashed", len(r.src.trash))
 	}
@@ -165,30 +165,8 @@ func TestMoveCrashAtAnyJournalWrite(t *testing.T) {
 			r.src.transient = n
 		}
 		crashes := rapid.SliceOfN(rapid.IntRange(1, 130), 1, 4).Draw(rt, "crashes")
-		e := r.engine()
-		x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		r.store.mu.Lock()
-		r.store.crashAfter = r.store.records + crashes[0]
-		r.store.mu.Unlock()
-		for i := range crashes {
-			e.Wait()
-			r.store.mu.Lock()
-			r.store.crashed.Store(false)
-			r.store.crashAfter = 0
-			if i+1 < len(crashes) {
-				r.store.crashAfter = r.store.records + crashes[i+1]
-			}
-			r.store.mu.Unlock()
-			e = r.engine()
-			if err := e.Resume(context.Background()); err != nil {
-				rt.Fatal(err)
-			}
-		}
-		e.Wait()
-		got := r.check(rt, x.Id)
+		exeID := runWithCrashes(rt, r.store, r.plan.PlanId, crashes, r.engine)
+		got := r.check(rt, exeID)
 		for id := range r.src.trash {
 			if r.atDestination(id) != r.shas[id] {
 				rt.Fatalf("%s removed without its copy at the destination", id)

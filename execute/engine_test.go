@@ -192,31 +192,8 @@ func TestCrashAtAnyJournalWrite(t *testing.T) {
 			r.src.transient = n
 		}
 		crashes := rapid.SliceOfN(rapid.IntRange(1, 150), 1, 4).Draw(rt, "crashes")
-		e := r.engine()
-		x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		r.store.mu.Lock()
-		r.store.crashAfter = r.store.records + crashes[0]
-		r.store.mu.Unlock()
-		for i := range crashes {
-			e.Wait()
-			// Restart: what was durable stays; the next crash point, if any, is armed.
-			r.store.mu.Lock()
-			r.store.crashed.Store(false)
-			r.store.crashAfter = 0
-			if i+1 < len(crashes) {
-				r.store.crashAfter = r.store.records + crashes[i+1]
-			}
-			r.store.mu.Unlock()
-			e = r.engine()
-			if err := e.Resume(context.Background()); err != nil {
-				rt.Fatal(err)
-			}
-		}
-		e.Wait()
-		got := r.check(rt, x.Id)
+		exeID := runWithCrashes(rt, r.store, r.plan.PlanId, crashes, r.engine)
+		got := r.check(rt, exeID)
 		if got.Failed != 0 || got.Completed != 20 || got.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
 			rt.Fatalf("after crashes: %v completed %d failed %d errors %v", got.Status, got.Completed, got.Failed, got.Errors)
 		}
@@ -224,6 +201,37 @@ func TestCrashAtAnyJournalWrite(t *testing.T) {
 			rt.Fatalf("%d completed, %d failed of 20", got.Completed, got.Failed)
 		}
 	})
+}
+
+// runWithCrashes starts the plan and crashes the store after each number of further durable
+// journal writes in crashes, restarting a fresh engine (from newEngine) after each; it
+// returns the execution id once the last engine is done.
+func runWithCrashes(t interface{ Fatal(...any) }, store *memStore, planID string, crashes []int, newEngine func() *execute.Engine) string {
+	e := newEngine()
+	x, err := e.Start(context.Background(), "t", planID, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	store.crashAfter = store.records + crashes[0]
+	store.mu.Unlock()
+	for i := range crashes {
+		e.Wait()
+		// Restart: what was durable stays; the next crash point, if any, is armed.
+		store.mu.Lock()
+		store.crashed.Store(false)
+		store.crashAfter = 0
+		if i+1 < len(crashes) {
+			store.crashAfter = store.records + crashes[i+1]
+		}
+		store.mu.Unlock()
+		e = newEngine()
+		if err := e.Resume(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Wait()
+	return x.Id
 }
 
 func countSkipped(x *svcv1.Execution) int {

@@ -32,20 +32,7 @@ func resourceKey(tenant, id string) []byte { return []byte(tenant + "/" + id) }
 
 // Put stores m as the resource id of tenant, replacing any previous version.
 func (c *Collection[T]) Put(ctx context.Context, tenant, id string, m T) error {
-	if err := ctxErr(ctx); err != nil {
-		return err
-	}
-	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
-	}
-	return c.db.update(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, c.bucket)
-		if err != nil {
-			return err
-		}
-		return b.Put(resourceKey(tenant, id), data)
-	})
+	return c.PutMetered(ctx, tenant, id, m, nil)
 }
 
 // PutMetered is Put that also adds usage deltas in the same transaction: the resource and

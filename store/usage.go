@@ -34,6 +34,9 @@ func (db *DB) AddUsage(ctx context.Context, deltas []UsageDelta) error {
 
 // addUsageTx adds deltas to the usage counters inside tx.
 func addUsageTx(tx *bolt.Tx, deltas []UsageDelta) error {
+	if len(deltas) == 0 {
+		return nil
+	}
 	b, err := bucket(tx, bUsage)
 	if err != nil {
 		return err
