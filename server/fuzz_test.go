@@ -19,6 +19,7 @@ var restPaths = []string{
 	"/v1/vault/objects/{id}/restore", "/v1/intel/trials/{id}/decision", "/v1/sources/{id}/policy",
 	"/v1/auth/sign-up", "/v1/auth/sign-in", "/v1/auth/sign-out", "/v1/plans/{id}", "/v1/plans/{id}/authorize",
 	"/v1/plans/{id}/cancel", "/v1/sources", "/v1/sources/{id}", "/v1/{id}", "/{id}", "/svc.v1.PlanService/ListPlans",
+	"/v1/destinations", "/v1/destinations/{id}", "/v1/vault/objects/{id}/content",
 }
 
 var restMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
