@@ -20,9 +20,9 @@ import (
 )
 
 // localEnv is an env with a local folder of n old files connected in the test tenant.
-func localEnv(t *testing.T, n int) (*env, string, string, map[string]string) {
+func localEnv(t *testing.T, n int, opts ...func(*server.Config)) (*env, string, string, map[string]string) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir()) // the freedesktop trash goes there
-	e := newEnv(t)
+	e := newEnv(t, opts...)
 	root := t.TempDir()
 	shas := map[string]string{}
 	old := time.Now().AddDate(-2, 0, 0)

@@ -5,6 +5,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -58,6 +60,9 @@ type Config struct {
 	Dev bool
 	// OAuth configures providers whose sources connect through OAuth 2 (the connect flow).
 	OAuth map[providers.Name]OAuthProvider
+	// ScrubInterval is how often every tenant's vault is scrubbed (re-read, re-hashed, marked
+	// corrupt or repaired) as a job; 0 means DefaultScrubInterval, negative never.
+	ScrubInterval time.Duration
 }
 
 // Server is the API. Make it with New, serve Handler, and Close it when done.
@@ -98,6 +103,8 @@ type Server struct {
 	keyring   *receipt.Keyring
 	vault     *vault.Vault
 	manifests *store.Collection[*svcv1.Manifest]
+
+	background sync.WaitGroup // work that Close waits for (the scrub loop)
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -117,11 +124,7 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	master, err := loadOrCreateKey(filepath.Join(cfg.DataDir, "master.key"))
-	if err != nil {
-		return nil, err
-	}
-	keys, err := platform.NewKeyring(master)
+	keys, err := dataKeys(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -134,9 +137,7 @@ func New(cfg Config) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	var kek vault.KEK
-	copy(kek[:], keys.Derive("vault-kek"))
-	vlt, err := vault.Open(filepath.Join(cfg.DataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek, &vault.Options{Now: cfg.Now})
+	vlt, err := openVault(cfg.DataDir, db, keys, cfg.Now)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -206,6 +207,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.stopHooks = stopHooks
 	go s.webhooks.Run(hooksCtx)
+	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
+		s.background.Go(func() { s.scrubLoop(hooksCtx, every) })
+	}
 	if err := s.loadMethods(); err != nil {
 		db.Close()
 		return nil, err
@@ -224,6 +228,23 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// dataKeys is the data directory's keyring, from its master key (made on first use).
+func dataKeys(dataDir string) (*platform.Keyring, error) {
+	master, err := loadOrCreateKey(filepath.Join(dataDir, "master.key"))
+	if err != nil {
+		return nil, err
+	}
+	return platform.NewKeyring(master)
+}
+
+// openVault opens the data directory's vault: its files under vault/, its records in db, its
+// key-encryption key derived from the keyring.
+func openVault(dataDir string, db *store.DB, keys *platform.Keyring, now func() time.Time) (*vault.Vault, error) {
+	var kek vault.KEK
+	copy(kek[:], keys.Derive("vault-kek"))
+	return vault.Open(filepath.Join(dataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek, &vault.Options{Now: now})
+}
+
 // Handler returns the HTTP handler serving the whole API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -231,6 +252,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Close() error {
 	s.engine.Shutdown()
 	s.stopHooks()
+	s.background.Wait() // the scrub loop stops between objects
 	s.vault.Close()
 	s.usage.close()
 	s.audit.close()

@@ -83,6 +83,25 @@ func (m *VaultMeta) CreateWrappedKey(ctx context.Context, tenant string, wrapped
 	return out, err
 }
 
+// Tenants lists the tenants that have a vault (a data key), in order.
+func (m *VaultMeta) Tenants(ctx context.Context) ([]string, error) {
+	var out []string
+	err := m.db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bVaultKeys))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
 // metaTx is one transaction on a tenant's vault records.
 type metaTx struct {
 	tx     *bolt.Tx

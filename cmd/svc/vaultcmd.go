@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"svc.dev/svc/server"
+	"svc.dev/svc/vault"
+)
+
+func newVaultCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vault",
+		Short: "Maintain the vault of a data directory",
+	}
+	var dataDir, tenant string
+	var noRepair, asJSON bool
+	scrub := &cobra.Command{
+		Use:   "scrub",
+		Short: "Re-read and re-hash every stored copy; mark mismatches corrupt and repair what can be",
+		Long: `Scrub re-reads every stored copy in the vault of a data directory and checks its SHA-256
+(and its encryption's authentication). A copy that does not match is marked corrupt and, when
+the content has an intact copy on the other tier, rewritten from it; extracted texts are
+checked too, interrupted deletions finished and files no record uses removed after a day.
+Each tenant's scrub is recorded as a job (kind scan).
+
+It works on a stopped server's data directory: a running svc serve holds the directory and
+scrubs every tenant on its own (--scrub-every, default 24h). It exits with status 1 when
+objects are left corrupt.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				dataDir = defaultDataDir()
+			}
+			results, err := server.ScrubDataDir(cmd.Context(), dataDir, tenant, &vault.ScrubOptions{NoRepair: noRepair})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			corrupt := 0
+			var failed error
+			for _, r := range results {
+				corrupt += len(r.Report.Corrupt)
+				if r.Err != nil {
+					failed = errors.Join(failed, fmt.Errorf("tenant %s: %w", r.Tenant, r.Err))
+				}
+			}
+			if asJSON {
+				type row struct {
+					Tenant string            `json:"tenant"`
+					JobID  string            `json:"job_id"`
+					Report vault.ScrubReport `json:"report"`
+					Error  string            `json:"error,omitempty"`
+				}
+				rows := []row{}
+				for _, r := range results {
+					rw := row{Tenant: r.Tenant, JobID: r.Job.GetId(), Report: r.Report}
+					if r.Err != nil {
+						rw.Error = r.Err.Error()
+					}
+					rows = append(rows, rw)
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rows); err != nil {
+					return err
+				}
+			} else {
+				if len(results) == 0 {
+					fmt.Fprintln(out, "no vault content in", dataDir)
+				}
+				for _, r := range results {
+					rep := r.Report
+					fmt.Fprintf(out, "%s: %d objects, %d verified, %s re-read, %d corrupt, %d repaired, %d orphaned files removed (job %s)\n",
+						r.Tenant, rep.Objects, rep.Verified, bytesIEC(rep.Bytes), len(rep.Corrupt), len(rep.Repaired), rep.OrphanFiles, r.Job.GetId())
+					for _, id := range rep.Corrupt {
+						fmt.Fprintf(out, "  corrupt: %s\n", id)
+					}
+					if r.Err != nil {
+						fmt.Fprintf(out, "  failed: %v\n", r.Err)
+					}
+				}
+			}
+			if failed != nil {
+				return failed
+			}
+			if corrupt > 0 {
+				return fmt.Errorf("%d objects are corrupt", corrupt)
+			}
+			return nil
+		},
+	}
+	scrub.Flags().StringVar(&dataDir, "data", "", "data directory (default $XDG_DATA_HOME/svc or ~/.local/share/svc)")
+	scrub.Flags().StringVar(&tenant, "tenant", "", "one tenant (test:usr_... or live:org_...); default every tenant with vault content")
+	scrub.Flags().BoolVar(&noRepair, "no-repair", false, "only check and mark; do not rewrite bad copies from the other tier")
+	scrub.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
+	cmd.AddCommand(scrub)
+	return cmd
+}

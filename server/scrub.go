@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/event"
+	"svc.dev/svc/store"
+	"svc.dev/svc/vault"
+)
+
+// DefaultScrubInterval is how often a running server scrubs every tenant's vault.
+const DefaultScrubInterval = 24 * time.Hour
+
+// ScrubResult is one tenant's scrub: the job that recorded it and what it found.
+type ScrubResult struct {
+	Tenant string
+	Job    *svcv1.Job
+	Report vault.ScrubReport
+	Err    error
+}
+
+// scrubJob scrubs one tenant's vault as a job of kind scan, stored in jobs while it runs and
+// when it ends: every stored copy is re-read and re-hashed, mismatches are marked corrupt and
+// repaired from the other tier where possible (vault.Scrub). The job's result holds the
+// report's figures and the corrupt object ids.
+func scrubJob(ctx context.Context, jobs *store.Collection[*svcv1.Job], vlt *vault.Vault, tenant string, opts *vault.ScrubOptions, now func() time.Time) ScrubResult {
+	res := ScrubResult{Tenant: tenant}
+	at := timestamppb.New(now())
+	job := &svcv1.Job{Id: id.New("job"), Kind: svcv1.JobKind_JOB_KIND_SCAN, Status: svcv1.JobStatus_JOB_STATUS_RUNNING, CreatedAt: at, UpdatedAt: at}
+	if err := jobs.Put(ctx, tenant, job.Id, job); err != nil {
+		res.Err = err
+		return res
+	}
+	res.Report, res.Err = vlt.Scrub(ctx, tenant, opts)
+	job.UpdatedAt = timestamppb.New(now())
+	job.FinishedAt = job.UpdatedAt
+	r := res.Report
+	corrupt := make([]any, len(r.Corrupt))
+	for i, c := range r.Corrupt {
+		corrupt[i] = c
+	}
+	job.Result, _ = structpb.NewStruct(map[string]any{"type": "vault_scrub", "objects": float64(r.Objects), "verified": float64(r.Verified),
+		"bytes": float64(r.Bytes), "corrupt": corrupt, "repaired": float64(len(r.Repaired)), "orphan_files": float64(r.OrphanFiles)})
+	if res.Err != nil {
+		job.Status = svcv1.JobStatus_JOB_STATUS_FAILED
+		msg := res.Err.Error()
+		job.Error = &msg
+	} else {
+		job.Status, job.Progress = svcv1.JobStatus_JOB_STATUS_SUCCEEDED, 100
+	}
+	if err := jobs.Put(context.WithoutCancel(ctx), tenant, job.Id, job); err != nil {
+		res.Err = errors.Join(res.Err, err)
+	}
+	res.Job = job
+	return res
+}
+
+// ScrubVault scrubs one tenant's vault now (see scrubJob) and emits svc.vault.object.corrupt
+// for every object left corrupt and svc.job.succeeded or svc.job.failed.
+func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *vault.ScrubOptions) ScrubResult {
+	res := scrubJob(ctx, s.jobs, s.vault, tenant.String(), opts, s.cfg.Now)
+	for _, vid := range res.Report.Corrupt {
+		s.emit(ctx, tenant, event.VaultObjectCorrupt, "/v1/vault/objects", vid, map[string]any{"vault_object_id": vid, "found_by": "scrub"})
+	}
+	if res.Job != nil {
+		typ := evJobSucceeded
+		if res.Err != nil {
+			typ = evJobFailed
+		}
+		s.emit(ctx, tenant, typ, "/v1/jobs", res.Job.Id, map[string]any{"job_id": res.Job.Id, "kind": "scan"})
+	}
+	return res
+}
+
+// scrubLoop scrubs every tenant's vault every interval until ctx ends.
+func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		tenants, err := s.db.VaultMeta().Tenants(ctx)
+		if err != nil {
+			s.log.Error("vault scrub: list tenants", "err", err)
+			continue
+		}
+		for _, tn := range tenants {
+			t, err := parseTenant(tn)
+			if err != nil {
+				continue
+			}
+			res := s.ScrubVault(ctx, t, nil)
+			if res.Err != nil && ctx.Err() == nil {
+				s.log.Error("vault scrub", "tenant", tn, "err", res.Err)
+			} else if len(res.Report.Corrupt) > 0 {
+				s.log.Warn("vault scrub found corrupt objects", "tenant", tn, "corrupt", len(res.Report.Corrupt), "job_id", res.Job.GetId())
+			}
+		}
+	}
+}
+
+// ScrubDataDir scrubs the vault of a data directory whose server is not running (`svc vault
+// scrub`): one tenant, or every tenant with vault content when tenant is "". Each scrub is
+// recorded as a job like the server's; events are not emitted (they are the server's).
+func ScrubDataDir(ctx context.Context, dataDir, tenant string, opts *vault.ScrubOptions) ([]ScrubResult, error) {
+	if _, err := os.Stat(filepath.Join(dataDir, "svc.db")); err != nil {
+		return nil, fmt.Errorf("no svc data directory at %s: %w", dataDir, err)
+	}
+	db, err := store.Open(filepath.Join(dataDir, "svc.db"))
+	if err != nil {
+		return nil, fmt.Errorf("%w (is svc serve running on this data directory? it scrubs on its own every %s)", err, DefaultScrubInterval)
+	}
+	defer db.Close()
+	keys, err := dataKeys(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	vlt, err := openVault(dataDir, db, keys, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	defer vlt.Close()
+	tenants := []string{tenant}
+	if tenant == "" {
+		if tenants, err = db.VaultMeta().Tenants(ctx); err != nil {
+			return nil, err
+		}
+	}
+	jobs := store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	var out []ScrubResult
+	for _, tn := range tenants {
+		out = append(out, scrubJob(ctx, jobs, vlt, tn, opts, time.Now))
+	}
+	return out, nil
+}
