@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,9 @@ import (
 
 // DefaultScrubInterval is how often a running server scrubs every tenant's vault.
 const DefaultScrubInterval = 24 * time.Hour
+
+// DefaultColdAfter is how long after its commit a vault object moves to the cold tier.
+const DefaultColdAfter = 90 * 24 * time.Hour
 
 // ScrubResult is one tenant's scrub: the job that recorded it and what it found.
 type ScrubResult struct {
@@ -83,7 +87,35 @@ func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *v
 	return res
 }
 
-// scrubLoop scrubs every tenant's vault every interval until ctx ends.
+// TierVault moves a tenant's committed vault objects to the cold tier once they were committed
+// more than coldAfter ago (vault.Cold: the content is copied to the cold backend and verified
+// there before the hot copy is dropped). It returns how many moved.
+func (s *Server) TierVault(ctx context.Context, tenant platform.Tenant, coldAfter time.Duration) (int, error) {
+	cutoff := s.cfg.Now().Add(-coldAfter)
+	due := func(o vault.Object) bool {
+		return o.State == vault.StateCommitted && o.ColdSince.IsZero() && !o.CommittedAt.IsZero() && o.CommittedAt.Before(cutoff)
+	}
+	moved, after := 0, ""
+	for {
+		page, more, err := s.vault.List(ctx, tenant.String(), after, 256, due)
+		if err != nil {
+			return moved, err
+		}
+		for _, o := range page {
+			if _, err := s.vault.Cold(ctx, tenant.String(), o.ID); err != nil {
+				return moved, fmt.Errorf("cold %s: %w", o.ID, err)
+			}
+			moved++
+			after = o.ID
+		}
+		if !more || len(page) == 0 {
+			return moved, nil
+		}
+	}
+}
+
+// scrubLoop scrubs every tenant's vault every interval until ctx ends, then moves what is due
+// to the cold tier (Config.ColdAfter).
 func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -108,6 +140,11 @@ func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 				s.log.Error("vault scrub", "tenant", tn, "err", res.Err)
 			} else if len(res.Report.Corrupt) > 0 {
 				s.log.Warn("vault scrub found corrupt objects", "tenant", tn, "corrupt", len(res.Report.Corrupt), "job_id", res.Job.GetId())
+			}
+			if after := cmp.Or(s.cfg.ColdAfter, DefaultColdAfter); after > 0 {
+				if n, err := s.TierVault(ctx, t, after); err != nil && ctx.Err() == nil {
+					s.log.Error("vault tiering", "tenant", tn, "moved", n, "err", err)
+				}
 			}
 		}
 	}

@@ -63,6 +63,9 @@ type Config struct {
 	// ScrubInterval is how often every tenant's vault is scrubbed (re-read, re-hashed, marked
 	// corrupt or repaired) as a job; 0 means DefaultScrubInterval, negative never.
 	ScrubInterval time.Duration
+	// ColdAfter is how long after its commit a vault object moves to the cold tier, checked
+	// after each scrub; 0 means DefaultColdAfter, negative never.
+	ColdAfter time.Duration
 }
 
 // Server is the API. Make it with New, serve Handler, and Close it when done.

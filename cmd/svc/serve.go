@@ -34,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		baseURL       string
 		oauthConfig   string
 		scrubEvery    time.Duration
+		coldAfter     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -44,7 +45,7 @@ func newServeCmd() *cobra.Command {
 				dataDir = defaultDataDir()
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
-				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, log: cmd.ErrOrStderr()})
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, log: cmd.ErrOrStderr()})
 		},
 	}
 	f := cmd.Flags()
@@ -58,17 +59,18 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&baseURL, "base-url", "", "the externally visible origin, as clients and OAuth callbacks reach it (default: the listen address over http)")
 	f.StringVar(&oauthConfig, "oauth-config", "", "JSON file of the providers end users connect through OAuth 2 (docs/connect.md)")
 	f.DurationVar(&scrubEvery, "scrub-every", server.DefaultScrubInterval, "how often to scrub every tenant's vault (re-read and re-hash every copy); 0 never")
+	f.DurationVar(&coldAfter, "cold-after", server.DefaultColdAfter, "move vault objects to the cold tier this long after their commit (checked after each scrub); 0 never")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
 
-// scrubInterval maps --scrub-every to server.Config.ScrubInterval: 0 there is the default, so
-// the flag's 0 (never) becomes negative.
-func scrubInterval(every time.Duration) time.Duration {
-	if every <= 0 {
+// orNever maps a duration flag whose 0 means never to server.Config, where 0 is the default
+// and negative never.
+func orNever(d time.Duration) time.Duration {
+	if d <= 0 {
 		return -1
 	}
-	return every
+	return d
 }
 
 func defaultDataDir() string {
@@ -91,6 +93,7 @@ type serveOptions struct {
 	baseURL       string
 	oauthConfig   string
 	scrubEvery    time.Duration
+	coldAfter     time.Duration
 	log           interface{ Write([]byte) (int, error) }
 }
 
@@ -124,7 +127,7 @@ func serve(ctx context.Context, o serveOptions) error {
 			return fmt.Errorf("--base-url %q: want an origin such as https://svc.example.com", o.baseURL)
 		}
 	}
-	srv, err := server.New(server.Config{DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: scrubInterval(o.scrubEvery)})
+	srv, err := server.New(server.Config{DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter)})
 	if err != nil {
 		return err
 	}
