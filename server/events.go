@@ -28,6 +28,7 @@ const (
 	evExecutionCancelled = "svc.execution.cancel_requested"
 	evSourceConnected    = "svc.source.connected"
 	evSourcePolicy       = "svc.source.policy_updated"
+	evJobStarted         = "svc.job.started"
 	evJobSucceeded       = "svc.job.succeeded"
 	evJobFailed          = "svc.job.failed"
 )

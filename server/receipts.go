@@ -83,6 +83,9 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	s.emit(ctx, tenant, "svc.execution."+enumWire(x.GetStatus()), "/v1/executions", x.GetId(),
 		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()), "receipt_id": rid})
 	s.emit(ctx, tenant, evReceiptCreated, "/v1/receipts", rid, map[string]any{"receipt_id": rid, "execution_id": x.GetId()})
+	if st := p.GetState(); st == svcv1.PlanState_PLAN_STATE_EXECUTED || st == svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED {
+		s.planEvent(ctx, "svc.plan."+enumWire(st), p)
+	}
 	return rid, nil
 }
 

@@ -38,13 +38,16 @@ type ScrubResult struct {
 // when it ends: every stored copy is re-read and re-hashed, mismatches are marked corrupt and
 // repaired from the other tier where possible (vault.Scrub). The job's result holds the
 // report's figures and the corrupt object ids.
-func scrubJob(ctx context.Context, jobs *store.Collection[*svcv1.Job], vlt *vault.Vault, tenant string, opts *vault.ScrubOptions, now func() time.Time) ScrubResult {
+func scrubJob(ctx context.Context, jobs *store.Collection[*svcv1.Job], vlt *vault.Vault, tenant string, opts *vault.ScrubOptions, now func() time.Time, started func(*svcv1.Job)) ScrubResult {
 	res := ScrubResult{Tenant: tenant}
 	at := timestamppb.New(now())
 	job := &svcv1.Job{Id: id.New("job"), Kind: svcv1.JobKind_JOB_KIND_SCAN, Status: svcv1.JobStatus_JOB_STATUS_RUNNING, CreatedAt: at, UpdatedAt: at}
 	if err := jobs.Put(ctx, tenant, job.Id, job); err != nil {
 		res.Err = err
 		return res
+	}
+	if started != nil {
+		started(job)
 	}
 	res.Report, res.Err = vlt.Scrub(ctx, tenant, opts)
 	job.UpdatedAt = timestamppb.New(now())
@@ -70,10 +73,13 @@ func scrubJob(ctx context.Context, jobs *store.Collection[*svcv1.Job], vlt *vaul
 	return res
 }
 
-// ScrubVault scrubs one tenant's vault now (see scrubJob) and emits svc.vault.object.corrupt
-// for every object left corrupt and svc.job.succeeded or svc.job.failed.
+// ScrubVault scrubs one tenant's vault now (see scrubJob) and emits svc.job.started,
+// svc.vault.object.corrupt for every object left corrupt, and svc.job.succeeded or
+// svc.job.failed.
 func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *vault.ScrubOptions) ScrubResult {
-	res := scrubJob(ctx, s.jobs, s.vault, tenant.String(), opts, s.cfg.Now)
+	res := scrubJob(ctx, s.jobs, s.vault, tenant.String(), opts, s.cfg.Now, func(job *svcv1.Job) {
+		s.emit(ctx, tenant, evJobStarted, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "scan"})
+	})
 	for _, vid := range res.Report.Corrupt {
 		s.emit(ctx, tenant, event.VaultObjectCorrupt, "/v1/vault/objects", vid, map[string]any{"vault_object_id": vid, "found_by": "scrub"})
 	}
@@ -180,7 +186,7 @@ func ScrubDataDir(ctx context.Context, dataDir, tenant string, opts *vault.Scrub
 	jobs := store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} })
 	var out []ScrubResult
 	for _, tn := range tenants {
-		out = append(out, scrubJob(ctx, jobs, vlt, tn, opts, time.Now))
+		out = append(out, scrubJob(ctx, jobs, vlt, tn, opts, time.Now, nil))
 	}
 	return out, nil
 }

@@ -111,6 +111,7 @@ func (s *Server) runSeedJob(ctx context.Context, opts *SeedOptions) (*DevCredent
 	if err := s.jobs.Put(ctx, tenant, job.Id, job); err != nil {
 		return nil, err
 	}
+	s.emit(ctx, platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}, evJobStarted, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "seed"})
 	creds, runErr := s.seedTenant(ctx, u, session, opts)
 	job.UpdatedAt = timestamppb.New(s.cfg.Now())
 	job.FinishedAt = job.UpdatedAt

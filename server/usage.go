@@ -14,7 +14,11 @@ import (
 	"svc.dev/svc/store"
 )
 
-const evCeilingReached = "svc.usage.ceiling_reached"
+const (
+	evCeilingReached     = "svc.usage.ceiling_reached"
+	evCeilingApproaching = "svc.usage.ceiling_approaching"
+	evCeilingChanged     = "svc.usage.ceiling_changed"
+)
 
 // usageMeter accumulates live-mode usage in memory and adds it to the stored counters in one
 // transaction every quarter second, so that metering every API call costs the call no disk
@@ -178,8 +182,9 @@ func (s *Server) ceilingCents(ctx context.Context, orgID string) int64 {
 	return c.Cents
 }
 
-// checkCeiling emits svc.usage.ceiling_reached the first time an organization's spend reaches
-// its ceiling in a month.
+// checkCeiling emits svc.usage.ceiling_approaching the first time in a month an
+// organization's live spend passes 80% of its ceiling, and svc.usage.ceiling_reached the first
+// time it reaches it (each remembered by a marker counter in the month's usage).
 func (s *Server) checkCeiling(orgID string) {
 	ctx := context.Background()
 	month := platform.Month(s.cfg.Now())
@@ -189,13 +194,18 @@ func (s *Server) checkCeiling(orgID string) {
 	}
 	b := platform.RateMonth(month, u)
 	ceiling := s.ceilingCents(ctx, orgID)
-	if b.TotalCents < ceiling {
+	typ, marker := evCeilingReached, "ceiling_notified"
+	switch {
+	case b.TotalCents >= ceiling:
+	case b.TotalCents*5 >= ceiling*4 && u["ceiling_approach_notified"] == 0:
+		typ, marker = evCeilingApproaching, "ceiling_approach_notified"
+	default:
 		return
 	}
-	if err := s.db.AddUsage(ctx, []store.UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: "ceiling_notified", Quantity: 1}}); err != nil {
+	if err := s.db.AddUsage(ctx, []store.UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: marker, Quantity: 1}}); err != nil {
 		return
 	}
-	s.emit(ctx, platform.Tenant{Owner: orgID, Mode: platform.ModeLive}, evCeilingReached, "/v1/usage", orgID,
+	s.emit(ctx, platform.Tenant{Owner: orgID, Mode: platform.ModeLive}, typ, "/v1/usage", orgID,
 		map[string]any{"org_id": orgID, "month": month, "total_cents": float64(b.TotalCents), "ceiling_cents": float64(ceiling)})
 }
 
@@ -290,8 +300,11 @@ func (s *Server) setCeiling(ctx context.Context, req *svcv1.SetCeilingRequest) (
 		return nil, err
 	}
 	now := s.cfg.Now().UTC()
+	before := s.ceilingCents(ctx, org)
 	if err := s.db.SetCeiling(ctx, org, store.Ceiling{Cents: req.GetCeilingCents(), UpdatedAt: now.Format(time.RFC3339)}); err != nil {
 		return nil, err
 	}
+	s.emit(ctx, platform.Tenant{Owner: org, Mode: platform.ModeLive}, evCeilingChanged, "/v1/usage", org,
+		map[string]any{"org_id": org, "ceiling_cents": float64(req.GetCeilingCents()), "previous_ceiling_cents": float64(before)})
 	return &svcv1.Ceiling{OrgId: org, CeilingCents: req.GetCeilingCents(), Currency: "usd", UpdatedAt: timestamppb.New(now)}, nil
 }

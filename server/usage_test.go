@@ -3,10 +3,12 @@ package server_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/server"
+	"svc.dev/svc/store"
 )
 
 func usageLine(t *testing.T, u map[string]any, meter string) float64 {
@@ -85,5 +87,50 @@ func TestUsageMeteringAndCeiling(t *testing.T) {
 	e.do("PUT", "/v1/authorization/ceiling", `{"ceiling_cents":50000}`, e.liveKey()...)
 	if r := e.do("POST", "/v1/plans/"+p["planId"].(string)+"/authorize"+lcx, authorize, e.liveKey()...); r.status != 200 {
 		t.Fatalf("after raising the ceiling: %d %s", r.status, r.body)
+	}
+}
+
+// Ceiling events: a change, then 80% of it, then reaching it, each once a month.
+func TestCeilingEvents(t *testing.T) {
+	e := newEnv(t)
+	types := func() map[string]int {
+		out := map[string]int{}
+		r := e.do("GET", "/v1/events?types=svc.usage.*", "", e.liveKey()...)
+		for _, ev := range r.json(t)["data"].([]any) {
+			out[ev.(map[string]any)["type"].(string)]++
+		}
+		return out
+	}
+	waitFor := func(typ string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			e.do("GET", "/v1/usage", "", e.liveKey()...) // a metered call; the meter flushes every 250 ms
+			if types()[typ] > 0 {
+				return
+			}
+		}
+		t.Fatalf("no %s event: %v", typ, types())
+	}
+	if r := e.do("PUT", "/v1/authorization/ceiling", `{"ceiling_cents":2000}`, e.liveKey()...); r.status != 200 {
+		t.Fatalf("set ceiling: %d %s", r.status, r.body)
+	}
+	if types()["svc.usage.ceiling_changed"] != 1 {
+		t.Fatalf("events after setting the ceiling: %v", types())
+	}
+	waitFor("svc.usage.ceiling_approaching") // the 19 USD base is 95% of 20 USD
+	if got := types(); got["svc.usage.ceiling_reached"] != 0 {
+		t.Fatalf("reached too early: %v", got)
+	}
+	month := platform.Month(e.clock.Now())
+	if err := e.srv.DB().AddUsage(context.Background(), []store.UsageDelta{{Scope: "org:" + e.creds.OrgID, Month: month,
+		Meter: platform.MeterAPIOperations, Quantity: 40_000}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("svc.usage.ceiling_reached")
+	time.Sleep(600 * time.Millisecond)
+	e.do("GET", "/v1/usage", "", e.liveKey()...)
+	time.Sleep(600 * time.Millisecond)
+	if got := types(); got["svc.usage.ceiling_approaching"] != 1 || got["svc.usage.ceiling_reached"] != 1 {
+		t.Fatalf("each event once a month: %v", got)
 	}
 }

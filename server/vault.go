@@ -19,6 +19,7 @@ import (
 	"svc.dev/svc/id"
 	"svc.dev/svc/manifest"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
@@ -66,6 +67,10 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	})
 	if err != nil {
 		return execute.VaultRef{}, err
+	}
+	if t, err := parseTenant(tenant); err == nil {
+		s.emit(ctx, t, event.VaultObjectCommitted, "/v1/vault/objects", obj.ID, map[string]any{"vault_object_id": obj.ID,
+			"asset_id": o.GetAssetId(), "execution_id": a.ExecutionID, "sha256": obj.SHA256.String(), "size_bytes": float64(obj.SizeBytes)})
 	}
 	return execute.VaultRef{ID: obj.ID, SHA256: obj.SHA256.String(), Size: obj.SizeBytes}, nil
 }
