@@ -157,9 +157,9 @@ func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 }
 
 // ScrubDataDir scrubs the vault of a data directory whose server is not running (`svc vault
-// scrub`): one tenant, or every tenant with vault content when tenant is "". Each scrub is
+// scrub`), on the backends its server uses: one tenant, or every tenant with vault content when tenant is "". Each scrub is
 // recorded as a job like the server's; events are not emitted (they are the server's).
-func ScrubDataDir(ctx context.Context, dataDir, tenant string, opts *vault.ScrubOptions) ([]ScrubResult, error) {
+func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant string, opts *vault.ScrubOptions) ([]ScrubResult, error) {
 	if _, err := os.Stat(filepath.Join(dataDir, "svc.db")); err != nil {
 		return nil, fmt.Errorf("no svc data directory at %s: %w", dataDir, err)
 	}
@@ -172,7 +172,7 @@ func ScrubDataDir(ctx context.Context, dataDir, tenant string, opts *vault.Scrub
 	if err != nil {
 		return nil, err
 	}
-	vlt, err := openVault(dataDir, db, keys, time.Now)
+	vlt, err := openVault(dataDir, db, keys, time.Now, be)
 	if err != nil {
 		return nil, err
 	}

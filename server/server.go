@@ -35,6 +35,7 @@ import (
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
+	"svc.dev/svc/vault/backend"
 	"svc.dev/svc/wire"
 )
 
@@ -66,6 +67,14 @@ type Config struct {
 	// ColdAfter is how long after its commit a vault object moves to the cold tier, checked
 	// after each scrub; 0 means DefaultColdAfter, negative never.
 	ColdAfter time.Duration
+	// Vault chooses the vault's storage backends (default: local disk in the data directory).
+	Vault VaultBackends
+}
+
+// VaultBackends are the vault's two tiers; nil ones are local disk under DataDir/vault. The
+// caller owns them.
+type VaultBackends struct {
+	Hot, Cold backend.Backend
 }
 
 // Server is the API. Make it with New, serve Handler, and Close it when done.
@@ -140,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	vlt, err := openVault(cfg.DataDir, db, keys, cfg.Now)
+	vlt, err := openVault(cfg.DataDir, db, keys, cfg.Now, cfg.Vault)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -240,12 +249,12 @@ func dataKeys(dataDir string) (*platform.Keyring, error) {
 	return platform.NewKeyring(master)
 }
 
-// openVault opens the data directory's vault: its files under vault/, its records in db, its
-// key-encryption key derived from the keyring.
-func openVault(dataDir string, db *store.DB, keys *platform.Keyring, now func() time.Time) (*vault.Vault, error) {
+// openVault opens the data directory's vault: its files under vault/ (or on the backends
+// given), its records in db, its key-encryption key derived from the keyring.
+func openVault(dataDir string, db *store.DB, keys *platform.Keyring, now func() time.Time, be VaultBackends) (*vault.Vault, error) {
 	var kek vault.KEK
 	copy(kek[:], keys.Derive("vault-kek"))
-	return vault.Open(filepath.Join(dataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek, &vault.Options{Now: now})
+	return vault.Open(filepath.Join(dataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek, &vault.Options{Now: now, Hot: be.Hot, Cold: be.Cold})
 }
 
 // Handler returns the HTTP handler serving the whole API.

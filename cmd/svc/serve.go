@@ -35,6 +35,7 @@ func newServeCmd() *cobra.Command {
 		oauthConfig   string
 		scrubEvery    time.Duration
 		coldAfter     time.Duration
+		vaultStore    vaultFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -45,7 +46,7 @@ func newServeCmd() *cobra.Command {
 				dataDir = defaultDataDir()
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
-				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, log: cmd.ErrOrStderr()})
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr()})
 		},
 	}
 	f := cmd.Flags()
@@ -60,6 +61,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&oauthConfig, "oauth-config", "", "JSON file of the providers end users connect through OAuth 2 (docs/connect.md)")
 	f.DurationVar(&scrubEvery, "scrub-every", server.DefaultScrubInterval, "how often to scrub every tenant's vault (re-read and re-hash every copy); 0 never")
 	f.DurationVar(&coldAfter, "cold-after", server.DefaultColdAfter, "move vault objects to the cold tier this long after their commit (checked after each scrub); 0 never")
+	vaultStore.register(f)
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -94,6 +96,7 @@ type serveOptions struct {
 	oauthConfig   string
 	scrubEvery    time.Duration
 	coldAfter     time.Duration
+	vault         vaultFlags
 	log           interface{ Write([]byte) (int, error) }
 }
 
@@ -127,7 +130,11 @@ func serve(ctx context.Context, o serveOptions) error {
 			return fmt.Errorf("--base-url %q: want an origin such as https://svc.example.com", o.baseURL)
 		}
 	}
-	srv, err := server.New(server.Config{DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter)})
+	vb, err := o.vault.backends(ctx)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter)})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,14 @@ func svcBinary(t *testing.T) string {
 // start runs `svc serve --dev` on a free loopback port and returns its base URL.
 func start(t *testing.T, bin, data string) (*exec.Cmd, string, *logTail) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--dev", "--addr", "127.0.0.1:0", "--data", data)
+	return startWith(t, bin, data, nil)
+}
+
+// startWith is start with more environment variables and flags.
+func startWith(t *testing.T, bin, data string, env []string, args ...string) (*exec.Cmd, string, *logTail) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--dev", "--addr", "127.0.0.1:0", "--data", data}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

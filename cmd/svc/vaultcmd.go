@@ -18,6 +18,7 @@ func newVaultCmd() *cobra.Command {
 	}
 	var dataDir, tenant string
 	var noRepair, asJSON bool
+	var vaultStore vaultFlags
 	scrub := &cobra.Command{
 		Use:   "scrub",
 		Short: "Re-read and re-hash every stored copy; mark mismatches corrupt and repair what can be",
@@ -35,7 +36,11 @@ objects are left corrupt.`,
 			if dataDir == "" {
 				dataDir = defaultDataDir()
 			}
-			results, err := server.ScrubDataDir(cmd.Context(), dataDir, tenant, &vault.ScrubOptions{NoRepair: noRepair})
+			vb, err := vaultStore.backends(cmd.Context())
+			if err != nil {
+				return err
+			}
+			results, err := server.ScrubDataDir(cmd.Context(), dataDir, vb, tenant, &vault.ScrubOptions{NoRepair: noRepair})
 			if err != nil {
 				return err
 			}
@@ -97,6 +102,7 @@ objects are left corrupt.`,
 	scrub.Flags().StringVar(&tenant, "tenant", "", "one tenant (test:usr_... or live:org_...); default every tenant with vault content")
 	scrub.Flags().BoolVar(&noRepair, "no-repair", false, "only check and mark; do not rewrite bad copies from the other tier")
 	scrub.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
+	vaultStore.register(scrub.Flags())
 	cmd.AddCommand(scrub)
 	return cmd
 }
