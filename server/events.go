@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"slices"
+	"time"
 
+	"github.com/oklog/ulid/v2"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -40,12 +43,32 @@ const (
 // events carry svcsimulated. It never fails the operation that emitted it: that change is
 // already stored, and an error is logged.
 func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, subject string, data map[string]any, also ...string) {
+	s.publish(ctx, tenant, id.New("evt"), s.cfg.Now(), typ, source, subject, data, also...)
+}
+
+// derivedEventID is the id of an event that may be published again after a crash (the end of
+// an execution): a ULID whose time is at, the moment the event reports, and whose random part
+// comes from key, so publishing it again stores and queues the same event, not a second one.
+func derivedEventID(key string, at time.Time) string {
+	sum := sha256.Sum256([]byte("svc/event/v1\x00" + key))
+	var u ulid.ULID
+	if err := u.SetTime(ulid.Timestamp(at)); err != nil {
+		return id.NewAt("evt", at)
+	}
+	if err := u.SetEntropy(sum[:10]); err != nil {
+		return id.NewAt("evt", at)
+	}
+	return "evt_" + u.String()
+}
+
+// publish is emit with the event's id and time given.
+func (s *Server) publish(ctx context.Context, tenant platform.Tenant, evID string, at time.Time, typ, source, subject string, data map[string]any, also ...string) {
 	d, err := structpb.NewStruct(data)
 	if err != nil {
 		s.log.Error("event data", "type", typ, "err", err)
 		d = &structpb.Struct{}
 	}
-	ev := &svcv1.Event{Specversion: "1.0", Id: id.New("evt"), Source: source, Type: typ, Time: timestamppb.New(s.cfg.Now()),
+	ev := &svcv1.Event{Specversion: "1.0", Id: evID, Source: source, Type: typ, Time: timestamppb.New(at),
 		Subject: subject, Datacontenttype: "application/json", Data: d, Svcsimulated: tenant.Simulated()}
 	ctx = context.WithoutCancel(ctx)
 	apps, err := s.devs.Reaching(ctx, tenant)
@@ -115,8 +138,10 @@ func (s *Server) planEvent(ctx context.Context, typ string, p *svcv1.Plan) {
 	if err != nil {
 		return
 	}
-	s.emit(ctx, t, typ, "/v1/plans", p.GetPlanId(), map[string]any{
-		"plan_id": p.GetPlanId(), "state": enumWire(p.GetState()), "intent": enumWire(p.GetIntent()), "hash": p.GetHash(),
-		"object_count": float64(p.GetProjection().GetObjectCount()),
-	})
+	s.emit(ctx, t, typ, "/v1/plans", p.GetPlanId(), planEventData(p))
+}
+
+func planEventData(p *svcv1.Plan) map[string]any {
+	return map[string]any{"plan_id": p.GetPlanId(), "state": enumWire(p.GetState()), "intent": enumWire(p.GetIntent()),
+		"hash": p.GetHash(), "object_count": float64(p.GetProjection().GetObjectCount())}
 }

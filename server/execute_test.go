@@ -259,3 +259,43 @@ func TestDevSeedHasAnExecution(t *testing.T) {
 		t.Fatal("no seeded manifests")
 	}
 }
+
+// A finish redone after a crash (the receipt made, the execution not yet updated) publishes
+// the end-of-execution events again under the same ids: listed once each.
+func TestFinishRedoneKeepsOneEventEach(t *testing.T) {
+	e, _, src, _ := localEnv(t, 2)
+	x := runLocal(t, e, src)
+	count := func() map[string]int {
+		out := map[string]int{}
+		r := e.do("GET", "/v1/events?types=svc.receipt.created,svc.execution.completed,svc.plan.executed&limit=200", "", e.key()...)
+		for _, ev := range r.json(t)["data"].([]any) {
+			ev := ev.(map[string]any)
+			out[ev["type"].(string)+" "+ev["id"].(string)]++
+		}
+		return out
+	}
+	before := count()
+	if len(before) < 3 {
+		t.Fatalf("end-of-execution events: %v", before)
+	}
+	// The process died after storing the receipt, before its events: they are gone.
+	var ids []string
+	for k := range before {
+		ids = append(ids, strings.Fields(k)[1])
+	}
+	if err := e.srv.ForgetEvents(context.Background(), e.userTestTenant(), ids); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(count()); n != 0 {
+		t.Fatalf("%d events left", n)
+	}
+	for range 2 { // the redo, and a redo of the redo
+		rid, err := e.srv.RefinishExecution(context.Background(), e.userTestTenant(), x["id"].(string))
+		if err != nil || rid != x["receipt_id"] {
+			t.Fatalf("refinish: %v %v", rid, err)
+		}
+		if after := count(); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("events before %v\nafter %v", before, after)
+		}
+	}
+}

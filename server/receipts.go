@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
@@ -40,13 +42,20 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	s := f.s
 	rid := receiptID(x.GetId())
 	key := tenantRef + "/" + rid
-	if _, err := s.db.GetBlob(ctx, receiptBlobs, key); err == nil {
-		return rid, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
 	tenant, err := parseTenant(tenantRef)
 	if err != nil {
+		return "", err
+	}
+	if raw, err := s.db.GetBlob(ctx, receiptBlobs, key); err == nil {
+		// Made before an interruption, which may have come before its events: they go again,
+		// under the same ids (an event already recorded is not duplicated).
+		at, err := finishedAt(raw)
+		if err != nil {
+			return "", fmt.Errorf("stored receipt %s: %w", rid, err)
+		}
+		s.finishEvents(ctx, tenant, x, p, rid, at)
+		return rid, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
 	in := receipt.FromPlan(p)
@@ -80,13 +89,36 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	if err := s.db.PutBlob(ctx, receiptBlobs, key, raw); err != nil {
 		return "", err
 	}
-	s.emit(ctx, tenant, "svc.execution."+enumWire(x.GetStatus()), "/v1/executions", x.GetId(),
-		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()), "receipt_id": rid})
-	s.emit(ctx, tenant, evReceiptCreated, "/v1/receipts", rid, map[string]any{"receipt_id": rid, "execution_id": x.GetId()})
-	if st := p.GetState(); st == svcv1.PlanState_PLAN_STATE_EXECUTED || st == svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED {
-		s.planEvent(ctx, "svc.plan."+enumWire(st), p)
+	at, err := finishedAt(raw) // as stored, so that a redo derives the same event ids
+	if err != nil {
+		return "", err
 	}
+	s.finishEvents(ctx, tenant, x, p, rid, at)
 	return rid, nil
+}
+
+// finishedAt reads a stored receipt's finishedAt.
+func finishedAt(raw []byte) (time.Time, error) {
+	var r struct {
+		FinishedAt time.Time `json:"finishedAt"`
+	}
+	err := json.Unmarshal(raw, &r)
+	return r.FinishedAt, err
+}
+
+// finishEvents announces the end of an execution: svc.execution.<status>, svc.receipt.created
+// and svc.plan.executed or partially_executed, with ids derived from the receipt and its
+// finishedAt, so that a finish redone after a crash publishes the same events again.
+func (s *Server) finishEvents(ctx context.Context, tenant platform.Tenant, x *svcv1.Execution, p *svcv1.Plan, rid string, at time.Time) {
+	typ := "svc.execution." + enumWire(x.GetStatus())
+	s.publish(ctx, tenant, derivedEventID(rid+"/"+typ, at), at, typ, "/v1/executions", x.GetId(),
+		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()), "receipt_id": rid})
+	s.publish(ctx, tenant, derivedEventID(rid+"/"+evReceiptCreated, at), at, evReceiptCreated, "/v1/receipts", rid,
+		map[string]any{"receipt_id": rid, "execution_id": x.GetId()})
+	if st := p.GetState(); st == svcv1.PlanState_PLAN_STATE_EXECUTED || st == svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED {
+		typ := "svc.plan." + enumWire(st)
+		s.publish(ctx, tenant, derivedEventID(rid+"/"+typ, at), at, typ, "/v1/plans", p.GetPlanId(), planEventData(p))
+	}
 }
 
 // receiptObjects turns each asset's journal into what the receipt says of it.

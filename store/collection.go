@@ -58,6 +58,20 @@ func (c *Collection[T]) PutMetered(ctx context.Context, tenant, id string, m T, 
 	})
 }
 
+// Delete removes the resource id of tenant; removing one that is not there is not an error.
+func (c *Collection[T]) Delete(ctx context.Context, tenant, id string) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return c.db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if err != nil {
+			return err
+		}
+		return b.Delete(resourceKey(tenant, id))
+	})
+}
+
 // Get returns the resource id of tenant, or ErrNotFound; a resource of another tenant is not
 // found.
 func (c *Collection[T]) Get(ctx context.Context, tenant, id string) (T, error) {
