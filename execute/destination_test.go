@@ -173,7 +173,19 @@ func TestMoveCrashAtAnyJournalWrite(t *testing.T) {
 			}
 		}
 		if got.Failed != 0 || got.Completed != 12 || len(r.src.trash) != 12 {
-			rt.Fatalf("after crashes: %v completed %d failed %d removed %d errors %v", got.Status, got.Completed, got.Failed, len(r.src.trash), got.Errors)
+			var why []string
+			for _, s := range got.Steps {
+				if s.GetToState() == svcv1.StepState_STEP_STATE_SKIPPED {
+					why = append(why, s.AssetId+": "+s.Step)
+				}
+			}
+			j, _ := r.store.Journal(context.Background(), "t", exeID)
+			for _, t := range j {
+				if t.To == svcv1.StepState_STEP_STATE_SKIPPED {
+					why = append(why, t.AssetID+": "+t.Error)
+				}
+			}
+			rt.Fatalf("after crashes: %v completed %d failed %d removed %d errors %v skipped %v", got.Status, got.Completed, got.Failed, len(r.src.trash), got.Errors, why)
 		}
 		entries, _ := os.ReadDir(filepath.Join(r.dir, "export"))
 		for _, e := range entries {

@@ -110,6 +110,11 @@ type Options struct {
 	Backoff     time.Duration // first retry delay, doubled each time, default 100 ms
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// Unsubscribe sends an RFC 8058 one-click unsubscribe request (a POST of
+	// "List-Unsubscribe=One-Click") to target, an https URL from a message's List-Unsubscribe
+	// header; an error wrapping providers.ErrTransient is retried. Nil: unsubscribe actions
+	// are skipped. Simulated plans (test mode) never call it.
+	Unsubscribe func(ctx context.Context, target string) error
 }
 
 // Engine runs executions.

@@ -133,8 +133,10 @@ type fakeSource struct {
 	content   map[string][]byte
 	version   map[string]string
 	trash     map[string]int // successful trashes per object
-	transient int            // fail every Nth call
-	calls     int
+	messages  map[string]*providers.MessageHeaders
+	transient int             // fail every Nth call ...
+	calls     int             //
+	failed    map[string]bool // ... but never an object's call right after one of its own failed
 	store     *memStore
 }
 
@@ -148,12 +150,20 @@ func newFakeSource(n int) *fakeSource {
 	return f
 }
 
-func (f *fakeSource) gate() error {
+// gate fails calls once the store has crashed, and every transient-th call, except a call for
+// an object whose previous call failed: concurrent work on other objects cannot then make all
+// of one object's retries fail, so its 5 attempts always get through.
+func (f *fakeSource) gate(id string) error {
 	if f.store != nil && f.store.crashed.Load() {
 		return errCrashed
 	}
+	if f.failed == nil {
+		f.failed = map[string]bool{}
+	}
 	f.calls++
-	if f.transient > 0 && f.calls%f.transient == 0 {
+	fail := f.transient > 0 && f.calls%f.transient == 0 && !f.failed[id]
+	f.failed[id] = fail
+	if fail {
 		return fmt.Errorf("flaky: %w", providers.ErrTransient)
 	}
 	return nil
@@ -172,7 +182,7 @@ func (f *fakeSource) Changes(context.Context, providers.ChangesRequest) (provide
 func (f *fakeSource) Fetch(_ context.Context, req providers.FetchRequest) (*providers.Content, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.gate(); err != nil {
+	if err := f.gate(req.ObjectID); err != nil {
 		return nil, err
 	}
 	c, ok := f.content[req.ObjectID]
@@ -182,14 +192,14 @@ func (f *fakeSource) Fetch(_ context.Context, req providers.FetchRequest) (*prov
 	if req.ExpectedVersion != "" && f.version[req.ObjectID] != req.ExpectedVersion {
 		return nil, &providers.VersionMismatchError{ObjectID: req.ObjectID, Expected: req.ExpectedVersion, Actual: f.version[req.ObjectID]}
 	}
-	return &providers.Content{Object: providers.Object{ID: req.ObjectID, Version: f.version[req.ObjectID], SizeBytes: int64(len(c))},
+	return &providers.Content{Object: providers.Object{ID: req.ObjectID, Version: f.version[req.ObjectID], SizeBytes: int64(len(c)), Message: f.messages[req.ObjectID]},
 		Body: io.NopCloser(bytes.NewReader(c))}, nil
 }
 
 func (f *fakeSource) Trash(_ context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.gate(); err != nil {
+	if err := f.gate(req.ObjectID); err != nil {
 		return providers.ActionResult{}, err
 	}
 	if _, ok := f.content[req.ObjectID]; !ok {

@@ -301,13 +301,13 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		r.restore(ctx, o, state, step, fail, skip)
 		return
 	}
+	if has(o, svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE) {
+		r.unsubscribe(ctx, o, state, last, step, fail, skip)
+		return
+	}
 	if state == discovered {
 		if !has(o, svcv1.PlanAction_PLAN_ACTION_PRESERVE) && !sourceAction(o) && !writesOut(o) {
-			what := "nothing to do"
-			if has(o, svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE) {
-				what = "unsubscribe is not executed yet"
-			}
-			step(excluded, "exclude", "skipped", func(t *Transition) { t.Error = what })
+			step(excluded, "exclude", "skipped", func(t *Transition) { t.Error = "nothing to do" })
 			return
 		}
 		if !step(selected, "select", "ok", nil) {
@@ -638,6 +638,93 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// unsubscribe asks the sender of a message to stop (RFC 8058 one-click): the message is fetched
+// against its planned version for its List-Unsubscribe headers; without an https one-click
+// target it is skipped (nothing is sent: mailto and web-page unsubscribes need a person).
+// SOURCE_ACTION_QUEUED, with the target, is journaled before the request; RECLAIM_CONFIRMED
+// once the sender answered 2xx (the spec's step states have none of their own for this; the
+// sender confirming is the reclaim). A request redone after a crash is harmless: unsubscribing
+// twice is unsubscribing. A simulated plan (test mode) sends nothing: the step says
+// "simulated" and names the target.
+func (r *runner) unsubscribe(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState, last Transition,
+	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) {
+	work := context.WithoutCancel(ctx)
+	if state == discovered {
+		if !step(selected, "select", "ok", nil) {
+			return
+		}
+		state = selected
+	}
+	target := last.ResultID
+	if state == selected {
+		src, ref, err := r.e.sources.Source(work, r.tenant, o.GetSourceId())
+		if err != nil {
+			fail("unsubscribe", err)
+			return
+		}
+		var meta providers.Object
+		err = r.retry(work, r.e.limiter(providers.Name(enumName(o.GetProvider()))), func() error {
+			c, err := src.Fetch(work, providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()})
+			if err != nil {
+				return err
+			}
+			c.Body.Close()
+			meta = c.Object
+			return nil
+		})
+		switch {
+		case errors.Is(err, providers.ErrVersionMismatch):
+			skip("unsubscribe", "the message's version changed since the plan: "+err.Error())
+			return
+		case errors.Is(err, providers.ErrNotFound):
+			skip("unsubscribe", "the message is no longer at the source")
+			return
+		case err != nil:
+			fail("unsubscribe", err)
+			return
+		}
+		var ok bool
+		if meta.Message != nil {
+			target, ok = plan.OneClickTarget(meta.Message.ListUnsubscribe, meta.Message.ListUnsubscribePost)
+		}
+		if !ok {
+			skip("unsubscribe", "the message offers no one-click unsubscribe (RFC 8058: an https List-Unsubscribe with List-Unsubscribe-Post); nothing was sent")
+			return
+		}
+		if r.plan.GetSimulated() {
+			step(svcv1.StepState_STEP_STATE_RECLAIM_CONFIRMED, "unsubscribe", "simulated", func(t *Transition) { t.ResultID = target })
+			r.processed.Add(1)
+			return
+		}
+		if r.e.opts.Unsubscribe == nil {
+			skip("unsubscribe", "this server does not send unsubscribe requests")
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !step(actionQueued, "unsubscribe", "ok", func(t *Transition) { t.ResultID = target }) {
+			return
+		}
+	}
+	if r.e.opts.Unsubscribe == nil {
+		skip("unsubscribe", "this server does not send unsubscribe requests")
+		return
+	}
+	err := r.retry(work, unlimited{}, func() error { return r.e.opts.Unsubscribe(work, target) })
+	if err != nil {
+		fail("unsubscribe", err)
+		return
+	}
+	step(svcv1.StepState_STEP_STATE_RECLAIM_CONFIRMED, "unsubscribe", "ok", func(t *Transition) { t.ResultID = target })
+	r.processed.Add(1)
+}
+
+// unlimited paces nothing: requests to senders go to many hosts, not one provider.
+type unlimited struct{}
+
+func (unlimited) Wait(context.Context) error { return nil }
 
 // restore writes an asset's verified vault copy back to its source, or to the plan's
 // destination when it has one (the plan's object says where: the path is its provider object

@@ -52,6 +52,7 @@ type candidate struct {
 	modified int64 // unix nanoseconds, for duplicate handling
 	src      int
 	unsub    bool // has List-Unsubscribe
+	oneClick bool // ... with an RFC 8058 one-click target
 }
 
 // Build makes a plan. It reads each source's listing to the end, one page at a time, and never
@@ -132,7 +133,8 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				if modified.IsZero() {
 					modified = o.CreatedAt
 				}
-				cands = append(cands, candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != ""})
+				_, oneClick := OneClickTarget(o.ListUnsubscribe, o.ListUnsubscribePost)
+				cands = append(cands, candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick})
 			}
 			if page.Last {
 				break
@@ -281,6 +283,10 @@ func actionsFor(req Request, r *rules, src *Source, c *candidate) ([]svcv1.PlanA
 		return []svcv1.PlanAction{moveTo}, 0, ""
 	case svcv1.PlanIntent_PLAN_INTENT_UNSUBSCRIBE:
 		if class == svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL && c.unsub {
+			if !c.oneClick {
+				return nil, svcv1.ExclusionReason_EXCLUSION_REASON_UNSUPPORTED_CAPABILITY,
+					"the sender offers no one-click unsubscribe (RFC 8058: an https List-Unsubscribe with List-Unsubscribe-Post); unsubscribe by hand"
+			}
 			return []svcv1.PlanAction{unsub}, 0, ""
 		}
 		return nil, 0, ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,7 +155,7 @@ func TestDuplicateHandling(t *testing.T) {
 }
 
 func TestIntents(t *testing.T) {
-	promo := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe = "p", "<https://x/u>" })
+	promo := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "p", "<https://x/u>", true })
 	plain := obj(func(o *plan.Object) { o.ID = "q" })
 	dest := &svcv1.Destination{DestinationId: "dst_01JD0000000000000000000000", Provider: svcv1.Provider_PROVIDER_OBJECT_STORE_COMPATIBLE, Label: "Archive"}
 	for _, c := range []struct {
@@ -219,5 +220,40 @@ func TestProjectionAndMarkers(t *testing.T) {
 	}
 	if p.State != svcv1.PlanState_PLAN_STATE_VALIDATED || p.Policy.Decision != svcv1.PolicyDecision_POLICY_DECISION_ALLOW || p.Meter != nil {
 		t.Fatalf("state %v decision %v meter %v", p.State, p.Policy.Decision, p.Meter)
+	}
+}
+
+// Unsubscribe plans hold the subscriptions svc can end by itself (RFC 8058 one-click); the
+// others are excluded, saying why.
+func TestUnsubscribeNeedsOneClick(t *testing.T) {
+	oneClick := obj(func(o *plan.Object) {
+		o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "a", "<mailto:u@x>, <https://x.example/u/1>", true
+	})
+	mailto := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "b", "<mailto:u@x>", true })
+	noPost := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe = "c", "<https://x.example/u/3>" })
+	plainHTTP := obj(func(o *plan.Object) {
+		o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "d", "<http://x.example/u/4>", true
+	})
+	req := request(nil, oneClick, mailto, noPost, plainHTTP)
+	req.Intent = svcv1.PlanIntent_PLAN_INTENT_UNSUBSCRIBE
+	p := build(t, req)
+	if len(p.Objects) != 1 || p.Objects[0].ProviderObjectId != "a" {
+		t.Fatalf("objects %v", p.Objects)
+	}
+	if len(p.Excluded) != 3 {
+		t.Fatalf("excluded %v", p.Excluded)
+	}
+	for _, x := range p.Excluded {
+		if x.Reason != svcv1.ExclusionReason_EXCLUSION_REASON_UNSUPPORTED_CAPABILITY || !strings.Contains(x.Detail, "one-click") {
+			t.Fatalf("exclusion %v", x)
+		}
+	}
+	if u, ok := plan.OneClickTarget(" <mailto:a@b>,<https://x.example/u?a=1> ", true); !ok || u != "https://x.example/u?a=1" {
+		t.Fatalf("OneClickTarget = %q, %v", u, ok)
+	}
+	for _, h := range []string{"", "https://x.example/u", "<https://user:pw@x.example/u>", "<https:///u>", "<ftp://x/u>"} {
+		if u, ok := plan.OneClickTarget(h, true); ok {
+			t.Errorf("%q gave %q", h, u)
+		}
 	}
 }

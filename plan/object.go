@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
@@ -94,4 +96,23 @@ type Billing struct {
 type Usage struct {
 	Plans, Executions                  int64
 	TransferredBytes, StoredByteMonths int64
+}
+
+// OneClickTarget returns the https URL a List-Unsubscribe header offers for RFC 8058 one-click
+// unsubscription, when the message also carries List-Unsubscribe-Post (post).
+func OneClickTarget(listUnsubscribe string, post bool) (string, bool) {
+	if !post {
+		return "", false
+	}
+	for _, part := range strings.Split(listUnsubscribe, ",") {
+		part = strings.TrimSpace(part)
+		if !strings.HasPrefix(part, "<") || !strings.HasSuffix(part, ">") {
+			continue
+		}
+		u, err := url.Parse(part[1 : len(part)-1])
+		if err == nil && u.Scheme == "https" && u.Host != "" && u.User == nil {
+			return u.String(), true
+		}
+	}
+	return "", false
 }

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -69,6 +70,9 @@ type Config struct {
 	ColdAfter time.Duration
 	// Vault chooses the vault's storage backends (default: local disk in the data directory).
 	Vault VaultBackends
+	// OutboundTLS configures TLS for the requests svc makes to third parties' servers (one-click
+	// unsubscribes); nil: the system's roots.
+	OutboundTLS *tls.Config
 }
 
 // VaultBackends are the vault's two tiers; nil ones are local disk under DataDir/vault. The
@@ -210,7 +214,8 @@ func New(cfg Config) (*Server, error) {
 		db.Close()
 		return nil, fmt.Errorf("purge idempotency keys: %w", err)
 	}
-	s.engine = execute.New(execStore{s}, engineSources{s}, engineVault{s}, finisher{s}, execute.Options{Now: cfg.Now, Logger: cfg.Logger})
+	s.engine = execute.New(execStore{s}, engineSources{s}, engineVault{s}, finisher{s}, execute.Options{Now: cfg.Now, Logger: cfg.Logger,
+		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send})
 	hooksCtx, stopHooks := context.WithCancel(context.Background())
 	if s.webhooks, err = s.newWebhooks(hooksCtx); err != nil {
 		stopHooks()

@@ -40,14 +40,16 @@ func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.
 	if err != nil {
 		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
 	}
-	defer os.Remove(tmp.Name())
+	// The file stays open, so locked, until it is linked into place: a sweep must not take it
+	// for a leftover in between.
+	defer func() {
+		os.Remove(tmp.Name())
+		tmp.Close()
+	}()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), body)
 	if err == nil {
 		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, err)
