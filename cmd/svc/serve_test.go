@@ -120,6 +120,21 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "What would happen") || !strings.Contains(string(out), "Decision: ") {
 		t.Fatalf("svc plan create: %v\n%s", err, out)
 	}
+	// Sources and destinations, for the ids plans take.
+	lo, err := exec.Command(bin, "sources", "list", "--credentials", credsFile).CombinedOutput()
+	drive := regexp.MustCompile(`(src_\S+)\s+simulated\s+files\s+connected\s+Simulated drive`).FindStringSubmatch(string(lo))
+	if err != nil || drive == nil {
+		t.Fatalf("svc sources list: %v\n%s", err, lo)
+	}
+	lo, err = exec.Command(bin, "destinations", "create", "--credentials", credsFile, "--source", drive[1], "--label", "Drive copy",
+		"--path-template", "copies/{name}").CombinedOutput()
+	if err != nil || !strings.Contains(string(lo), "copies/{name}") {
+		t.Fatalf("svc destinations create: %v\n%s", err, lo)
+	}
+	lo, err = exec.Command(bin, "destinations", "list", "--credentials", credsFile).CombinedOutput()
+	if err != nil || !strings.Contains(string(lo), "Local export folder") || !strings.Contains(string(lo), "Drive copy") {
+		t.Fatalf("svc destinations list: %v\n%s", err, lo)
+	}
 	m := regexp.MustCompile(`svc plan authorize (pln_\S+) --hash ([0-9a-f]{64})`).FindStringSubmatch(string(out))
 	if m == nil {
 		t.Fatalf("no authorize hint in:\n%s", out)

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
+)
+
+// newSourcesCmd lists the caller's sources: plans name them with --source.
+func newSourcesCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{Use: "sources", Short: "List the sources a running server has connected for you"}
+	cf.register(cmd)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List connected sources (id, provider, kind, status, name)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cf.resolve(); err != nil {
+				return err
+			}
+			c := svcv1connect.NewSourceServiceClient(cf.httpClient(), cf.server)
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tPROVIDER\tKIND\tSTATUS\tNAME")
+			var cursor *string
+			for {
+				res, err := c.ListSources(cmd.Context(), connect.NewRequest(&svcv1.ListSourcesRequest{ConnectionId: cf.connectionID(), Cursor: cursor}))
+				if err != nil {
+					return err
+				}
+				for _, s := range res.Msg.GetData() {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.GetId(), enumName(s.GetProvider()), s.GetKind(), enumName(s.GetStatus()), s.GetDisplayName())
+				}
+				if res.Msg.NextCursor == nil {
+					return w.Flush()
+				}
+				cursor = res.Msg.NextCursor
+			}
+		},
+	})
+	return cmd
+}
+
+// newDestinationsCmd lists and makes destinations: export and migrate plans name one with
+// --destination.
+func newDestinationsCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{Use: "destinations", Short: "List and make the destinations exports and migrations write to"}
+	cf.register(cmd)
+	client := func() (svcv1connect.DestinationServiceClient, error) {
+		if err := cf.resolve(); err != nil {
+			return nil, err
+		}
+		return svcv1connect.NewDestinationServiceClient(cf.httpClient(), cf.server), nil
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List destinations (id, provider, path template, label)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tPROVIDER\tPATH TEMPLATE\tLABEL")
+			var cursor *string
+			for {
+				res, err := c.ListDestinations(cmd.Context(), connect.NewRequest(&svcv1.ListDestinationsRequest{ConnectionId: cf.connectionID(), Cursor: cursor}))
+				if err != nil {
+					return err
+				}
+				for _, d := range res.Msg.GetData() {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.GetDestinationId(), enumName(d.GetProvider()), d.GetPathTemplate(), d.GetLabel())
+				}
+				if res.Msg.NextCursor == nil {
+					return w.Flush()
+				}
+				cursor = res.Msg.NextCursor
+			}
+		},
+	})
+	var source, label, template string
+	create := &cobra.Command{
+		Use:   "create --source SOURCE_ID --label LABEL [--path-template T]",
+		Short: "Make a destination that writes into a connected source's account",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			req := &svcv1.CreateDestinationRequest{ConnectionId: cf.connectionID(), SourceId: source, Label: label}
+			if template != "" {
+				req.PathTemplate = &template
+			}
+			res, err := c.CreateDestination(cmd.Context(), connect.NewRequest(req))
+			if err != nil {
+				return err
+			}
+			d := res.Msg
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s  %s\n", d.GetDestinationId(), enumName(d.GetProvider()), d.GetPathTemplate(), d.GetLabel())
+			return err
+		},
+	}
+	create.Flags().StringVar(&source, "source", "", "the connected source to write into (its provider must be able to write)")
+	create.Flags().StringVar(&label, "label", "", "a name for people")
+	create.Flags().StringVar(&template, "path-template", "", "where objects go: {source_id} {provider} {object_id} {asset_id} {name} {path} (default {source_id}/{path})")
+	cmd.AddCommand(create)
+	return cmd
+}
