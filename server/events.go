@@ -63,6 +63,29 @@ func derivedEventID(key string, at time.Time) string {
 
 // publish is emit with the event's id and time given.
 func (s *Server) publish(ctx context.Context, tenant platform.Tenant, evID string, at time.Time, typ, source, subject string, data map[string]any, also ...string) {
+	ctx = context.WithoutCancel(ctx)
+	pe, err := s.prepareEvent(ctx, tenant, evID, at, typ, source, subject, data, also...)
+	if err == nil {
+		err = s.db.Apply(ctx, pe.extra)
+	}
+	if err != nil {
+		s.log.Error("record event", "event_id", evID, "type", typ, "err", err)
+		return
+	}
+	s.wake(pe)
+}
+
+// preparedEvent is an event ready to be written in the transaction of the change it reports
+// (store.PutWith, store.UpdateWith, or on its own with store.DB.Apply), then woken (wake).
+type preparedEvent struct {
+	extra store.Extra
+	queue []webhook.QueuedEvent
+}
+
+// prepareEvent makes an event: its records in the tenant's stream and in the stream of every
+// application that reaches the tenant (and the applications in also), and its queue entries
+// for their webhooks. It reads the store, so it runs before the transaction that writes it.
+func (s *Server) prepareEvent(ctx context.Context, tenant platform.Tenant, evID string, at time.Time, typ, source, subject string, data map[string]any, also ...string) (preparedEvent, error) {
 	d, err := structpb.NewStruct(data)
 	if err != nil {
 		s.log.Error("event data", "type", typ, "err", err)
@@ -70,7 +93,6 @@ func (s *Server) publish(ctx context.Context, tenant platform.Tenant, evID strin
 	}
 	ev := &svcv1.Event{Specversion: "1.0", Id: evID, Source: source, Type: typ, Time: timestamppb.New(at),
 		Subject: subject, Datacontenttype: "application/json", Data: d, Svcsimulated: tenant.Simulated()}
-	ctx = context.WithoutCancel(ctx)
 	apps, err := s.devs.Reaching(ctx, tenant)
 	if err != nil {
 		s.log.Error("event audience", "type", typ, "err", err)
@@ -90,12 +112,14 @@ func (s *Server) publish(ctx context.Context, tenant platform.Tenant, evID strin
 			s.log.Error("queue event for webhooks", "event_id", ev.Id, "err", err)
 		}
 	}
-	if err := store.PublishEvents(ctx, s.eventLog, items, queue); err != nil {
-		s.log.Error("record event", "event_id", ev.Id, "type", typ, "err", err)
-		return
-	}
+	x, err := store.EventsExtra(s.eventLog, items, queue)
+	return preparedEvent{extra: x, queue: queue}, err
+}
+
+// wake tells the webhook engine about what a stored event queued.
+func (s *Server) wake(pe preparedEvent) {
 	if s.webhooks != nil {
-		s.webhooks.Wake(queue)
+		s.webhooks.Wake(pe.queue)
 	}
 }
 
@@ -132,14 +156,6 @@ func matchType(types []string, t string) bool {
 	return len(types) == 0 || event.MatchAny(types, t)
 }
 
-// planEvent emits an event about a plan.
-func (s *Server) planEvent(ctx context.Context, typ string, p *svcv1.Plan) {
-	t, err := parseTenant(p.GetTenantId())
-	if err != nil {
-		return
-	}
-	s.emit(ctx, t, typ, "/v1/plans", p.GetPlanId(), planEventData(p))
-}
 
 func planEventData(p *svcv1.Plan) map[string]any {
 	return map[string]any{"plan_id": p.GetPlanId(), "state": enumWire(p.GetState()), "intent": enumWire(p.GetIntent()),

@@ -75,15 +75,15 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 	if err != nil {
 		return nil, err
 	}
-	// A live plan is metered in the transaction that stores it: exactly once.
+	// A live plan is metered, and its svc.plan.created event recorded, in the transaction that
+	// stores it: exactly once each.
 	var usage []store.UsageDelta
 	if c.Key != nil && c.Key.Mode == platform.ModeLive {
 		usage = usageDeltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)
 	}
-	if err := s.plans.PutMetered(ctx, tenant.String(), p.PlanId, p, usage); err != nil {
+	if err := s.putPlan(ctx, tenant, p, store.UsageExtra(usage)); err != nil {
 		return nil, err
 	}
-	s.planEvent(ctx, evPlanCreated, p)
 	for _, src := range srcs { // the quota observed while planning
 		if src.Quota != nil {
 			q := src.Quota
@@ -159,29 +159,65 @@ func (s *Server) loadPlan(ctx context.Context, planID string) (*svcv1.Plan, erro
 		return nil, newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include every source of this plan.")
 	}
 	if s.cfg.Now().After(p.GetExpiresAt().AsTime()) && plan.CanTransition(p.GetState(), svcv1.PlanState_PLAN_STATE_EXPIRED) {
-		p, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil)
-		if err == nil {
-			s.planEvent(ctx, evPlanExpired, p)
-		}
-		return p, err
+		return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil, evPlanExpired)
 	}
 	return p, nil
 }
 
-// setPlanState moves a stored plan to a state (and applies change), atomically.
-func (s *Server) setPlanState(ctx context.Context, p *svcv1.Plan, to svcv1.PlanState, change func(*svcv1.Plan)) (*svcv1.Plan, error) {
-	var out *svcv1.Plan
-	err := s.plans.Update(ctx, callerFrom(ctx).Tenant.String(), p.PlanId, func(stored *svcv1.Plan) error {
-		if err := plan.Transition(stored, to); err != nil {
+// putPlan stores a new plan with its svc.plan.created event (and extras) in one transaction.
+func (s *Server) putPlan(ctx context.Context, tenant platform.Tenant, p *svcv1.Plan, extras ...store.Extra) error {
+	pe, err := s.prepareEvent(context.WithoutCancel(ctx), tenant, id.New("evt"), s.cfg.Now(), evPlanCreated, "/v1/plans", p.PlanId, planEventData(p))
+	if err != nil {
+		return err
+	}
+	if err := s.plans.PutWith(ctx, tenant.String(), p.PlanId, p, append(extras, pe.extra)...); err != nil {
+		return err
+	}
+	s.wake(pe)
+	return nil
+}
+
+// setPlanState moves a stored plan to a state (and applies change), atomically, with the event
+// of type evType (none when empty) in the same transaction: the event's data is computed from
+// p moved the same way, and the transaction aborts, event and all, if the stored plan cannot
+// make the transition.
+func (s *Server) setPlanState(ctx context.Context, p *svcv1.Plan, to svcv1.PlanState, change func(*svcv1.Plan), evType string) (*svcv1.Plan, error) {
+	move := func(q *svcv1.Plan) error {
+		if err := plan.Transition(q, to); err != nil {
 			return err
 		}
 		if change != nil {
-			change(stored)
+			change(q)
+		}
+		return nil
+	}
+	tenant := callerFrom(ctx).Tenant
+	var extras []store.Extra
+	var pe preparedEvent
+	if evType != "" {
+		next := proto.CloneOf(p)
+		if err := move(next); err != nil {
+			return nil, err
+		}
+		var err error
+		if pe, err = s.prepareEvent(context.WithoutCancel(ctx), tenant, id.New("evt"), s.cfg.Now(), evType, "/v1/plans", p.PlanId, planEventData(next)); err != nil {
+			return nil, err
+		}
+		extras = append(extras, pe.extra)
+	}
+	var out *svcv1.Plan
+	err := s.plans.UpdateWith(ctx, tenant.String(), p.PlanId, func(stored *svcv1.Plan) error {
+		if err := move(stored); err != nil {
+			return err
 		}
 		out = stored
 		return nil
-	})
-	return out, err
+	}, extras...)
+	if err != nil {
+		return nil, err
+	}
+	s.wake(pe)
+	return out, nil
 }
 
 func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1.Plan, error) {
@@ -193,11 +229,7 @@ func (s *Server) cancelPlan(ctx context.Context, req *svcv1.CancelPlanRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if p, err = s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_CANCELLED, nil); err != nil {
-		return nil, err
-	}
-	s.planEvent(ctx, evPlanCancelled, p)
-	return p, nil
+	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_CANCELLED, nil, evPlanCancelled)
 }
 
 // authorizePlan authorizes a plan by the hash the caller reviewed. The plan must be validated,
@@ -244,11 +276,9 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 	decision := plan.Decide(p, plan.Decision{SourceStatus: status, Grant: c.grant(), Billing: billing, Approvals: approvals})
 	switch decision.GetDecision() {
 	case svcv1.PolicyDecision_POLICY_DECISION_DENY:
-		rejected, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_REJECTED, func(p *svcv1.Plan) { p.Policy = decision })
-		if err != nil {
+		if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_REJECTED, func(p *svcv1.Plan) { p.Policy = decision }, evPlanRejected); err != nil {
 			return nil, err
 		}
-		s.planEvent(ctx, evPlanRejected, rejected)
 		return nil, newProblem(http.StatusForbidden, codeActionDenied, joinReasons(decision.GetReasons()))
 	case svcv1.PolicyDecision_POLICY_DECISION_STEP_UP_REQUIRED:
 		prob := newProblem(http.StatusForbidden, codeStepUpRequired, joinReasons(decision.GetReasons()))
@@ -258,13 +288,8 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 		return nil, prob
 	}
 	principal := c.Actor().GetPrincipalId()
-	defer func() {
-		if out != nil {
-			s.planEvent(ctx, evPlanAuthorized, out)
-		}
-	}()
 	if p.GetState() == svcv1.PlanState_PLAN_STATE_DRAFT { // a draft (a restore plan) is validated on the way
-		if p, err = s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_VALIDATED, nil); err != nil {
+		if p, err = s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_VALIDATED, nil, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -276,7 +301,7 @@ func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequ
 			auth.CommercialAuthorizationId = proto.String(id.New("cma"))
 		}
 		p.Authorization = auth
-	})
+	}, evPlanAuthorized)
 }
 
 // ownsApplication reports whether a signed-in user owns the organization of an application.
@@ -312,10 +337,8 @@ func joinReasons(rs []string) string {
 
 // markStale makes a plan stale because a source moved, and answers 409 plan_stale.
 func (s *Server) markStale(ctx context.Context, p *svcv1.Plan, sourceID string) error {
-	stale, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil)
-	if err != nil {
+	if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil, evPlanStale); err != nil {
 		return err
 	}
-	s.planEvent(ctx, evPlanStale, stale)
 	return newProblem(http.StatusConflict, codePlanStale, "Source "+sourceID+" changed since the plan was built; make a new plan.")
 }

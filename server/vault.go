@@ -176,10 +176,9 @@ func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVault
 	if p.Hash, err = plan.Hash(p); err != nil {
 		return nil, err
 	}
-	if err := s.plans.Put(ctx, c.Tenant.String(), p.PlanId, p); err != nil {
+	if err := s.putPlan(ctx, c.Tenant, p); err != nil {
 		return nil, err
 	}
-	s.planEvent(ctx, evPlanCreated, p)
 	return p, nil
 }
 

@@ -32,13 +32,32 @@ func resourceKey(tenant, id string) []byte { return []byte(tenant + "/" + id) }
 
 // Put stores m as the resource id of tenant, replacing any previous version.
 func (c *Collection[T]) Put(ctx context.Context, tenant, id string, m T) error {
-	return c.PutMetered(ctx, tenant, id, m, nil)
+	return c.PutWith(ctx, tenant, id, m)
 }
 
-// PutMetered is Put that also adds usage deltas in the same transaction: the resource and
-// its metering are stored together or not at all, so a crash can neither lose the count of a
-// stored resource nor count one that was not stored.
-func (c *Collection[T]) PutMetered(ctx context.Context, tenant, id string, m T, usage []UsageDelta) error {
+// Extra is a write that goes into the transaction of a resource's PutWith or UpdateWith: the
+// resource and its extras are stored together or not at all (UsageExtra, EventsExtra).
+type Extra struct{ apply func(*bolt.Tx) error }
+
+// UsageExtra adds usage deltas: a crash can neither lose the count of a stored change nor count
+// one that was not stored.
+func UsageExtra(deltas []UsageDelta) Extra {
+	return Extra{func(tx *bolt.Tx) error { return addUsageTx(tx, deltas) }}
+}
+
+func applyExtras(tx *bolt.Tx, extras []Extra) error {
+	for _, x := range extras {
+		if x.apply != nil {
+			if err := x.apply(tx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// PutWith is Put that also writes extras in the same transaction.
+func (c *Collection[T]) PutWith(ctx context.Context, tenant, id string, m T, extras ...Extra) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -54,7 +73,7 @@ func (c *Collection[T]) PutMetered(ctx context.Context, tenant, id string, m T, 
 		if err := b.Put(resourceKey(tenant, id), data); err != nil {
 			return err
 		}
-		return addUsageTx(tx, usage)
+		return applyExtras(tx, extras)
 	})
 }
 
@@ -254,6 +273,11 @@ func (c *Collection[T]) Count(ctx context.Context, tenant string, keep func(T) b
 // Update applies fn to the stored resource id of tenant and stores the result, atomically
 // (one write transaction); ErrNotFound when it does not exist. If fn fails nothing is stored.
 func (c *Collection[T]) Update(ctx context.Context, tenant, id string, fn func(T) error) error {
+	return c.UpdateWith(ctx, tenant, id, fn)
+}
+
+// UpdateWith is Update that also writes extras in the same transaction, when fn succeeds.
+func (c *Collection[T]) UpdateWith(ctx context.Context, tenant, id string, fn func(T) error, extras ...Extra) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -277,7 +301,10 @@ func (c *Collection[T]) Update(ctx context.Context, tenant, id string, fn func(T
 		if err != nil {
 			return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
 		}
-		return b.Put(resourceKey(tenant, id), out)
+		if err := b.Put(resourceKey(tenant, id), out); err != nil {
+			return err
+		}
+		return applyExtras(tx, extras)
 	})
 }
 

@@ -218,15 +218,34 @@ func PublishEvents[T proto.Message](ctx context.Context, log *Collection[T], ite
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
+	x, err := EventsExtra(log, items, queue)
+	if err != nil {
+		return err
+	}
+	return log.db.bolt.Batch(x.apply) // retried as a whole: every write is a put
+}
+
+// Apply writes extras on their own, in one transaction shared with concurrent calls.
+func (db *DB) Apply(ctx context.Context, extras ...Extra) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return db.bolt.Batch(func(tx *bolt.Tx) error { return applyExtras(tx, extras) }) // retried as a whole: puts only
+}
+
+// EventsExtra writes events to a log and their webhook queue entries within the transaction of
+// a change (PutWith, UpdateWith): the change, its events and their deliveries are stored
+// together or not at all.
+func EventsExtra[T proto.Message](log *Collection[T], items []Item[T], queue []webhook.QueuedEvent) (Extra, error) {
 	enc := make([][]byte, len(items))
 	for i, it := range items {
 		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(it.Value)
 		if err != nil {
-			return fmt.Errorf("encode %s %s: %w", log.bucket, it.ID, err)
+			return Extra{}, fmt.Errorf("encode %s %s: %w", log.bucket, it.ID, err)
 		}
 		enc[i] = data
 	}
-	return log.db.bolt.Batch(func(tx *bolt.Tx) error { // retried as a whole: every write is a put
+	return Extra{func(tx *bolt.Tx) error {
 		b, err := bucket(tx, log.bucket)
 		if err != nil {
 			return err
@@ -237,7 +256,7 @@ func PublishEvents[T proto.Message](ctx context.Context, log *Collection[T], ite
 			}
 		}
 		return enqueueTx(tx, queue)
-	})
+	}}, nil
 }
 
 func (w *Webhooks) Queued(ctx context.Context, webhookID string, limit int) ([]webhook.QueuedEvent, error) {

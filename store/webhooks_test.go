@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -110,5 +111,42 @@ func TestPublishEventsStoresLogAndQueueTogether(t *testing.T) {
 	}
 	if q, _ := ws.Queued(ctx, ep.ID, 10); len(q) != 1 || q[0].EventID != ev.Id {
 		t.Fatalf("queued %v", q)
+	}
+}
+
+// A change and its extras are stored together or not at all.
+func TestExtrasGoWithTheirChange(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	jobs := store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	log := store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} })
+	event := func(id string) store.Extra {
+		x, err := store.EventsExtra(log, []store.Item[*svcv1.Event]{{Tenant: "t", ID: id, Value: &svcv1.Event{Id: id}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	usage := store.UsageExtra([]store.UsageDelta{{Scope: "org:o", Month: "2026-11", Meter: "plans", Quantity: 1}})
+	if err := jobs.PutWith(ctx, "t", "job_1", &svcv1.Job{Id: "job_1"}, event("evt_1"), usage); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	if err := jobs.UpdateWith(ctx, "t", "job_1", func(*svcv1.Job) error { return refused }, event("evt_2"), usage); !errors.Is(err, refused) {
+		t.Fatalf("update: %v", err)
+	}
+	if err := jobs.UpdateWith(ctx, "t", "job_1", func(j *svcv1.Job) error { j.Progress = 50; return nil }, event("evt_3")); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"evt_1": true, "evt_2": false, "evt_3": true} {
+		if _, err := log.Get(ctx, "t", id); (err == nil) != want {
+			t.Errorf("%s stored: %v, want %v", id, err == nil, want)
+		}
+	}
+	if u, _ := db.Usage(ctx, "org:o", "2026-11"); u["plans"] != 1 {
+		t.Errorf("usage %v, want the one put's", u)
+	}
+	if j, _ := jobs.Get(ctx, "t", "job_1"); j.GetProgress() != 50 {
+		t.Errorf("job %v", j)
 	}
 }
