@@ -37,6 +37,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -64,6 +66,28 @@ const tmpPrefix = ".svc-tmp/"
 // Provider is an object_store_compatible provider instance.
 type Provider struct {
 	client *minio.Client
+	swept  sync.Map // buckets whose leftover temporary uploads were removed
+}
+
+// tmpMaxAge is how old a temporary upload must be to count as a leftover: a write copies its
+// upload into place right after it completes, so one this old belongs to a write that died.
+var tmpMaxAge = time.Hour
+
+// sweepOnce removes, the first time this provider writes into a bucket, the temporary uploads
+// older than tmpMaxAge (left by writes whose process died between upload and copy).
+func (p *Provider) sweepOnce(ctx context.Context, bucket string) {
+	if _, done := p.swept.LoadOrStore(bucket, true); done {
+		return
+	}
+	cutoff := time.Now().Add(-tmpMaxAge)
+	for o := range p.client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: tmpPrefix, Recursive: true}) {
+		if o.Err != nil {
+			return
+		}
+		if o.LastModified.Before(cutoff) {
+			_ = p.client.RemoveObject(ctx, bucket, o.Key, minio.RemoveObjectOptions{})
+		}
+	}
 }
 
 var (
@@ -314,6 +338,7 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 		return providers.Object{}, fmt.Errorf("s3: write path %q: %w", req.Path, providers.ErrInvalidArgument)
 	}
 	key := prefix + req.Path
+	p.sweepOnce(ctx, bucket)
 	var rnd [12]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := tmpPrefix + hex.EncodeToString(rnd[:])

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/minio/minio-go/v7"
+
 	"svc.dev/svc/internal/versitygw"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/providertest"
@@ -80,5 +82,25 @@ func TestMissingBucket(t *testing.T) {
 	p := open(t, srv)
 	if _, err := p.List(context.Background(), providers.ListRequest{SourceRef: "no-such-bucket"}); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("missing bucket: %v", err)
+	}
+}
+
+// A temporary upload left by a write whose process died is removed by the next provider that
+// writes into the bucket; listings never show it.
+func TestLeftoverUploadsAreSwept(t *testing.T) {
+	srv := versitygw.Start(t)
+	b := srv.Bucket(t, map[string]string{".svc-tmp/0123456789abcdef01234567": "half an upload", "kept.txt": "k"})
+	p := open(t, srv)
+	ctx := context.Background()
+	objs, _ := providertest.ListAll(ctx, t, p, b, 0)
+	if len(objs) != 1 || objs[0].ID != "kept.txt" {
+		t.Fatalf("listed %v", objs)
+	}
+	defer s3.SetTmpMaxAge(0)()
+	if _, err := p.(providers.Writer).Write(ctx, providers.WriteRequest{SourceRef: b, Path: "new.txt", SizeBytes: -1}, bytes.NewReader([]byte("n"))); err != nil {
+		t.Fatal(err)
+	}
+	for o := range srv.Client.ListObjects(ctx, b, minio.ListObjectsOptions{Prefix: ".svc-tmp/", Recursive: true}) {
+		t.Errorf("left at %s (%v)", o.Key, o.Err)
 	}
 }
