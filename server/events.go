@@ -156,6 +156,7 @@ func matchType(types []string, t string) bool {
 	return len(types) == 0 || event.MatchAny(types, t)
 }
 
+// planEventData is the data of a plan's events: its id, state, intent, hash and size.
 func planEventData(p *svcv1.Plan) map[string]any {
 	return map[string]any{"plan_id": p.GetPlanId(), "state": enumWire(p.GetState()), "intent": enumWire(p.GetIntent()),
 		"hash": p.GetHash(), "object_count": float64(p.GetProjection().GetObjectCount())}
