@@ -51,7 +51,9 @@ type AssetState = Transition
 // Store keeps executions, their journals and the plans they run. Journal writes must be
 // durable when Record returns; concurrent Records may be committed together.
 type Store interface {
-	PutExecution(ctx context.Context, tenant string, e *svcv1.Execution) error
+	// BeginExecution applies fn to the stored plan and, when it succeeds, stores e, in one
+	// transaction: a plan never moves to committing without the execution that runs it.
+	BeginExecution(ctx context.Context, tenant, planID string, fn func(*svcv1.Plan) error, e *svcv1.Execution) error
 	UpdateExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error
 	// Unfinished lists the executions that are queued or running, as tenant and id.
 	Unfinished(ctx context.Context) ([][2]string, error)
@@ -157,15 +159,15 @@ func New(store Store, sources Sources, vault Vault, finish Finisher, opts Option
 
 func (e *Engine) now() time.Time { return e.opts.Now().UTC().Truncate(time.Millisecond) }
 
-// Start checks that a plan may run (authorized, with the authorized hash), records a queued
-// execution, moves the plan to committing, and runs it in the background. The caller checks
+// Start checks that a plan may run (authorized, with the authorized hash), moves the plan to
+// committing and records a queued execution (one transaction), and runs it in the background. The caller checks
 // staleness (source markers) before.
 func (e *Engine) Start(ctx context.Context, tenant, planID, principalID string) (*svcv1.Execution, error) {
 	now := e.now()
 	x := &svcv1.Execution{Id: id.NewAt("exe", now), PlanId: planID, PrincipalId: principalID,
 		Status: svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, Errors: []string{}, Steps: []*svcv1.ExecutionStep{},
 		CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now)}
-	err := e.store.UpdatePlan(ctx, tenant, planID, func(p *svcv1.Plan) error {
+	err := e.store.BeginExecution(ctx, tenant, planID, func(p *svcv1.Plan) error {
 		if p.GetState() != svcv1.PlanState_PLAN_STATE_AUTHORIZED {
 			return fmt.Errorf("%w: the plan is %s", plan.ErrInvalidState, stateName(p.GetState()))
 		}
@@ -178,11 +180,8 @@ func (e *Engine) Start(ctx context.Context, tenant, planID, principalID string) 
 		}
 		x.PlanHash, x.Simulated = h, p.GetSimulated()
 		return plan.Transition(p, svcv1.PlanState_PLAN_STATE_COMMITTING)
-	})
+	}, x)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.store.PutExecution(ctx, tenant, x); err != nil {
 		return nil, err
 	}
 	e.launch(tenant, x.Id)

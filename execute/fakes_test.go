@@ -45,12 +45,17 @@ func (m *memStore) dead() error {
 	return nil
 }
 
-func (m *memStore) PutExecution(_ context.Context, _ string, e *svcv1.Execution) error {
+func (m *memStore) BeginExecution(_ context.Context, _, planID string, fn func(*svcv1.Plan) error, e *svcv1.Execution) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.dead(); err != nil {
 		return err
 	}
+	c := proto.Clone(m.plans[planID]).(*svcv1.Plan)
+	if err := fn(c); err != nil {
+		return err
+	}
+	m.plans[planID] = c
 	m.executions[e.Id] = proto.Clone(e).(*svcv1.Execution)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
@@ -30,8 +31,24 @@ var _ execute.Store = execStore{}
 
 const journalLog = "journal"
 
-func (x execStore) PutExecution(ctx context.Context, tenant string, e *svcv1.Execution) error {
-	return x.s.executions.Put(ctx, tenant, e.Id, e)
+// BeginExecution moves the plan (fn), stores the queued execution and its
+// svc.execution.started event in one transaction.
+func (x execStore) BeginExecution(ctx context.Context, tenant, planID string, fn func(*svcv1.Plan) error, e *svcv1.Execution) error {
+	t, err := parseTenant(tenant)
+	if err != nil {
+		return err
+	}
+	put := store.PutExtra(x.s.executions, tenant, e.Id, e) // e is complete once fn ran
+	pe, err := x.s.prepareEvent(context.WithoutCancel(ctx), t, id.New("evt"), x.s.cfg.Now(), evExecutionStarted, "/v1/executions", e.Id,
+		map[string]any{"execution_id": e.Id, "plan_id": planID})
+	if err != nil {
+		return err
+	}
+	if err := x.s.plans.UpdateWith(ctx, tenant, planID, fn, put, pe.extra); err != nil {
+		return err
+	}
+	x.s.wake(pe)
+	return nil
 }
 
 func (x execStore) UpdateExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error {
@@ -159,7 +176,6 @@ func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest)
 	if err != nil {
 		return nil, err
 	}
-	s.emit(ctx, c.Tenant, evExecutionStarted, "/v1/executions", x.Id, map[string]any{"execution_id": x.Id, "plan_id": x.PlanId})
 	return x, nil
 }
 

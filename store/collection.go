@@ -56,6 +56,22 @@ func applyExtras(tx *bolt.Tx, extras []Extra) error {
 	return nil
 }
 
+// PutExtra stores m as the resource id of tenant in c, within another change's transaction;
+// m is encoded when the transaction writes it, after UpdateWith's fn ran (which may fill it).
+func PutExtra[T proto.Message](c *Collection[T], tenant, id string, m T) Extra {
+	return Extra{func(tx *bolt.Tx) error {
+		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
+		}
+		b, err := bucket(tx, c.bucket)
+		if err != nil {
+			return err
+		}
+		return b.Put(resourceKey(tenant, id), data)
+	}}
+}
+
 // PutWith is Put that also writes extras in the same transaction.
 func (c *Collection[T]) PutWith(ctx context.Context, tenant, id string, m T, extras ...Extra) error {
 	if err := ctxErr(ctx); err != nil {
