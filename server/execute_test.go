@@ -299,3 +299,36 @@ func TestFinishRedoneKeepsOneEventEach(t *testing.T) {
 		}
 	}
 }
+
+// Cancelling a running execution: 200, then it ends cancelled with what it did so far in its
+// receipt, and both events say so.
+func TestCancelExecution(t *testing.T) {
+	e, _, src, _ := localEnv(t, 300)
+	cx := "?connection_id=" + e.creds.ConnectionID
+	p := e.do("POST", "/v1/plans"+cx, `{"intent":"svc","source_ids":["`+src+`"],"policy":{"minAgeDays":30}}`, e.key()...).json(t)
+	id := p["planId"].(string)
+	e.do("POST", "/v1/plans/"+id+"/authorize"+cx, `{"plan_hash":"`+p["hash"].(string)+`"}`, e.key()...)
+	exe := e.do("POST", "/v1/plans/"+id+"/execute"+cx, "", e.key()...).json(t)["id"].(string)
+	if r := e.do("POST", "/v1/executions/"+exe+"/cancel"+cx, "", e.key()...); r.status != 200 {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	var x map[string]any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if x = e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t); x["receipt_id"] != nil {
+			break
+		}
+	}
+	if x["status"] != "cancelled" || x["receipt_id"] == nil {
+		t.Fatalf("after cancel: %v", x["status"])
+	}
+	checkProblem(t, e.do("POST", "/v1/executions/"+exe+"/cancel"+cx, "", e.key()...), 409, "invalid_state")
+	types := map[string]bool{}
+	for _, ev := range e.do("GET", "/v1/events?types=svc.execution.*", "", e.key()...).json(t)["data"].([]any) {
+		if ev := ev.(map[string]any); ev["subject"] == exe {
+			types[ev["type"].(string)] = true
+		}
+	}
+	if !types["svc.execution.cancel_requested"] || !types["svc.execution.cancelled"] || !types["svc.execution.started"] {
+		t.Fatalf("events %v", types)
+	}
+}

@@ -216,6 +216,7 @@ func (s *Server) cancelExecution(ctx context.Context, req *svcv1.CancelExecution
 	if err != nil {
 		return nil, err
 	}
+	s.emit(ctx, c.Tenant, evExecutionCancelled, "/v1/executions", x.Id, map[string]any{"execution_id": x.Id, "plan_id": x.GetPlanId()})
 	return s.executions.Get(ctx, c.Tenant.String(), x.Id)
 }
 
