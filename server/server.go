@@ -201,7 +201,10 @@ func New(cfg Config) (*Server, error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
-	s.usage = newUsageMeter(s)
+	if s.usage, err = newUsageMeter(s); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if s.providers == nil {
 		if s.providers, err = builtin.Registry(builtin.Options{}); err != nil {
 			db.Close()

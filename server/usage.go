@@ -1,8 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,21 +26,51 @@ const (
 	evCeilingChanged     = "svc.usage.ceiling_changed"
 )
 
-// usageMeter accumulates live-mode usage in memory and adds it to the stored counters in one
-// transaction every quarter second, so that metering every API call costs the call no disk
-// write. Each increment is applied exactly once (a failed transaction is retried whole); a
-// crash loses at most the last quarter second of API operations.
+// usageMeter meters live-mode usage that has no transaction of its own to ride in (API
+// operations): every increment is appended to a log file in the data directory before the call
+// is answered (one small write, no fsync: it survives the process being killed), and the log is
+// added to the stored counters every quarter second, in one transaction that also records how
+// far the log was read. So each increment is counted exactly once across process crashes; at
+// start, what the last process logged but did not add is added. (An operating-system crash can
+// lose the log's last unsynced writes.)
 type usageMeter struct {
 	s       *Server
-	mu      sync.Mutex
-	pending map[store.UsageDelta]float64 // Quantity is zero in keys
+	mu      sync.Mutex // guards log and end
+	log     *os.File
+	end     int64 // bytes in the log
+	read    int64 // bytes of the log added to the counters
 	stop    chan struct{}
 	done    chan struct{}
 	flushMu sync.Mutex
 }
 
-func newUsageMeter(s *Server) *usageMeter {
-	m := &usageMeter{s: s, pending: map[store.UsageDelta]float64{}, stop: make(chan struct{}), done: make(chan struct{})}
+// usageLogFile is the usage log in the data directory.
+const usageLogFile = "usage.log"
+
+// usageLogRotate is the log size from which a flush that read it all starts it again (a
+// variable for the tests).
+var usageLogRotate int64 = 1 << 20
+
+func newUsageMeter(s *Server) (*usageMeter, error) {
+	f, err := os.OpenFile(filepath.Join(s.cfg.DataDir, usageLogFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("usage log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("usage log: %w", err)
+	}
+	read, err := s.db.UsageLogOffset(context.Background())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if read > fi.Size() { // the log was started again after it was all read
+		read = 0
+	}
+	m := &usageMeter{s: s, log: f, end: fi.Size(), read: read, stop: make(chan struct{}), done: make(chan struct{})}
+	m.flush() // what the last process logged and did not add
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(250 * time.Millisecond)
@@ -49,18 +85,25 @@ func newUsageMeter(s *Server) *usageMeter {
 			}
 		}
 	}()
-	return m
+	return m, nil
 }
 
-// add meters qty of a meter for an application (and its organization) this month.
+// add meters qty of a meter for an application (and its organization) this month: logged
+// before it returns.
 func (m *usageMeter) add(orgID, appID, meter string, qty float64) {
 	month := platform.Month(m.s.cfg.Now())
-	m.mu.Lock()
-	m.pending[store.UsageDelta{Scope: "org:" + orgID, Month: month, Meter: meter}] += qty
+	q := strconv.FormatFloat(qty, 'g', -1, 64)
+	line := "org:" + orgID + "\t" + month + "\t" + meter + "\t" + q + "\n"
 	if appID != "" {
-		m.pending[store.UsageDelta{Scope: "app:" + appID, Month: month, Meter: meter}] += qty
+		line += "app:" + appID + "\t" + month + "\t" + meter + "\t" + q + "\n"
 	}
-	m.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, err := m.log.WriteString(line)
+	m.end += int64(n)
+	if err != nil {
+		m.s.log.Error("usage metering: log write failed", "err", err)
+	}
 }
 
 // usageDeltas are the deltas that meter qty for an organization and one of its applications.
@@ -71,53 +114,96 @@ func usageDeltas(orgID, appID, month, meter string, qty float64) []store.UsageDe
 	}
 }
 
-// flush writes what was metered so far.
+// flush adds what the log holds beyond what was added, then starts the log again once it is
+// large and all read.
 func (m *usageMeter) flush() {
 	m.flushMu.Lock()
 	defer m.flushMu.Unlock()
 	m.mu.Lock()
-	if len(m.pending) == 0 {
-		m.mu.Unlock()
-		return
-	}
-	batch := m.pending
-	m.pending = map[store.UsageDelta]float64{}
+	end := m.end
 	m.mu.Unlock()
-	deltas := make([]store.UsageDelta, 0, len(batch))
-	orgs := map[string]bool{}
-	for k, q := range batch {
-		k.Quantity = q
-		deltas = append(deltas, k)
-		if len(k.Scope) > 4 && k.Scope[:4] == "org:" {
-			orgs[k.Scope[4:]] = true
+	if end > m.read {
+		buf := make([]byte, end-m.read)
+		n, err := m.log.ReadAt(buf, m.read)
+		if err != nil && n < len(buf) {
+			m.s.log.Error("usage metering: log read failed", "err", err)
+			return
+		}
+		deltas, used := parseUsageLog(buf)
+		if used > 0 {
+			if err := m.s.db.AddUsageFromLog(context.Background(), deltas, m.read+int64(used)); err != nil {
+				m.s.log.Error("usage metering: write failed", "err", err) // the log keeps it for the next flush
+				return
+			}
+			m.read += int64(used)
+			orgs := map[string]bool{}
+			for _, d := range deltas {
+				if org, ok := strings.CutPrefix(d.Scope, "org:"); ok {
+					orgs[org] = true
+				}
+			}
+			for org := range orgs {
+				m.s.checkCeiling(org)
+			}
 		}
 	}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = m.s.db.AddUsage(context.Background(), deltas); err == nil {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.read == m.end && m.end >= usageLogRotate {
+		if err := m.log.Truncate(0); err != nil {
+			m.s.log.Error("usage metering: log truncate failed", "err", err)
+			return
+		}
+		m.end = 0
+		// Before this is stored, the offset exceeds the log's size, which the next start
+		// reads as "started again".
+		if err := m.s.db.AddUsageFromLog(context.Background(), nil, 0); err == nil {
+			m.read = 0
+		} else {
+			m.read = 0
+			m.s.log.Error("usage metering: log offset reset failed", "err", err)
+		}
+	}
+}
+
+// parseUsageLog sums the complete lines of a piece of the usage log into deltas and says how
+// many bytes they took (a last line without its newline is left for later).
+func parseUsageLog(b []byte) ([]store.UsageDelta, int) {
+	sums := map[store.UsageDelta]float64{}
+	var order []store.UsageDelta
+	used := 0
+	for {
+		i := bytes.IndexByte(b[used:], '\n')
+		if i < 0 {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		m.s.log.Error("usage metering: write failed", "err", err)
-		m.mu.Lock() // keep the counts for the next flush rather than lose them
-		for _, d := range deltas {
-			q := d.Quantity
-			d.Quantity = 0
-			m.pending[d] += q
+		f := strings.Split(string(b[used:used+i]), "\t")
+		used += i + 1
+		if len(f) != 4 {
+			continue
 		}
-		m.mu.Unlock()
-		return
+		q, err := strconv.ParseFloat(f[3], 64)
+		if err != nil {
+			continue
+		}
+		k := store.UsageDelta{Scope: f[0], Month: f[1], Meter: f[2]}
+		if _, ok := sums[k]; !ok {
+			order = append(order, k)
+		}
+		sums[k] += q
 	}
-	for org := range orgs {
-		m.s.checkCeiling(org)
+	out := make([]store.UsageDelta, len(order))
+	for i, k := range order {
+		k.Quantity = sums[k]
+		out[i] = k
 	}
+	return out, used
 }
 
 func (m *usageMeter) close() {
 	close(m.stop)
 	<-m.done
+	m.log.Close()
 }
 
 // meterCall meters an API operation made with a live key.

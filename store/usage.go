@@ -119,3 +119,38 @@ func (db *DB) AddUsageOnce(ctx context.Context, key string, deltas []UsageDelta)
 	})
 	return applied, err
 }
+
+const bUsageLog = "usage_log"
+
+// UsageLogOffset is how far the usage log (a file of increments appended before each metered
+// call is answered) has been added to the counters.
+func (db *DB) UsageLogOffset(ctx context.Context) (int64, error) {
+	var off int64
+	err := db.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte(bUsageLog)); b != nil {
+			if v := b.Get([]byte("offset")); len(v) == 8 {
+				off = int64(binary.BigEndian.Uint64(v))
+			}
+		}
+		return nil
+	})
+	return off, err
+}
+
+// AddUsageFromLog adds deltas read from the usage log and moves its offset to off, in one
+// transaction: each logged increment is counted exactly once.
+func (db *DB) AddUsageFromLog(ctx context.Context, deltas []UsageDelta, off int64) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		if err := addUsageTx(tx, deltas); err != nil {
+			return err
+		}
+		b, err := bucket(tx, bUsageLog)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("offset"), binary.BigEndian.AppendUint64(nil, uint64(off)))
+	})
+}

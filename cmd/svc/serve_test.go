@@ -203,3 +203,55 @@ func get2(t *testing.T, url, session string) int {
 	res.Body.Close()
 	return res.StatusCode
 }
+
+// API operations are metered exactly once across a crash: the binary is killed right after
+// answering live calls (inside the quarter second before their counts reach the store), and
+// the restarted server counts every one of them, once.
+func TestLiveCallsMeteredAcrossACrash(t *testing.T) {
+	bin := svcBinary(t)
+	data := t.TempDir()
+	cmd, base, log := start(t, bin, data)
+	raw, _ := os.ReadFile(filepath.Join(data, server.DevCredentialsFile))
+	var creds map[string]string
+	json.Unmarshal(raw, &creds)
+	call := func(path string) []byte {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+creds["live_api_key"])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return b
+	}
+	apiOps := func() float64 {
+		var u struct {
+			Lines []struct {
+				Meter    string  `json:"meter"`
+				Quantity float64 `json:"quantity"`
+			} `json:"lines"`
+		}
+		json.Unmarshal(call("/v1/usage"), &u)
+		for _, l := range u.Lines {
+			if l.Meter == "api_operations" {
+				return l.Quantity
+			}
+		}
+		return -1
+	}
+	before := apiOps() // counted or not yet; it is one call either way
+	for range 25 {
+		call("/v1/events")
+	}
+	cmd.Process.Signal(syscall.SIGKILL) // within 250 ms of the last calls: their counts are only logged
+	cmd.Wait()
+	cmd, base, log = start(t, bin, data)
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	got := apiOps()
+	// before, the call that read it, 25 calls, and this read: each counted once, the last one
+	// possibly not yet (it is metered as it is answered).
+	if want := before + 1 + 25; got != want && got != want+1 {
+		t.Fatalf("api_operations after the crash: %v, want %v (before %v)\n%s", got, want, before, log)
+	}
+}
