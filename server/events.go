@@ -38,7 +38,7 @@ const (
 
 // emit records a CloudEvents 1.0 event in the tenant's stream and in the stream of every
 // application that reaches the tenant, plus the applications in also (one a change just cut
-// off, say), and queues it for their webhooks, all in one transaction (store.PublishEvents): an
+// off, say), and queues it for their webhooks, all in one transaction (store.EventsExtra): an
 // event that can be listed is also on its way to every webhook subscribed to it. Test-mode
 // events carry svcsimulated. It never fails the operation that emitted it: that change is
 // already stored, and an error is logged.

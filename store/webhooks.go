@@ -211,20 +211,6 @@ func (w *Webhooks) PruneDeliveries(ctx context.Context, createdBefore time.Time,
 	return n, err
 }
 
-// PublishEvents stores events in a collection (an event log) and their webhook queue entries
-// in one transaction: an event that is in the log is also queued for every webhook it was
-// published to, whatever crashes. Concurrent calls share a transaction and its fsync.
-func PublishEvents[T proto.Message](ctx context.Context, log *Collection[T], items []Item[T], queue []webhook.QueuedEvent) error {
-	if err := ctxErr(ctx); err != nil {
-		return err
-	}
-	x, err := EventsExtra(log, items, queue)
-	if err != nil {
-		return err
-	}
-	return log.db.bolt.Batch(x.apply) // retried as a whole: every write is a put
-}
-
 // Apply writes extras on their own, in one transaction shared with concurrent calls.
 func (db *DB) Apply(ctx context.Context, extras ...Extra) error {
 	if err := ctxErr(ctx); err != nil {

@@ -75,8 +75,8 @@ func TestSucceededLiveDeliveriesAreMeteredOnce(t *testing.T) {
 	}
 }
 
-// PublishEvents stores the events and their queue entries together.
-func TestPublishEventsStoresLogAndQueueTogether(t *testing.T) {
+// EventsExtra stores the events and their queue entries together.
+func TestEventsExtraStoresLogAndQueueTogether(t *testing.T) {
 	db, _ := open(t)
 	ctx := context.Background()
 	ws := db.Webhooks()
@@ -95,13 +95,17 @@ func TestPublishEventsStoresLogAndQueueTogether(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := store.PublishEvents(cancelled, log, items, queue); err == nil {
+	x, err := store.EventsExtra(log, items, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply(cancelled, x); err == nil {
 		t.Fatal("published with a cancelled context")
 	}
 	if q, _ := ws.Queued(ctx, ep.ID, 10); len(q) != 0 {
 		t.Fatalf("a failed publication queued %d events", len(q))
 	}
-	if err := store.PublishEvents(ctx, log, items, queue); err != nil {
+	if err := db.Apply(ctx, x); err != nil {
 		t.Fatal(err)
 	}
 	for _, it := range items {
