@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -368,5 +367,3 @@ func httpRequestFrom(ctx context.Context) *http.Request {
 	r, _ := ctx.Value(httpRequestKey{}).(*http.Request)
 	return r
 }
-
-var _ = slog.Default

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -217,8 +216,6 @@ func nonNil[T any](s []T) []T {
 	}
 	return s
 }
-
-var _ = proto.String
 
 // enumNumber returns the number of the enum value whose wire string is s (0 if none).
 func enumNumber(ed protoreflect.EnumDescriptor, s string) protoreflect.EnumNumber {

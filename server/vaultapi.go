@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -151,5 +150,3 @@ func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRe
 }
 
 var errVaultCorrupt = errors.New("vault object failed verification")
-
-var _ = fmt.Sprint

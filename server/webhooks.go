@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -201,5 +200,3 @@ func (s *Server) sendTestEvent(ctx context.Context, req *svcv1.WebhookRequest) (
 	}
 	return deliveryProto(d), nil
 }
-
-var _ = http.StatusOK

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"math"
 	"strings"
 
@@ -94,8 +93,6 @@ func (db *DB) CeilingOf(ctx context.Context, orgID string) (Ceiling, bool, error
 	}
 	return c, err == nil, err
 }
-
-var _ = json.Marshal
 
 // AddUsageOnce applies deltas unless key was applied before, in one transaction: usage that a
 // resumed process may meter again (an execution's charges) is counted exactly once.

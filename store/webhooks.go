@@ -414,5 +414,3 @@ func (w *Webhooks) ActiveDeliveries(ctx context.Context) ([]*webhook.Delivery, e
 	})
 	return out, err
 }
-
-var _ = errors.New
