@@ -135,13 +135,6 @@ func (s *Server) openDestination(ctx context.Context, tenant platform.Tenant, ds
 	return d, p, ref, nil
 }
 
-// OpenDestination is openDestination for trusted code (tools and tests): the destination, the
-// provider it writes to and the reference within it. The server owns the provider: do not
-// close it.
-func (s *Server) OpenDestination(ctx context.Context, tenant platform.Tenant, dstID string) (*svcv1.Destination, providers.Provider, string, error) {
-	return s.openDestination(ctx, tenant, dstID)
-}
-
 // createDestination makes a destination from a connected source (POST /v1/destinations): the
 // source must be in the caller's grant (403), be one of the tenant's connected sources and have
 // a provider that can write (400, path source_id). Its configuration is copied, resealed under

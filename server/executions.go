@@ -124,6 +124,10 @@ func (e engineSources) Source(ctx context.Context, tenant, sourceID string) (pro
 	if err != nil {
 		return nil, "", err
 	}
+	if id.Prefix(sourceID) == "dst" { // a plan's destination
+		_, p, ref, err := e.s.openDestination(ctx, t, sourceID)
+		return p, ref, err
+	}
 	return e.s.openSource(ctx, t, sourceID)
 }
 
