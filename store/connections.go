@@ -20,23 +20,7 @@ var _ platform.ConnectStore = (*DB)(nil)
 
 // UpdateConnection implements platform.ConnectionUpdater.
 func (db *DB) UpdateConnection(ctx context.Context, id string, fn func(*platform.Connection) error) (*platform.Connection, error) {
-	if err := ctxErr(ctx); err != nil {
-		return nil, err
-	}
-	var c platform.Connection
-	err := db.update(func(tx *bolt.Tx) error {
-		if err := getJSON(tx, bConnections, id, &c, platform.ErrNotFound); err != nil {
-			return err
-		}
-		if err := fn(&c); err != nil {
-			return err
-		}
-		return putJSON(tx, bConnections, id, &c)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return updateJSON(db, ctx, bConnections, id, fn)
 }
 
 // CreateConnectSession implements platform.ConnectStore.
@@ -59,23 +43,7 @@ func (db *DB) ConnectSession(ctx context.Context, id string) (*platform.ConnectS
 
 // UpdateConnectSession implements platform.ConnectStore.
 func (db *DB) UpdateConnectSession(ctx context.Context, id string, fn func(*platform.ConnectSession) error) (*platform.ConnectSession, error) {
-	if err := ctxErr(ctx); err != nil {
-		return nil, err
-	}
-	var c platform.ConnectSession
-	err := db.update(func(tx *bolt.Tx) error {
-		if err := getJSON(tx, bConnectSessions, id, &c, platform.ErrNotFound); err != nil {
-			return err
-		}
-		if err := fn(&c); err != nil {
-			return err
-		}
-		return putJSON(tx, bConnectSessions, id, &c)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return updateJSON(db, ctx, bConnectSessions, id, fn)
 }
 
 // PutOAuthState implements platform.ConnectStore. States live minutes and few are in flight,

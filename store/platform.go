@@ -85,23 +85,7 @@ func (db *DB) UserByEmail(ctx context.Context, email string) (*platform.User, er
 
 // UpdateUser implements platform.AccountStore.
 func (db *DB) UpdateUser(ctx context.Context, id string, fn func(*platform.User) error) (*platform.User, error) {
-	if err := ctxErr(ctx); err != nil {
-		return nil, err
-	}
-	var u platform.User
-	err := db.update(func(tx *bolt.Tx) error {
-		if err := getJSON(tx, bUsers, id, &u, platform.ErrNotFound); err != nil {
-			return err
-		}
-		if err := fn(&u); err != nil {
-			return err
-		}
-		return putJSON(tx, bUsers, id, &u)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &u, nil
+	return updateJSON(db, ctx, bUsers, id, fn)
 }
 
 // CreateSession implements platform.AccountStore.
@@ -339,20 +323,7 @@ func (db *DB) KeysOf(ctx context.Context, appID string) ([]*platform.APIKey, err
 
 // UpdateKey implements platform.DeveloperStore.
 func (db *DB) UpdateKey(ctx context.Context, id string, fn func(*platform.APIKey) error) (*platform.APIKey, error) {
-	var k platform.APIKey
-	err := db.update(func(tx *bolt.Tx) error {
-		if err := getJSON(tx, bKeys, id, &k, platform.ErrNotFound); err != nil {
-			return err
-		}
-		if err := fn(&k); err != nil {
-			return err
-		}
-		return putJSON(tx, bKeys, id, &k)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &k, nil
+	return updateJSON(db, ctx, bKeys, id, fn)
 }
 
 // ConnectionsOf implements platform.DeveloperStore.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"svc.dev/svc/platform"
 )
 
 // ErrNotFound is returned when a resource is not in the tenant's collection.
@@ -80,6 +82,29 @@ func putJSON(tx *bolt.Tx, name, key string, v any) error {
 		return fmt.Errorf("encode %s/%s: %w", name, key, err)
 	}
 	return b.Put([]byte(key), data)
+}
+
+// updateJSON applies fn to the JSON record key of bucket name in one write transaction and
+// returns the result: platform.ErrNotFound when there is no such record, and fn's error leaves
+// it unchanged.
+func updateJSON[T any](db *DB, ctx context.Context, name, key string, fn func(*T) error) (*T, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	var v T
+	err := db.update(func(tx *bolt.Tx) error {
+		if err := getJSON(tx, name, key, &v, platform.ErrNotFound); err != nil {
+			return err
+		}
+		if err := fn(&v); err != nil {
+			return err
+		}
+		return putJSON(tx, name, key, &v)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // ctxErr lets a cancelled request stop before it touches the file.

@@ -47,20 +47,7 @@ func (w *Webhooks) Webhook(ctx context.Context, id string) (*webhook.Endpoint, e
 }
 
 func (w *Webhooks) UpdateWebhook(ctx context.Context, id string, fn func(*webhook.Endpoint) error) (*webhook.Endpoint, error) {
-	var e webhook.Endpoint
-	err := w.db.update(func(tx *bolt.Tx) error {
-		if err := getJSON(tx, bWebhooks, id, &e, platform.ErrNotFound); err != nil {
-			return err
-		}
-		if err := fn(&e); err != nil {
-			return err
-		}
-		return putJSON(tx, bWebhooks, id, &e)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &e, nil
+	return updateJSON(w.db, ctx, bWebhooks, id, fn)
 }
 
 // deletePrefix removes every key of a bucket that starts with prefix.
