@@ -44,7 +44,7 @@ func (x execStore) BeginExecution(ctx context.Context, tenant, planID string, fn
 	if err != nil {
 		return err
 	}
-	if err := x.s.plans.UpdateWith(ctx, tenant, planID, fn, put, pe.extra); err != nil {
+	if err := x.s.plans.updateWith(ctx, tenant, planID, fn, put, pe.extra); err != nil {
 		return err
 	}
 	x.s.wake(pe)
@@ -68,11 +68,11 @@ func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
 }
 
 func (x execStore) Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
-	return x.s.plans.Get(ctx, tenant, id)
+	return x.s.plans.get(ctx, tenant, id)
 }
 
 func (x execStore) UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error {
-	return x.s.plans.Update(ctx, tenant, id, fn)
+	return x.s.plans.updateWith(ctx, tenant, id, fn)
 }
 
 func (x execStore) Record(ctx context.Context, tenant, exeID string, t execute.Transition) error {
@@ -197,7 +197,7 @@ func (s *Server) executionInGrant(ctx context.Context, c *Caller, x *svcv1.Execu
 	if c.Connection == nil {
 		return nil
 	}
-	p, err := s.plans.Get(ctx, c.Tenant.String(), x.GetPlanId())
+	p, err := s.plans.header(ctx, c.Tenant.String(), x.GetPlanId())
 	if err != nil {
 		return err
 	}
@@ -230,9 +230,16 @@ func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRe
 		return nil, err
 	}
 	c := callerFrom(ctx)
-	page, err := s.executions.List(ctx, c.Tenant.String(), after, limit, func(x *svcv1.Execution) bool {
-		return (req.PlanId == nil || x.GetPlanId() == req.GetPlanId()) && (req.Status == nil || x.GetStatus() == req.GetStatus()) &&
-			s.executionInGrant(ctx, c, x) == nil
+	tenant := c.Tenant.String()
+	page, err := s.executions.ListIn(ctx, tenant, after, limit, func(r *store.Reader, x *svcv1.Execution) bool {
+		if (req.PlanId != nil && x.GetPlanId() != req.GetPlanId()) || (req.Status != nil && x.GetStatus() != req.GetStatus()) {
+			return false
+		}
+		if c.Connection == nil {
+			return true
+		}
+		p, err := store.GetIn(r, s.plans.headers, tenant, x.GetPlanId()) // in this transaction: never another
+		return err == nil && c.grantReaches(p.GetSourceMarkers())
 	})
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ func (s *Server) RefinishExecution(ctx context.Context, tenant platform.Tenant, 
 	if err != nil {
 		return "", err
 	}
-	p, err := s.plans.Get(ctx, tenant.String(), x.GetPlanId())
+	p, err := s.plans.get(ctx, tenant.String(), x.GetPlanId())
 	if err != nil {
 		return "", err
 	}

@@ -26,6 +26,7 @@ func (s *Server) register() {
 	handle(s, svcv1connect.PlanServiceListPlansProcedure, s.listPlans)
 	handle(s, svcv1connect.PlanServiceCreatePlanProcedure, s.createPlan)
 	handle(s, svcv1connect.PlanServiceGetPlanProcedure, s.getPlan)
+	handle(s, svcv1connect.PlanServiceListPlanObjectsProcedure, s.listPlanObjects)
 	handle(s, svcv1connect.PlanServiceAuthorizePlanProcedure, s.authorizePlan)
 	handle(s, svcv1connect.PlanServiceCancelPlanProcedure, s.cancelPlan)
 	handle(s, svcv1connect.SourceServiceListSourcesProcedure, s.listSources)
@@ -190,11 +191,21 @@ func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*s
 		}
 		return c.grantReaches(p.GetSourceMarkers())
 	}
-	page, err := s.plans.List(ctx, c.Tenant.String(), after, limit, keep)
+	page, err := s.plans.headers.List(ctx, c.Tenant.String(), after, limit, keep)
 	if err != nil {
 		return nil, err
 	}
-	return &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+	res := &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}
+	if c.REST {
+		s.streamPlans(ctx, res, page.Items) // one chunk of objects in memory at a time
+		return res, nil
+	}
+	for _, p := range page.Items {
+		if err := s.plans.fill(ctx, c.Tenant.String(), p); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 // grantReaches reports whether a connection's grant covers every source a resource touches.

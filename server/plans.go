@@ -3,14 +3,17 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
@@ -148,10 +151,19 @@ func (c *Caller) billing() *plan.Billing {
 	return &plan.Billing{CeilingCents: DefaultCeilingCents, CanBill: slices.Contains(c.Key.Scopes, "billable_execute")}
 }
 
-// loadPlan reads a plan and lets it expire when its time has passed.
+// loadPlan reads a whole plan and lets it expire when its time has passed.
 func (s *Server) loadPlan(ctx context.Context, planID string) (*svcv1.Plan, error) {
+	p, err := s.loadPlanHeader(ctx, planID)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.plans.fill(ctx, callerFrom(ctx).Tenant.String(), p)
+}
+
+// loadPlanHeader is loadPlan without the plan's objects (planStore).
+func (s *Server) loadPlanHeader(ctx context.Context, planID string) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
-	p, err := s.plans.Get(ctx, c.Tenant.String(), planID)
+	p, err := s.plans.header(ctx, c.Tenant.String(), planID)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +182,7 @@ func (s *Server) putPlan(ctx context.Context, tenant platform.Tenant, p *svcv1.P
 	if err != nil {
 		return err
 	}
-	if err := s.plans.PutWith(ctx, tenant.String(), p.PlanId, p, append(extras, pe.extra)...); err != nil {
+	if err := s.plans.putWith(ctx, tenant.String(), p, append(extras, pe.extra)...); err != nil {
 		return err
 	}
 	s.wake(pe)
@@ -206,7 +218,7 @@ func (s *Server) setPlanState(ctx context.Context, p *svcv1.Plan, to svcv1.PlanS
 		extras = append(extras, pe.extra)
 	}
 	var out *svcv1.Plan
-	err := s.plans.UpdateWith(ctx, tenant.String(), p.PlanId, func(stored *svcv1.Plan) error {
+	err := s.plans.updateWith(ctx, tenant.String(), p.PlanId, func(stored *svcv1.Plan) error {
 		if err := move(stored); err != nil {
 			return err
 		}
@@ -220,8 +232,58 @@ func (s *Server) setPlanState(ctx context.Context, p *svcv1.Plan, to svcv1.PlanS
 	return out, nil
 }
 
+// getPlan reads a plan; over REST its objects are streamed from the store (planStore).
 func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1.Plan, error) {
-	return s.loadPlan(ctx, req.GetId())
+	p, err := s.loadPlanHeader(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	c := callerFrom(ctx)
+	if c.REST {
+		s.streamPlans(ctx, p, []*svcv1.Plan{p})
+		return p, nil
+	}
+	return p, s.plans.fill(ctx, c.Tenant.String(), p)
+}
+
+// streamPlans makes the REST response msg, whose plans are headers, a stream that writes each
+// plan's objects from the store as the client reads (planStore.writePlansJSON).
+func (s *Server) streamPlans(ctx context.Context, msg proto.Message, plans []*svcv1.Plan) {
+	c := callerFrom(ctx)
+	tenant := c.Tenant.String()
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(s.plans.writePlansJSON(context.WithoutCancel(ctx), pw, tenant, msg, plans))
+	}()
+	c.Header.Set("Content-Type", "application/json")
+	c.Stream = pr
+}
+
+// listPlanObjects pages one plan's objects (GET /v1/plans/{id}/objects).
+func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjectsRequest) (*svcv1.ListPlanObjectsResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.PlanServiceListPlanObjectsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.loadPlanHeader(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	if after != "" {
+		if start, err = strconv.Atoi(after); err != nil || start < 0 {
+			return nil, invalid("cursor", "is not a cursor of this listing")
+		}
+	}
+	objs, more, err := s.plans.page(ctx, callerFrom(ctx).Tenant.String(), p, start, limit)
+	if err != nil {
+		return nil, err
+	}
+	last := ""
+	if more {
+		last = strconv.Itoa(start + len(objs))
+	}
+	return &svcv1.ListPlanObjectsResponse{Data: nonNil(objs), NextCursor: s.nextCursor(binding, last)}, nil
 }
 
 func (s *Server) cancelPlan(ctx context.Context, req *svcv1.CancelPlanRequest) (*svcv1.Plan, error) {

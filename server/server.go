@@ -101,7 +101,7 @@ type Server struct {
 	sealer    *platform.Sealer
 	openedSources
 
-	plans        *store.Collection[*svcv1.Plan]
+	plans        *planStore
 	jobs         *store.Collection[*svcv1.Job]
 	sources      *store.Collection[*svcv1.Source]
 	vaultObjects *store.Collection[*svcv1.VaultObject]
@@ -180,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 		validator: v,
 		csrf:      http.NewCrossOriginProtection(),
 		methods:   map[string]*method{},
-		plans:     store.NewCollection(db, "plans", func() *svcv1.Plan { return &svcv1.Plan{} }),
+		plans:     newPlanStore(db),
 		jobs:      store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
 		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }),
 		vaultObjects: store.NewCollection(db, "vault_objects", func() *svcv1.VaultObject {

@@ -138,10 +138,43 @@ type Page[T proto.Message] struct {
 	lastKey []byte
 }
 
+// Reader reads resources inside the transaction a ListIn filter runs in. A filter must never
+// call the store itself (a transaction inside another can wedge it, see txguard.go); what it
+// needs beyond the resource in hand, it reads through its Reader.
+type Reader struct{ tx *bolt.Tx }
+
+// GetIn returns the resource id of tenant from c within r's transaction, or ErrNotFound.
+func GetIn[T proto.Message](r *Reader, c *Collection[T], tenant, id string) (T, error) {
+	var zero T
+	b := r.tx.Bucket([]byte(c.bucket))
+	if b == nil {
+		return zero, ErrNotFound
+	}
+	data := b.Get(resourceKey(tenant, id))
+	if data == nil {
+		return zero, ErrNotFound
+	}
+	m := c.new()
+	if err := proto.Unmarshal(data, m); err != nil {
+		return zero, fmt.Errorf("decode %s %s: %w", c.bucket, id, err)
+	}
+	return m, nil
+}
+
 // List returns up to limit resources of tenant, newest first, starting after (older than)
 // the resource id after ("" for the newest), keeping only those for which keep returns true
-// (nil keeps all).
+// (nil keeps all). keep runs inside the read transaction: it must not call the store (use
+// ListIn to read other resources).
 func (c *Collection[T]) List(ctx context.Context, tenant, after string, limit int, keep func(T) bool) (Page[T], error) {
+	var in func(*Reader, T) bool
+	if keep != nil {
+		in = func(_ *Reader, m T) bool { return keep(m) }
+	}
+	return c.ListIn(ctx, tenant, after, limit, in)
+}
+
+// ListIn is List whose filter can read other resources in the same transaction.
+func (c *Collection[T]) ListIn(ctx context.Context, tenant, after string, limit int, keep func(*Reader, T) bool) (Page[T], error) {
 	var page Page[T]
 	prefix := []byte(tenant + "/")
 	err := c.db.view(func(tx *bolt.Tx) error {
@@ -149,6 +182,7 @@ func (c *Collection[T]) List(ctx context.Context, tenant, after string, limit in
 		if errors.Is(err, errNoBucket) {
 			return nil
 		}
+		r := &Reader{tx: tx}
 		cur := b.Cursor()
 		var k, v []byte
 		if after == "" {
@@ -175,7 +209,7 @@ func (c *Collection[T]) List(ctx context.Context, tenant, after string, limit in
 			if err := proto.Unmarshal(v, m); err != nil {
 				return fmt.Errorf("decode %s %s: %w", c.bucket, k, err)
 			}
-			if keep != nil && !keep(m) {
+			if keep != nil && !keep(r, m) {
 				continue
 			}
 			if len(page.Items) == limit {
@@ -191,7 +225,8 @@ func (c *Collection[T]) List(ctx context.Context, tenant, after string, limit in
 	return page, err
 }
 
-// Scan calls fn for every resource of tenant, oldest first, until fn returns false.
+// Scan calls fn for every resource of tenant, oldest first, until fn returns false. fn runs
+// inside the read transaction: it must not call the store.
 func (c *Collection[T]) Scan(ctx context.Context, tenant string, fn func(T) bool) error {
 	prefix := []byte(tenant + "/")
 	return c.db.view(func(tx *bolt.Tx) error {
@@ -220,10 +255,18 @@ func (c *Collection[T]) Scan(ctx context.Context, tenant string, fn func(T) bool
 // them in short transactions of up to 256 resources: a slow consumer (a response streamed to
 // a client) holds no transaction open while it works. Resources added or changed meanwhile
 // may or may not be seen; none is yielded twice. A failed read ends the sequence with the
-// error.
+// error. keep runs inside a read transaction: it must not call the store.
 func (c *Collection[T]) All(ctx context.Context, tenant string, keep func(T) bool) iter.Seq2[T, error] {
+	return c.all(ctx, []byte(tenant+"/"), keep)
+}
+
+// AllUnder is All over the resources of tenant whose ids start with idPrefix.
+func (c *Collection[T]) AllUnder(ctx context.Context, tenant, idPrefix string) iter.Seq2[T, error] {
+	return c.all(ctx, resourceKey(tenant, idPrefix), nil)
+}
+
+func (c *Collection[T]) all(ctx context.Context, prefix []byte, keep func(T) bool) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		prefix := []byte(tenant + "/")
 		var after []byte // the last key read
 		for {
 			var page []T
@@ -288,6 +331,7 @@ func (c *Collection[T]) Count(ctx context.Context, tenant string, keep func(T) b
 
 // Update applies fn to the stored resource id of tenant and stores the result, atomically
 // (one write transaction); ErrNotFound when it does not exist. If fn fails nothing is stored.
+// fn runs inside the write transaction: it must not call the store.
 func (c *Collection[T]) Update(ctx context.Context, tenant, id string, fn func(T) error) error {
 	return c.UpdateWith(ctx, tenant, id, fn)
 }

@@ -17,7 +17,7 @@ func (db *DB) AppendLog(ctx context.Context, name, stream string, value []byte) 
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return db.bolt.Batch(func(tx *bolt.Tx) error {
+	return db.batch(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, "log_"+name)
 		if err != nil {
 			return err

@@ -21,22 +21,70 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // DB is an open store.
-type DB struct{ bolt *bolt.DB }
+type DB struct {
+	bolt  *bolt.DB
+	guard *txGuard
+}
+
+// Options tunes Open; nil means the defaults.
+type Options struct {
+	// InitialMmapSize is the size bbolt maps at open (0: just the file). Tests set it small
+	// so that writes must grow the file, which is when nested transactions wedge.
+	InitialMmapSize int
+	// Unguarded turns off the nested-transaction check of test binaries, for the tests that
+	// reproduce what a nested transaction does.
+	Unguarded bool
+}
 
 // Open opens (creating if needed) the store file at path.
-func Open(path string) (*DB, error) {
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+func Open(path string) (*DB, error) { return OpenWith(path, nil) }
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts *Options) (*DB, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, InitialMmapSize: opts.InitialMmapSize})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &DB{bolt: b}, nil
+	db := &DB{bolt: b}
+	if !opts.Unguarded {
+		db.guard = &txGuard{}
+	}
+	return db, nil
 }
 
 // Close closes the store; after it returns, the file is consistent on disk.
 func (db *DB) Close() error { return db.bolt.Close() }
 
-func (db *DB) view(fn func(*bolt.Tx) error) error   { return db.bolt.View(fn) }
-func (db *DB) update(fn func(*bolt.Tx) error) error { return db.bolt.Update(fn) }
+// Every transaction of the store starts in view, update or batch: they hold the
+// nested-transaction guard (txguard.go) for the transaction's whole life.
+
+func (db *DB) view(fn func(*bolt.Tx) error) error {
+	defer db.guard.enter()()
+	return db.bolt.View(fn)
+}
+
+func (db *DB) update(fn func(*bolt.Tx) error) error {
+	defer db.guard.enter()()
+	return db.bolt.Update(fn)
+}
+
+// batch is update through bbolt's Batch: concurrent calls share one transaction, so fn may
+// run more than once and must only write. fn runs on bbolt's batch goroutine, which the
+// guard marks too, or again on the caller's when bbolt retries it alone.
+func (db *DB) batch(fn func(*bolt.Tx) error) error {
+	caller, leave := db.guard.enterID()
+	defer leave()
+	return db.bolt.Batch(func(tx *bolt.Tx) error {
+		if caller != 0 && goroutineID() == caller {
+			return fn(tx)
+		}
+		defer db.guard.enter()()
+		return fn(tx)
+	})
+}
 
 // bucket returns the named bucket in a write transaction, creating it if needed.
 func bucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {

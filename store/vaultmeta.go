@@ -44,7 +44,7 @@ func (m *VaultMeta) Update(ctx context.Context, tenant string, fn func(vault.Met
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return m.db.bolt.Batch(func(tx *bolt.Tx) error { return fn(&metaTx{tx: tx, tenant: tenant}) })
+	return m.db.batch(func(tx *bolt.Tx) error { return fn(&metaTx{tx: tx, tenant: tenant}) })
 }
 
 // WrappedKey implements vault.KeyStore.

@@ -1804,7 +1804,129 @@ func (x *ListPlansResponse) GetNextCursor() string {
 	return ""
 }
 
-// PlanService reads plans.
+// ListPlanObjectsRequest pages the objects of one plan, in the plan's order (by asset id).
+type ListPlanObjectsRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Id           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	// limit is the page size: default 50, at most 1,000 (plans can hold millions of objects).
+	Limit         *int32  `protobuf:"varint,3,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Cursor        *string `protobuf:"bytes,4,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPlanObjectsRequest) Reset() {
+	*x = ListPlanObjectsRequest{}
+	mi := &file_svc_v1_plan_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPlanObjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPlanObjectsRequest) ProtoMessage() {}
+
+func (x *ListPlanObjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_plan_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPlanObjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListPlanObjectsRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListPlanObjectsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ListPlanObjectsRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ListPlanObjectsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListPlanObjectsRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// ListPlanObjectsResponse is one page of a plan's objects.
+type ListPlanObjectsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*PlanObject          `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPlanObjectsResponse) Reset() {
+	*x = ListPlanObjectsResponse{}
+	mi := &file_svc_v1_plan_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPlanObjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPlanObjectsResponse) ProtoMessage() {}
+
+func (x *ListPlanObjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_plan_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPlanObjectsResponse.ProtoReflect.Descriptor instead.
+func (*ListPlanObjectsResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListPlanObjectsResponse) GetData() []*PlanObject {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListPlanObjectsResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
 // CreatePlanRequest asks for a plan over some sources.
 type CreatePlanRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -1825,7 +1947,7 @@ type CreatePlanRequest struct {
 
 func (x *CreatePlanRequest) Reset() {
 	*x = CreatePlanRequest{}
-	mi := &file_svc_v1_plan_proto_msgTypes[13]
+	mi := &file_svc_v1_plan_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1959,7 @@ func (x *CreatePlanRequest) String() string {
 func (*CreatePlanRequest) ProtoMessage() {}
 
 func (x *CreatePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_plan_proto_msgTypes[13]
+	mi := &file_svc_v1_plan_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1972,7 @@ func (x *CreatePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePlanRequest.ProtoReflect.Descriptor instead.
 func (*CreatePlanRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_plan_proto_rawDescGZIP(), []int{13}
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreatePlanRequest) GetConnectionId() string {
@@ -1906,7 +2028,7 @@ type GetPlanRequest struct {
 
 func (x *GetPlanRequest) Reset() {
 	*x = GetPlanRequest{}
-	mi := &file_svc_v1_plan_proto_msgTypes[14]
+	mi := &file_svc_v1_plan_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2040,7 @@ func (x *GetPlanRequest) String() string {
 func (*GetPlanRequest) ProtoMessage() {}
 
 func (x *GetPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_plan_proto_msgTypes[14]
+	mi := &file_svc_v1_plan_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2053,7 @@ func (x *GetPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPlanRequest.ProtoReflect.Descriptor instead.
 func (*GetPlanRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_plan_proto_rawDescGZIP(), []int{14}
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetPlanRequest) GetId() string {
@@ -1961,7 +2083,7 @@ type AuthorizePlanRequest struct {
 
 func (x *AuthorizePlanRequest) Reset() {
 	*x = AuthorizePlanRequest{}
-	mi := &file_svc_v1_plan_proto_msgTypes[15]
+	mi := &file_svc_v1_plan_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2095,7 @@ func (x *AuthorizePlanRequest) String() string {
 func (*AuthorizePlanRequest) ProtoMessage() {}
 
 func (x *AuthorizePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_plan_proto_msgTypes[15]
+	mi := &file_svc_v1_plan_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2108,7 @@ func (x *AuthorizePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizePlanRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizePlanRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_plan_proto_rawDescGZIP(), []int{15}
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AuthorizePlanRequest) GetId() string {
@@ -2021,7 +2143,7 @@ type CancelPlanRequest struct {
 
 func (x *CancelPlanRequest) Reset() {
 	*x = CancelPlanRequest{}
-	mi := &file_svc_v1_plan_proto_msgTypes[16]
+	mi := &file_svc_v1_plan_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2033,7 +2155,7 @@ func (x *CancelPlanRequest) String() string {
 func (*CancelPlanRequest) ProtoMessage() {}
 
 func (x *CancelPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_plan_proto_msgTypes[16]
+	mi := &file_svc_v1_plan_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2046,7 +2168,7 @@ func (x *CancelPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPlanRequest.ProtoReflect.Descriptor instead.
 func (*CancelPlanRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_plan_proto_rawDescGZIP(), []int{16}
+	return file_svc_v1_plan_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CancelPlanRequest) GetId() string {
@@ -2196,6 +2318,20 @@ const file_svc_v1_plan_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2\f.svc.v1.PlanR\x04data\x12$\n" +
 	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"\x91\x02\n" +
+	"\x16ListPlanObjectsRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^pln_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x12%\n" +
+	"\x05limit\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x01H\x01R\x05limit\x88\x01\x01\x12%\n" +
+	"\x06cursor\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x02R\x06cursor\x88\x01\x01B\x10\n" +
+	"\x0e_connection_idB\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_cursor\"w\n" +
+	"\x17ListPlanObjectsResponse\x12&\n" +
+	"\x04data\x18\x01 \x03(\v2\x12.svc.v1.PlanObjectR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
 	"\f_next_cursor\"\xe0\x03\n" +
 	"\x11CreatePlanRequest\x12M\n" +
 	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x127\n" +
@@ -2316,7 +2452,7 @@ const file_svc_v1_plan_proto_rawDesc = "" +
 	"\x16APPROVAL_SCOPE_STEP_UP\x10\x04\x1a\x11\x8a\xb5\x18\rscope_step_up*?\n" +
 	"\bCurrency\x12\x18\n" +
 	"\x14CURRENCY_UNSPECIFIED\x10\x00\x12\x19\n" +
-	"\fCURRENCY_USD\x10\x01\x1a\a\x8a\xb5\x18\x03usd2\x8a\x04\n" +
+	"\fCURRENCY_USD\x10\x01\x1a\a\x8a\xb5\x18\x03usd2\x90\x05\n" +
 	"\vPlanService\x12^\n" +
 	"\n" +
 	"CreatePlan\x12\x19.svc.v1.CreatePlanRequest\x1a\f.svc.v1.Plan\"'\x9a\xb5\x18\x0f\b\xc9\x01\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x0e:\x01*\"\t/v1/plans\x12X\n" +
@@ -2324,7 +2460,9 @@ const file_svc_v1_plan_proto_rawDesc = "" +
 	"*\bdiscover\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/plans/{id}\x90\x02\x01\x12p\n" +
 	"\rAuthorizePlan\x12\x1c.svc.v1.AuthorizePlanRequest\x1a\f.svc.v1.Plan\"3\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v1/plans/{id}/authorize\x12g\n" +
 	"\n" +
-	"CancelPlan\x12\x19.svc.v1.CancelPlanRequest\x1a\f.svc.v1.Plan\"0\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/v1/plans/{id}/cancel\x12f\n" +
+	"CancelPlan\x12\x19.svc.v1.CancelPlanRequest\x1a\f.svc.v1.Plan\"0\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/v1/plans/{id}/cancel\x12\x83\x01\n" +
+	"\x0fListPlanObjects\x12\x1e.svc.v1.ListPlanObjectsRequest\x1a\x1f.svc.v1.ListPlanObjectsResponse\"/\x9a\xb5\x18\n" +
+	"*\bdiscover\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/plans/{id}/objects\x90\x02\x01\x12f\n" +
 	"\tListPlans\x12\x18.svc.v1.ListPlansRequest\x1a\x19.svc.v1.ListPlansResponse\"$\x9a\xb5\x18\f\x18\x01*\bdiscover\x82\xd3\xe4\x93\x02\v\x12\t/v1/plans\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
@@ -2340,48 +2478,50 @@ func file_svc_v1_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
-var file_svc_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_svc_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_svc_v1_plan_proto_goTypes = []any{
-	(PlanIntent)(0),               // 0: svc.v1.PlanIntent
-	(PlanState)(0),                // 1: svc.v1.PlanState
-	(StorageClass)(0),             // 2: svc.v1.StorageClass
-	(PlanAction)(0),               // 3: svc.v1.PlanAction
-	(ExclusionReason)(0),          // 4: svc.v1.ExclusionReason
-	(SourceMarkerKind)(0),         // 5: svc.v1.SourceMarkerKind
-	(PermissionMapping)(0),        // 6: svc.v1.PermissionMapping
-	(PolicyDecision)(0),           // 7: svc.v1.PolicyDecision
-	(Approval)(0),                 // 8: svc.v1.Approval
-	(Currency)(0),                 // 9: svc.v1.Currency
-	(*Plan)(nil),                  // 10: svc.v1.Plan
-	(*SourceMarker)(nil),          // 11: svc.v1.SourceMarker
-	(*PlanObject)(nil),            // 12: svc.v1.PlanObject
-	(*Exclusion)(nil),             // 13: svc.v1.Exclusion
-	(*Destination)(nil),           // 14: svc.v1.Destination
-	(*Projection)(nil),            // 15: svc.v1.Projection
-	(*ProjectedQuota)(nil),        // 16: svc.v1.ProjectedQuota
-	(*PlanPolicy)(nil),            // 17: svc.v1.PlanPolicy
-	(*PlanMeter)(nil),             // 18: svc.v1.PlanMeter
-	(*MeterLine)(nil),             // 19: svc.v1.MeterLine
-	(*PlanAuthorization)(nil),     // 20: svc.v1.PlanAuthorization
-	(*ListPlansRequest)(nil),      // 21: svc.v1.ListPlansRequest
-	(*ListPlansResponse)(nil),     // 22: svc.v1.ListPlansResponse
-	(*CreatePlanRequest)(nil),     // 23: svc.v1.CreatePlanRequest
-	(*GetPlanRequest)(nil),        // 24: svc.v1.GetPlanRequest
-	(*AuthorizePlanRequest)(nil),  // 25: svc.v1.AuthorizePlanRequest
-	(*CancelPlanRequest)(nil),     // 26: svc.v1.CancelPlanRequest
-	nil,                           // 27: svc.v1.Destination.MetadataMappingEntry
-	(*Actor)(nil),                 // 28: svc.v1.Actor
-	(OperationClass)(0),           // 29: svc.v1.OperationClass
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
-	(Provider)(0),                 // 31: svc.v1.Provider
-	(*SourcePolicy)(nil),          // 32: svc.v1.SourcePolicy
+	(PlanIntent)(0),                 // 0: svc.v1.PlanIntent
+	(PlanState)(0),                  // 1: svc.v1.PlanState
+	(StorageClass)(0),               // 2: svc.v1.StorageClass
+	(PlanAction)(0),                 // 3: svc.v1.PlanAction
+	(ExclusionReason)(0),            // 4: svc.v1.ExclusionReason
+	(SourceMarkerKind)(0),           // 5: svc.v1.SourceMarkerKind
+	(PermissionMapping)(0),          // 6: svc.v1.PermissionMapping
+	(PolicyDecision)(0),             // 7: svc.v1.PolicyDecision
+	(Approval)(0),                   // 8: svc.v1.Approval
+	(Currency)(0),                   // 9: svc.v1.Currency
+	(*Plan)(nil),                    // 10: svc.v1.Plan
+	(*SourceMarker)(nil),            // 11: svc.v1.SourceMarker
+	(*PlanObject)(nil),              // 12: svc.v1.PlanObject
+	(*Exclusion)(nil),               // 13: svc.v1.Exclusion
+	(*Destination)(nil),             // 14: svc.v1.Destination
+	(*Projection)(nil),              // 15: svc.v1.Projection
+	(*ProjectedQuota)(nil),          // 16: svc.v1.ProjectedQuota
+	(*PlanPolicy)(nil),              // 17: svc.v1.PlanPolicy
+	(*PlanMeter)(nil),               // 18: svc.v1.PlanMeter
+	(*MeterLine)(nil),               // 19: svc.v1.MeterLine
+	(*PlanAuthorization)(nil),       // 20: svc.v1.PlanAuthorization
+	(*ListPlansRequest)(nil),        // 21: svc.v1.ListPlansRequest
+	(*ListPlansResponse)(nil),       // 22: svc.v1.ListPlansResponse
+	(*ListPlanObjectsRequest)(nil),  // 23: svc.v1.ListPlanObjectsRequest
+	(*ListPlanObjectsResponse)(nil), // 24: svc.v1.ListPlanObjectsResponse
+	(*CreatePlanRequest)(nil),       // 25: svc.v1.CreatePlanRequest
+	(*GetPlanRequest)(nil),          // 26: svc.v1.GetPlanRequest
+	(*AuthorizePlanRequest)(nil),    // 27: svc.v1.AuthorizePlanRequest
+	(*CancelPlanRequest)(nil),       // 28: svc.v1.CancelPlanRequest
+	nil,                             // 29: svc.v1.Destination.MetadataMappingEntry
+	(*Actor)(nil),                   // 30: svc.v1.Actor
+	(OperationClass)(0),             // 31: svc.v1.OperationClass
+	(*timestamppb.Timestamp)(nil),   // 32: google.protobuf.Timestamp
+	(Provider)(0),                   // 33: svc.v1.Provider
+	(*SourcePolicy)(nil),            // 34: svc.v1.SourcePolicy
 }
 var file_svc_v1_plan_proto_depIdxs = []int32{
-	28, // 0: svc.v1.Plan.actor:type_name -> svc.v1.Actor
+	30, // 0: svc.v1.Plan.actor:type_name -> svc.v1.Actor
 	0,  // 1: svc.v1.Plan.intent:type_name -> svc.v1.PlanIntent
-	29, // 2: svc.v1.Plan.operation_classes:type_name -> svc.v1.OperationClass
-	30, // 3: svc.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
-	30, // 4: svc.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 2: svc.v1.Plan.operation_classes:type_name -> svc.v1.OperationClass
+	32, // 3: svc.v1.Plan.created_at:type_name -> google.protobuf.Timestamp
+	32, // 4: svc.v1.Plan.expires_at:type_name -> google.protobuf.Timestamp
 	11, // 5: svc.v1.Plan.source_markers:type_name -> svc.v1.SourceMarker
 	12, // 6: svc.v1.Plan.objects:type_name -> svc.v1.PlanObject
 	13, // 7: svc.v1.Plan.excluded:type_name -> svc.v1.Exclusion
@@ -2391,42 +2531,45 @@ var file_svc_v1_plan_proto_depIdxs = []int32{
 	18, // 11: svc.v1.Plan.meter:type_name -> svc.v1.PlanMeter
 	1,  // 12: svc.v1.Plan.state:type_name -> svc.v1.PlanState
 	20, // 13: svc.v1.Plan.authorization:type_name -> svc.v1.PlanAuthorization
-	31, // 14: svc.v1.SourceMarker.provider:type_name -> svc.v1.Provider
+	33, // 14: svc.v1.SourceMarker.provider:type_name -> svc.v1.Provider
 	5,  // 15: svc.v1.SourceMarker.kind:type_name -> svc.v1.SourceMarkerKind
-	30, // 16: svc.v1.SourceMarker.observed_at:type_name -> google.protobuf.Timestamp
-	31, // 17: svc.v1.PlanObject.provider:type_name -> svc.v1.Provider
+	32, // 16: svc.v1.SourceMarker.observed_at:type_name -> google.protobuf.Timestamp
+	33, // 17: svc.v1.PlanObject.provider:type_name -> svc.v1.Provider
 	2,  // 18: svc.v1.PlanObject.storage_class:type_name -> svc.v1.StorageClass
 	3,  // 19: svc.v1.PlanObject.actions:type_name -> svc.v1.PlanAction
 	4,  // 20: svc.v1.Exclusion.reason:type_name -> svc.v1.ExclusionReason
-	31, // 21: svc.v1.Destination.provider:type_name -> svc.v1.Provider
-	27, // 22: svc.v1.Destination.metadata_mapping:type_name -> svc.v1.Destination.MetadataMappingEntry
+	33, // 21: svc.v1.Destination.provider:type_name -> svc.v1.Provider
+	29, // 22: svc.v1.Destination.metadata_mapping:type_name -> svc.v1.Destination.MetadataMappingEntry
 	6,  // 23: svc.v1.Destination.permission_mapping:type_name -> svc.v1.PermissionMapping
 	16, // 24: svc.v1.Projection.projected_quota:type_name -> svc.v1.ProjectedQuota
 	7,  // 25: svc.v1.PlanPolicy.decision:type_name -> svc.v1.PolicyDecision
 	8,  // 26: svc.v1.PlanPolicy.required_approvals:type_name -> svc.v1.Approval
 	9,  // 27: svc.v1.PlanMeter.currency:type_name -> svc.v1.Currency
 	19, // 28: svc.v1.PlanMeter.lines:type_name -> svc.v1.MeterLine
-	30, // 29: svc.v1.PlanAuthorization.authorized_at:type_name -> google.protobuf.Timestamp
+	32, // 29: svc.v1.PlanAuthorization.authorized_at:type_name -> google.protobuf.Timestamp
 	1,  // 30: svc.v1.ListPlansRequest.state:type_name -> svc.v1.PlanState
 	0,  // 31: svc.v1.ListPlansRequest.intent:type_name -> svc.v1.PlanIntent
 	10, // 32: svc.v1.ListPlansResponse.data:type_name -> svc.v1.Plan
-	0,  // 33: svc.v1.CreatePlanRequest.intent:type_name -> svc.v1.PlanIntent
-	32, // 34: svc.v1.CreatePlanRequest.policy:type_name -> svc.v1.SourcePolicy
-	23, // 35: svc.v1.PlanService.CreatePlan:input_type -> svc.v1.CreatePlanRequest
-	24, // 36: svc.v1.PlanService.GetPlan:input_type -> svc.v1.GetPlanRequest
-	25, // 37: svc.v1.PlanService.AuthorizePlan:input_type -> svc.v1.AuthorizePlanRequest
-	26, // 38: svc.v1.PlanService.CancelPlan:input_type -> svc.v1.CancelPlanRequest
-	21, // 39: svc.v1.PlanService.ListPlans:input_type -> svc.v1.ListPlansRequest
-	10, // 40: svc.v1.PlanService.CreatePlan:output_type -> svc.v1.Plan
-	10, // 41: svc.v1.PlanService.GetPlan:output_type -> svc.v1.Plan
-	10, // 42: svc.v1.PlanService.AuthorizePlan:output_type -> svc.v1.Plan
-	10, // 43: svc.v1.PlanService.CancelPlan:output_type -> svc.v1.Plan
-	22, // 44: svc.v1.PlanService.ListPlans:output_type -> svc.v1.ListPlansResponse
-	40, // [40:45] is the sub-list for method output_type
-	35, // [35:40] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	12, // 33: svc.v1.ListPlanObjectsResponse.data:type_name -> svc.v1.PlanObject
+	0,  // 34: svc.v1.CreatePlanRequest.intent:type_name -> svc.v1.PlanIntent
+	34, // 35: svc.v1.CreatePlanRequest.policy:type_name -> svc.v1.SourcePolicy
+	25, // 36: svc.v1.PlanService.CreatePlan:input_type -> svc.v1.CreatePlanRequest
+	26, // 37: svc.v1.PlanService.GetPlan:input_type -> svc.v1.GetPlanRequest
+	27, // 38: svc.v1.PlanService.AuthorizePlan:input_type -> svc.v1.AuthorizePlanRequest
+	28, // 39: svc.v1.PlanService.CancelPlan:input_type -> svc.v1.CancelPlanRequest
+	23, // 40: svc.v1.PlanService.ListPlanObjects:input_type -> svc.v1.ListPlanObjectsRequest
+	21, // 41: svc.v1.PlanService.ListPlans:input_type -> svc.v1.ListPlansRequest
+	10, // 42: svc.v1.PlanService.CreatePlan:output_type -> svc.v1.Plan
+	10, // 43: svc.v1.PlanService.GetPlan:output_type -> svc.v1.Plan
+	10, // 44: svc.v1.PlanService.AuthorizePlan:output_type -> svc.v1.Plan
+	10, // 45: svc.v1.PlanService.CancelPlan:output_type -> svc.v1.Plan
+	24, // 46: svc.v1.PlanService.ListPlanObjects:output_type -> svc.v1.ListPlanObjectsResponse
+	22, // 47: svc.v1.PlanService.ListPlans:output_type -> svc.v1.ListPlansResponse
+	42, // [42:48] is the sub-list for method output_type
+	36, // [36:42] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_plan_proto_init() }
@@ -2448,13 +2591,15 @@ func file_svc_v1_plan_proto_init() {
 	file_svc_v1_plan_proto_msgTypes[14].OneofWrappers = []any{}
 	file_svc_v1_plan_proto_msgTypes[15].OneofWrappers = []any{}
 	file_svc_v1_plan_proto_msgTypes[16].OneofWrappers = []any{}
+	file_svc_v1_plan_proto_msgTypes[17].OneofWrappers = []any{}
+	file_svc_v1_plan_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_plan_proto_rawDesc), len(file_svc_v1_plan_proto_rawDesc)),
 			NumEnums:      10,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -42,6 +42,9 @@ const (
 	PlanServiceAuthorizePlanProcedure = "/svc.v1.PlanService/AuthorizePlan"
 	// PlanServiceCancelPlanProcedure is the fully-qualified name of the PlanService's CancelPlan RPC.
 	PlanServiceCancelPlanProcedure = "/svc.v1.PlanService/CancelPlan"
+	// PlanServiceListPlanObjectsProcedure is the fully-qualified name of the PlanService's
+	// ListPlanObjects RPC.
+	PlanServiceListPlanObjectsProcedure = "/svc.v1.PlanService/ListPlanObjects"
 	// PlanServiceListPlansProcedure is the fully-qualified name of the PlanService's ListPlans RPC.
 	PlanServiceListPlansProcedure = "/svc.v1.PlanService/ListPlans"
 )
@@ -58,6 +61,8 @@ type PlanServiceClient interface {
 	AuthorizePlan(context.Context, *connect.Request[v1.AuthorizePlanRequest]) (*connect.Response[v1.Plan], error)
 	// CancelPlan cancels a plan that has not started executing.
 	CancelPlan(context.Context, *connect.Request[v1.CancelPlanRequest]) (*connect.Response[v1.Plan], error)
+	// ListPlanObjects pages one plan's objects, for clients that cannot take a huge plan whole.
+	ListPlanObjects(context.Context, *connect.Request[v1.ListPlanObjectsRequest]) (*connect.Response[v1.ListPlanObjectsResponse], error)
 	// ListPlans lists plans, filtered by state and intent (spec #3).
 	ListPlans(context.Context, *connect.Request[v1.ListPlansRequest]) (*connect.Response[v1.ListPlansResponse], error)
 }
@@ -98,6 +103,13 @@ func NewPlanServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(planServiceMethods.ByName("CancelPlan")),
 			connect.WithClientOptions(opts...),
 		),
+		listPlanObjects: connect.NewClient[v1.ListPlanObjectsRequest, v1.ListPlanObjectsResponse](
+			httpClient,
+			baseURL+PlanServiceListPlanObjectsProcedure,
+			connect.WithSchema(planServiceMethods.ByName("ListPlanObjects")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		listPlans: connect.NewClient[v1.ListPlansRequest, v1.ListPlansResponse](
 			httpClient,
 			baseURL+PlanServiceListPlansProcedure,
@@ -110,11 +122,12 @@ func NewPlanServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 
 // planServiceClient implements PlanServiceClient.
 type planServiceClient struct {
-	createPlan    *connect.Client[v1.CreatePlanRequest, v1.Plan]
-	getPlan       *connect.Client[v1.GetPlanRequest, v1.Plan]
-	authorizePlan *connect.Client[v1.AuthorizePlanRequest, v1.Plan]
-	cancelPlan    *connect.Client[v1.CancelPlanRequest, v1.Plan]
-	listPlans     *connect.Client[v1.ListPlansRequest, v1.ListPlansResponse]
+	createPlan      *connect.Client[v1.CreatePlanRequest, v1.Plan]
+	getPlan         *connect.Client[v1.GetPlanRequest, v1.Plan]
+	authorizePlan   *connect.Client[v1.AuthorizePlanRequest, v1.Plan]
+	cancelPlan      *connect.Client[v1.CancelPlanRequest, v1.Plan]
+	listPlanObjects *connect.Client[v1.ListPlanObjectsRequest, v1.ListPlanObjectsResponse]
+	listPlans       *connect.Client[v1.ListPlansRequest, v1.ListPlansResponse]
 }
 
 // CreatePlan calls svc.v1.PlanService.CreatePlan.
@@ -137,6 +150,11 @@ func (c *planServiceClient) CancelPlan(ctx context.Context, req *connect.Request
 	return c.cancelPlan.CallUnary(ctx, req)
 }
 
+// ListPlanObjects calls svc.v1.PlanService.ListPlanObjects.
+func (c *planServiceClient) ListPlanObjects(ctx context.Context, req *connect.Request[v1.ListPlanObjectsRequest]) (*connect.Response[v1.ListPlanObjectsResponse], error) {
+	return c.listPlanObjects.CallUnary(ctx, req)
+}
+
 // ListPlans calls svc.v1.PlanService.ListPlans.
 func (c *planServiceClient) ListPlans(ctx context.Context, req *connect.Request[v1.ListPlansRequest]) (*connect.Response[v1.ListPlansResponse], error) {
 	return c.listPlans.CallUnary(ctx, req)
@@ -154,6 +172,8 @@ type PlanServiceHandler interface {
 	AuthorizePlan(context.Context, *connect.Request[v1.AuthorizePlanRequest]) (*connect.Response[v1.Plan], error)
 	// CancelPlan cancels a plan that has not started executing.
 	CancelPlan(context.Context, *connect.Request[v1.CancelPlanRequest]) (*connect.Response[v1.Plan], error)
+	// ListPlanObjects pages one plan's objects, for clients that cannot take a huge plan whole.
+	ListPlanObjects(context.Context, *connect.Request[v1.ListPlanObjectsRequest]) (*connect.Response[v1.ListPlanObjectsResponse], error)
 	// ListPlans lists plans, filtered by state and intent (spec #3).
 	ListPlans(context.Context, *connect.Request[v1.ListPlansRequest]) (*connect.Response[v1.ListPlansResponse], error)
 }
@@ -190,6 +210,13 @@ func NewPlanServiceHandler(svc PlanServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(planServiceMethods.ByName("CancelPlan")),
 		connect.WithHandlerOptions(opts...),
 	)
+	planServiceListPlanObjectsHandler := connect.NewUnaryHandler(
+		PlanServiceListPlanObjectsProcedure,
+		svc.ListPlanObjects,
+		connect.WithSchema(planServiceMethods.ByName("ListPlanObjects")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	planServiceListPlansHandler := connect.NewUnaryHandler(
 		PlanServiceListPlansProcedure,
 		svc.ListPlans,
@@ -207,6 +234,8 @@ func NewPlanServiceHandler(svc PlanServiceHandler, opts ...connect.HandlerOption
 			planServiceAuthorizePlanHandler.ServeHTTP(w, r)
 		case PlanServiceCancelPlanProcedure:
 			planServiceCancelPlanHandler.ServeHTTP(w, r)
+		case PlanServiceListPlanObjectsProcedure:
+			planServiceListPlanObjectsHandler.ServeHTTP(w, r)
 		case PlanServiceListPlansProcedure:
 			planServiceListPlansHandler.ServeHTTP(w, r)
 		default:
@@ -232,6 +261,10 @@ func (UnimplementedPlanServiceHandler) AuthorizePlan(context.Context, *connect.R
 
 func (UnimplementedPlanServiceHandler) CancelPlan(context.Context, *connect.Request[v1.CancelPlanRequest]) (*connect.Response[v1.Plan], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.PlanService.CancelPlan is not implemented"))
+}
+
+func (UnimplementedPlanServiceHandler) ListPlanObjects(context.Context, *connect.Request[v1.ListPlanObjectsRequest]) (*connect.Response[v1.ListPlanObjectsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.PlanService.ListPlanObjects is not implemented"))
 }
 
 func (UnimplementedPlanServiceHandler) ListPlans(context.Context, *connect.Request[v1.ListPlansRequest]) (*connect.Response[v1.ListPlansResponse], error) {

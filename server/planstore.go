@@ -1,0 +1,206 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+
+	"google.golang.org/protobuf/proto"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/store"
+	"svc.dev/svc/wire"
+)
+
+// planStore keeps each plan as records written in one transaction: its header (the plan
+// without its objects, small whatever the plan's size) and its objects in chunks of planChunk,
+// stored as plans holding only objects under the ids "pln_.../000000", "pln_.../000001", ...
+// Lists, grant checks and state changes read headers; a whole plan is assembled only where it
+// is needed (hashing, executing, Connect responses), and REST streams a plan's objects chunk
+// by chunk, so a response holds one chunk in memory at a time whatever the plan's size.
+// Objects never change once a plan is stored. Plans stored before the split keep their
+// objects in the header and read as they always did.
+type planStore struct {
+	headers *store.Collection[*svcv1.Plan]
+	chunks  *store.Collection[*svcv1.Plan]
+}
+
+// planChunk is how many objects one chunk record holds (about 200 KiB).
+const planChunk = 1024
+
+func newPlanStore(db *store.DB) *planStore {
+	newPlan := func() *svcv1.Plan { return &svcv1.Plan{} }
+	return &planStore{headers: store.NewCollection(db, "plans", newPlan), chunks: store.NewCollection(db, "plan_objects", newPlan)}
+}
+
+func chunkID(planID string, i int) string { return fmt.Sprintf("%s/%06d", planID, i) }
+
+// putWith stores a new plan and extras in one transaction.
+func (ps *planStore) putWith(ctx context.Context, tenant string, p *svcv1.Plan, extras ...store.Extra) error {
+	objs := p.Objects
+	for i := 0; i*planChunk < len(objs); i++ {
+		chunk := &svcv1.Plan{Objects: objs[i*planChunk : min(len(objs), (i+1)*planChunk)]}
+		extras = append(extras, store.PutExtra(ps.chunks, tenant, chunkID(p.PlanId, i), chunk))
+	}
+	p.Objects = nil // PutWith encodes p before it returns
+	defer func() { p.Objects = objs }()
+	return ps.headers.PutWith(ctx, tenant, p.PlanId, p, extras...)
+}
+
+// header returns a plan without its objects (a plan stored before the split has them).
+func (ps *planStore) header(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+	return ps.headers.Get(ctx, tenant, id)
+}
+
+// get returns a whole plan.
+func (ps *planStore) get(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+	p, err := ps.headers.Get(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return p, ps.fill(ctx, tenant, p)
+}
+
+// fill reads the objects of a plan header into it.
+func (ps *planStore) fill(ctx context.Context, tenant string, p *svcv1.Plan) error {
+	if len(p.Objects) > 0 {
+		return nil // stored whole, before the split
+	}
+	for objs, err := range ps.objects(ctx, tenant, p.PlanId) {
+		if err != nil {
+			return err
+		}
+		p.Objects = append(p.Objects, objs...)
+	}
+	return nil
+}
+
+// objects yields a plan's objects chunk by chunk, each read in its own short transaction.
+func (ps *planStore) objects(ctx context.Context, tenant, planID string) iter.Seq2[[]*svcv1.PlanObject, error] {
+	return func(yield func([]*svcv1.PlanObject, error) bool) {
+		for i := 0; ; i++ {
+			c, err := ps.chunks.Get(ctx, tenant, chunkID(planID, i))
+			if err == store.ErrNotFound {
+				return
+			}
+			if !yield(c.GetObjects(), err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// page returns up to limit objects of a plan from index start, and whether more follow.
+func (ps *planStore) page(ctx context.Context, tenant string, h *svcv1.Plan, start, limit int) ([]*svcv1.PlanObject, bool, error) {
+	if len(h.Objects) > 0 { // stored whole
+		end := min(len(h.Objects), start+limit)
+		if start >= end {
+			return nil, false, nil
+		}
+		return h.Objects[start:end], end < len(h.Objects), nil
+	}
+	var out []*svcv1.PlanObject
+	for i := start / planChunk; len(out) < limit; i++ {
+		c, err := ps.chunks.Get(ctx, tenant, chunkID(h.PlanId, i))
+		if err == store.ErrNotFound {
+			return out, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		objs := c.GetObjects()
+		if i == start/planChunk {
+			objs = objs[min(len(objs), start%planChunk):]
+		}
+		take := min(len(objs), limit-len(out))
+		out = append(out, objs[:take]...)
+		if take < len(objs) {
+			return out, true, nil
+		}
+	}
+	// The page is full at a chunk's end: more follow when the next chunk exists.
+	_, err := ps.chunks.Get(ctx, tenant, chunkID(h.PlanId, (start+len(out))/planChunk))
+	if err == store.ErrNotFound {
+		return out, false, nil
+	}
+	return out, err == nil, err
+}
+
+// updateWith applies fn to the whole stored plan and stores its header, with extras, in one
+// transaction. The objects are read before the transaction (they never change); fn runs on
+// the plan with them, and the plan it changed keeps them after updateWith returns.
+func (ps *planStore) updateWith(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, extras ...store.Extra) error {
+	whole, err := ps.get(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	objs := whole.Objects
+	var split bool
+	var stored *svcv1.Plan
+	err = ps.headers.UpdateWith(ctx, tenant, id, func(h *svcv1.Plan) error {
+		stored = h
+		if split = len(h.Objects) == 0; split {
+			h.Objects = objs
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+		if split {
+			h.Objects = nil
+		}
+		return nil
+	}, extras...)
+	if stored != nil && split {
+		stored.Objects = objs
+	}
+	return err
+}
+
+// writePlansJSON writes msg (a plan, or a list of plans) as the REST JSON the codec would
+// write for it with every plan's objects, streaming those from the store: msg's plans are
+// headers, and each header's empty "objects":[] is replaced by its objects, one chunk in
+// memory at a time. A plan stored whole is encoded as it is.
+func (ps *planStore) writePlansJSON(ctx context.Context, w io.Writer, tenant string, msg proto.Message, plans []*svcv1.Plan) error {
+	body, err := wire.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	empty := []byte(`"objects":[]`)
+	var buf []byte
+	for _, p := range plans {
+		if len(p.Objects) > 0 {
+			continue // encoded whole: no "objects":[] of its own
+		}
+		i := bytes.Index(body, empty)
+		if i < 0 {
+			return fmt.Errorf("plan %s: no objects field in its JSON", p.PlanId)
+		}
+		if _, err := w.Write(body[:i+len(empty)-1]); err != nil {
+			return err
+		}
+		body = body[i+len(empty)-1:]
+		first := true
+		for objs, err := range ps.objects(ctx, tenant, p.PlanId) {
+			if err != nil {
+				return err
+			}
+			buf = buf[:0]
+			for _, o := range objs {
+				if !first {
+					buf = append(buf, ',')
+				}
+				first = false
+				if buf, err = wire.Append(buf, o); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = w.Write(body)
+	return err
+}
