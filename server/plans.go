@@ -265,6 +265,9 @@ func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjects
 	if err != nil {
 		return nil, err
 	}
+	if req.Limit != nil {
+		limit = int(req.GetLimit()) // up to 1,000 here (validated), not the lists' 200
+	}
 	p, err := s.loadPlanHeader(ctx, req.GetId())
 	if err != nil {
 		return nil, err

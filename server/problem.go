@@ -35,6 +35,7 @@ const (
 	codeNotImplemented   = "not_implemented"
 	codeProviderError    = "provider_error"
 	codeProviderDown     = "provider_unavailable"
+	codeUnavailable      = "unavailable"
 )
 
 var titles = map[string]string{

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -70,6 +71,11 @@ type Config struct {
 	ColdAfter time.Duration
 	// Vault chooses the vault's storage backends (default: local disk in the data directory).
 	Vault VaultBackends
+	// RequestTimeout is how long a request may take to start its response before the client
+	// gets 503 with Retry-After (default DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// StoreOptions tunes the bbolt store (tests: a small initial map).
+	StoreOptions *store.Options
 	// OutboundTLS configures TLS for the requests svc makes to third parties' servers (one-click
 	// unsubscribes); nil: the system's roots.
 	OutboundTLS *tls.Config
@@ -121,6 +127,9 @@ type Server struct {
 	manifests *store.Collection[*svcv1.Manifest]
 
 	background sync.WaitGroup // work that Close waits for (the scrub loop)
+	// probing is set while a readiness probe of the store runs (GET /readyz): a probe stuck
+	// behind a wedged store is not joined by another.
+	probing atomic.Bool
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -134,6 +143,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -144,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(filepath.Join(cfg.DataDir, "svc.db"))
+	db, err := store.OpenWith(filepath.Join(cfg.DataDir, "svc.db"), cfg.StoreOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -392,9 +404,11 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
+	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	mux.HandleFunc("GET /readyz", s.serveReadyz)
 	s.connectPages(mux)
 	mux.Handle("/", rest)
-	return s.middleware(mux)
+	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))
 }
 
 // middleware gives every request an id, bounds its body, and turns a panic into a 500 problem.

@@ -192,3 +192,28 @@ func (db *DB) GetBlob(ctx context.Context, name, key string) ([]byte, error) {
 	})
 	return out, err
 }
+
+// Probe writes a record and reads it back, for readiness checks: it returns when the store
+// can commit a transaction.
+func (db *DB) Probe(ctx context.Context) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	stamp := []byte(time.Now().UTC().Format(time.RFC3339Nano))
+	if err := db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, "health")
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("probe"), stamp)
+	}); err != nil {
+		return fmt.Errorf("probe write: %w", err)
+	}
+	return db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("health"))
+		if b == nil || !bytes.Equal(b.Get([]byte("probe")), stamp) {
+			return errors.New("probe read: the record written is not there")
+		}
+		return nil
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -36,6 +37,9 @@ func newServeCmd() *cobra.Command {
 		scrubEvery    time.Duration
 		coldAfter     time.Duration
 		vaultStore    vaultFlags
+		debugAddr     string
+		reqTimeout    time.Duration
+		drain         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -46,7 +50,8 @@ func newServeCmd() *cobra.Command {
 				dataDir = defaultDataDir()
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
-				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr()})
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
+				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain})
 		},
 	}
 	f := cmd.Flags()
@@ -61,6 +66,9 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&oauthConfig, "oauth-config", "", "JSON file of the providers end users connect through OAuth 2 (docs/connect.md)")
 	f.DurationVar(&scrubEvery, "scrub-every", server.DefaultScrubInterval, "how often to scrub every tenant's vault (re-read and re-hash every copy); 0 never")
 	f.DurationVar(&coldAfter, "cold-after", server.DefaultColdAfter, "move vault objects to the cold tier this long after their commit (checked after each scrub); 0 never")
+	f.StringVar(&debugAddr, "debug-addr", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off when empty")
+	f.DurationVar(&reqTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request may take to start its response before it is answered 503 with Retry-After")
+	f.DurationVar(&drain, "drain", 30*time.Second, "on SIGTERM, how long in-flight requests may take before the process stops anyway")
 	vaultStore.register(f)
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
@@ -98,7 +106,17 @@ type serveOptions struct {
 	coldAfter     time.Duration
 	vault         vaultFlags
 	log           interface{ Write([]byte) (int, error) }
+	debugAddr     string
+	// requestTimeout is the per-request deadline (0: the server's default).
+	requestTimeout time.Duration
+	// drain bounds the graceful shutdown (0: 30 s); closing the store gets closeGrace more.
+	drain time.Duration
 }
+
+// closeGrace is how long closing the server may take after the drain before the process
+// stops without it: a store wedged by a stuck request must not keep a SIGTERMed process alive.
+// bbolt needs no clean close to be consistent on disk.
+const closeGrace = 5 * time.Second
 
 // serve runs the API until ctx is cancelled (SIGINT, SIGTERM), then drains requests and
 // closes the store.
@@ -134,9 +152,18 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter)})
+	srv, err := server.New(server.Config{Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth,
+		ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter), RequestTimeout: o.requestTimeout})
 	if err != nil {
 		return err
+	}
+	if o.debugAddr != "" {
+		stopDebug, err := serveDebug(o.debugAddr, logger)
+		if err != nil {
+			srv.Close()
+			return err
+		}
+		defer stopDebug()
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -186,16 +213,58 @@ func serve(ctx context.Context, o serveOptions) error {
 	case err = <-errc:
 	case <-ctx.Done():
 		logger.Info("shutting down: draining requests")
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.drain, 30*time.Second))
 		err = hs.Shutdown(sctx)
 		cancel()
+		if err != nil {
+			logger.Warn("drain deadline passed: closing the connections still open", "err", err)
+			hs.Close()
+		}
 	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	if cerr := srv.Close(); err == nil {
-		err = cerr
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case cerr := <-closed:
+		if err == nil {
+			err = cerr
+		}
+	case <-time.After(closeGrace):
+		// Something holds the store (a stuck request's transaction): stop without it. Every
+		// committed transaction is on disk; executions resume from their journals at start.
+		logger.Error("the store did not close in time; stopping without it", "after", closeGrace)
+		if err == nil {
+			err = errors.New("stopped without closing the store (see the log)")
+		}
 	}
 	logger.Info("stopped")
 	return err
+}
+
+// serveDebug serves net/http/pprof on a loopback address, for finding a stuck request
+// (docs/operations.md); it refuses any other address, since profiles reveal memory.
+func serveDebug(addr string, logger *slog.Logger) (stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--debug-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--debug-addr %q: only a loopback address may serve the debug endpoints", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--debug-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	logger.Info("debug endpoints listening", "addr", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { hs.Close() }, nil
 }
