@@ -38,7 +38,7 @@ func TestRequestDeadlineAnswers503AndCancelsTheHandler(t *testing.T) {
 		t.Fatalf("got %s, Retry-After %q, Content-Type %q", res.Status, res.Header.Get("Retry-After"), res.Header.Get("Content-Type"))
 	}
 	var p map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || p["code"] != codeUnavailable || p["status"] != float64(503) {
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || p["code"] != codeUnavailable || p["status"] != float64(503) || p["title"] != "Service unavailable" {
 		t.Fatalf("problem %v (%v)", p, err)
 	}
 	if res.Header.Get("X-Handler") != "" || res.Header.Get("X-Late") != "" {

@@ -55,6 +55,7 @@ var titles = map[string]string{
 	codeNotImplemented:   "Not implemented",
 	codeProviderError:    "Provider error",
 	codeProviderDown:     "Provider unavailable",
+	codeUnavailable:      "Service unavailable",
 	codePlanStale:        "Plan stale",
 	codeActionDenied:     "Action denied",
 	codeStepUpRequired:   "Step-up required",
