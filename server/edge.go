@@ -72,6 +72,8 @@ type Caller struct {
 	// REST is true when the request came over the spec's REST, whose responses a handler may
 	// stream (Stream) instead of building them in memory.
 	REST bool
+	// byID is true when the tenant was resolved from the resource id (resolveByID).
+	byID bool
 }
 
 // principalID names the caller for idempotency and rate limiting: the user, or the key's
@@ -221,7 +223,7 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 		return &outcome{status: m.successStatus(), msg: res, stream: c.Stream}
 	}
 	if err != nil {
-		p := toProblem(err)
+		p := hideForbidden(callerFrom(ctx), toProblem(err))
 		if p.status >= 500 {
 			s.log.ErrorContext(ctx, "request failed", "procedure", m.procedure, "request_id", requestIDFrom(ctx), "err", err)
 		}
@@ -235,7 +237,7 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 func (s *Server) validate(req proto.Message) *problem {
 	err := s.validator.Validate(req)
 	if err == nil {
-		return nil
+		return checkText(req)
 	}
 	var ve *protovalidate.ValidationError
 	if !errors.As(err, &ve) {

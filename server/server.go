@@ -180,14 +180,14 @@ func New(cfg Config) (*Server, error) {
 		validator: v,
 		csrf:      http.NewCrossOriginProtection(),
 		methods:   map[string]*method{},
-		plans:     store.NewCollection(db, "plans", func() *svcv1.Plan { return &svcv1.Plan{} }),
+		plans:     store.NewCollection(db, "plans", func() *svcv1.Plan { return &svcv1.Plan{} }).WithOwnerIndex(),
 		jobs:      store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
-		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }),
+		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
 		vaultObjects: store.NewCollection(db, "vault_objects", func() *svcv1.VaultObject {
 			return &svcv1.VaultObject{}
 		}),
-		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }),
-		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }),
+		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }).WithOwnerIndex(),
+		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
 		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
 		eventLog:      store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
 		providers:     cfg.Providers,
@@ -402,6 +402,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rid := id.New("req")
 		w.Header().Set("Request-Id", rid)
+		w.Header().Set("X-Content-Type-Options", "nosniff") // no response is ever sniffed into a page
 		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
 		ctx = context.WithValue(ctx, httpRequestKey{}, r)
 		r = r.WithContext(ctx)

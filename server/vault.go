@@ -129,7 +129,7 @@ func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVault
 	}
 	var dst *svcv1.Destination
 	if req.DestinationId != nil {
-		if dst, err = s.destinations.Get(ctx, c.Tenant.String(), req.GetDestinationId()); err != nil {
+		if dst, err = s.grantedDestination(ctx, c, req.GetDestinationId()); err != nil {
 			return nil, err
 		}
 	}

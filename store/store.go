@@ -29,7 +29,12 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &DB{bolt: b}, nil
+	db := &DB{bolt: b}
+	if err := db.buildOwnerIndex(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return db, nil
 }
 
 // Close closes the store; after it returns, the file is consistent on disk.
