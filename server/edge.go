@@ -287,7 +287,9 @@ func (s *Server) idempotent(ctx context.Context, m *method, headerKey string, re
 	if len(headerKey) > 255 {
 		return fail(invalid("Idempotency-Key", "must be at most 255 characters"))
 	}
-	key := s.idem.Key(caller.principalID(), headerKey)
+	// Keyed by tenant too: a session's test-mode and live requests, or a key's requests for two
+	// end users, never replay each other.
+	key := s.idem.Key(caller.principalID()+"|"+caller.Tenant.String(), headerKey)
 	verdict, rec, err := s.idem.Begin(ctx, key, m.procedure, requestHash(req))
 	if err != nil {
 		return fail(toProblem(err))

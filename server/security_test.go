@@ -3,8 +3,11 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +177,178 @@ func TestReceiptFollowsTheGrant(t *testing.T) {
 	checkProblem(t, e.do("GET", "/v1/receipts/"+x["receipt_id"].(string)+cx, "", e.key()...), 403, "forbidden")
 	if r := e.do("GET", "/v1/receipts/"+x["receipt_id"].(string)+"?connection_id="+e.creds.ConnectionID, "", e.key()...); r.status != 200 {
 		t.Fatalf("receipt with the full grant: %d %s", r.status, r.body)
+	}
+}
+
+// The Low findings of issue 11.
+func TestLowFindings(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.Dev = true })
+	ctx := context.Background()
+	full := "?connection_id=" + e.creds.ConnectionID
+
+	t.Run("discover changes nothing", func(t *testing.T) {
+		p := e.do("POST", "/v1/plans"+full, `{"intent":"rescue"}`, e.key()...)
+		if p.status != 201 {
+			t.Fatalf("plan: %d %s", p.status, p.body)
+		}
+		var srcs struct {
+			Data []map[string]any `json:"data"`
+		}
+		json.Unmarshal(e.do("GET", "/v1/sources"+full, "", e.key()...).body, &srcs)
+		discover, err := e.srv.Developers().Connect(ctx, e.creds.ApplicationID, e.creds.UserID, platform.ModeTest, platform.Grant{OperationClasses: []string{"discover"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cx := "?connection_id=" + discover.ID
+		checkProblem(t, e.do("PUT", "/v1/sources/"+srcs.Data[0]["id"].(string)+"/policy"+cx, `{"minAgeDays":1}`, e.key()...), 403, "forbidden")
+		checkProblem(t, e.do("POST", "/v1/plans/"+p.json(t)["planId"].(string)+"/cancel"+cx, "", e.key()...), 403, "forbidden")
+		checkProblem(t, e.do("POST", "/v1/executions/exe_01JD0000000000000000000000/cancel"+cx, "", e.key()...), 403, "forbidden")
+		if r := e.do("GET", "/v1/plans/"+p.json(t)["planId"].(string)+full, "", e.key()...); r.json(t)["state"] == "cancelled" {
+			t.Fatal("a discover-only grant cancelled the plan")
+		}
+	})
+
+	t.Run("webhook limits are 4xx", func(t *testing.T) {
+		rcv := newReceiver(t)
+		var last *resp
+		for i := range 51 {
+			last = e.do("POST", "/v1/webhooks", `{"url":"`+rcv.ts.URL+`/`+strconv.Itoa(i)+`","event_types":["*"],"mode":"test"}`, e.key()...)
+			if i < 50 && last.status != 201 {
+				t.Fatalf("webhook %d: %d %s", i, last.status, last.body)
+			}
+		}
+		checkProblem(t, last, 409, "limit_reached")
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		json.Unmarshal(e.do("GET", "/v1/webhooks", "", e.key()...).body, &list)
+		id := list.Data[0]["id"].(string)
+		if r := e.do("PATCH", "/v1/webhooks/"+id, `{"status":"paused"}`, e.key()...); r.status != 200 {
+			t.Fatalf("pause: %d %s", r.status, r.body)
+		}
+		checkProblem(t, e.do("POST", "/v1/webhooks/"+id+"/test", "", e.key()...), 409, "invalid_state")
+	})
+
+	t.Run("idempotency keys do not cross modes", func(t *testing.T) {
+		hdr := with(e.session(), "Idempotency-Key", "same-key-both-modes")
+		first := e.do("POST", "/v1/plans", `{"intent":"rescue"}`, with(hdr, "Svc-Mode", "test")...)
+		if first.status != 201 {
+			t.Fatalf("test-mode plan: %d %s", first.status, first.body)
+		}
+		second := e.do("POST", "/v1/plans", `{"intent":"rescue"}`, with(hdr, "Svc-Mode", "live")...)
+		if second.header.Get("Idempotent-Replayed") != "" || string(second.body) == string(first.body) {
+			t.Fatalf("the live request replayed the test-mode plan: %d %s", second.status, second.body)
+		}
+	})
+
+	t.Run("redirect URIs are web addresses", func(t *testing.T) {
+		for _, uri := range []string{"javascript:alert(1)", "data:text/html,<script>x</script>", "file:///etc/passwd", "http://app.example/cb"} {
+			r := e.do("POST", "/v1/developer/applications", `{"org_id":"`+e.creds.OrgID+`","name":"Evil","operation_classes":["discover"],"redirect_uris":["`+uri+`"]}`, e.session()...)
+			checkProblem(t, r, 400, "validation_failed")
+		}
+		for _, uri := range []string{"https://app.example/cb", "http://localhost:8080/cb", "http://127.0.0.1/cb"} {
+			if r := e.do("POST", "/v1/developer/applications", `{"org_id":"`+e.creds.OrgID+`","name":"Fine","operation_classes":["discover"],"redirect_uris":["`+uri+`"]}`, e.session()...); r.status != 201 {
+				t.Fatalf("%s: %d %s", uri, r.status, r.body)
+			}
+		}
+	})
+
+	t.Run("input is text", func(t *testing.T) {
+		checkProblem(t, e.do("GET", "/v1/usage?month=2026-13", "", e.liveKey()...), 400, "validation_failed")
+		checkProblem(t, e.do("GET", "/v1/usage?month=2026-00", "", e.liveKey()...), 400, "validation_failed")
+		if r := e.do("GET", "/v1/usage?month=2026-12", "", e.liveKey()...); r.status != 200 {
+			t.Fatalf("month 2026-12: %d %s", r.status, r.body)
+		}
+		long := strings.Repeat("a", 5000) + "@example.com"
+		checkProblem(t, e.do("POST", "/v1/auth/sign-up", `{"email":"`+long+`","password":"correct horse battery"}`), 400, "validation_failed")
+		for _, name := range []string{`"a\u0000b"`, `"line\nbreak"`, `"bell\u0007"`, `"c1\u0085"`} {
+			p := checkProblem(t, e.do("PATCH", "/v1/account", `{"display_name":`+name+`}`, e.session()...), 400, "validation_failed")
+			if errs := p["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["path"] != "display_name" {
+				t.Fatalf("%s: %v", name, p)
+			}
+		}
+		checkProblem(t, e.do("PATCH", "/v1/account", "{\"display_name\":\"a\xffb\"}", e.session()...), 400, "validation_failed")
+		checkProblem(t, e.do("PATCH", "/v1/account", `{"display_name":"a","display_name":"b"}`, e.session()...), 400, "validation_failed")
+		if r := e.do("GET", "/v1/account", "", e.session()...); r.json(t)["display_name"] != "Dev User" {
+			t.Fatalf("the account changed: %s", r.body)
+		}
+	})
+}
+
+// Low: a restore path is checked when the restore is requested, not when it runs.
+func TestRestorePathCheckedAtRequest(t *testing.T) {
+	e, _, src, _ := localEnv(t, 1)
+	runLocal(t, e, src)
+	cx := "?connection_id=" + e.creds.ConnectionID
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(e.do("GET", "/v1/vault/objects"+cx, "", e.key()...).body, &list)
+	vo := list.Data[0]["id"].(string)
+	before := e.do("GET", "/v1/plans"+cx, "", e.key()...).body
+	for _, p := range []string{"/abs", "../x", "a/../../x", "a\\u0000b", ".Trash/x", "a/.Trash-1000/x", "./a", "a//b", "a/", ""} {
+		r := e.do("POST", "/v1/vault/objects/"+vo+"/restore"+cx, `{"path":"`+p+`"}`, e.key()...)
+		prob := checkProblem(t, r, 400, "validation_failed")
+		if errs := prob["errors"].([]any); errs[0].(map[string]any)["path"] != "path" {
+			t.Fatalf("%q: %v", p, prob)
+		}
+	}
+	if after := e.do("GET", "/v1/plans"+cx, "", e.key()...).body; string(after) != string(before) {
+		t.Fatal("a refused restore left a plan behind")
+	}
+}
+
+// Low: the session cookie is Secure when the external origin is https.
+func TestSessionCookieSecureBehindHTTPS(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.BaseURL = "https://svc.example.com" })
+	r := e.do("POST", "/v1/auth/sign-up", `{"email":"secure@example.com","password":"correct horse battery"}`)
+	if r.status != 201 || !strings.Contains(r.header.Get("Set-Cookie"), "Secure") {
+		t.Fatalf("sign-up: %d, Set-Cookie %q", r.status, r.header.Get("Set-Cookie"))
+	}
+}
+
+// Low: a client trickling its body is cut off after the body read timeout.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.BodyReadTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/auth/sign-in HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	go func() { // one byte a second, as the probe did
+		for range 10 {
+			time.Sleep(time.Second)
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	conn.SetReadDeadline(time.Now().Add(8 * time.Second))
+	buf := make([]byte, 512)
+	n, _ := conn.Read(buf)
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("the connection was held %v", el)
+	}
+	if n > 0 && !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 4") {
+		t.Fatalf("answer to a trickled body: %q", buf[:n])
+	}
+}
+
+// Low: svc refuses to start on a master key others may read.
+func TestMasterKeyReadableByOthersIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "master.key"), make([]byte, 32), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(dir, "master.key"), 0o644)
+	srv, err := server.New(server.Config{DataDir: dir})
+	if err == nil {
+		srv.Close()
+		t.Fatal("the server started with a world-readable master.key")
+	}
+	if !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("error does not say what to do: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.
 		err = tmp.Sync()
 	}
 	if err != nil {
-		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, err)
+		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if req.SizeBytes >= 0 && n != req.SizeBytes {
