@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -26,7 +27,8 @@ type Collection[T proto.Message] struct {
 
 // NewCollection returns the collection stored in bucket name; newT makes an empty resource.
 func NewCollection[T proto.Message](db *DB, name string, newT func() T) *Collection[T] {
-	return &Collection[T]{db: db, bucket: "res_" + name, new: newT}
+	b := "res_" + name
+	return &Collection[T]{db: db, bucket: b, new: newT, owned: slices.Contains(ownedBuckets, b)}
 }
 
 func resourceKey(tenant, id string) []byte { return []byte(tenant + "/" + id) }

@@ -9,13 +9,14 @@ import (
 )
 
 // bOwners maps the id of every resource addressed by id in the API (plans, executions,
-// receipts, sources, destinations, vault objects, and the collections made WithOwnerIndex) to
-// the tenant that holds it, so the edge can resolve an id to its tenant before deciding who may
+// receipts, sources, destinations, vault objects: the ownedBuckets, and the collections made
+// WithOwnerIndex) to the tenant that holds it, so the edge can resolve an id to its tenant before deciding who may
 // act on it. Ids are ULIDs with a type prefix: unique across tenants.
 const bOwners = "resource_owners"
 
-// ownedBuckets are the buckets whose keys ("tenant/id") the owner index is first built from,
-// for data written before the index existed.
+// ownedBuckets are the buckets whose resources are owner-indexed: a Collection of one of these
+// names indexes what it stores, and the index is first built from them for data written
+// before it existed. A new kind of resource addressed by id (meters, trials) joins the list.
 var ownedBuckets = []string{"res_plans", "res_executions", "res_sources", "res_destinations", bVaultObjects, "blob_receipts"}
 
 func indexOwner(tx *bolt.Tx, tenant, id string) error {
