@@ -238,3 +238,8 @@ func (a *Accounts) CreateOrg(ctx context.Context, ownerID, name string) (*Org, e
 	}
 	return o, nil
 }
+
+// Org returns an organization by id, or ErrNotFound.
+func (a *Accounts) Org(ctx context.Context, id string) (*Org, error) {
+	return a.store.Org(ctx, id)
+}

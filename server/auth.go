@@ -74,6 +74,9 @@ func (s *Server) resolveTenant(ctx context.Context, m *method, header http.Heade
 		if connID != "" {
 			return invalid("connection_id", "is only accepted with a developer API key")
 		}
+		if m.endpoint.GetAddressedById() {
+			return s.resolveByID(ctx, m, req, caller)
+		}
 		mode := platform.ModeLive
 		switch m := header.Get("Svc-Mode"); m {
 		case "", "live":
@@ -87,6 +90,9 @@ func (s *Server) resolveTenant(ctx context.Context, m *method, header http.Heade
 		k := caller.Key
 		if op != "" && !slices.Contains(k.Scopes, op) {
 			return newProblem(http.StatusForbidden, codeForbidden, "The API key's scopes do not include "+op+".")
+		}
+		if connID == "" && m.endpoint.GetAddressedById() {
+			return s.resolveByID(ctx, m, req, caller)
 		}
 		if connID == "" {
 			if m.endpoint.GetConnectionScoped() {

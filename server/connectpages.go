@@ -321,7 +321,7 @@ func (s *Server) consentSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: platform.SessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: r.TLS != nil, MaxAge: int(s.accounts.SessionTTL().Seconds())})
+		Secure: s.secureCookies(r), MaxAge: int(s.accounts.SessionTTL().Seconds())})
 	s.pageHeaders(w)
 	http.Redirect(w, r, consentPath(cr.csn.ID), http.StatusSeeOther)
 }

@@ -88,8 +88,17 @@ func (d *deadlineWriter) expire() bool {
 	return true
 }
 
-// Header is the handler's own header map (only the handler's goroutine uses it).
-func (d *deadlineWriter) Header() http.Header { return d.h }
+// Header is the handler's own header map until the response starts, then the response's
+// (trailers are set there after the body, and once started the server's goroutine never
+// touches the response again).
+func (d *deadlineWriter) Header() http.Header {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return d.w.Header()
+	}
+	return d.h
+}
 
 // start copies the handler's headers to the response once, as it starts; d.mu is held.
 func (d *deadlineWriter) start() {

@@ -218,8 +218,15 @@ func (s *Server) reachesDestination(ctx context.Context, c *Caller, dstID string
 }
 
 func (s *Server) getDestination(ctx context.Context, req *svcv1.GetDestinationRequest) (*svcv1.Destination, error) {
-	c := callerFrom(ctx)
-	d, err := s.destinations.Get(ctx, c.Tenant.String(), req.GetId())
+	return s.grantedDestination(ctx, callerFrom(ctx), req.GetId())
+}
+
+// grantedDestination reads a destination of the caller's tenant that the caller's grant
+// reaches (403 otherwise): for reading it, and for every request that would write to it (an
+// export or migration plan, a restore), so that a grant limited to some sources never writes
+// into a destination made from another.
+func (s *Server) grantedDestination(ctx context.Context, c *Caller, dstID string) (*svcv1.Destination, error) {
+	d, err := s.destinations.Get(ctx, c.Tenant.String(), dstID)
 	if err != nil {
 		return nil, err
 	}

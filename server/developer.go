@@ -206,7 +206,14 @@ func (s *Server) listApplicationAudit(ctx context.Context, req *svcv1.ListApplic
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.auditLog.List(ctx, auditTenant(app.ID), after, limit, nil)
+	var keep func(*svcv1.AuditEntry) bool
+	if c.Key != nil && c.Key.Mode != platform.ModeLive {
+		// A test key reads only the calls made in test mode.
+		keep = func(e *svcv1.AuditEntry) bool {
+			return e.GetDetail().GetFields()["mode"].GetStringValue() == string(platform.ModeTest)
+		}
+	}
+	page, err := s.auditLog.List(ctx, auditTenant(app.ID), after, limit, keep)
 	if err != nil {
 		return nil, err
 	}

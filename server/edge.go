@@ -72,6 +72,8 @@ type Caller struct {
 	// REST is true when the request came over the spec's REST, whose responses a handler may
 	// stream (Stream) instead of building them in memory.
 	REST bool
+	// byID is true when the tenant was resolved from the resource id (resolveByID).
+	byID bool
 }
 
 // principalID names the caller for idempotency and rate limiting: the user, or the key's
@@ -221,7 +223,7 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 		return &outcome{status: m.successStatus(), msg: res, stream: c.Stream}
 	}
 	if err != nil {
-		p := toProblem(err)
+		p := hideForbidden(callerFrom(ctx), toProblem(err))
 		if p.status >= 500 {
 			s.log.ErrorContext(ctx, "request failed", "procedure", m.procedure, "request_id", requestIDFrom(ctx), "err", err)
 		}
@@ -235,7 +237,7 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 func (s *Server) validate(req proto.Message) *problem {
 	err := s.validator.Validate(req)
 	if err == nil {
-		return nil
+		return checkText(req)
 	}
 	var ve *protovalidate.ValidationError
 	if !errors.As(err, &ve) {
@@ -285,7 +287,9 @@ func (s *Server) idempotent(ctx context.Context, m *method, headerKey string, re
 	if len(headerKey) > 255 {
 		return fail(invalid("Idempotency-Key", "must be at most 255 characters"))
 	}
-	key := s.idem.Key(caller.principalID(), headerKey)
+	// Keyed by tenant too: a session's test-mode and live requests, or a key's requests for two
+	// end users, never replay each other.
+	key := s.idem.Key(caller.principalID()+"|"+caller.Tenant.String(), headerKey)
 	verdict, rec, err := s.idem.Begin(ctx, key, m.procedure, requestHash(req))
 	if err != nil {
 		return fail(toProblem(err))

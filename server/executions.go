@@ -157,6 +157,11 @@ func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest)
 	if p.GetState() != svcv1.PlanState_PLAN_STATE_AUTHORIZED {
 		return nil, newProblem(http.StatusConflict, codeInvalidState, "Only an authorized plan can be executed; this plan is "+enumWire(p.GetState())+".")
 	}
+	if d := p.GetDestination(); d != nil {
+		if _, err := s.grantedDestination(ctx, c, d.GetDestinationId()); err != nil {
+			return nil, err
+		}
+	}
 	if g := c.grant(); g.OperationClasses != nil {
 		for _, op := range p.GetOperationClasses() {
 			if !slices.Contains(g.OperationClasses, enumWire(op)) {

@@ -1,26 +1,46 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"svc.dev/svc/platform"
 )
 
-// restPaths are templates of every REST route plus some that do not exist; {id} takes the
-// fuzzed id.
-var restPaths = []string{
-	"/v1/events", "/v1/webhooks", "/v1/plans", "/v1/intel/meters/{id}/action", "/v1/account",
-	"/v1/developer/orgs", "/v1/account/export", "/v1/intel/meters", "/v1/executions", "/v1/creator/items",
-	"/v1/vault/search", "/v1/creator/anomalies", "/v1/billing/portal", "/v1/developer/applications/{id}/audit",
-	"/v1/creator/sources", "/v1/vault/manifests/export", "/v1/receipts/{id}", "/v1/connect/{id}/callback",
-	"/v1/vault/objects/{id}/restore", "/v1/intel/trials/{id}/decision", "/v1/sources/{id}/policy",
-	"/v1/auth/sign-up", "/v1/auth/sign-in", "/v1/auth/sign-out", "/v1/plans/{id}", "/v1/plans/{id}/authorize",
-	"/v1/plans/{id}/cancel", "/v1/sources", "/v1/sources/{id}", "/v1/{id}", "/{id}", "/svc.v1.PlanService/ListPlans",
-	"/v1/destinations", "/v1/destinations/{id}", "/v1/vault/objects/{id}/content",
-}
+// restPaths are the templates of every REST route of the protos (each path variable becomes
+// {id}, the fuzzed id) plus paths that do not exist.
+var restPaths = func() []string {
+	paths := []string{"/v1/{id}", "/{id}", "/svc.v1.PlanService/ListPlans", "/v1/openapi.json", "/.well-known/svc-receipts.json"}
+	vars := regexp.MustCompile(`\{[a-z_]+\}`)
+	protoregistry.GlobalFiles.RangeFilesByPackage("svc.v1", func(fd protoreflect.FileDescriptor) bool {
+		for i := range fd.Services().Len() {
+			ms := fd.Services().Get(i).Methods()
+			for j := range ms.Len() {
+				rule, _ := proto.GetExtension(ms.Get(j).Options(), annotations.E_Http).(*annotations.HttpRule)
+				for _, p := range []string{rule.GetGet(), rule.GetPost(), rule.GetPut(), rule.GetPatch(), rule.GetDelete()} {
+					if p != "" && !slices.Contains(paths, vars.ReplaceAllString(p, "{id}")) {
+						paths = append(paths, vars.ReplaceAllString(p, "{id}"))
+					}
+				}
+			}
+		}
+		return true
+	})
+	slices.Sort(paths)
+	return paths
+}()
 
 var restMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
 
@@ -40,6 +60,16 @@ func FuzzREST(f *testing.F) {
 	f.Add(uint8(1), uint8(28), "pln_01JD0000000000000000000000", "connection_id="+e.creds.ConnectionID, `{"plan_hash":"00"}`, "application/json", uint8(1), "")
 	f.Add(uint8(1), uint8(21), "", "", `{"email":"a@b.co","password":"`+strings.Repeat("p", 20)+`"}`, "application/json; charset=utf-8", uint8(0), "")
 	f.Add(uint8(1), uint8(5), "", "", `[1,2,3]`, "text/plain", uint8(2), strings.Repeat("x", 300))
+	ctx := context.Background()
+	_, narrowKey, err := e.srv.Developers().CreateKey(ctx, e.creds.ApplicationID, platform.ModeTest, []string{"discover"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	revoked, err := e.srv.Developers().Connect(ctx, e.creds.ApplicationID, e.creds.UserID, platform.ModeTest, platform.Grant{OperationClasses: []string{"discover"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	e.srv.Developers().Revoke(ctx, revoked.ID)
 	f.Fuzz(func(t *testing.T, mi, pi uint8, pathID, query, body, ctype string, cred uint8, idemKey string) {
 		path := strings.ReplaceAll(restPaths[int(pi)%len(restPaths)], "{id}", url.PathEscape(pathID))
 		target := path
@@ -56,11 +86,34 @@ func FuzzREST(f *testing.F) {
 		if idemKey != "" && !strings.ContainsAny(idemKey, "\r\n\x00") {
 			req.Header.Set("Idempotency-Key", idemKey)
 		}
-		switch cred % 3 {
+		// Every kind of credential: none, test key, session, live key, session in test mode, a
+		// key with narrower scopes, a key through the connection, through a revoked connection,
+		// and a malformed one.
+		cx := func(id string) {
+			q := req.URL.Query()
+			q.Set("connection_id", id)
+			req.URL.RawQuery = q.Encode()
+		}
+		switch cred % 9 {
 		case 1:
 			req.Header.Set("Authorization", "Bearer "+e.creds.TestAPIKey)
 		case 2:
 			req.Header.Set("Cookie", "svc_session="+e.creds.SessionCookie)
+		case 3:
+			req.Header.Set("Authorization", "Bearer "+e.creds.LiveAPIKey)
+		case 4:
+			req.Header.Set("Cookie", "svc_session="+e.creds.SessionCookie)
+			req.Header.Set("Svc-Mode", "test")
+		case 5:
+			req.Header.Set("Authorization", "Bearer "+narrowKey)
+		case 6:
+			req.Header.Set("Authorization", "Bearer "+e.creds.TestAPIKey)
+			cx(e.creds.ConnectionID)
+		case 7:
+			req.Header.Set("Authorization", "Bearer "+e.creds.TestAPIKey)
+			cx(revoked.ID)
+		case 8:
+			req.Header.Set("Authorization", "Bearer sk_test_"+pathID)
 		}
 		rec := httptest.NewRecorder()
 		e.srv.Handler().ServeHTTP(rec, req)

@@ -102,12 +102,12 @@ func (s *Server) signOut(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty,
 }
 
 // setSessionCookie sets (or, with a negative ttl, clears) the session cookie: HttpOnly,
-// SameSite=Lax, Secure when the request came over TLS.
+// SameSite=Lax, Secure when the request came over TLS or the base URL is https.
 func (s *Server) setSessionCookie(ctx context.Context, token string, ttl time.Duration) {
 	c := callerFrom(ctx)
 	r := httpRequestFrom(ctx)
 	ck := &http.Cookie{Name: platform.SessionCookie, Value: token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r != nil && r.TLS != nil, MaxAge: int(ttl.Seconds())}
+		SameSite: http.SameSiteLaxMode, Secure: s.secureCookies(r), MaxAge: int(ttl.Seconds())}
 	if ttl < 0 {
 		ck.MaxAge = -1
 	}

@@ -61,7 +61,7 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 		return nil, err
 	}
 	if req.DestinationId != nil {
-		d, err := s.destinations.Get(ctx, tenant.String(), req.GetDestinationId())
+		d, err := s.grantedDestination(ctx, c, req.GetDestinationId())
 		if err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ const planChunk = 1024
 
 func newPlanStore(db *store.DB) *planStore {
 	newPlan := func() *svcv1.Plan { return &svcv1.Plan{} }
-	return &planStore{headers: store.NewCollection(db, "plans", newPlan), chunks: store.NewCollection(db, "plan_objects", newPlan)}
+	return &planStore{headers: store.NewCollection(db, "plans", newPlan).WithOwnerIndex(), chunks: store.NewCollection(db, "plan_objects", newPlan)}
 }
 
 func chunkID(planID string, i int) string { return fmt.Sprintf("%s/%06d", planID, i) }

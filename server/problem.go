@@ -11,6 +11,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
@@ -28,6 +29,7 @@ const (
 	codeKeyReused        = "idempotency_key_reused"
 	codeKeyInUse         = "idempotency_key_in_use"
 	codeConflict         = "conflict"
+	codeLimitReached     = "limit_reached"
 	codeTooLarge         = "payload_too_large"
 	codeMediaType        = "unsupported_media_type"
 	codeRateLimited      = "rate_limited"
@@ -48,6 +50,7 @@ var titles = map[string]string{
 	codeKeyReused:        "Idempotency key reused",
 	codeKeyInUse:         "Idempotency key in use",
 	codeConflict:         "Conflict",
+	codeLimitReached:     "Limit reached",
 	codeTooLarge:         "Payload too large",
 	codeMediaType:        "Unsupported media type",
 	codeRateLimited:      "Rate limited",
@@ -135,6 +138,10 @@ func toProblem(err error) *problem {
 		return newProblem(http.StatusBadGateway, codeProviderError, "The provider refused access; the source may need to be reconnected.")
 	case errors.Is(err, providers.ErrInvalidResponse), errors.Is(err, providers.ErrInvalidData):
 		return newProblem(http.StatusBadGateway, codeProviderError, "A provider answered with invalid data.")
+	case errors.Is(err, webhook.ErrTooManyWebhooks):
+		return newProblem(http.StatusConflict, codeLimitReached, fmt.Sprintf("An application has at most %d webhooks; delete one first.", webhook.MaxWebhooksPerApp))
+	case errors.Is(err, webhook.ErrNotActive):
+		return newProblem(http.StatusConflict, codeInvalidState, "The webhook is not active; set its status to active first.")
 	case errors.Is(err, platform.ErrScope):
 		return newProblem(http.StatusForbidden, codeForbidden, err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -86,7 +86,7 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	if err != nil {
 		return "", err
 	}
-	if err := s.db.PutBlob(ctx, receiptBlobs, key, raw); err != nil {
+	if err := s.db.PutOwnedBlob(ctx, receiptBlobs, tenantRef, rid, raw); err != nil {
 		return "", err
 	}
 	at, err := finishedAt(raw) // as stored, so that a redo derives the same event ids
@@ -323,6 +323,17 @@ func (s *Server) getReceipt(ctx context.Context, req *svcv1.GetReceiptRequest) (
 	var r svcv1.Receipt
 	if err := wire.Unmarshal(raw, &r); err != nil {
 		return nil, err
+	}
+	// A receipt lists every object of its execution: a connection sees it only when its grant
+	// reaches every source of the plan, as for the plan and the execution themselves.
+	if c.Connection != nil {
+		p, err := s.plans.header(ctx, c.Tenant.String(), r.GetPlanId())
+		if err != nil {
+			return nil, err
+		}
+		if !c.grantReaches(p.GetSourceMarkers()) {
+			return nil, newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include every source of this receipt.")
+		}
 	}
 	c.RawJSON = raw
 	return &r, nil

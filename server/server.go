@@ -79,7 +79,13 @@ type Config struct {
 	// OutboundTLS configures TLS for the requests svc makes to third parties' servers (one-click
 	// unsubscribes); nil: the system's roots.
 	OutboundTLS *tls.Config
+	// BodyReadTimeout bounds how long a client may take to send a request body, so a client
+	// trickling one byte at a time cannot hold a connection (default DefaultBodyReadTimeout).
+	BodyReadTimeout time.Duration
 }
+
+// DefaultBodyReadTimeout is the default Config.BodyReadTimeout.
+const DefaultBodyReadTimeout = 30 * time.Second
 
 // VaultBackends are the vault's two tiers; nil ones are local disk under DataDir/vault. The
 // caller owns them.
@@ -146,6 +152,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -194,12 +203,12 @@ func New(cfg Config) (*Server, error) {
 		methods:   map[string]*method{},
 		plans:     newPlanStore(db),
 		jobs:      store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
-		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }),
+		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
 		vaultObjects: store.NewCollection(db, "vault_objects", func() *svcv1.VaultObject {
 			return &svcv1.VaultObject{}
 		}),
-		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }),
-		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }),
+		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }).WithOwnerIndex(),
+		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
 		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
 		eventLog:      store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
 		providers:     cfg.Providers,
@@ -304,9 +313,19 @@ func (s *Server) Accounts() *platform.Accounts { return s.accounts }
 // Developers returns the developer platform service, for tools and tests.
 func (s *Server) Developers() *platform.Developers { return s.devs }
 
+// loadOrCreateKey reads the master key (every other key derives from it), or makes one. A key
+// file that others may read is refused: whoever reads it can decrypt the vault and forge
+// cursors, so svc will not start on it silently.
 func loadOrCreateKey(path string) ([]byte, error) {
 	key, err := os.ReadFile(path)
 	if err == nil {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("stat %s: %w", path, err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			return nil, fmt.Errorf("%s has mode %#o, readable by others than its owner: run chmod 600 on it (and consider the key exposed)", path, perm)
+		}
 		return key, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -416,11 +435,14 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rid := id.New("req")
 		w.Header().Set("Request-Id", rid)
+		w.Header().Set("X-Content-Type-Options", "nosniff") // no response is ever sniffed into a page
 		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
 		ctx = context.WithValue(ctx, httpRequestKey{}, r)
 		r = r.WithContext(ctx)
-		if r.Body != nil {
+		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+			// The whole body must arrive within the timeout (the response is not bounded).
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
 		}
 		defer func() {
 			if v := recover(); v != nil {
@@ -478,4 +500,10 @@ func isJSON(ct string) bool {
 	mt, _, _ := strings.Cut(ct, ";")
 	mt = strings.TrimSpace(strings.ToLower(mt))
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// secureCookies reports whether cookies must be Secure: the request came over TLS, or the
+// server's external origin is https (TLS ends at a proxy in front of svc).
+func (s *Server) secureCookies(r *http.Request) bool {
+	return (r != nil && r.TLS != nil) || strings.HasPrefix(strings.ToLower(s.cfg.BaseURL), "https://")
 }

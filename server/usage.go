@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,8 +346,20 @@ func usageOrg(c *Caller, orgID *string) (string, error) {
 	return *orgID, memberOf(c, *orgID)
 }
 
+// liveOnly refuses a test key on live-mode organization state (usage, spend, the ceiling):
+// test mode is unbilled, and a test key touches only test-mode state.
+func liveOnly(c *Caller) error {
+	if c.Key != nil && c.Key.Mode != platform.ModeLive {
+		return newProblem(http.StatusForbidden, codeForbidden, "Usage and the spending ceiling are live-mode settings: use a live key or a signed-in owner.")
+	}
+	return nil
+}
+
 func (s *Server) getUsage(ctx context.Context, req *svcv1.GetUsageRequest) (*svcv1.Usage, error) {
 	c := callerFrom(ctx)
+	if err := liveOnly(c); err != nil {
+		return nil, err
+	}
 	org, err := usageOrg(c, req.OrgId)
 	if err != nil {
 		return nil, err
@@ -364,6 +377,9 @@ func (s *Server) getUsage(ctx context.Context, req *svcv1.GetUsageRequest) (*svc
 
 func (s *Server) getApplicationUsage(ctx context.Context, req *svcv1.GetApplicationUsageRequest) (*svcv1.Usage, error) {
 	c := callerFrom(ctx)
+	if err := liveOnly(c); err != nil {
+		return nil, err
+	}
 	app, err := s.application(ctx, c, req.GetId())
 	if err != nil {
 		return nil, err
@@ -381,9 +397,21 @@ func (s *Server) getApplicationUsage(ctx context.Context, req *svcv1.GetApplicat
 
 func (s *Server) setCeiling(ctx context.Context, req *svcv1.SetCeilingRequest) (*svcv1.Ceiling, error) {
 	c := callerFrom(ctx)
+	if err := liveOnly(c); err != nil {
+		return nil, err
+	}
+	if c.Key != nil && !slices.Contains(c.Key.Scopes, "billable_execute") {
+		return nil, newProblem(http.StatusForbidden, codeForbidden, "Changing the spending ceiling needs a live key with the billable_execute scope, or the organization's owner.")
+	}
 	org, err := usageOrg(c, req.OrgId)
 	if err != nil {
 		return nil, err
+	}
+	if c.User != nil {
+		o, err := s.accounts.Org(ctx, org)
+		if err != nil || o.OwnerID != c.User.ID {
+			return nil, newProblem(http.StatusForbidden, codeForbidden, "Only the organization's owner changes its spending ceiling.")
+		}
 	}
 	now := s.cfg.Now().UTC()
 	before := s.ceilingCents(ctx, org)

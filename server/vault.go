@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -129,7 +131,12 @@ func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVault
 	}
 	var dst *svcv1.Destination
 	if req.DestinationId != nil {
-		if dst, err = s.destinations.Get(ctx, c.Tenant.String(), req.GetDestinationId()); err != nil {
+		if dst, err = s.grantedDestination(ctx, c, req.GetDestinationId()); err != nil {
+			return nil, err
+		}
+	}
+	if req.Path != nil {
+		if err := checkRestorePath(req.GetPath()); err != nil {
 			return nil, err
 		}
 	}
@@ -189,4 +196,28 @@ func (s *Server) restoreMeter(ctx context.Context, c *Caller, p *svcv1.Plan) (*s
 		return nil, err
 	}
 	return plan.Estimate(p.Projection, b), nil
+}
+
+// maxRestorePath bounds a restore path, in bytes.
+const maxRestorePath = 1024
+
+// checkRestorePath refuses, when the request is made rather than when the execution runs, a
+// restore path that could not name a place inside the source: empty, absolute, not clean,
+// climbing out with "..", ending in "/", or inside a trash folder (".Trash..."). Control
+// characters are refused for every field by the edge.
+func checkRestorePath(p string) error {
+	switch {
+	case p == "" || len(p) > maxRestorePath:
+		return invalid("path", fmt.Sprintf("must be 1 to %d bytes", maxRestorePath))
+	case strings.HasPrefix(p, "/") || strings.Contains(p, "\\"):
+		return invalid("path", "must be a relative path with / separators")
+	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
+		return invalid("path", "must be a clean relative path that stays inside the source (no . or .. segments, no //)")
+	}
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, ".Trash") {
+			return invalid("path", "must not be inside a trash folder")
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 
@@ -77,14 +78,34 @@ func (s *Server) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultO
 	if err != nil {
 		return nil, err
 	}
-	ct := o.MIMEType
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
 	c.Header.Set("Content-Length", strconv.FormatInt(o.SizeBytes, 10))
 	c.Header.Set("Digest", "sha-256="+o.SHA256.String())
+	contentHeaders(c.Header, o)
 	c.Stream = rc
-	return &httpbody.HttpBody{ContentType: ct}, nil
+	return &httpbody.HttpBody{ContentType: "application/octet-stream"}, nil
+}
+
+// contentHeaders make vault content inert in a browser: whatever a user's file holds (an HTML
+// page, an SVG with script), it is served as an opaque download that is never sniffed,
+// rendered or scripted on the API's origin. The original type stays in the object's metadata
+// (mime_type) and in Svc-Content-Type.
+func contentHeaders(h http.Header, o vault.Object) {
+	name := o.Name
+	if name == "" {
+		name = o.ID
+	}
+	disp := mime.FormatMediaType("attachment", map[string]string{"filename": name})
+	if disp == "" { // a name mime cannot encode
+		disp = mime.FormatMediaType("attachment", map[string]string{"filename": o.ID})
+	}
+	h.Set("Content-Disposition", disp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Cache-Control", "private, no-store")
+	if o.MIMEType != "" {
+		h.Set("Svc-Content-Type", o.MIMEType)
+	}
 }
 
 // readWhole reads a stream for Connect clients, up to maxConnectContent.

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
+	"slices"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -40,10 +42,16 @@ func (s *Server) ownWebhook(ctx context.Context, id string) (*webhook.Endpoint, 
 	if err != nil {
 		return nil, err
 	}
-	if ep.AppID != callerFrom(ctx).Key.AppID {
+	if k := callerFrom(ctx).Key; ep.AppID != k.AppID || !keyReachesMode(k, ep.Mode) {
 		return nil, platform.ErrNotFound
 	}
 	return ep, nil
+}
+
+// keyReachesMode reports whether a key may see and change state of mode: a test key only
+// test-mode state; a live key both (docs/api.md, "Live mode guarded").
+func keyReachesMode(k *platform.APIKey, m platform.Mode) bool {
+	return k.Mode == platform.ModeLive || m == platform.ModeTest
 }
 
 func modeOf(m svcv1.WebhookMode) platform.Mode {
@@ -64,6 +72,9 @@ func webhookError(err error) error {
 
 func (s *Server) createWebhook(ctx context.Context, req *svcv1.CreateWebhookRequest) (*svcv1.Webhook, error) {
 	c := callerFrom(ctx)
+	if !keyReachesMode(c.Key, modeOf(req.GetMode())) {
+		return nil, newProblem(http.StatusForbidden, codeForbidden, "A test key manages only test-mode webhooks; use a live key for live ones.")
+	}
 	ep, secret, err := s.webhooks.Create(ctx, c.Key.AppID, webhook.Params{URL: req.GetUrl(), EventTypes: req.GetEventTypes(), Mode: modeOf(req.GetMode())})
 	if err != nil {
 		return nil, webhookError(err)
@@ -77,10 +88,12 @@ func (s *Server) listWebhooks(ctx context.Context, req *svcv1.ListWebhooksReques
 	if err != nil {
 		return nil, err
 	}
-	eps, err := s.webhooks.List(ctx, callerFrom(ctx).Key.AppID)
+	k := callerFrom(ctx).Key
+	eps, err := s.webhooks.List(ctx, k.AppID)
 	if err != nil {
 		return nil, err
 	}
+	eps = slices.DeleteFunc(eps, func(ep *webhook.Endpoint) bool { return !keyReachesMode(k, ep.Mode) })
 	out := &svcv1.ListWebhooksResponse{Data: []*svcv1.Webhook{}}
 	started := after == ""
 	for i := len(eps) - 1; i >= 0; i-- { // newest first

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
@@ -21,14 +22,31 @@ type Collection[T proto.Message] struct {
 	db     *DB
 	bucket string
 	new    func() T
+	owned  bool // see WithOwnerIndex
 }
 
 // NewCollection returns the collection stored in bucket name; newT makes an empty resource.
 func NewCollection[T proto.Message](db *DB, name string, newT func() T) *Collection[T] {
-	return &Collection[T]{db: db, bucket: "res_" + name, new: newT}
+	b := "res_" + name
+	return &Collection[T]{db: db, bucket: b, new: newT, owned: slices.Contains(ownedBuckets, b)}
 }
 
 func resourceKey(tenant, id string) []byte { return []byte(tenant + "/" + id) }
+
+// put writes a resource (and its owner, for an owner-indexed collection) in tx.
+func (c *Collection[T]) put(tx *bolt.Tx, tenant, id string, data []byte) error {
+	b, err := bucket(tx, c.bucket)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(resourceKey(tenant, id), data); err != nil {
+		return err
+	}
+	if c.owned {
+		return indexOwner(tx, tenant, id)
+	}
+	return nil
+}
 
 // Put stores m as the resource id of tenant, replacing any previous version.
 func (c *Collection[T]) Put(ctx context.Context, tenant, id string, m T) error {
@@ -64,11 +82,7 @@ func PutExtra[T proto.Message](c *Collection[T], tenant, id string, m T) Extra {
 		if err != nil {
 			return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
 		}
-		b, err := bucket(tx, c.bucket)
-		if err != nil {
-			return err
-		}
-		return b.Put(resourceKey(tenant, id), data)
+		return c.put(tx, tenant, id, data)
 	}}
 }
 
@@ -82,11 +96,7 @@ func (c *Collection[T]) PutWith(ctx context.Context, tenant, id string, m T, ext
 		return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
 	}
 	return c.db.update(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, c.bucket)
-		if err != nil {
-			return err
-		}
-		if err := b.Put(resourceKey(tenant, id), data); err != nil {
+		if err := c.put(tx, tenant, id, data); err != nil {
 			return err
 		}
 		return applyExtras(tx, extras)
@@ -102,6 +112,15 @@ func (c *Collection[T]) Delete(ctx context.Context, tenant, id string) error {
 		b, err := bucket(tx, c.bucket)
 		if err != nil {
 			return err
+		}
+		if c.owned {
+			if idx, err := bucket(tx, bOwners); err != nil {
+				return err
+			} else if string(idx.Get([]byte(id))) == tenant {
+				if err := idx.Delete([]byte(id)); err != nil {
+					return err
+				}
+			}
 		}
 		return b.Delete(resourceKey(tenant, id))
 	})
@@ -380,16 +399,12 @@ func (c *Collection[T]) PutMany(ctx context.Context, items []Item[T]) error {
 		return err
 	}
 	return c.db.update(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, c.bucket)
-		if err != nil {
-			return err
-		}
 		for _, it := range items {
 			data, err := proto.MarshalOptions{Deterministic: true}.Marshal(it.Value)
 			if err != nil {
 				return fmt.Errorf("encode %s %s: %w", c.bucket, it.ID, err)
 			}
-			if err := b.Put(resourceKey(it.Tenant, it.ID), data); err != nil {
+			if err := c.put(tx, it.Tenant, it.ID, data); err != nil {
 				return err
 			}
 		}

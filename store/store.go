@@ -52,6 +52,10 @@ func OpenWith(path string, opts *Options) (*DB, error) {
 	if !opts.Unguarded {
 		db.guard = &txGuard{}
 	}
+	if err := db.buildOwnerIndex(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	return db, nil
 }
 

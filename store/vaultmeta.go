@@ -171,7 +171,12 @@ func (t *metaTx) Object(id string) (vault.Object, error) {
 	return o, t.get(bVaultObjects, id, &o)
 }
 
-func (t *metaTx) PutObject(o vault.Object) error { return t.put(bVaultObjects, o.ID, o) }
+func (t *metaTx) PutObject(o vault.Object) error {
+	if err := t.put(bVaultObjects, o.ID, o); err != nil {
+		return err
+	}
+	return indexOwner(t.tx, t.tenant, o.ID)
+}
 
 func (t *metaTx) Objects(after string, fn func(vault.Object) bool) error {
 	return t.scan(bVaultObjects, after, func(v []byte) (bool, error) {

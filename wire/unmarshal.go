@@ -32,7 +32,8 @@ func (e *Error) Error() string {
 
 // Unmarshal decodes wire JSON into m, which it resets first. It rejects malformed JSON,
 // documents that are not objects, unknown fields, values of the wrong type, unknown enum
-// strings and out-of-range integers with an *Error. null leaves a field unset.
+// strings, out-of-range integers, bytes that are not UTF-8 and duplicate keys with an *Error.
+// null leaves a field unset.
 func Unmarshal(data []byte, m proto.Message) error {
 	proto.Reset(m)
 	data = bytes.TrimSpace(data)
@@ -41,6 +42,9 @@ func Unmarshal(data []byte, m proto.Message) error {
 	}
 	if len(data) == 0 || data[0] != '{' {
 		return &Error{Msg: "the body must be a JSON object"}
+	}
+	if err := checkStrict(data); err != nil {
+		return err
 	}
 	return decodeMessage("", data, m.ProtoReflect())
 }

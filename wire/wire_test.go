@@ -69,6 +69,9 @@ func TestUnmarshalErrors(t *testing.T) {
 		{`{"display_name":5}`, "display_name", "must be a string"},
 		{`{"locale":"fr"}`, "locale", "must be one of en, es"},
 		{`{"locale":"LOCALE_EN"}`, "locale", "must be one of en, es"},
+		{"{\"display_name\":\"a\xff\"}", "", "not valid UTF-8"},
+		{`{"display_name":"a","display_name":"b"}`, "display_name", "appears more than once"},
+		{`{"locale":"en","display_name":"a","locale":"es"}`, "locale", "appears more than once"},
 	}
 	for _, c := range cases {
 		var req svcv1.UpdateAccountRequest
@@ -83,14 +86,16 @@ func TestUnmarshalErrors(t *testing.T) {
 	}
 	var job svcv1.Job
 	for body, path := range map[string]string{
-		`{"progress":"40"}`:               "progress",
-		`{"progress":4.5}`:                "progress",
-		`{"progress":99999999999}`:        "progress",
-		`{"created_at":"yesterday"}`:      "created_at",
-		`{"result":[1]}`:                  "result",
-		`{"sources_connected":1}`:         "sources_connected",
-		`{"kind":null,"status":"nope"}`:   "status",
-		`{"result":{"a":1},"error":true}`: "error",
+		`{"progress":"40"}`:                "progress",
+		`{"progress":4.5}`:                 "progress",
+		`{"progress":99999999999}`:         "progress",
+		`{"created_at":"yesterday"}`:       "created_at",
+		`{"result":[1]}`:                   "result",
+		`{"sources_connected":1}`:          "sources_connected",
+		`{"kind":null,"status":"nope"}`:    "status",
+		`{"result":{"a":1},"error":true}`:  "error",
+		`{"result":{"a":1,"a":2}}`:         "result.a",
+		`{"result":{"l":[{"x":1,"x":1}]}}`: "result.l[0].x",
 	} {
 		err := wire.Unmarshal([]byte(body), &job)
 		var we *wire.Error

@@ -472,7 +472,11 @@ type sectionCloser struct {
 
 func (s *sectionCloser) Close() error { return s.f.Close() }
 
+// mapErr maps a filesystem error onto the providers' errors. Its text drops the host paths
+// that os errors carry: errors reach executions, receipts and API responses, which must not
+// reveal where on the host a user's folder is.
 func mapErr(err error) error {
+	err = hostFree(err)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%v: %w", err, providers.ErrNotFound)
@@ -480,6 +484,27 @@ func mapErr(err error) error {
 		return fmt.Errorf("%v: %w", err, providers.ErrPermission)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("%v: %w", err, providers.ErrAlreadyExists)
+	}
+	return err
+}
+
+// hostFreeError is an os error without its paths; it unwraps to the original.
+type hostFreeError struct {
+	msg string
+	err error
+}
+
+func (e *hostFreeError) Error() string { return e.msg }
+func (e *hostFreeError) Unwrap() error { return e.err }
+
+func hostFree(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return &hostFreeError{msg: pe.Op + ": " + pe.Err.Error(), err: err}
+	case errors.As(err, &le):
+		return &hostFreeError{msg: le.Op + ": " + le.Err.Error(), err: err}
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,11 +21,16 @@ func TestWriteTemporariesAreSweptAndHidden(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	leftover := filepath.Join(dir, writeTempPrefix+"123")
+	leftover := filepath.Join(dir, writeTempPrefix+"0123456789abcdef0123456789abcdef"+writeTempSuffix)
 	if err := os.WriteFile(leftover, []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	live, err := createLockedTemp(dir) // a writer still at work
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	live, liveName, err := createLockedTemp(r, "out") // a writer still at work
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +56,71 @@ func TestWriteTemporariesAreSweptAndHidden(t *testing.T) {
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Fatalf("the leftover of a killed write is still there: %v", err)
 	}
-	if _, err := os.Stat(live.Name()); err != nil {
+	if _, err := os.Stat(filepath.Join(root, liveName)); err != nil {
 		t.Fatalf("a live writer's temporary file was removed: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 2 { // a.txt and the live writer's file
 		t.Fatalf("directory holds %d entries", len(entries))
+	}
+}
+
+// A user's own file whose name merely starts like a temporary (".svc-write-notes.txt") is
+// listed like any file and survives writes into its folder.
+func TestUserFilesNamedLikeTemporariesAreKept(t *testing.T) {
+	root := t.TempDir()
+	ctx := context.Background()
+	mine := filepath.Join(root, ".svc-write-notes.txt")
+	if err := os.WriteFile(mine, []byte("my notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(ctx, providers.Config{"root": root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := p.List(ctx, providers.ListRequest{PageSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, o := range page.Objects {
+		listed = listed || o.ID == ".svc-write-notes.txt"
+	}
+	if !listed {
+		t.Fatal("the user's .svc-write-notes.txt is not listed, so it would never be preserved")
+	}
+	w, _ := providers.AsWriter(p)
+	if _, err := w.Write(ctx, providers.WriteRequest{Path: "a.txt", SizeBytes: -1}, strings.NewReader("a")); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(mine); err != nil || string(data) != "my notes" {
+		t.Fatalf("the user's file after a write: %q, %v", data, err)
+	}
+}
+
+// A write through a symbolic link in the folder (linkdir -> a directory elsewhere) is
+// refused, and nothing is written outside the folder.
+func TestWriteNeverFollowsLinksOutOfTheFolder(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	ctx := context.Background()
+	if err := os.Symlink(elsewhere, filepath.Join(root, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "target.txt"), filepath.Join(root, "linkfile.txt")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(ctx, providers.Config{"root": root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := providers.AsWriter(p)
+	for _, path := range []string{"linkdir/x.txt", "linkdir/deeper/x.txt", "linkfile.txt"} {
+		_, err := w.Write(ctx, providers.WriteRequest{Path: path, SizeBytes: -1, Overwrite: true}, strings.NewReader("x"))
+		if !errors.Is(err, providers.ErrInvalidArgument) {
+			t.Errorf("write %s: %v, want ErrInvalidArgument", path, err)
+		}
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Fatalf("a write escaped the folder: %d entries elsewhere", len(entries))
 	}
 }

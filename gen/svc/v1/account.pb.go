@@ -883,17 +883,17 @@ const file_svc_v1_account_proto_rawDesc = "" +
 	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\tupdatedAt\x12;\n" +
 	"\vfinished_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAtB\b\n" +
-	"\x06_error\"\xda\x01\n" +
-	"\rSignUpRequest\x12\x1d\n" +
-	"\x05email\x18\x01 \x01(\tB\a\xbaH\x04r\x02`\x01R\x05email\x12&\n" +
+	"\x06_error\"\xeb\x01\n" +
+	"\rSignUpRequest\x12.\n" +
+	"\x05email\x18\x01 \x01(\tB\x18\xbaH\x15r\x13\x18\xfe\x012\f^[^@]{1,64}@`\x01R\x05email\x12&\n" +
 	"\bpassword\x18\x02 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\f\x18\x80\x02R\bpassword\x12/\n" +
 	"\fdisplay_name\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18PH\x00R\vdisplayName\x88\x01\x01\x125\n" +
 	"\x06locale\x18\x04 \x01(\x0e2\x0e.svc.v1.LocaleB\b\xbaH\x05\x82\x01\x02\x10\x01H\x01R\x06locale\x88\x01\x01B\x0f\n" +
 	"\r_display_nameB\t\n" +
-	"\a_locale\"V\n" +
-	"\rSignInRequest\x12\x1d\n" +
-	"\x05email\x18\x01 \x01(\tB\a\xbaH\x04r\x02`\x01R\x05email\x12&\n" +
+	"\a_locale\"g\n" +
+	"\rSignInRequest\x12.\n" +
+	"\x05email\x18\x01 \x01(\tB\x18\xbaH\x15r\x13\x18\xfe\x012\f^[^@]{1,64}@`\x01R\x05email\x12&\n" +
 	"\bpassword\x18\x02 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\bpassword\"\x13\n" +
 	"\x11GetAccountRequest\"\x9a\x01\n" +

@@ -317,13 +317,12 @@ const file_svc_v1_destination_proto_rawDesc = "" +
 	"\x15GetDestinationRequest\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^dst_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
 	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
-	"\x0e_connection_id2\x86\x03\n" +
+	"\x0e_connection_id2\x88\x03\n" +
 	"\x12DestinationService\x12w\n" +
 	"\x11CreateDestination\x12 .svc.v1.CreateDestinationRequest\x1a\x13.svc.v1.Destination\"+\x9a\xb5\x18\f\b\xc9\x01\x10\x01*\x05write\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/destinations\x12\x80\x01\n" +
 	"\x10ListDestinations\x12\x1f.svc.v1.ListDestinationsRequest\x1a .svc.v1.ListDestinationsResponse\")\x9a\xb5\x18\n" +
-	"*\bdiscover\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/destinations\x90\x02\x01\x12t\n" +
-	"\x0eGetDestination\x12\x1d.svc.v1.GetDestinationRequest\x1a\x13.svc.v1.Destination\".\x9a\xb5\x18\n" +
-	"*\bdiscover\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/destinations/{id}\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"*\bdiscover\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/destinations\x90\x02\x01\x12v\n" +
+	"\x0eGetDestination\x12\x1d.svc.v1.GetDestinationRequest\x1a\x13.svc.v1.Destination\"0\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/destinations/{id}\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_destination_proto_rawDescOnce sync.Once

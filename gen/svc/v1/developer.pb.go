@@ -2071,14 +2071,14 @@ const file_svc_v1_developer_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2\x0f.svc.v1.WebhookR\x04data\x12$\n" +
 	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
-	"\f_next_cursor\"\xf0\x02\n" +
+	"\f_next_cursor\"\xb8\x03\n" +
 	"\vApplication\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^app_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12:\n" +
 	"\x06org_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^org_[0-9A-HJKMNP-TV-Z]{26}$R\x05orgId\x12\x1d\n" +
 	"\x04name\x18\x03 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18PR\x04name\x12X\n" +
-	"\x11operation_classes\x18\x04 \x03(\x0e2\x16.svc.v1.OperationClassB\x13\xbaH\x10\x92\x01\r\b\x01\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x10operationClasses\x124\n" +
-	"\rredirect_uris\x18\x05 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\n" +
-	"\"\x05r\x03\x88\x01\x01R\fredirectUris\x12A\n" +
+	"\x11operation_classes\x18\x04 \x03(\x0e2\x16.svc.v1.OperationClassB\x13\xbaH\x10\x92\x01\r\b\x01\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x10operationClasses\x12|\n" +
+	"\rredirect_uris\x18\x05 \x03(\tBW\xbaHT\x92\x01Q\x10\n" +
+	"\"MrK\x18\xd0\x0f2C^(https://[^/?#]|http://(localhost|127\\.0\\.0\\.1|\\[::1\\])([:/?#]|$))\x88\x01\x01R\fredirectUris\x12A\n" +
 	"\n" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\tcreatedAt\"\xe8\x03\n" +
 	"\x06ApiKey\x123\n" +
@@ -2094,13 +2094,13 @@ const file_svc_v1_developer_proto_rawDesc = "" +
 	"\n" +
 	"revoked_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12!\n" +
 	"\x06secret\x18\t \x01(\tB\x04\x90\xb5\x18\x01H\x00R\x06secret\x88\x01\x01B\t\n" +
-	"\a_secret\"\x85\x02\n" +
+	"\a_secret\"\xcd\x02\n" +
 	"\x18CreateApplicationRequest\x12:\n" +
 	"\x06org_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^org_[0-9A-HJKMNP-TV-Z]{26}$R\x05orgId\x12\x1d\n" +
 	"\x04name\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18PR\x04name\x12X\n" +
-	"\x11operation_classes\x18\x03 \x03(\x0e2\x16.svc.v1.OperationClassB\x13\xbaH\x10\x92\x01\r\b\x01\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x10operationClasses\x124\n" +
-	"\rredirect_uris\x18\x04 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\n" +
-	"\"\x05r\x03\x88\x01\x01R\fredirectUris\"\xb8\x01\n" +
+	"\x11operation_classes\x18\x03 \x03(\x0e2\x16.svc.v1.OperationClassB\x13\xbaH\x10\x92\x01\r\b\x01\x18\x01\"\a\x82\x01\x04\x10\x01 \x00R\x10operationClasses\x12|\n" +
+	"\rredirect_uris\x18\x04 \x03(\tBW\xbaHT\x92\x01Q\x10\n" +
+	"\"MrK\x18\xd0\x0f2C^(https://[^/?#]|http://(localhost|127\\.0\\.0\\.1|\\[::1\\])([:/?#]|$))\x88\x01\x01R\fredirectUris\"\xb8\x01\n" +
 	"\x17ListApplicationsRequest\x12:\n" +
 	"\x06org_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^org_[0-9A-HJKMNP-TV-Z]{26}$R\x05orgId\x12%\n" +
 	"\x05limit\x18\x02 \x01(\x05B\n" +

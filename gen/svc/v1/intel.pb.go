@@ -1180,13 +1180,13 @@ const file_svc_v1_intel_proto_rawDesc = "" +
 	"\x13TRIAL_DECISION_STOP\x10\x02\x1a\b\x8a\xb5\x18\x04stop\x12%\n" +
 	"\x15TRIAL_DECISION_REMIND\x10\x03\x1a\n" +
 	"\x8a\xb5\x18\x06remind\x12+\n" +
-	"\x18TRIAL_DECISION_UNDECIDED\x10\x04\x1a\r\x8a\xb5\x18\tundecided2\xfe\x02\n" +
-	"\fIntelService\x12z\n" +
+	"\x18TRIAL_DECISION_UNDECIDED\x10\x04\x1a\r\x8a\xb5\x18\tundecided2\x82\x03\n" +
+	"\fIntelService\x12|\n" +
 	"\n" +
-	"ActOnMeter\x12\x19.svc.v1.ActOnMeterRequest\x1a\x19.svc.v1.MeterActionResult\"6\x9a\xb5\x18\v\x10\x01*\amonitor\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v1/intel/meters/{id}/action\x12o\n" +
+	"ActOnMeter\x12\x19.svc.v1.ActOnMeterRequest\x1a\x19.svc.v1.MeterActionResult\"8\x9a\xb5\x18\r\x10\x01*\amonitor0\x01\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v1/intel/meters/{id}/action\x12o\n" +
 	"\n" +
-	"ListMeters\x12\x19.svc.v1.ListMetersRequest\x1a\x1a.svc.v1.ListMetersResponse\"*\x9a\xb5\x18\v\x18\x01*\amonitor\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/intel/meters\x90\x02\x01\x12\x80\x01\n" +
-	"\vDecideTrial\x12\x1a.svc.v1.DecideTrialRequest\x1a\x1b.svc.v1.TrialDecisionResult\"8\x9a\xb5\x18\v\x10\x01*\amonitor\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/v1/intel/trials/{id}/decisionB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"ListMeters\x12\x19.svc.v1.ListMetersRequest\x1a\x1a.svc.v1.ListMetersResponse\"*\x9a\xb5\x18\v\x18\x01*\amonitor\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/intel/meters\x90\x02\x01\x12\x82\x01\n" +
+	"\vDecideTrial\x12\x1a.svc.v1.DecideTrialRequest\x1a\x1b.svc.v1.TrialDecisionResult\":\x9a\xb5\x18\r\x10\x01*\amonitor0\x01\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/v1/intel/trials/{id}/decisionB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_intel_proto_rawDescOnce sync.Once

@@ -92,8 +92,12 @@ type Endpoint struct {
 	// operation_class is the OperationClass wire string a key scope and a connection grant must
 	// include to call the endpoint ("discover", "preserve", ...); empty means none is needed.
 	OperationClass string `protobuf:"bytes,5,opt,name=operation_class,json=operationClass,proto3" json:"operation_class,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// addressed_by_id marks an endpoint whose path id names an end user's resource and that is
+	// not CX: without connection_id the id resolves to its tenant, and the caller reaches it only
+	// as docs/api.md ("Resources addressed by id") says; anything else is 404.
+	AddressedById bool `protobuf:"varint,6,opt,name=addressed_by_id,json=addressedById,proto3" json:"addressed_by_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Endpoint) Reset() {
@@ -159,6 +163,13 @@ func (x *Endpoint) GetOperationClass() string {
 		return x.OperationClass
 	}
 	return ""
+}
+
+func (x *Endpoint) GetAddressedById() bool {
+	if x != nil {
+		return x.AddressedById
+	}
+	return false
 }
 
 var file_svc_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
@@ -234,7 +245,7 @@ var File_svc_v1_options_proto protoreflect.FileDescriptor
 
 const file_svc_v1_options_proto_rawDesc = "" +
 	"\n" +
-	"\x14svc/v1/options.proto\x12\x06svc.v1\x1a google/protobuf/descriptor.proto\"\xdd\x01\n" +
+	"\x14svc/v1/options.proto\x12\x06svc.v1\x1a google/protobuf/descriptor.proto\"\x85\x02\n" +
 	"\bEndpoint\x12%\n" +
 	"\x0esuccess_status\x18\x01 \x01(\x05R\rsuccessStatus\x12\x1e\n" +
 	"\n" +
@@ -242,7 +253,8 @@ const file_svc_v1_options_proto_rawDesc = "" +
 	"idempotent\x12+\n" +
 	"\x11connection_scoped\x18\x03 \x01(\bR\x10connectionScoped\x124\n" +
 	"\vcredentials\x18\x04 \x03(\x0e2\x12.svc.v1.CredentialR\vcredentials\x12'\n" +
-	"\x0foperation_class\x18\x05 \x01(\tR\x0eoperationClass*m\n" +
+	"\x0foperation_class\x18\x05 \x01(\tR\x0eoperationClass\x12&\n" +
+	"\x0faddressed_by_id\x18\x06 \x01(\bR\raddressedById*m\n" +
 	"\n" +
 	"Credential\x12\x1a\n" +
 	"\x16CREDENTIAL_UNSPECIFIED\x10\x00\x12\x13\n" +

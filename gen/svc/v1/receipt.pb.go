@@ -973,11 +973,10 @@ const file_svc_v1_receipt_proto_rawDesc = "" +
 	"\x1dRECEIPT_OBJECT_STATUS_PARTIAL\x10\x02\x1a\v\x8a\xb5\x18\apartial\x12,\n" +
 	"\x1cRECEIPT_OBJECT_STATUS_FAILED\x10\x03\x1a\n" +
 	"\x8a\xb5\x18\x06failed\x12.\n" +
-	"\x1dRECEIPT_OBJECT_STATUS_SKIPPED\x10\x04\x1a\v\x8a\xb5\x18\askipped2v\n" +
-	"\x0eReceiptService\x12d\n" +
+	"\x1dRECEIPT_OBJECT_STATUS_SKIPPED\x10\x04\x1a\v\x8a\xb5\x18\askipped2x\n" +
+	"\x0eReceiptService\x12f\n" +
 	"\n" +
-	"GetReceipt\x12\x19.svc.v1.GetReceiptRequest\x1a\x0f.svc.v1.Receipt\"*\x9a\xb5\x18\n" +
-	"*\bdiscover\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/receipts/{id}\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"GetReceipt\x12\x19.svc.v1.GetReceiptRequest\x1a\x0f.svc.v1.Receipt\",\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/receipts/{id}\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_receipt_proto_rawDescOnce sync.Once

@@ -1040,13 +1040,12 @@ const file_svc_v1_source_proto_rawDesc = "" +
 	"\x10PreservationMode\x12!\n" +
 	"\x1dPRESERVATION_MODE_UNSPECIFIED\x10\x00\x12.\n" +
 	"\x1bPRESERVATION_MODE_VAULT_ALL\x10\x01\x1a\r\x8a\xb5\x18\tvault_all\x12N\n" +
-	"+PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY\x10\x02\x1a\x1d\x8a\xb5\x18\x19vault_preserve_class_only2\xe2\x02\n" +
+	"+PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY\x10\x02\x1a\x1d\x8a\xb5\x18\x19vault_preserve_class_only2\xe4\x02\n" +
 	"\rSourceService\x12l\n" +
 	"\vListSources\x12\x1a.svc.v1.ListSourcesRequest\x1a\x1b.svc.v1.ListSourcesResponse\"$\x9a\xb5\x18\n" +
-	"*\bdiscover\x82\xd3\xe4\x93\x02\r\x12\v/v1/sources\x90\x02\x01\x12`\n" +
-	"\tGetSource\x12\x18.svc.v1.GetSourceRequest\x1a\x0e.svc.v1.Source\")\x9a\xb5\x18\n" +
-	"*\bdiscover\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/sources/{id}\x90\x02\x01\x12\x80\x01\n" +
-	"\x12UpdateSourcePolicy\x12!.svc.v1.UpdateSourcePolicyRequest\x1a\x0e.svc.v1.Source\"7\x9a\xb5\x18\f\x10\x01*\bdiscover\x82\xd3\xe4\x93\x02!:\x06policy\x1a\x17/v1/sources/{id}/policyB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"*\bdiscover\x82\xd3\xe4\x93\x02\r\x12\v/v1/sources\x90\x02\x01\x12b\n" +
+	"\tGetSource\x12\x18.svc.v1.GetSourceRequest\x1a\x0e.svc.v1.Source\"+\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/sources/{id}\x90\x02\x01\x12\x80\x01\n" +
+	"\x12UpdateSourcePolicy\x12!.svc.v1.UpdateSourcePolicyRequest\x1a\x0e.svc.v1.Source\"7\x9a\xb5\x18\f\x10\x01*\x06remove0\x01\x82\xd3\xe4\x93\x02!:\x06policy\x1a\x17/v1/sources/{id}/policyB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_source_proto_rawDescOnce sync.Once

@@ -870,17 +870,15 @@ const file_svc_v1_vault_proto_rawDesc = "" +
 	"\x1aVAULT_OBJECT_STATE_CORRUPT\x10\x04\x1a\v\x8a\xb5\x18\acorrupt\x12-\n" +
 	"\x1bVAULT_OBJECT_STATE_DELETING\x10\x05\x1a\f\x8a\xb5\x18\bdeleting\x12+\n" +
 	"\x1aVAULT_OBJECT_STATE_DELETED\x10\x06\x1a\v\x8a\xb5\x18\adeleted\x12%\n" +
-	"\x17VAULT_OBJECT_STATE_COLD\x10\a\x1a\b\x8a\xb5\x18\x04cold2\x8e\x06\n" +
+	"\x17VAULT_OBJECT_STATE_COLD\x10\a\x1a\b\x8a\xb5\x18\x04cold2\x94\x06\n" +
 	"\fVaultService\x12\x81\x01\n" +
 	"\x10ListVaultObjects\x12\x1f.svc.v1.ListVaultObjectsRequest\x1a .svc.v1.ListVaultObjectsResponse\"*\x9a\xb5\x18\n" +
-	"*\bpreserve\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/vault/objects\x90\x02\x01\x12u\n" +
-	"\x0eGetVaultObject\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x13.svc.v1.VaultObject\"/\x9a\xb5\x18\n" +
-	"*\bpreserve\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/vault/objects/{id}\x90\x02\x01\x12\x85\x01\n" +
-	"\x15GetVaultObjectContent\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x14.google.api.HttpBody\"7\x9a\xb5\x18\n" +
-	"*\bpreserve\x82\xd3\xe4\x93\x02 \x12\x1e/v1/vault/objects/{id}/content\x90\x02\x01\x12s\n" +
+	"*\bpreserve\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/vault/objects\x90\x02\x01\x12w\n" +
+	"\x0eGetVaultObject\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x13.svc.v1.VaultObject\"1\x9a\xb5\x18\f*\bpreserve0\x01\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/vault/objects/{id}\x90\x02\x01\x12\x87\x01\n" +
+	"\x15GetVaultObjectContent\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x14.google.api.HttpBody\"9\x9a\xb5\x18\f*\bpreserve0\x01\x82\xd3\xe4\x93\x02 \x12\x1e/v1/vault/objects/{id}/content\x90\x02\x01\x12s\n" +
 	"\vSearchVault\x12\x1a.svc.v1.SearchVaultRequest\x1a\x1b.svc.v1.SearchVaultResponse\"+\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/vault/search\x90\x02\x01\x12\x80\x01\n" +
-	"\x0fExportManifests\x12\x1e.svc.v1.ExportManifestsRequest\x1a\x16.svc.v1.ManifestBundle\"5\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/vault/manifests/export\x90\x02\x01\x12\x82\x01\n" +
-	"\x12RestoreVaultObject\x12!.svc.v1.RestoreVaultObjectRequest\x1a\f.svc.v1.Plan\";\x9a\xb5\x18\x0e\b\xc9\x01\x10\x01*\arestore\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/v1/vault/objects/{id}/restoreB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"\x0fExportManifests\x12\x1e.svc.v1.ExportManifestsRequest\x1a\x16.svc.v1.ManifestBundle\"5\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/vault/manifests/export\x90\x02\x01\x12\x84\x01\n" +
+	"\x12RestoreVaultObject\x12!.svc.v1.RestoreVaultObjectRequest\x1a\f.svc.v1.Plan\"=\x9a\xb5\x18\x10\b\xc9\x01\x10\x01*\arestore0\x01\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/v1/vault/objects/{id}/restoreB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_vault_proto_rawDescOnce sync.Once
