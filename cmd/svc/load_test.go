@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -69,10 +72,11 @@ type loadRig struct {
 
 // principal is one credential: its headers and whether it reaches the dev connection.
 type principal struct {
-	name    string
-	headers []string
-	cx      bool // a key with the dev connection: CX routes take connection_id
-	session bool
+	name       string
+	headers    []string
+	cx         bool   // a key with a connection: CX routes take connection_id
+	connection string // the key's connection (default: the dev connection)
+	session    bool
 }
 
 func freeAddr(t *testing.T) string {
@@ -103,7 +107,7 @@ func (r *loadRig) do(p principal, route, method, path, body string) (int, []byte
 		if strings.Contains(path, "?") {
 			sep = "&"
 		}
-		path += sep + "connection_id=" + r.creds["connection_id"]
+		path += sep + "connection_id=" + cmp.Or(p.connection, r.creds["connection_id"])
 	}
 	req, _ := http.NewRequest(method, r.base+path, rd)
 	for i := 0; i+1 < len(p.headers); i += 2 {
@@ -202,6 +206,7 @@ func loadMixed(t *testing.T, bin string, clients int, d time.Duration) {
 	sessTest := principal{name: "session (test)", headers: []string{"Cookie", "svc_session=" + r.creds["session_cookie"], "Svc-Mode", "test"}, session: true}
 	sessLive := principal{name: "session (live)", headers: []string{"Cookie", "svc_session=" + r.creds["session_cookie"]}, session: true}
 	others := r.signUp(4)
+	apps := r.connectedApps(sessLive, 2) // more keys, each with a connection of its own
 
 	// The folder to plan over, the webhook that receives the test tenant's events.
 	_, body := r.do(key, "sources", "GET", "/v1/sources?provider=vendor_d_local", "")
@@ -241,6 +246,8 @@ func loadMixed(t *testing.T, bin string, clients int, d time.Duration) {
 		func() { r.do(key, "GET /v1/vault/manifests/export", "GET", "/v1/vault/manifests/export", "") },
 		func() { r.do(sessLive, "GET /v1/account", "GET", "/v1/account", "") },
 		func() { r.do(others[rand.IntN(len(others))], "GET /v1/plans", "GET", "/v1/plans", "") },
+		func() { r.do(apps[rand.IntN(len(apps))], "GET /v1/sources", "GET", "/v1/sources", "") },
+		func() { r.do(apps[rand.IntN(len(apps))], "GET /v1/plans", "GET", "/v1/plans?limit=20", "") },
 		func() {
 			if id := r.pick(&r.plans); id != "" {
 				r.do(key, "GET /v1/plans/{id}", "GET", "/v1/plans/"+id, "")
@@ -262,6 +269,21 @@ func loadMixed(t *testing.T, bin string, clients int, d time.Duration) {
 
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
+	if out := os.Getenv("SVC_LOAD_CPUPROFILE"); out != "" { // the server's CPU profile over the run
+		wg.Go(func() {
+			res, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", r.debug, max(1, int(d.Seconds())-1)))
+			if err != nil {
+				t.Errorf("cpu profile: %v", err)
+				return
+			}
+			defer res.Body.Close()
+			f, err := os.Create(out)
+			if err == nil {
+				io.Copy(f, res.Body)
+				f.Close()
+			}
+		})
+	}
 	start := time.Now()
 	var total atomic.Int64
 	for c := range clients {
@@ -356,6 +378,71 @@ func (r *loadRig) signUp(n int) []principal {
 			r.t.Fatalf("sign-up: %s", res.Status)
 		}
 		out = append(out, principal{name: "other user", headers: []string{"Cookie", "svc_session=" + cookie}, session: true})
+	}
+	return out
+}
+
+// connectedApps makes n more applications in the dev user's organization, each with a test key
+// and a connection that the dev user approves through the connect flow (the consent page, as
+// a browser posts it), granted discover on every source.
+func (r *loadRig) connectedApps(owner principal, n int) []principal {
+	var out []principal
+	redirect := "https://app.example/back"
+	for i := range n {
+		st, body := r.do(owner, "setup", "POST", "/v1/developer/applications",
+			fmt.Sprintf(`{"org_id":%q,"name":"Load app %d","operation_classes":["discover","preserve"],"redirect_uris":[%q]}`, r.creds["org_id"], i, redirect))
+		if st != 201 {
+			r.t.Fatalf("application: %d %s", st, body)
+		}
+		var app map[string]any
+		json.Unmarshal(body, &app)
+		st, body = r.do(owner, "setup", "POST", "/v1/developer/applications/"+fmt.Sprint(app["id"])+"/keys", `{"mode":"test"}`)
+		if st != 201 {
+			r.t.Fatalf("key: %d %s", st, body)
+		}
+		var key map[string]any
+		json.Unmarshal(body, &key)
+		kp := principal{name: fmt.Sprintf("app %d key", i), headers: []string{"Authorization", "Bearer " + fmt.Sprint(key["secret"])}}
+		st, body = r.do(kp, "setup", "POST", "/v1/connect/sessions", `{"redirect_uri":"`+redirect+`","operation_classes":["discover"]}`)
+		if st != 201 {
+			r.t.Fatalf("connect session: %d %s", st, body)
+		}
+		var csn map[string]any
+		json.Unmarshal(body, &csn)
+		page := fmt.Sprint(csn["url"])
+		cookie := "svc_session=" + r.creds["session_cookie"]
+		req, _ := http.NewRequest("GET", page, nil)
+		req.Header.Set("Cookie", cookie)
+		res, err := r.client.Do(req)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		html, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		token := regexp.MustCompile(`name="csrf_token" value="([0-9a-f]{64})"`).FindSubmatch(html)
+		if token == nil {
+			r.t.Fatalf("consent page without a token: %s", html)
+		}
+		form := url.Values{"csrf_token": {string(token[1])}, "decision": {"approve"}}
+		for _, m := range regexp.MustCompile(`name="source_id" value="(src_[0-9A-Z]{26})"`).FindAllSubmatch(html, -1) {
+			form.Add("source_id", string(m[1]))
+		}
+		req, _ = http.NewRequest("POST", page, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", cookie)
+		req.Header.Set("Origin", r.base)
+		noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err = noRedirect.Do(req)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		res.Body.Close()
+		loc, _ := url.Parse(res.Header.Get("Location"))
+		if res.StatusCode != 303 || loc == nil || !strings.HasPrefix(loc.Query().Get("connection_id"), "cxn_") {
+			r.t.Fatalf("consent: %s %v", res.Status, res.Header)
+		}
+		kp.cx, kp.connection = true, loc.Query().Get("connection_id")
+		out = append(out, kp)
 	}
 	return out
 }
