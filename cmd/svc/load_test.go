@@ -284,6 +284,21 @@ func loadMixed(t *testing.T, bin string, clients int, d time.Duration) {
 			}
 		})
 	}
+	if out := os.Getenv("SVC_LOAD_GOROUTINES"); out != "" { // where the server's goroutines wait, mid-run
+		wg.Go(func() {
+			time.Sleep(d / 2)
+			res, err := http.Get(r.debug + "/debug/pprof/goroutine?debug=1")
+			if err != nil {
+				t.Errorf("goroutines: %v", err)
+				return
+			}
+			defer res.Body.Close()
+			if f, err := os.Create(out); err == nil {
+				io.Copy(f, res.Body)
+				f.Close()
+			}
+		})
+	}
 	start := time.Now()
 	var total atomic.Int64
 	for c := range clients {
