@@ -70,7 +70,7 @@ func one(t *testing.T, pol *svcv1.SourcePolicy, o plan.Object) (svcv1.StorageCla
 
 func obj(mut func(*plan.Object)) plan.Object {
 	o := plan.Object{ID: "m1", Version: "v1", Kind: "message", Name: "Hello", SizeBytes: 50_000, MIMEType: "message/rfc822",
-		CreatedAt: now.AddDate(0, -2, 0), ModifiedAt: now.AddDate(0, -2, 0), From: "Ann <ann@news.example.com>", Subject: "Weekly digest"}
+		CreatedAt: now.AddDate(0, -2, 0), ModifiedAt: now.AddDate(0, -2, 0), From: "News <digest@news.example.com>", Subject: "Weekly digest"}
 	if mut != nil {
 		mut(&o)
 	}
@@ -96,7 +96,7 @@ func TestPolicyFields(t *testing.T) {
 		{"minAgeDays passes old objects", &svcv1.SourcePolicy{MinAgeDays: i64(30)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, []svcv1.PlanAction{P, T}, 0},
 		{"minSizeBytes keeps small objects", &svcv1.SourcePolicy{MinSizeBytes: i64(100_000)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_REVIEW, []svcv1.PlanAction{P}, 0},
 		{"minSizeBytes passes large objects", &svcv1.SourcePolicy{MinSizeBytes: i64(10_000)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, []svcv1.PlanAction{P, T}, 0},
-		{"excludeSenders", &svcv1.SourcePolicy{ExcludeSenders: []string{"ANN@news.example.com"}}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},
+		{"excludeSenders", &svcv1.SourcePolicy{ExcludeSenders: []string{"DIGEST@news.example.com"}}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},
 		{"excludeDomains matches subdomains", &svcv1.SourcePolicy{ExcludeDomains: []string{"example.com"}}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},
 		{"excludeDomains does not match suffixes", &svcv1.SourcePolicy{ExcludeDomains: []string{"ample.com"}}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_REVIEW, []svcv1.PlanAction{P}, 0},
 		{"excludeLabels", &svcv1.SourcePolicy{ExcludeLabels: []string{"work"}}, obj(func(o *plan.Object) { o.Containers = []string{"Work"} }), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},

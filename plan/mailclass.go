@@ -1,0 +1,300 @@
+package plan
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"svc.dev/svc/mail"
+)
+
+// mailKind is what a message is to the person who keeps it.
+type mailKind uint8
+
+const (
+	mailUnknown       mailKind = iota // no judgement: the general rules decide (notifications, alerts)
+	mailConversation                  // people writing to each other: never removable by default
+	mailTransactional                 // receipts, orders, statements, security notices: preserve
+	mailMarketing                     // bulk marketing and newsletters: promotional
+	mailJunk                          // spam: removable
+	mailConflict                      // signals disagree: review
+	mailUnreadable                    // nothing could be read: review
+)
+
+// verdict is a message's kind and why.
+type verdict struct {
+	kind   mailKind
+	reason string
+}
+
+// Folder and label names providers use for spam and for the owner's sent mail (Maildir++
+// folders, IMAP special-use names in a few languages, Gmail labels).
+var (
+	spamFolders = []string{"spam", "junk", "junk e-mail", "junk email", "bulk mail", "junk mail", "[gmail]/spam", "pourriel", "correo no deseado"}
+	sentFolders = []string{"sent", "sent items", "sent mail", "sent messages", "[gmail]/sent mail", "gesendet", "gesendete objekte", "enviados", "envoyés", "elementos enviados", "posta inviata"}
+)
+
+// folderIs reports whether a container (a path, a Maildir++ ".Folder.Sub" name or a label) names
+// one of the folders.
+func folderIs(container string, names []string) bool {
+	c := strings.ToLower(strings.TrimSpace(container))
+	if slices.Contains(names, c) {
+		return true
+	}
+	last := path.Base(strings.TrimSuffix(c, "/"))
+	if i := strings.LastIndexByte(last, '.'); i >= 0 && i < len(last)-1 {
+		last = last[i+1:] // Maildir++: ".INBOX.Sent"
+	}
+	return slices.Contains(names, strings.TrimPrefix(last, "."))
+}
+
+func inFolder(o *Object, names []string) string {
+	for _, c := range o.Containers {
+		if folderIs(c, names) {
+			return c
+		}
+	}
+	return ""
+}
+
+// Sending platforms by what they mostly send.
+var (
+	discussionPlatforms = []string{"mailman", "google-groups", "groups.io", "discourse"}
+	codeHostPlatforms   = []string{"github", "gitlab", "gitea", "bugzilla", "jira"}
+	marketingPlatforms  = []string{"mailchimp", "klaviyo", "hubspot", "salesforce-marketing-cloud", "campaign", "substack"}
+	bulkPlatforms       = []string{"sendgrid", "mailgun", "amazon-ses"} // marketing and transactional alike
+)
+
+// roleLocal are local parts of addresses that belong to a function, not a person.
+var roleLocal = regexp.MustCompile(`^(no-?reply|do-?not-?reply|donotreply|notifications?|notify|alerts?|info|news|newsletters?|hello|hi|marketing|promo(tions)?|offers|deals|sales|team|support|help|billing|invoices?|receipts?|orders?|shipping|accounts?|security|mailer-daemon|postmaster|updates|digest|bounces?|service|customerservice|care|rewards|store|shop|admin|contact|members|community|events|mail|email|auto-confirm|payments?|statements?)([-+._].*)?$|no-?reply|bounce`)
+
+var (
+	transactionalSubject = regexp.MustCompile(`\b(receipts?|invoices?|statements?|order (confirmation|confirmed|#|number|no\.?)|your (order|purchase|booking|reservation|receipt|invoice|statement|payment|refund|trip|flight|ticket|delivery|package|shipment|subscription|password|account)\b|has (been )?shipped|shipped:|out for delivery|been delivered|delivery (update|notification)|tracking (number|#|information)|payment (received|confirmation|confirmed|failed|due|declined|successful|reminder)|refund|booking (confirmation|confirmed|reference)|reservation (confirmed|confirmation)|itinerary|boarding pass|e-?ticket|check-?in (now|is open)|ticket #|\[ticket|\[case|case #|request #|password (reset|changed)|reset your password|verification code|security (alert|code|notice)|new sign-?in|sign-?in (attempt|alert)|login (alert|attempt)|two-factor|2fa|one-time (code|passcode|password)|verify your (email|account)|confirm your (email|account|address)|account (statement|update|created|closed|activity)|contract|agreement|signature (requested|request)|please (sign|docusign)|completed: |renewal (notice|confirmation|reminder)|auto-?renew|tax (form|document|return)|1099|w-2|rechnung|factura|facture|recibo|quittung|bestellung|auftragsbestätigung|commande|pedido|versandbestätigung|envío|expédition|zahlung|paiement|pago)\b`)
+	transactionalText    = regexp.MustCompile(`\b(order total|amount (due|paid|charged)|total (paid|charged|due)|subtotal|transaction (id|number|reference)|invoice (number|no\.?|#|date)|order (number|#|no\.?)|tracking (number|#)|account ending in|card ending in|ending in \d{4}|if you did(n't| not) (request|make|sign)|if this (wasn't|was not) you|your (verification|security|one-time) code|expires in \d+ minutes|booking reference|confirmation (number|code|#)|payment method|billing period)\b`)
+	transactionalFile    = regexp.MustCompile(`(?i)(invoice|receipt|statement|rechnung|factura|facture|recibo|quittung|ticket|boarding|itinerary|contract|agreement|order)`)
+	transactionalLocal   = regexp.MustCompile(`^(billing|invoices?|receipts?|orders?|order-update|shipping|shipment-tracking|accounts?|account-security|security|payments?|statements?|auto-confirm|bookings?|reservations?|tickets?|e-?tickets?)\b`)
+
+	marketingText = regexp.MustCompile(`(\d+ ?% off|\bsale\b|shop now|limited[- ]time|free shipping|\bdeals?\b|newsletter|view (this email )?in (your )?browser|view online|\bunsubscribe\b|this week'?s|\bwebinar\b|new arrivals|don'?t miss|\bexclusive\b|offer ends|coupon|promo code|use code|buy now|save (up to )?\$?\d+|last chance|black friday|cyber monday|members? only|sign up today|upgrade (now|today)|special offer|manage (your )?(email )?preferences|email preferences)`)
+
+	spamText = regexp.MustCompile(`(you('ve| have)? (won|been selected)|\bwinner\b|claim your|lottery|inheritance|beneficiary|next of kin|\bbitcoin\b|crypto(currency)? (investment|profit|trading)|viagra|v1agra|cialis|weight loss|lose \d+ (lbs|pounds|kg)|100% free|act now|urgent (response|reply|attention)|dear (friend|sir/madam|beneficiary|winner|user|valued customer)|wire transfer|risk[- ]free|make money|work from home|earn \$|\$\$\$|hot singles|lonely (women|girls)|casino|guaranteed (income|returns)|miracle|no prescription|million (dollars|usd|euros)|\busd ?\d+[,.]?\d* ?million|account (has been )?(suspended|locked|disabled)|verify your (account|identity) (now|immediately|within)|unusual activity.*(click|verify)|final (notice|warning)|cheap (meds|pills|rolex|watches)|replica|barrister|diplomat|compensation fund|gift card|you are (a|our) lucky|click (here|below) (now|immediately)|limited spots|only \d+ left|congratulations!?,? you|fbi|irs notice|delivery (failed|attempt failed).*(fee|pay)|your package (is|was) (held|on hold)|customs fee|investment opportunity|double your|passive income|adult|xxx)`)
+
+	marketingLocal = regexp.MustCompile(`^(news|newsletters?|marketing|promo|offers|deals|hello|hi)\b`)
+
+	freemail = []string{"gmail.com", "yahoo.com", "hotmail.com", "outlook.com", "aol.com", "mail.ru", "yandex.ru", "proton.me", "protonmail.com", "gmx.com", "icloud.com", "live.com", "qq.com", "163.com"}
+)
+
+func localPart(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+func hasAny(set []string, xs []string) string {
+	for _, x := range xs {
+		if slices.Contains(set, x) {
+			return x
+		}
+	}
+	return ""
+}
+
+// signals adds points and names the signals behind them.
+type signals struct {
+	score int
+	why   []string
+}
+
+func (s *signals) add(points int, why string) {
+	s.score += points
+	if len(s.why) < 4 && !slices.Contains(s.why, why) {
+		s.why = append(s.why, why)
+	}
+}
+
+func (s *signals) String() string { return strings.Join(s.why, ", ") }
+
+// judgeMail decides what a message is from its headers, header facts, folders and the start and
+// end of its text. docs/plans.md lists the signals and their order; precision comes first: a
+// message is only called junk or marketing when several independent signals agree, and
+// conversation or transactional signals, which keep a message, win over removable ones unless
+// the spam marks are overwhelming.
+func judgeMail(o *Object) verdict {
+	f := o.Facts
+	if why := f[mail.FactUnreadable]; why != "" {
+		return verdict{mailUnreadable, "unreadable: " + why + "; listed so you can look at it"}
+	}
+	from := address(o.From)
+	local, domain := localPart(from), domainOf(from)
+	subject := strings.ToLower(o.Subject)
+	text := strings.ToLower(o.Snippet + " " + f[mail.FactTextTail])
+	platforms := strings.Split(f[mail.FactPlatform], ",")
+	listPost := strings.ToLower(strings.TrimSpace(f[mail.FactListPost]))
+	acceptsPosts := listPost != "" && listPost != "no" && (strings.Contains(listPost, "mailto:") || strings.Contains(listPost, "http"))
+	precedence := f[mail.FactPrecedence]
+	auto := f[mail.FactAutoSubmit]
+	role := local != "" && roleLocal.MatchString(local)
+
+	// The provider or a spam filter already said spam.
+	if c := inFolder(o, spamFolders); c != "" {
+		return verdict{mailJunk, "junk: the provider filed it as spam (" + c + ")"}
+	}
+	if v := f[mail.FactSpam]; v != "" {
+		return verdict{mailJunk, "junk: a spam filter marked it (" + v + ")"}
+	}
+
+	var junk, trans, mkt signals
+	if a := f[mail.FactAuthFail]; a != "" {
+		junk.add(2, "sender authentication failed ("+a+")")
+	}
+	if precedence == "junk" {
+		junk.add(1, "Precedence: junk")
+	}
+	if spamText.MatchString(subject) {
+		junk.add(2, "spam wording in the subject")
+	}
+	if spamText.MatchString(text) {
+		junk.add(1, "spam wording in the text")
+	}
+	if shouting(o.Subject) {
+		junk.add(1, "subject in capitals or with !!!")
+	}
+	if rt := f[mail.FactReplyTo]; rt != "" && domain != "" && domainOf(strings.ToLower(rt)) != domain &&
+		slices.Contains(freemail, domainOf(strings.ToLower(rt))) && !slices.Contains(freemail, domain) {
+		junk.add(2, "replies go to a free mail address unlike the sender's")
+	}
+	if name := strings.ToLower(f[mail.FactFromName]); strings.Contains(name, "@") && domain != "" && !strings.Contains(name, domain) {
+		junk.add(2, "the display name shows another address")
+	}
+	if from == "" && o.Subject == "" {
+		junk.add(1, "no sender and no subject")
+	}
+
+	if transactionalSubject.MatchString(subject) {
+		trans.add(2, "the subject is a receipt, order, statement, booking or account notice")
+	}
+	if transactionalText.MatchString(text) {
+		trans.add(1, "the text has order, payment or account details")
+	}
+	if a := f[mail.FactAttachments]; a != "" && transactionalFile.MatchString(a) {
+		trans.add(2, "an invoice, receipt, ticket or contract is attached")
+	}
+	if transactionalLocal.MatchString(local) {
+		trans.add(1, "sent from a billing, orders or security address")
+	}
+
+	discussion := acceptsPosts || (hasAny(discussionPlatforms, platforms) != "" && listPost != "no")
+	if o.ListUnsubscribe != "" && !discussion {
+		mkt.add(2, "List-Unsubscribe without a list to post to")
+	}
+	if o.ListUnsubscribePost && !discussion {
+		mkt.add(1, "one-click unsubscribe")
+	}
+	if precedence == "bulk" {
+		mkt.add(1, "Precedence: bulk")
+	}
+	if p := hasAny(marketingPlatforms, platforms); p != "" {
+		mkt.add(2, "sent through "+p)
+	} else if p := hasAny(bulkPlatforms, platforms); p != "" {
+		mkt.add(1, "sent through "+p)
+	}
+	if anyIn(o.Containers, marketingLabels) {
+		mkt.add(1, "filed under promotions or newsletters")
+	}
+	if marketingText.MatchString(subject) {
+		mkt.add(1, "marketing wording in the subject")
+	}
+	if marketingText.MatchString(text) {
+		mkt.add(1, "marketing wording in the text")
+	}
+	if role && marketingLocal.MatchString(local) {
+		mkt.add(1, "sent from a newsletter or marketing address")
+	}
+
+	// Conversation: a discussion list, a code-host thread someone wrote in, or a person.
+	conv := ""
+	switch p := hasAny(codeHostPlatforms, platforms); {
+	case discussion:
+		conv = "conversation: a discussion list that accepts posts"
+		if id := strings.TrimSpace(o.ListID); id != "" {
+			conv += " (" + listName(id) + ")"
+		}
+	case p != "" && f[mail.FactReplyTo] != "":
+		conv = "conversation: a " + p + " thread people write in (you can reply)"
+	case p != "":
+		// A code host's automated notice (builds, releases): no judgement.
+	case !role && auto == "" && precedence == "" && o.ListUnsubscribe == "" && o.ListID == "" &&
+		hasAny(marketingPlatforms, platforms) == "" && hasAny(bulkPlatforms, platforms) == "" && from != "":
+		conv = "conversation: a person wrote to you"
+		if f[mail.FactInReplyTo] != "" || strings.HasPrefix(subject, "re:") || strings.HasPrefix(subject, "aw:") {
+			conv = "conversation: a person's reply in a thread"
+		}
+	}
+
+	switch {
+	case conv != "" && junk.score >= 4:
+		return verdict{mailJunk, "junk: " + junk.String()}
+	case conv != "" && junk.score >= 2:
+		return verdict{mailConflict, "review: looks like a person's mail but " + junk.String()}
+	case conv != "" && trans.score >= 2:
+		return verdict{mailTransactional, "transactional: " + trans.String() + " (from a person)"}
+	case conv != "":
+		return verdict{mailConversation, conv}
+	case trans.score >= 2 && junk.score >= 4:
+		return verdict{mailJunk, "junk: " + junk.String() + " (posing as a notice)"}
+	case trans.score >= 2 && junk.score >= 2:
+		return verdict{mailConflict, "review: reads as a receipt or notice but " + junk.String()}
+	case trans.score >= 2 && mkt.score >= trans.score+3:
+		return verdict{mailConflict, "review: reads as a receipt or notice but also as marketing (" + mkt.String() + ")"}
+	case trans.score >= 2:
+		return verdict{mailTransactional, "transactional: " + trans.String()}
+	case junk.score >= 3:
+		return verdict{mailJunk, "junk: " + junk.String()}
+	case mkt.score >= 2 && junk.score >= 2:
+		return verdict{mailJunk, "junk: bulk mail with " + junk.String()}
+	case mkt.score >= 2:
+		return verdict{mailMarketing, "marketing: " + mkt.String()}
+	case junk.score >= 2:
+		return verdict{mailConflict, "review: some marks of spam (" + junk.String() + ")"}
+	}
+	return verdict{mailUnknown, ""}
+}
+
+// marketingLabels are provider labels for marketing mail (Gmail's promotions category, folders
+// people name). Gmail's updates category is not among them: it holds receipts and notices.
+var marketingLabels = []string{"promotions", "category_promotions", "newsletters", "promotional", "marketing"}
+
+// shouting reports a subject mostly in capitals, or with a run of exclamation or dollar marks.
+func shouting(s string) bool {
+	if strings.Contains(s, "!!!") || strings.Contains(s, "$$") {
+		return true
+	}
+	upper, letters := 0, 0
+	for _, r := range s {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			upper++
+			letters++
+		case r >= 'a' && r <= 'z':
+			letters++
+		}
+	}
+	return letters >= 12 && upper*10 >= letters*8
+}
+
+// listName returns the list's id from a List-Id value ("Dev talk <dev.lists.example.org>").
+func listName(v string) string {
+	if i := strings.LastIndexByte(v, '<'); i >= 0 {
+		return strings.TrimSuffix(v[i+1:], ">")
+	}
+	return v
+}
+
+// conversationReason says why a message in a thread the owner wrote in is a conversation.
+func conversationReason(sent bool) string {
+	if sent {
+		return "conversation: you sent it"
+	}
+	return "conversation: a thread you took part in"
+}
