@@ -79,6 +79,9 @@ func obj(mut func(*plan.Object)) plan.Object {
 
 func i64(n int64) *int64 { return &n }
 
+// bulk marks a message as sent in bulk (Precedence: bulk): with List-Unsubscribe, marketing.
+var bulk = map[string]string{"mail.precedence": "bulk"}
+
 // Every Source policy field changes the outcome for some object.
 func TestPolicyFields(t *testing.T) {
 	P := svcv1.PlanAction_PLAN_ACTION_PRESERVE
@@ -108,8 +111,8 @@ func TestPolicyFields(t *testing.T) {
 		{"excludeRecentDays", &svcv1.SourcePolicy{ExcludeRecentDays: i64(90)}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_RECENT},
 		{"preserveMimeTypes with a wildcard", &svcv1.SourcePolicy{PreserveMimeTypes: []string{"image/*"}, MinAgeDays: i64(1)}, obj(func(o *plan.Object) { o.MIMEType = "image/png" }), svcv1.StorageClass_STORAGE_CLASS_PRESERVE, []svcv1.PlanAction{P}, 0},
 		{"preserveKeywords", &svcv1.SourcePolicy{PreserveKeywords: []string{"DIGEST"}, MinAgeDays: i64(1)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_PRESERVE, []svcv1.PlanAction{P}, 0},
-		{"promotional is kept by default", nil, obj(func(o *plan.Object) { o.ListUnsubscribe = "<mailto:u@x>" }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P}, 0},
-		{"removePromotional", &svcv1.SourcePolicy{RemovePromotional: proto.Bool(true)}, obj(func(o *plan.Object) { o.ListUnsubscribe = "<mailto:u@x>" }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P, T}, 0},
+		{"promotional is kept by default", nil, obj(func(o *plan.Object) { o.ListUnsubscribe, o.Facts = "<mailto:u@x>", bulk }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P}, 0},
+		{"removePromotional", &svcv1.SourcePolicy{RemovePromotional: proto.Bool(true)}, obj(func(o *plan.Object) { o.ListUnsubscribe, o.Facts = "<mailto:u@x>", bulk }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P, T}, 0},
 		{"sourceAction none never trashes", &svcv1.SourcePolicy{MinAgeDays: i64(1), SourceAction: svcv1.SourceAction_SOURCE_ACTION_NONE.Enum()}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, []svcv1.PlanAction{P}, 0},
 		{"vault_preserve_class_only keeps no copy of what stays", &svcv1.SourcePolicy{Preservation: svcv1.PreservationMode_PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY.Enum()}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_REVIEW, []svcv1.PlanAction{N}, 0},
 		{"large attachment", nil, obj(func(o *plan.Object) { o.SizeBytes = 25 << 20 }), svcv1.StorageClass_STORAGE_CLASS_LARGE_ATTACHMENT, []svcv1.PlanAction{P, T}, 0},
@@ -230,7 +233,7 @@ func TestUnsubscribeNeedsOneClick(t *testing.T) {
 		o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "a", "<mailto:u@x>, <https://x.example/u/1>", true
 	})
 	mailto := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "b", "<mailto:u@x>", true })
-	noPost := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe = "c", "<https://x.example/u/3>" })
+	noPost := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe, o.Facts = "c", "<https://x.example/u/3>", bulk })
 	plainHTTP := obj(func(o *plan.Object) {
 		o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "d", "<http://x.example/u/4>", true
 	})

@@ -295,6 +295,7 @@ func goldenRequest(seed int) plan.Request {
 			o.Starred = i%4 == 3
 			if i%3 == 0 {
 				o.ListUnsubscribe = "<mailto:unsub@example.com>"
+				o.Facts = map[string]string{"mail.precedence": "bulk"} // bulk and unsubscribable: marketing
 			}
 			if i%5 == 4 {
 				o.SHA256 = "0f"

@@ -67,10 +67,10 @@ var (
 )
 
 // roleLocal are local parts of addresses that belong to a function, not a person.
-var roleLocal = regexp.MustCompile(`^(no-?reply|do-?not-?reply|donotreply|notifications?|notify|alerts?|info|news|newsletters?|hello|hi|marketing|promo(tions)?|offers|deals|sales|team|support|help|billing|invoices?|receipts?|orders?|shipping|accounts?|security|mailer-daemon|postmaster|updates|digest|bounces?|service|customerservice|care|rewards|store|shop|admin|contact|members|community|events|mail|email|auto-confirm|payments?|statements?)([-+._].*)?$|no-?reply|bounce`)
+var roleLocal = regexp.MustCompile(`^(no-?reply|do-?not-?reply|donotreply|notifications?|notify|alerts?|tracking|root|cron|feedback|calendar[-a-z]*|info|news|newsletters?|hello|hi|marketing|promo(tions)?|offers|deals|sales|team|support|help|billing|invoices?|receipts?|orders?|shipping|accounts?|security|mailer-daemon|postmaster|updates|digest|bounces?|service|customerservice|care|rewards|store|shop|admin|contact|members|community|events|mail|email|auto-confirm|payments?|statements?)([-+._].*)?$|no-?reply|bounce|notif|alert|daemon`)
 
 var (
-	transactionalSubject = regexp.MustCompile(`\b(receipts?|invoices?|statements?|order (confirmation|confirmed|#|number|no\.?)|your (order|purchase|booking|reservation|receipt|invoice|statement|payment|refund|trip|flight|ticket|delivery|package|shipment|subscription|password|account)\b|has (been )?shipped|shipped:|out for delivery|been delivered|delivery (update|notification)|tracking (number|#|information)|payment (received|confirmation|confirmed|failed|due|declined|successful|reminder)|refund|booking (confirmation|confirmed|reference)|reservation (confirmed|confirmation)|itinerary|boarding pass|e-?ticket|check-?in (now|is open)|ticket #|\[ticket|\[case|case #|request #|password (reset|changed)|reset your password|verification code|security (alert|code|notice)|new sign-?in|sign-?in (attempt|alert)|login (alert|attempt)|two-factor|2fa|one-time (code|passcode|password)|verify your (email|account)|confirm your (email|account|address)|account (statement|update|created|closed|activity)|contract|agreement|signature (requested|request)|please (sign|docusign)|completed: |renewal (notice|confirmation|reminder)|auto-?renew|tax (form|document|return)|1099|w-2|rechnung|factura|facture|recibo|quittung|bestellung|auftragsbestätigung|commande|pedido|versandbestätigung|envío|expédition|zahlung|paiement|pago)\b`)
+	transactionalSubject = regexp.MustCompile(`\b(receipts?|invoices?|statements?|order (confirmation|confirmed|#|number|no\.?)|your (order|purchase|booking|reservation|receipt|invoice|statement|payment|refund|trip|flight|ticket|delivery|package|shipment|subscription|password|account)\b|has (been )?shipped|shipped:|out for delivery|been delivered|delivery (update|notification)|tracking (number|#|information)|payment (received|confirmation|confirmed|failed|due|declined|successful|reminder)|refund|booking (confirmation|confirmed|reference)|reservation (confirmed|confirmation)|itinerary|boarding pass|e-?ticket|check-?in (now|is open)|ticket #|\[ticket|\[case|case #|request #|password (reset|changed)|reset your password|verification code|security (alert|code|notice)|new sign-?in|sign-?in (attempt|alert)|login (alert|attempt)|two-factor|2fa|one-time (code|passcode|password)|verify your (email|account)|confirm your (email|account|address)|account (statement|update|created|closed|activity)|contract|agreement|signature (requested|request)|please (sign|docusign)|completed: |renewal (notice|confirmation|reminder)|auto-?renew|tax (form|document|return)|1099|w-2|shipment (notification|update)|free trial (ends|ending|expires)|trial (ends|expires)|payment of \$?[\d,.]+|was (charged|made|received)|changes to your account)\b|rechnung|factura|facture|recibo|quittung|bestell|auftragsbest|commande|pedido|versandbest|sendung|lieferung|envío|expédition|zahlung|paiement|pago|extracto|kontoauszug|relevé|reserva|buchung`)
 	transactionalText    = regexp.MustCompile(`\b(order total|amount (due|paid|charged)|total (paid|charged|due)|subtotal|transaction (id|number|reference)|invoice (number|no\.?|#|date)|order (number|#|no\.?)|tracking (number|#)|account ending in|card ending in|ending in \d{4}|if you did(n't| not) (request|make|sign)|if this (wasn't|was not) you|your (verification|security|one-time) code|expires in \d+ minutes|booking reference|confirmation (number|code|#)|payment method|billing period)\b`)
 	transactionalFile    = regexp.MustCompile(`(?i)(invoice|receipt|statement|rechnung|factura|facture|recibo|quittung|ticket|boarding|itinerary|contract|agreement|order)`)
 	transactionalLocal   = regexp.MustCompile(`^(billing|invoices?|receipts?|orders?|order-update|shipping|shipment-tracking|accounts?|account-security|security|payments?|statements?|auto-confirm|bookings?|reservations?|tickets?|e-?tickets?)\b`)
@@ -131,7 +131,7 @@ func judgeMail(o *Object) verdict {
 	text := strings.ToLower(o.Snippet + " " + f[mail.FactTextTail])
 	platforms := strings.Split(f[mail.FactPlatform], ",")
 	listPost := strings.ToLower(strings.TrimSpace(f[mail.FactListPost]))
-	acceptsPosts := listPost != "" && listPost != "no" && (strings.Contains(listPost, "mailto:") || strings.Contains(listPost, "http"))
+	acceptsPosts := strings.Contains(listPost, "mailto:") // RFC 2369: posts go to the list by mail
 	precedence := f[mail.FactPrecedence]
 	auto := f[mail.FactAutoSubmit]
 	role := local != "" && roleLocal.MatchString(local)
@@ -174,7 +174,10 @@ func judgeMail(o *Object) verdict {
 	if transactionalSubject.MatchString(subject) {
 		trans.add(2, "the subject is a receipt, order, statement, booking or account notice")
 	}
-	if transactionalText.MatchString(text) {
+	switch n := len(transactionalText.FindAllString(text, 3)); {
+	case n >= 2:
+		trans.add(2, "the text has order, payment or account details")
+	case n == 1:
 		trans.add(1, "the text has order, payment or account details")
 	}
 	if a := f[mail.FactAttachments]; a != "" && transactionalFile.MatchString(a) {
@@ -184,7 +187,12 @@ func judgeMail(o *Object) verdict {
 		trans.add(1, "sent from a billing, orders or security address")
 	}
 
-	discussion := acceptsPosts || (hasAny(discussionPlatforms, platforms) != "" && listPost != "no")
+	// A discussion list: one that takes posts by mail, a list manager's headers, or a person
+	// posting from their own domain to a list run elsewhere (marketing comes from the domain
+	// that runs its list).
+	discussion := acceptsPosts || (hasAny(discussionPlatforms, platforms) != "" && listPost != "no") ||
+		(o.ListID != "" && !role && domain != "" && hasAny(marketingPlatforms, platforms) == "" && hasAny(bulkPlatforms, platforms) == "" &&
+			!strings.Contains(strings.ToLower(o.ListID+" "+o.ListUnsubscribe), registrable(domain)))
 	if o.ListUnsubscribe != "" && !discussion {
 		mkt.add(2, "List-Unsubscribe without a list to post to")
 	}
@@ -237,7 +245,9 @@ func judgeMail(o *Object) verdict {
 		return verdict{mailJunk, "junk: " + junk.String()}
 	case conv != "" && junk.score >= 2:
 		return verdict{mailConflict, "review: looks like a person's mail but " + junk.String()}
-	case conv != "" && trans.score >= 2:
+	case conv != "" && (trans.score >= 4 || (trans.score >= 3 && f[mail.FactInReplyTo] == "")):
+		// People write about invoices and contracts; it takes the document itself (an
+		// attachment, amounts) to make a person's mail a record.
 		return verdict{mailTransactional, "transactional: " + trans.String() + " (from a person)"}
 	case conv != "":
 		return verdict{mailConversation, conv}
@@ -251,12 +261,17 @@ func judgeMail(o *Object) verdict {
 		return verdict{mailTransactional, "transactional: " + trans.String()}
 	case junk.score >= 3:
 		return verdict{mailJunk, "junk: " + junk.String()}
-	case mkt.score >= 2 && junk.score >= 2:
+	case mkt.score >= 3 && junk.score >= 2:
 		return verdict{mailJunk, "junk: bulk mail with " + junk.String()}
-	case mkt.score >= 2:
+	case mkt.score >= 3:
+		// List-Unsubscribe alone says bulk, not marketing: every bulk sender must offer it now,
+		// notifications included. Marketing takes one more sign.
 		return verdict{mailMarketing, "marketing: " + mkt.String()}
 	case junk.score >= 2:
 		return verdict{mailConflict, "review: some marks of spam (" + junk.String() + ")"}
+	case trans.score == 1:
+		// A hint of a record is enough to keep a message from being removed for its age.
+		return verdict{mailConflict, "review: may be a receipt or account notice (" + trans.String() + ")"}
 	}
 	return verdict{mailUnknown, ""}
 }
@@ -281,6 +296,16 @@ func shouting(s string) bool {
 		}
 	}
 	return letters >= 12 && upper*10 >= letters*8
+}
+
+// registrable approximates a domain's registrable part: its last two labels ("mail.shop.example"
+// -> "shop.example").
+func registrable(d string) string {
+	parts := strings.Split(d, ".")
+	if len(parts) <= 2 {
+		return d
+	}
+	return strings.Join(parts[len(parts)-2:], ".")
 }
 
 // listName returns the list's id from a List-Id value ("Dev talk <dev.lists.example.org>").
