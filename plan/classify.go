@@ -31,6 +31,8 @@ type rules struct {
 	duplicates                   svcv1.DuplicateHandling
 	sourceAction                 svcv1.SourceAction
 	preservation                 svcv1.PreservationMode
+
+	scratch []string // tokens of the message being judged, reused
 }
 
 func lower(ss []string) []string {
@@ -171,7 +173,7 @@ func (r *rules) classify(o *Object, now time.Time) (class svcv1.StorageClass, re
 		return svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE, "shared", verdict{}, true
 	}
 	if o.Kind == "message" {
-		v = judgeMail(o)
+		v = judgeMail(o, &r.scratch)
 	}
 	a := age(o, now)
 	if r.minAge > 0 && a < r.minAge {
