@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -53,6 +54,13 @@ type candidate struct {
 	src      int
 	unsub    bool // has List-Unsubscribe
 	oneClick bool // ... with an RFC 8058 one-click target
+
+	// For messages: what settles threads the owner took part in (markConversations).
+	kind   mailKind
+	owner  bool   // the class comes from the owner's rules (policy, starred, shared, age, size)
+	sent   bool   // filed in a sent folder
+	from   string // sender address, lower case
+	thread string
 }
 
 // Build makes a plan. It reads each source's listing to the end, one page at a time, and never
@@ -88,6 +96,14 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		Excluded:             []*svcv1.Exclusion{},
 	}
 	rules := make([]rules, len(req.Sources))
+	reasons := map[string]string{} // interned: a million objects share a few hundred reasons
+	intern := func(s string) string {
+		if v, ok := reasons[s]; ok {
+			return v
+		}
+		reasons[s] = s
+		return s
+	}
 	var cands []candidate
 	bySHA := map[string][]int32{}
 	for si := range req.Sources {
@@ -114,13 +130,15 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 					p.Excluded = append(p.Excluded, &svcv1.Exclusion{AssetId: asset, Reason: reason, Detail: detail})
 					continue
 				}
+				class, why, v, owner := r.classify(o, now)
 				po := &svcv1.PlanObject{
-					AssetId:           asset,
-					SourceId:          src.ID,
-					Provider:          src.Provider,
-					ProviderObjectId:  o.ID,
-					ExpectedSizeBytes: o.SizeBytes,
-					StorageClass:      r.classify(o, now),
+					AssetId:            asset,
+					SourceId:           src.ID,
+					Provider:           src.Provider,
+					ProviderObjectId:   o.ID,
+					ExpectedSizeBytes:  o.SizeBytes,
+					StorageClass:       class,
+					StorageClassReason: intern(why),
 				}
 				if o.Version != "" {
 					po.ExpectedVersion = proto.String(o.Version)
@@ -134,7 +152,12 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 					modified = o.CreatedAt
 				}
 				_, oneClick := OneClickTarget(o.ListUnsubscribe, o.ListUnsubscribePost)
-				cands = append(cands, candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick})
+				c := candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick,
+					kind: v.kind, owner: owner}
+				if o.Kind == "message" {
+					c.sent, c.from, c.thread = inFolder(o, sentFolders) != "", address(o.From), o.ThreadID
+				}
+				cands = append(cands, c)
 			}
 			if page.Last {
 				break
@@ -147,6 +170,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		p.SourceMarkers = append(p.SourceMarkers, &svcv1.SourceMarker{Provider: src.Provider, SourceId: src.ID,
 			Kind: svcv1.SourceMarkerKind(mk), Value: marker.Value, ObservedAt: timestamppb.New(now)})
 	}
+	markConversations(cands)
 	markDuplicates(cands, bySHA, rules)
 
 	removed := make([]int64, len(req.Sources))
@@ -208,6 +232,48 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	return p, nil
 }
 
+// markConversations keeps the owner's own mail and every thread they took part in: a message
+// filed in a sent folder, or from an address the owner sent from, marks its thread, and no
+// message of a marked thread is removable (one the judge called junk goes to review). Classes
+// the owner's rules gave are left alone.
+func markConversations(cands []candidate) {
+	own, threads := map[string]bool{}, map[string]bool{}
+	for i := range cands {
+		if c := &cands[i]; c.sent {
+			if c.from != "" {
+				own[c.from] = true
+			}
+			if c.thread != "" {
+				threads[c.thread] = true
+			}
+		}
+	}
+	if len(own) == 0 {
+		return
+	}
+	for i := range cands {
+		c := &cands[i]
+		if c.from != "" && own[c.from] && c.thread != "" {
+			threads[c.thread] = true
+		}
+	}
+	for i := range cands {
+		c := &cands[i]
+		mine := c.sent || (c.from != "" && own[c.from])
+		if c.owner || c.kind == mailTransactional || c.kind == mailUnreadable || (!mine && (c.thread == "" || !threads[c.thread])) {
+			continue
+		}
+		switch {
+		case c.kind == mailJunk && !mine:
+			c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_REVIEW
+			c.obj.StorageClassReason = "review: " + strings.TrimPrefix(c.obj.StorageClassReason, "junk: ") + ", but in a thread you took part in"
+		default:
+			c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE
+			c.obj.StorageClassReason = conversationReason(mine)
+		}
+	}
+}
+
 // markDuplicates turns all but one object of each group of identical content into duplicates
 // (or, with duplicateHandling review, every member into review). Objects the policy preserves
 // or protects keep their class, and a preserved or protected member is the one kept.
@@ -243,8 +309,10 @@ func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) 
 			switch {
 			case rules[c.src].duplicates == svcv1.DuplicateHandling_DUPLICATE_HANDLING_REVIEW:
 				c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_REVIEW
+				c.obj.StorageClassReason = "one of several copies (duplicateHandling review)"
 			case i != keep:
 				c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_DUPLICATE
+				c.obj.StorageClassReason = "another copy of the same content (SHA-256) is kept"
 			}
 		}
 	}

@@ -70,7 +70,7 @@ func one(t *testing.T, pol *svcv1.SourcePolicy, o plan.Object) (svcv1.StorageCla
 
 func obj(mut func(*plan.Object)) plan.Object {
 	o := plan.Object{ID: "m1", Version: "v1", Kind: "message", Name: "Hello", SizeBytes: 50_000, MIMEType: "message/rfc822",
-		CreatedAt: now.AddDate(0, -2, 0), ModifiedAt: now.AddDate(0, -2, 0), From: "Ann <ann@news.example.com>", Subject: "Weekly digest"}
+		CreatedAt: now.AddDate(0, -2, 0), ModifiedAt: now.AddDate(0, -2, 0), From: "News <digest@news.example.com>", Subject: "Weekly digest"}
 	if mut != nil {
 		mut(&o)
 	}
@@ -78,6 +78,9 @@ func obj(mut func(*plan.Object)) plan.Object {
 }
 
 func i64(n int64) *int64 { return &n }
+
+// bulk marks a message as sent in bulk (Precedence: bulk): with List-Unsubscribe, marketing.
+var bulk = map[string]string{"mail.precedence": "bulk"}
 
 // Every Source policy field changes the outcome for some object.
 func TestPolicyFields(t *testing.T) {
@@ -96,7 +99,7 @@ func TestPolicyFields(t *testing.T) {
 		{"minAgeDays passes old objects", &svcv1.SourcePolicy{MinAgeDays: i64(30)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, []svcv1.PlanAction{P, T}, 0},
 		{"minSizeBytes keeps small objects", &svcv1.SourcePolicy{MinSizeBytes: i64(100_000)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_REVIEW, []svcv1.PlanAction{P}, 0},
 		{"minSizeBytes passes large objects", &svcv1.SourcePolicy{MinSizeBytes: i64(10_000)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, []svcv1.PlanAction{P, T}, 0},
-		{"excludeSenders", &svcv1.SourcePolicy{ExcludeSenders: []string{"ANN@news.example.com"}}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},
+		{"excludeSenders", &svcv1.SourcePolicy{ExcludeSenders: []string{"DIGEST@news.example.com"}}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},
 		{"excludeDomains matches subdomains", &svcv1.SourcePolicy{ExcludeDomains: []string{"example.com"}}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},
 		{"excludeDomains does not match suffixes", &svcv1.SourcePolicy{ExcludeDomains: []string{"ample.com"}}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_REVIEW, []svcv1.PlanAction{P}, 0},
 		{"excludeLabels", &svcv1.SourcePolicy{ExcludeLabels: []string{"work"}}, obj(func(o *plan.Object) { o.Containers = []string{"Work"} }), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_POLICY_EXCLUSION},
@@ -108,8 +111,8 @@ func TestPolicyFields(t *testing.T) {
 		{"excludeRecentDays", &svcv1.SourcePolicy{ExcludeRecentDays: i64(90)}, obj(nil), 0, nil, svcv1.ExclusionReason_EXCLUSION_REASON_RECENT},
 		{"preserveMimeTypes with a wildcard", &svcv1.SourcePolicy{PreserveMimeTypes: []string{"image/*"}, MinAgeDays: i64(1)}, obj(func(o *plan.Object) { o.MIMEType = "image/png" }), svcv1.StorageClass_STORAGE_CLASS_PRESERVE, []svcv1.PlanAction{P}, 0},
 		{"preserveKeywords", &svcv1.SourcePolicy{PreserveKeywords: []string{"DIGEST"}, MinAgeDays: i64(1)}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_PRESERVE, []svcv1.PlanAction{P}, 0},
-		{"promotional is kept by default", nil, obj(func(o *plan.Object) { o.ListUnsubscribe = "<mailto:u@x>" }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P}, 0},
-		{"removePromotional", &svcv1.SourcePolicy{RemovePromotional: proto.Bool(true)}, obj(func(o *plan.Object) { o.ListUnsubscribe = "<mailto:u@x>" }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P, T}, 0},
+		{"promotional is kept by default", nil, obj(func(o *plan.Object) { o.ListUnsubscribe, o.Facts = "<mailto:u@x>", bulk }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P}, 0},
+		{"removePromotional", &svcv1.SourcePolicy{RemovePromotional: proto.Bool(true)}, obj(func(o *plan.Object) { o.ListUnsubscribe, o.Facts = "<mailto:u@x>", bulk }), svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, []svcv1.PlanAction{P, T}, 0},
 		{"sourceAction none never trashes", &svcv1.SourcePolicy{MinAgeDays: i64(1), SourceAction: svcv1.SourceAction_SOURCE_ACTION_NONE.Enum()}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, []svcv1.PlanAction{P}, 0},
 		{"vault_preserve_class_only keeps no copy of what stays", &svcv1.SourcePolicy{Preservation: svcv1.PreservationMode_PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY.Enum()}, obj(nil), svcv1.StorageClass_STORAGE_CLASS_REVIEW, []svcv1.PlanAction{N}, 0},
 		{"large attachment", nil, obj(func(o *plan.Object) { o.SizeBytes = 25 << 20 }), svcv1.StorageClass_STORAGE_CLASS_LARGE_ATTACHMENT, []svcv1.PlanAction{P, T}, 0},
@@ -230,7 +233,7 @@ func TestUnsubscribeNeedsOneClick(t *testing.T) {
 		o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "a", "<mailto:u@x>, <https://x.example/u/1>", true
 	})
 	mailto := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "b", "<mailto:u@x>", true })
-	noPost := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe = "c", "<https://x.example/u/3>" })
+	noPost := obj(func(o *plan.Object) { o.ID, o.ListUnsubscribe, o.Facts = "c", "<https://x.example/u/3>", bulk })
 	plainHTTP := obj(func(o *plan.Object) {
 		o.ID, o.ListUnsubscribe, o.ListUnsubscribePost = "d", "<http://x.example/u/4>", true
 	})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,9 +19,6 @@ const (
 	ColdAfter = 365 * 24 * time.Hour
 )
 
-// promotionalLabels are container names providers use for promotions and newsletters.
-var promotionalLabels = []string{"promotions", "category_promotions", "newsletters", "updates", "category_updates", "promotional"}
-
 // rules is a resolved source policy.
 type rules struct {
 	minAge, excludeRecent        time.Duration
@@ -33,6 +31,8 @@ type rules struct {
 	duplicates                   svcv1.DuplicateHandling
 	sourceAction                 svcv1.SourceAction
 	preservation                 svcv1.PreservationMode
+
+	scratch []string // tokens of the message being judged, reused
 }
 
 func lower(ss []string) []string {
@@ -157,53 +157,75 @@ func (r *rules) exclusion(o *Object, now time.Time) (svcv1.ExclusionReason, stri
 	return 0, ""
 }
 
-// classify gives an object that is not excluded its storage class. Duplicates are found later,
-// across the whole plan.
-func (r *rules) classify(o *Object, now time.Time) svcv1.StorageClass {
-	if r.preserved(o) {
-		return svcv1.StorageClass_STORAGE_CLASS_PRESERVE
+// classify gives an object that is not excluded its storage class and the reason for it, and,
+// for a message, what judgeMail found. The first rule that applies decides (docs/plans.md):
+// the owner's rules, then what the message is, then size and age. Duplicates and threads the
+// owner took part in are settled later, across the whole plan.
+// owner reports whether the class came from the owner's own rules.
+func (r *rules) classify(o *Object, now time.Time) (class svcv1.StorageClass, reason string, v verdict, owner bool) {
+	if why := r.preserved(o); why != "" {
+		return svcv1.StorageClass_STORAGE_CLASS_PRESERVE, why, verdict{}, true
 	}
-	if o.Starred || o.Shared {
-		return svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE
+	if o.Starred {
+		return svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE, "starred", verdict{}, true
+	}
+	if o.Shared {
+		return svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE, "shared", verdict{}, true
+	}
+	if o.Kind == "message" {
+		v = judgeMail(o, &r.scratch)
 	}
 	a := age(o, now)
 	if r.minAge > 0 && a < r.minAge {
-		return svcv1.StorageClass_STORAGE_CLASS_RECENT
+		return svcv1.StorageClass_STORAGE_CLASS_RECENT, fmt.Sprintf("younger than minAgeDays (%d)", r.minAge/day), v, true
 	}
 	if r.minSize > 0 && o.SizeBytes < r.minSize {
-		return svcv1.StorageClass_STORAGE_CLASS_REVIEW // too small to be worth removing
+		return svcv1.StorageClass_STORAGE_CLASS_REVIEW, "smaller than minSizeBytes: not worth removing", v, true
 	}
-	if o.ListUnsubscribe != "" || o.ListID != "" || anyIn(o.Containers, promotionalLabels) {
-		return svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL
+	switch v.kind {
+	case mailUnreadable, mailConflict:
+		return svcv1.StorageClass_STORAGE_CLASS_REVIEW, v.reason, v, false
+	case mailConversation:
+		return svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE, v.reason, v, false
+	case mailTransactional:
+		return svcv1.StorageClass_STORAGE_CLASS_PRESERVE, v.reason, v, false
+	case mailJunk:
+		return svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, v.reason, v, false
+	case mailMarketing:
+		return svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, v.reason, v, false
+	}
+	if o.Kind != "message" && anyIn(o.Containers, marketingLabels) {
+		return svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL, "filed under promotions or newsletters", v, false
 	}
 	if (o.Kind == "attachment" || o.Kind == "message") && o.SizeBytes >= LargeAttachmentBytes {
-		return svcv1.StorageClass_STORAGE_CLASS_LARGE_ATTACHMENT
+		return svcv1.StorageClass_STORAGE_CLASS_LARGE_ATTACHMENT, "10 MiB or more", v, false
 	}
 	if a >= ColdAfter {
-		return svcv1.StorageClass_STORAGE_CLASS_COLD
+		return svcv1.StorageClass_STORAGE_CLASS_COLD, "unmodified for over a year", v, false
 	}
 	if r.minAge > 0 || r.minSize > 0 {
-		return svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE // passed the thresholds the user set
+		return svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE, "passed the minAgeDays or minSizeBytes you set", v, false
 	}
-	return svcv1.StorageClass_STORAGE_CLASS_REVIEW
+	return svcv1.StorageClass_STORAGE_CLASS_REVIEW, "no rule decides: yours to review", v, false
 }
 
-func (r *rules) preserved(o *Object) bool {
+// preserved returns why the policy preserves the object, or "".
+func (r *rules) preserved(o *Object) string {
 	mt := strings.ToLower(o.MIMEType)
 	for _, m := range r.mimeTypes {
 		if mt == m || (strings.HasSuffix(m, "/*") && strings.HasPrefix(mt, strings.TrimSuffix(m, "*"))) {
-			return true
+			return "preserveMimeTypes has " + m
 		}
 	}
 	if len(r.keywords) > 0 {
 		text := strings.ToLower(o.Name + "\n" + o.Subject)
 		for _, k := range r.keywords {
 			if strings.Contains(text, k) {
-				return true
+				return "preserveKeywords has " + strconv.Quote(k)
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 func anyIn(containers, set []string) bool {

@@ -83,6 +83,7 @@ func compactRun(objs []*svcv1.PlanObject) {
 		n.Provider = o.Provider
 		n.ExpectedSizeBytes = o.ExpectedSizeBytes
 		n.StorageClass = o.StorageClass
+		n.StorageClassReason = o.StorageClassReason // interned by Build: shared
 		n.PreservationElected = o.PreservationElected
 		objs[i] = n
 	}

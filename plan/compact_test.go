@@ -26,6 +26,7 @@ func TestCompactKeepsEveryField(t *testing.T) {
 			StorageClass:        svcv1.StorageClass(1 + i%5),
 			Actions:             []svcv1.PlanAction{svcv1.PlanAction(1 + i%3), svcv1.PlanAction(2)}[:1+i%2],
 			PreservationElected: i%2 == 1,
+			StorageClassReason:  fmt.Sprint("reason ", i%3),
 		}
 		if i%3 != 0 {
 			o.ExpectedVersion = proto.String(fmt.Sprintf("v%d", i))

@@ -31,6 +31,12 @@ type Object struct {
 	ListID              string
 	ListUnsubscribe     string
 	ListUnsubscribePost bool
+	ThreadID            string
+	// Snippet is the start of the message's text.
+	Snippet string
+	// Facts are the header facts the provider read (keys mail.Fact*), from the object's
+	// metadata.
+	Facts map[string]string
 }
 
 // Marker is a source revision marker (the plan's sourceMarkers kind and value).

@@ -60,6 +60,7 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 	actions := map[string]*tally{}
 	classes := map[string]*tally{}
 	classActions := map[string]map[string]bool{}
+	classReasons := map[string]map[string]int{}
 	for _, o := range p.GetObjects() {
 		var names []string
 		for _, a := range o.GetActions() {
@@ -79,6 +80,12 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 		classes[c].n++
 		classes[c].bytes += o.GetExpectedSizeBytes()
 		classActions[c][key] = true
+		if classReasons[c] == nil {
+			classReasons[c] = map[string]int{}
+		}
+		if r := o.GetStorageClassReason(); r != "" {
+			classReasons[c][r]++
+		}
 	}
 	symbol := func(k string) string {
 		switch {
@@ -100,9 +107,10 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 	tw.Flush()
 
 	if len(classes) > 0 {
-		fmt.Fprintln(w, "\nBy storage class")
+		fmt.Fprintln(w, "\nBy storage class, and why")
 		for _, c := range sortedKeys(classes) {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t  %s\n", c, count(classes[c].n), bytesIEC(classes[c].bytes), strings.Join(sortedKeys(classActions[c]), ", "))
+			writeReasons(tw, classReasons[c])
 		}
 		tw.Flush()
 	}
@@ -175,6 +183,26 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 		fmt.Fprintf(w, "\nTo authorize it:  svc plan authorize %s --hash %s\n", p.GetPlanId(), p.GetHash())
 	}
 	return nil
+}
+
+// maxReasons is how many reasons a class line lists; the rest are summed up.
+const maxReasons = 4
+
+// writeReasons writes a class's most common reasons under its line, most objects first.
+func writeReasons(tw io.Writer, reasons map[string]int) {
+	keys := sortedKeys(reasons)
+	slices.SortStableFunc(keys, func(a, b string) int { return reasons[b] - reasons[a] })
+	for i, r := range keys {
+		if i == maxReasons {
+			rest := 0
+			for _, k := range keys[i:] {
+				rest += reasons[k]
+			}
+			fmt.Fprintf(tw, "  \t%s\t\t  and %d other reasons\n", count(rest), len(keys)-i)
+			return
+		}
+		fmt.Fprintf(tw, "  \t%s\t\t  %s\n", count(reasons[r]), r)
+	}
 }
 
 func renderPlanList(w io.Writer, plans []*svcv1.Plan) error {

@@ -19,7 +19,11 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func TestRenderPlanGolden(t *testing.T) {
 	at := timestamppb.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	obj := func(id string, size int64, class svcv1.StorageClass, acts ...svcv1.PlanAction) *svcv1.PlanObject {
-		return &svcv1.PlanObject{AssetId: id, SourceId: "src_01JD0000000000000000000000", ProviderObjectId: id, ExpectedSizeBytes: size, StorageClass: class, Actions: acts}
+		reason := map[svcv1.StorageClass]string{svcv1.StorageClass_STORAGE_CLASS_COLD: "unmodified for over a year",
+			svcv1.StorageClass_STORAGE_CLASS_PROMOTIONAL: "marketing: List-Unsubscribe without a list to post to, one-click unsubscribe, sent through mailchimp",
+			svcv1.StorageClass_STORAGE_CLASS_PRESERVE:    "transactional: the subject is a receipt, order, statement, booking or account notice"}[class]
+		return &svcv1.PlanObject{AssetId: id, SourceId: "src_01JD0000000000000000000000", ProviderObjectId: id, ExpectedSizeBytes: size, StorageClass: class, Actions: acts,
+			StorageClassReason: reason}
 	}
 	P, T := svcv1.PlanAction_PLAN_ACTION_PRESERVE, svcv1.PlanAction_PLAN_ACTION_TRASH
 	p := &svcv1.Plan{

@@ -47,6 +47,7 @@ func Object(o *providers.Object) plan.Object {
 	if m := o.Message; m != nil {
 		po.From, po.Subject, po.ListID = m.From, m.Subject, m.ListID
 		po.ListUnsubscribe, po.ListUnsubscribePost = m.ListUnsubscribe, m.ListUnsubscribePost
+		po.ThreadID, po.Snippet, po.Facts = m.ThreadID, m.Snippet, o.Metadata
 		if po.ModifiedAt.IsZero() {
 			po.ModifiedAt = m.Date
 		}

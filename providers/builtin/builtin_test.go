@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"svc.dev/svc/internal/versitygw"
+	"svc.dev/svc/mail"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/providers/internal/fixtures"
@@ -100,6 +102,35 @@ func TestConformance(t *testing.T) {
 					},
 				})
 			})
+		})
+	}
+}
+
+// TestRawMailThroughPlugin: a message with raw 8-bit headers and one that is not a message at
+// all are listed, in valid UTF-8, in process and through the plugin boundary (which refuses
+// invalid UTF-8).
+func TestRawMailThroughPlugin(t *testing.T) {
+	for mode, reg := range registries(t) {
+		t.Run(mode, func(t *testing.T) {
+			root := t.TempDir()
+			if _, err := fixtures.LocalTree(root); err != nil {
+				t.Fatal(err)
+			}
+			p := openFrom(t, reg, providers.VendorDLocal, providers.Config{"root": root, "trash_dir": t.TempDir()})
+			objs, _ := providertest.ListAll(context.Background(), t, p, "", 1000)
+			byID := map[string]providers.Object{}
+			for _, o := range objs {
+				byID[o.ID] = o
+			}
+			latin := byID["Mail/Inbox/1700000004.M4P1.host"]
+			if latin.Name != "Mañana a las 10" || latin.Message == nil || latin.Message.From != "jose@example.es" ||
+				latin.Metadata[mail.FactFromName] != "José García" || !strings.Contains(latin.Metadata[mail.FactProblems], "8-bit") {
+				t.Errorf("raw 8-bit message listed as %q %+v %v", latin.Name, latin.Message, latin.Metadata)
+			}
+			junk, ok := byID["Mail/Inbox/1700000005.M5P1.host"]
+			if !ok || junk.Metadata[mail.FactUnreadable] == "" || junk.SizeBytes == 0 {
+				t.Errorf("unreadable message listed as %+v (listed: %v)", junk, ok)
+			}
 		})
 	}
 }

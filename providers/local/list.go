@@ -301,7 +301,7 @@ func (m *mboxReader) next() (mboxMessage, bool, error) {
 }
 
 func mboxObject(fileRel string, m mboxMessage) providers.Object {
-	h := headers(bytes.NewReader(m.content))
+	h, facts := headers(bytes.NewReader(m.content))
 	sum := hashHex(m.content)
 	o := providers.Object{
 		ID:         fileRel + "#" + strconv.FormatInt(m.offset, 10),
@@ -315,7 +315,7 @@ func mboxObject(fileRel string, m mboxMessage) providers.Object {
 		MIMEType:   "message/rfc822",
 		Containers: []string{fileRel},
 		Message:    h,
-		Metadata:   map[string]string{"mbox_content_offset": strconv.FormatInt(m.contentOffset, 10)},
+		Metadata:   providers.WithFacts(map[string]string{"mbox_content_offset": strconv.FormatInt(m.contentOffset, 10)}, facts),
 	}
 	if !h.Date.IsZero() {
 		o.CreatedAt = h.Date

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"mime"
-	"net/mail"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"svc.dev/svc/mail"
 	"svc.dev/svc/providers"
 )
 
@@ -197,62 +196,10 @@ func fileObject(id string, fi fs.FileInfo) providers.Object {
 	return o
 }
 
-// headers parses the mail headers of a message.
-func headers(r io.Reader) *providers.MessageHeaders {
-	msg, err := mail.ReadMessage(bufio.NewReader(io.LimitReader(r, 256<<10)))
-	if err != nil {
-		return &providers.MessageHeaders{}
-	}
-	h := msg.Header
-	dec := new(mime.WordDecoder)
-	decode := func(s string) string {
-		if d, err := dec.DecodeHeader(s); err == nil {
-			return d
-		}
-		return s
-	}
-	list := func(k string) []string {
-		as, err := h.AddressList(k)
-		if err != nil {
-			if v := h.Get(k); v != "" {
-				return []string{v}
-			}
-			return nil
-		}
-		out := make([]string, len(as))
-		for i, a := range as {
-			out[i] = a.Address
-		}
-		return out
-	}
-	mh := &providers.MessageHeaders{
-		To:                  list("To"),
-		Cc:                  list("Cc"),
-		Subject:             decode(h.Get("Subject")),
-		ListID:              h.Get("List-Id"),
-		ListUnsubscribe:     h.Get("List-Unsubscribe"),
-		ListUnsubscribePost: strings.EqualFold(strings.TrimSpace(h.Get("List-Unsubscribe-Post")), "List-Unsubscribe=One-Click"),
-		ThreadID:            threadID(h),
-	}
-	if from := list("From"); len(from) > 0 {
-		mh.From = from[0]
-	}
-	if d, err := h.Date(); err == nil {
-		mh.Date = d.UTC()
-	}
-	mh.Snippet = mh.Subject
-	return mh
-}
-
-// threadID is the first Message-ID of the thread: References' first entry,
-// else In-Reply-To, else the message's own id.
-func threadID(h mail.Header) string {
-	for _, k := range []string{"References", "In-Reply-To", "Message-Id"} {
-		if f := strings.Fields(h.Get(k)); len(f) > 0 {
-			return f[0]
-		}
-	}
-	return ""
+// headers reads a message's headers and header facts (providers.ReadMail), from at most
+// the first MiB of the file.
+func headers(r io.Reader) (*providers.MessageHeaders, map[string]string) {
+	return providers.ReadMail(r)
 }
 
 // maildirMessage is one message file of a Maildir.
@@ -306,11 +253,13 @@ func findMaildirMessage(dir, unique string) (maildirMessage, error) {
 func maildirObject(id, container string, m maildirMessage, fi fs.FileInfo) providers.Object {
 	f, err := os.Open(m.file)
 	var h *providers.MessageHeaders
+	facts := map[string]string{}
 	if err == nil {
-		h = headers(f)
+		h, facts = headers(f)
 		f.Close()
 	} else {
 		h = &providers.MessageHeaders{}
+		facts[mail.FactUnreadable] = "could not be opened"
 	}
 	o := providers.Object{
 		ID:         id,
@@ -325,7 +274,7 @@ func maildirObject(id, container string, m maildirMessage, fi fs.FileInfo) provi
 		ModifiedAt: fi.ModTime().UTC(),
 		Starred:    strings.Contains(m.flags, "F"),
 		Message:    h,
-		Metadata:   map[string]string{"maildir_flags": m.flags},
+		Metadata:   providers.WithFacts(map[string]string{"maildir_flags": m.flags}, facts),
 	}
 	if !h.Date.IsZero() {
 		o.CreatedAt = h.Date

@@ -12,8 +12,10 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"svc.dev/svc/mail/corpus"
 	"svc.dev/svc/providers"
 )
 
@@ -114,7 +116,7 @@ func generate(seed uint64, files bool, i int, epoch time.Time) providers.Object 
 	if files {
 		generateFile(&o, &r, &own)
 	} else {
-		generateMail(&o, &r, created)
+		generateMail(&o, &r, created, seed)
 	}
 	return o
 }
@@ -163,20 +165,72 @@ func generateFile(o *providers.Object, r, own *rng) {
 	}
 }
 
-func generateMail(o *providers.Object, r *rng, date time.Time) {
+// corpusKey is the metadata key of the pool index of a message drawn from the corpus.
+const corpusKey = "corpus_message"
+
+// poolSize is how many corpus messages a mail source draws its messages from.
+const poolSize = 1024
+
+// pooled is a message of the labelled corpus (mail/corpus) as svc's mail reader reads it.
+type pooled struct {
+	raw     []byte
+	headers providers.MessageHeaders
+	facts   map[string]string
+	folder  string
+}
+
+var (
+	poolMu sync.Mutex
+	pools  = map[uint64][]pooled{}
+)
+
+// pool returns a source's corpus messages: the same variety as the corpus svc's classes are
+// measured on (conversations, lists, code-host threads, receipts, marketing, spam, notices;
+// every charset and MIME shape), read once per source seed.
+func pool(seed uint64) []pooled {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	if p, ok := pools[seed]; ok {
+		return p
+	}
+	msgs := corpus.Generate(seed, poolSize, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	p := make([]pooled, len(msgs))
+	for i, m := range msgs {
+		h, facts := providers.ReadMail(bytes.NewReader(m.Raw))
+		p[i] = pooled{raw: m.Raw, headers: *h, facts: facts, folder: m.Folder}
+	}
+	pools[seed] = p
+	return p
+}
+
+func generateMail(o *providers.Object, r *rng, date time.Time, seed uint64) {
 	h := &providers.MessageHeaders{To: []string{self}, Date: date}
 	o.Kind, o.MIMEType, o.Message = providers.KindMessage, "message/rfc822", h
 	o.SizeBytes = r.logUniform(2<<10, 80<<10)
 	labels := []string{"INBOX"}
 	switch c := r.intn(100); {
-	case c < 30:
+	case c < 50:
+		// Half the mailbox comes from the labelled corpus.
+		k := r.intn(poolSize)
+		m := &pool(seed)[k]
+		*h = m.headers
+		h.Date = date
+		o.SizeBytes = max(o.SizeBytes, int64(len(m.raw)))
+		o.Metadata[corpusKey] = strconv.Itoa(k)
+		for k, v := range m.facts {
+			o.Metadata[k] = v
+		}
+		if m.folder != "" {
+			labels = []string{m.folder}
+		}
+	case c < 62:
 		from := newsletterSenders[r.intn(len(newsletterSenders))]
 		domain := from[strings.IndexByte(from, '@')+1:]
 		h.From, h.Subject = from, fmt.Sprintf("Issue #%d: this week's picks", 1+r.intn(500))
 		h.ListID = "<weekly." + domain + ">"
 		h.ListUnsubscribe = "<https://" + domain + "/unsubscribe?u=" + strconv.FormatUint(r.next()%1e9, 36) + ">, <mailto:unsubscribe@" + domain + ">"
 		labels = append(labels, "Newsletters")
-	case c < 50:
+	case c < 70:
 		from := promoSenders[r.intn(len(promoSenders))]
 		domain := from[strings.IndexByte(from, '@')+1:]
 		h.From, h.Subject = from, fmt.Sprintf("%d%% off everything this weekend", 10+5*r.intn(12))
@@ -184,15 +238,15 @@ func generateMail(o *providers.Object, r *rng, date time.Time) {
 		h.ListUnsubscribe = "<https://" + domain + "/u/" + strconv.FormatUint(r.next()%1e9, 36) + ">"
 		h.ListUnsubscribePost = true
 		labels = append(labels, "Promotions")
-	case c < 56:
+	case c < 76:
 		h.From = billingSenders[r.intn(len(billingSenders))]
 		h.Subject = fmt.Sprintf("Your invoice for $%d.%02d is ready", 5+r.intn(200), r.intn(100))
 		labels = append(labels, "Billing")
-	case c < 59:
+	case c < 79:
 		h.From = billingSenders[r.intn(len(billingSenders))]
 		h.Subject = fmt.Sprintf("Your free trial ends in %d days", 1+r.intn(7))
 		labels = append(labels, "Billing")
-	case c < 62:
+	case c < 82:
 		h.From = payoutSenders[r.intn(len(payoutSenders))]
 		h.Subject = fmt.Sprintf("Your payout of $%d.%02d is on its way", 20+r.intn(5000), r.intn(100))
 		labels = append(labels, "Payouts")
@@ -234,7 +288,15 @@ func newContent(seed uint64, files bool, i int, epoch time.Time, o providers.Obj
 	c := &content{rand: rand.NewChaCha8(key), left: o.SizeBytes}
 	if !files && o.Message != nil {
 		// The header block is built from the original so duplicates match.
-		h := generate(seed, files, orig, epoch).Message
+		og := generate(seed, files, orig, epoch)
+		if k, err := strconv.Atoi(og.Metadata[corpusKey]); err == nil {
+			c.head = pool(seed)[k].raw // the corpus message as it was written, then padding
+			if int64(len(c.head)) > c.left {
+				c.head = c.head[:c.left]
+			}
+			return c
+		}
+		h := og.Message
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%d.%d@simulated.example>\r\n",
 			h.From, strings.Join(h.To, ", "), h.Subject, h.Date.Format(time.RFC1123Z), seed, orig)

@@ -938,8 +938,11 @@ type PlanObject struct {
 	StorageClass        StorageClass           `protobuf:"varint,8,opt,name=storage_class,json=storageClass,proto3,enum=svc.v1.StorageClass" json:"storage_class,omitempty"`
 	Actions             []PlanAction           `protobuf:"varint,9,rep,packed,name=actions,proto3,enum=svc.v1.PlanAction" json:"actions,omitempty"`
 	PreservationElected bool                   `protobuf:"varint,10,opt,name=preservation_elected,json=preservationElected,proto3" json:"preservation_elected,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Why the object got its storage class, in words a person reviews ("junk: the provider filed
+	// it as spam"). Not material: the class decides the actions, the reason explains it.
+	StorageClassReason string `protobuf:"bytes,11,opt,name=storage_class_reason,json=storageClassReason,proto3" json:"storage_class_reason,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PlanObject) Reset() {
@@ -1040,6 +1043,13 @@ func (x *PlanObject) GetPreservationElected() bool {
 		return x.PreservationElected
 	}
 	return false
+}
+
+func (x *PlanObject) GetStorageClassReason() string {
+	if x != nil {
+		return x.StorageClassReason
+	}
+	return ""
 }
 
 // Exclusion is an asset a plan left out, and why.
@@ -2224,7 +2234,7 @@ const file_svc_v1_plan_proto_rawDesc = "" +
 	"\x04kind\x18\x03 \x01(\x0e2\x18.svc.v1.SourceMarkerKindB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\x04kind\x12\x1d\n" +
 	"\x05value\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\x05value\x12C\n" +
 	"\vobserved_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampB\x06\xbaH\x03\xc8\x01\x01R\n" +
-	"observedAt:\x04\xa0\xb5\x18\x01\"\xff\x04\n" +
+	"observedAt:\x04\xa0\xb5\x18\x01\"\xb1\x05\n" +
 	"\n" +
 	"PlanObject\x12>\n" +
 	"\basset_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^ast_[0-9A-HJKMNP-TV-Z]{26}$R\aassetId\x12@\n" +
@@ -2237,7 +2247,8 @@ const file_svc_v1_plan_proto_rawDesc = "" +
 	"\rstorage_class\x18\b \x01(\x0e2\x14.svc.v1.StorageClassB\b\xbaH\x05\x82\x01\x02\x10\x01R\fstorageClass\x12?\n" +
 	"\aactions\x18\t \x03(\x0e2\x12.svc.v1.PlanActionB\x11\xbaH\x0e\x92\x01\v\b\x01\"\a\x82\x01\x04\x10\x01 \x00R\aactions\x121\n" +
 	"\x14preservation_elected\x18\n" +
-	" \x01(\bR\x13preservationElected:\x04\xa0\xb5\x18\x01B\x13\n" +
+	" \x01(\bR\x13preservationElected\x120\n" +
+	"\x14storage_class_reason\x18\v \x01(\tR\x12storageClassReason:\x04\xa0\xb5\x18\x01B\x13\n" +
 	"\x11_expected_versionB\x12\n" +
 	"\x10_expected_sha256\"\xa7\x01\n" +
 	"\tExclusion\x12>\n" +

@@ -1,0 +1,294 @@
+package mail
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	netmail "net/mail"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/emersion/go-message/charset"
+	"github.com/emersion/go-message/textproto"
+	"golang.org/x/net/html"
+	"golang.org/x/text/encoding/charmap"
+)
+
+// words decodes RFC 2047 encoded words in any charset go-message knows.
+var words = &mime.WordDecoder{CharsetReader: charset.Reader}
+
+// toUTF8 returns b as UTF-8: as it is when it is valid UTF-8, else decoded from the declared
+// charset when that decodes it, else from Windows-1252 (which every byte sequence decodes from,
+// and which is what clients that wrote raw Latin-1 actually meant).
+func toUTF8(b []byte, declared string) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	if declared != "" {
+		if r, err := charset.Reader(declared, bytes.NewReader(b)); err == nil {
+			if out, err := io.ReadAll(r); err == nil && utf8.Valid(out) && !bytes.ContainsRune(out, utf8.RuneError) {
+				return string(out)
+			}
+		}
+	}
+	out, err := charmap.Windows1252.NewDecoder().Bytes(b)
+	if err != nil {
+		return strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	return string(out)
+}
+
+// decodeWords decodes the encoded words of an unstructured value; a value whose words cannot be
+// decoded is kept as written.
+func decodeWords(s, declared string) string {
+	s = toUTF8([]byte(s), declared)
+	if strings.Contains(s, "=?") {
+		if d, err := words.DecodeHeader(s); err == nil {
+			s = d
+		}
+	}
+	return clean(s)
+}
+
+// decodeHeader fills the message's fields from the header.
+func decodeHeader(h textproto.Header, declared string, m *Message) {
+	fallback := "windows-1252"
+	if declared != "" {
+		fallback = declared
+	}
+	raw := map[string]string{} // first raw (8-bit fixed, words intact) value per key
+	for fs := h.Fields(); fs.Next(); {
+		k, v := fs.Key(), fs.Value()
+		fixed := v
+		if !utf8.ValidString(v) {
+			fixed = toUTF8([]byte(v), declared)
+			m.problem("raw 8-bit %s read as %s", k, fallback)
+		}
+		if _, ok := raw[k]; !ok {
+			raw[k] = fixed
+		}
+		val := fixed
+		if strings.Contains(val, "=?") {
+			if d, err := words.DecodeHeader(val); err == nil {
+				val = d
+			} else {
+				m.problem("%s: encoded words unreadable, kept as written", k)
+			}
+		}
+		m.Fields = append(m.Fields, Field{Key: k, Value: truncate(clean(val), 8<<10)})
+	}
+	m.Subject = m.Get("Subject")
+	m.From = firstAddress(addresses(raw["From"], "From", m))
+	if m.From.Addr == "" {
+		if s := firstAddress(addresses(raw["Sender"], "Sender", m)); s.Addr != "" {
+			m.From = s
+		}
+	}
+	m.ReplyTo = addresses(raw["Reply-To"], "Reply-To", m)
+	m.To = addresses(raw["To"], "To", m)
+	m.Cc = addresses(raw["Cc"], "Cc", m)
+	m.MessageID = firstID(m.Get("Message-Id"))
+	m.InReplyTo = firstID(m.Get("In-Reply-To"))
+	m.References = ids(m.Get("References"))
+	m.ListID = m.Get("List-Id")
+	m.ListPost = m.Get("List-Post")
+	m.ListUnsubscribe = m.Get("List-Unsubscribe")
+	m.ListUnsubscribePost = strings.EqualFold(strings.TrimSpace(m.Get("List-Unsubscribe-Post")), "List-Unsubscribe=One-Click")
+	m.Date = readDate(m)
+}
+
+func firstAddress(as []Address) Address {
+	if len(as) == 0 {
+		return Address{}
+	}
+	return as[0]
+}
+
+var addrParser = &netmail.AddressParser{WordDecoder: words}
+
+// looseAddr finds things that look like addresses in a value no parser accepts.
+var looseAddr = regexp.MustCompile(`[^\s<>,;:"'()\[\]]+@[^\s<>,;:"'()\[\]]+`)
+
+// addresses parses an address list; a list no parser accepts is salvaged: every address-looking
+// token is kept, with the text before the first one as the display name.
+func addresses(v, key string, m *Message) []Address {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil
+	}
+	if list, err := addrParser.ParseList(v); err == nil {
+		out := make([]Address, 0, len(list))
+		for _, a := range list {
+			out = append(out, Address{Name: clean(a.Name), Addr: clean(a.Address)})
+		}
+		return out
+	}
+	found := looseAddr.FindAllStringIndex(v, 100)
+	if len(found) == 0 {
+		m.problem("%s has no address", key)
+		return []Address{{Name: decodeWords(strings.Trim(v, `"' `), "")}}
+	}
+	m.problem("%s is not a valid address list, read loosely", key)
+	out := make([]Address, 0, len(found))
+	for i, f := range found {
+		a := Address{Addr: clean(v[f[0]:f[1]])}
+		if i == 0 {
+			a.Name = decodeWords(strings.Trim(strings.TrimSpace(v[:f[0]]), `"'<> `), "")
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+var msgID = regexp.MustCompile(`<([^<>\s]+)>`)
+
+func ids(v string) []string {
+	var out []string
+	for _, m := range msgID.FindAllStringSubmatch(v, 100) {
+		out = append(out, m[1])
+	}
+	if len(out) == 0 {
+		if f := strings.Fields(v); len(f) > 0 && strings.Contains(f[0], "@") {
+			out = append(out, strings.Trim(f[0], "<>"))
+		}
+	}
+	return out
+}
+
+func firstID(v string) string {
+	if l := ids(v); len(l) > 0 {
+		return l[0]
+	}
+	return ""
+}
+
+// dateLayouts are forms of Date seen in the wild that net/mail refuses.
+var dateLayouts = []string{
+	"Mon, 2 Jan 2006 15:04:05 -0700 (MST)",
+	"Mon, 2 Jan 2006 15:04:05 MST",
+	"Mon, 2 Jan 2006 15:04:05",
+	"2 Jan 2006 15:04:05",
+	"Mon, 2 Jan 06 15:04:05 -0700",
+	"Mon, 2 Jan 2006 15:04 -0700",
+	"Monday, January 2, 2006 15:04:05 -0700",
+	"Mon Jan 2 15:04:05 2006",
+	"Mon Jan 2 15:04:05 MST 2006",
+	"2006-01-02 15:04:05 -0700",
+	"2006-01-02T15:04:05Z07:00",
+	"2006-01-02 15:04:05",
+	"02.01.2006 15:04:05",
+	"Mon, 2 Jan 2006",
+}
+
+// readDate reads Date, or, when it is missing or broken, the time of the newest Received field
+// (the receiving server's clock).
+func readDate(m *Message) time.Time {
+	if v := strings.TrimSpace(m.Get("Date")); v != "" {
+		if t, ok := parseDate(v); ok {
+			return t
+		}
+		m.problem("Date %q unreadable", truncate(v, 60))
+	}
+	if rcv := m.Get("Received"); rcv != "" {
+		if i := strings.LastIndexByte(rcv, ';'); i >= 0 {
+			if t, ok := parseDate(strings.TrimSpace(rcv[i+1:])); ok {
+				m.problem("date taken from Received")
+				return t
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// obsZones are RFC 5322's obsolete zone names, which net/mail does not read.
+var obsZones = strings.NewReplacer(" UT", " +0000", " EDT", " -0400", " EST", " -0500", " CDT", " -0500",
+	" CST", " -0600", " MDT", " -0600", " MST", " -0700", " PDT", " -0700", " PST", " -0800")
+
+func parseDate(v string) (time.Time, bool) {
+	v = strings.Join(strings.Fields(v), " ")
+	if f := strings.Fields(v); len(f) > 0 && len(f[len(f)-1]) <= 3 {
+		v = obsZones.Replace(v)
+	}
+	if t, err := netmail.ParseDate(v); err == nil {
+		return sane(t)
+	}
+	for _, l := range dateLayouts {
+		if t, err := time.Parse(l, v); err == nil {
+			return sane(t)
+		}
+	}
+	// A trailing comment or zone name net/mail does not know ("+0000 (GMT Standard Time)").
+	if i := strings.IndexByte(v, '('); i > 0 {
+		return parseDate(v[:i])
+	}
+	return time.Time{}, false
+}
+
+// sane refuses dates no mail was written on (before 1970 or far in the future).
+func sane(t time.Time) (time.Time, bool) {
+	if t.Year() < 1970 || t.Year() > 2200 {
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+var extParams = map[string]*regexp.Regexp{
+	"filename": regexp.MustCompile(`(?i)filename\*(?:0\*)?\s*=\s*"?([^'"\s;]*)'[^']*'([^;"\s]+)`),
+	"name":     regexp.MustCompile(`(?i)\bname\*(?:0\*)?\s*=\s*"?([^'"\s;]*)'[^']*'([^;"\s]+)`),
+}
+
+// extParam reads an RFC 2231 extended parameter (name*=charset'lang'percent-encoded, possibly
+// in numbered sections) in a charset other than UTF-8, which mime.ParseMediaType leaves out.
+func extParam(header, name string) string {
+	if !strings.Contains(header, "*") {
+		return ""
+	}
+	sm := extParams[name].FindStringSubmatch(header)
+	if sm == nil {
+		return ""
+	}
+	raw, err := url.PathUnescape(sm[2])
+	if err != nil {
+		return ""
+	}
+	return toUTF8([]byte(raw), sm[1])
+}
+
+// htmlText returns the text of an HTML document, without scripts and styles.
+func htmlText(s string) string {
+	z := html.NewTokenizer(strings.NewReader(s))
+	var b strings.Builder
+	skip := 0
+	for b.Len() < 4*MaxTextBytes {
+		switch z.Next() {
+		case html.ErrorToken:
+			return b.String()
+		case html.TextToken:
+			if skip == 0 {
+				b.Write(z.Text())
+			}
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			switch string(name) {
+			case "script", "style", "head", "title":
+				skip++
+			case "br", "p", "div", "tr", "td", "li", "h1", "h2", "h3", "table":
+				b.WriteByte(' ')
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			switch string(name) {
+			case "script", "style", "head", "title":
+				if skip > 0 {
+					skip--
+				}
+			case "p", "div", "td", "li":
+				b.WriteByte(' ')
+			}
+		}
+	}
+	return b.String()
+}

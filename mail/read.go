@@ -1,0 +1,366 @@
+package mail
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/emersion/go-message"
+	_ "github.com/emersion/go-message/charset" // registers every charset with go-message
+	"github.com/emersion/go-message/textproto"
+)
+
+// Limits of what Read looks at. A message is never rejected for passing them: what lies beyond is
+// simply not read (its content stays intact at the provider and in the vault).
+const (
+	// MaxHeaderBytes is how much of a header block is read.
+	MaxHeaderBytes = 256 << 10
+	// MaxBodyScan is how much of the body is read looking for text and attachment names.
+	MaxBodyScan = 2 << 20
+	// MaxTextBytes is how much body text a Message keeps.
+	MaxTextBytes = 16 << 10
+	maxParts     = 100
+)
+
+// Address is a mailbox: a display name (decoded, possibly empty) and an address.
+type Address struct {
+	Name string
+	Addr string // as written, without angle brackets; "" when none could be found
+}
+
+// String returns the address in the form people read: `Name <addr>`, or the bare address.
+func (a Address) String() string {
+	switch {
+	case a.Name == "":
+		return a.Addr
+	case a.Addr == "":
+		return a.Name
+	}
+	return a.Name + " <" + a.Addr + ">"
+}
+
+// Field is one header field, its value decoded to UTF-8 and unfolded.
+type Field struct {
+	Key   string // canonical form ("List-Id")
+	Value string
+}
+
+// Attachment is a part of a message that is a file rather than its text.
+type Attachment struct {
+	Name     string // decoded file name; "" when the part names none
+	MIMEType string
+}
+
+// Message is what Read found in a message. Every string is valid UTF-8.
+type Message struct {
+	// Fields are every header field in order, duplicates included.
+	Fields []Field
+
+	From            Address
+	ReplyTo, To, Cc []Address
+	Subject         string
+	Date            time.Time // UTC; zero when no date could be read
+	MessageID       string    // without angle brackets; "" when missing
+	InReplyTo       string    // the first id, without angle brackets
+	References      []string  // without angle brackets
+
+	ListID, ListPost, ListUnsubscribe string
+	ListUnsubscribePost               bool // List-Unsubscribe-Post: List-Unsubscribe=One-Click
+
+	// MIMEType is the top-level media type ("multipart/alternative"); text/plain when unset.
+	MIMEType string
+	// Text is the start of the message's text (its first text/plain part, else its first
+	// text/html part as text), whitespace collapsed, at most MaxTextBytes.
+	Text        string
+	Attachments []Attachment
+
+	// Problems says what was not as the standards want it and how it was read anyway ("raw
+	// 8-bit Subject read as windows-1252", "Date "yesterday" unreadable").
+	Problems []string
+	// Unreadable is set when nothing of the message could be read (empty, binary, no header);
+	// it says why.
+	Unreadable string
+}
+
+// Get returns the first value of a header field, or "".
+func (m *Message) Get(key string) string {
+	for _, f := range m.Fields {
+		if strings.EqualFold(f.Key, key) {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// Has reports whether the message has a header field.
+func (m *Message) Has(key string) bool {
+	for _, f := range m.Fields {
+		if strings.EqualFold(f.Key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// ThreadID names the message's thread: the first id of References, else In-Reply-To, else the
+// message's own id, in angle brackets; "" when the message has none of them.
+func (m *Message) ThreadID() string {
+	switch {
+	case len(m.References) > 0:
+		return "<" + m.References[0] + ">"
+	case m.InReplyTo != "":
+		return "<" + m.InReplyTo + ">"
+	case m.MessageID != "":
+		return "<" + m.MessageID + ">"
+	}
+	return ""
+}
+
+// Snippet returns at most n bytes of the start of the text, cut at a rune boundary.
+func (m *Message) Snippet(n int) string { return truncate(m.Text, n) }
+
+func (m *Message) problem(format string, args ...any) {
+	if len(m.Problems) < 20 {
+		m.Problems = append(m.Problems, truncate(clean(fmt.Sprintf(format, args...)), 200))
+	}
+}
+
+// Read reads a message. It never fails and never returns nil: a message that cannot be read at
+// all comes back with Unreadable set. It reads at most MaxHeaderBytes of header and MaxBodyScan
+// of body.
+func Read(r io.Reader) *Message {
+	m := &Message{MIMEType: "text/plain"}
+	br := bufio.NewReaderSize(io.LimitReader(r, MaxHeaderBytes+MaxBodyScan), 32<<10)
+	h, n, err := readHeader(br, m)
+	if err != nil {
+		m.Unreadable = "could not be read: " + clean(err.Error())
+		return m
+	}
+	if h.Len() == 0 {
+		switch rest, _ := br.Peek(1); {
+		case n == 0 && len(rest) == 0:
+			m.Unreadable = "empty"
+		default:
+			m.Unreadable = "no header fields: not an RFC 5322 message"
+		}
+		return m
+	}
+	cs := readBody(h, br, m)
+	decodeHeader(h, cs, m)
+	return m
+}
+
+// readHeader reads the header block leniently: a line that is neither a field nor a
+// continuation (an mbox From_ line, garbage) is skipped, not fatal. It returns the fields and
+// the number of bytes read.
+func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
+	var block bytes.Buffer
+	var field []byte
+	total := 0
+	flush := func() {
+		if field != nil {
+			block.Write(field)
+			field = nil
+		}
+	}
+	done := func() (textproto.Header, int, error) {
+		flush()
+		block.WriteString("\r\n")
+		// The block holds only well-formed fields now, so go-message reads all of them.
+		h, err := textproto.ReadHeader(bufio.NewReader(&block))
+		if err != nil {
+			m.problem("header: %v", err)
+		}
+		return h, total, nil
+	}
+	for first := true; ; first = false {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// An over-long line: keep its start, drop the rest.
+			line = append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				var more []byte
+				more, err = br.ReadSlice('\n')
+				total += len(more)
+			}
+			m.problem("header line over %d bytes cut", len(line))
+		}
+		total += len(line)
+		if err != nil && err != io.EOF {
+			return textproto.Header{}, total, err
+		}
+		body := bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(body) == 0: // the blank line before the body, or the end
+			return done()
+		case first && bytes.HasPrefix(body, []byte("From ")):
+			// An mbox separator left in a stored message.
+		case body[0] == ' ' || body[0] == '\t':
+			if field != nil {
+				field = append(append(field, body...), '\r', '\n')
+			} else {
+				m.problem("continuation line without a field skipped")
+			}
+		case validKey(body):
+			flush()
+			field = append(append(make([]byte, 0, len(body)+2), body...), '\r', '\n')
+		default:
+			flush()
+			m.problem("malformed header line %q skipped", truncate(string(body), 60))
+		}
+		if err == io.EOF {
+			return done()
+		}
+		if total > MaxHeaderBytes {
+			m.problem("header over %d bytes: the rest skipped", MaxHeaderBytes)
+			return done()
+		}
+	}
+}
+
+// validKey reports whether a line starts with a field name (printable ASCII but colon, RFC
+// 5322 2.2) followed by a colon; spaces before the colon, which some clients write, are allowed.
+func validKey(line []byte) bool {
+	i := bytes.IndexByte(line, ':')
+	if i <= 0 {
+		return false
+	}
+	k := bytes.TrimRight(line[:i], " \t")
+	if len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if c < 33 || c > 126 {
+			return false
+		}
+	}
+	return true
+}
+
+// readBody walks the MIME tree for text and attachment names. It returns the charset the
+// message declares for its text, which decodes raw 8-bit header bytes.
+func readBody(h textproto.Header, br *bufio.Reader, m *Message) string {
+	mh := message.Header{Header: h}
+	if t, _, err := mh.ContentType(); err == nil && t != "" {
+		m.MIMEType = t
+	} else if h.Has("Content-Type") {
+		m.problem("Content-Type %q unreadable, read as text/plain", truncate(h.Get("Content-Type"), 60))
+	}
+	e, err := message.New(mh, br)
+	if err != nil && e == nil {
+		m.problem("body unreadable: %v", err)
+		return ""
+	}
+	var plain, html, declared string
+	parts := 0
+	walkErr := e.Walk(func(path []int, p *message.Entity, err error) error {
+		if parts++; parts > maxParts {
+			return errStop
+		}
+		if err != nil {
+			m.problem("part %v: %v", path, err)
+		}
+		t, params, _ := p.Header.ContentType()
+		if t == "" {
+			t = "text/plain"
+		}
+		if strings.HasPrefix(t, "multipart/") {
+			return nil
+		}
+		disp, dparams, _ := p.Header.ContentDisposition()
+		name := dparams["filename"]
+		if name == "" {
+			name = params["name"]
+		}
+		if name == "" {
+			name = extParam(p.Header.Get("Content-Disposition"), "filename")
+		}
+		if name == "" {
+			name = extParam(p.Header.Get("Content-Type"), "name")
+		}
+		if strings.HasPrefix(t, "text/") && declared == "" {
+			if cs := strings.ToLower(params["charset"]); cs != "" && cs != "us-ascii" && !strings.HasPrefix(cs, "utf") {
+				declared = cs
+			}
+		}
+		isText := (t == "text/plain" || t == "text/html") && !strings.EqualFold(disp, "attachment")
+		if !isText {
+			if len(m.Attachments) < 50 {
+				m.Attachments = append(m.Attachments, Attachment{Name: decodeWords(name, declared), MIMEType: t})
+			}
+			return nil
+		}
+		if (t == "text/plain" && plain == "") || (t == "text/html" && html == "") {
+			b, _ := io.ReadAll(io.LimitReader(p.Body, 4*MaxTextBytes))
+			s := toUTF8(b, "")
+			if t == "text/plain" {
+				plain = collapse(s)
+			} else {
+				html = collapse(htmlText(s))
+			}
+		}
+		return nil
+	})
+	if walkErr != nil && walkErr != errStop && !errors.Is(walkErr, io.ErrUnexpectedEOF) {
+		m.problem("MIME structure: %v", walkErr)
+	}
+	m.Text = plain
+	if m.Text == "" {
+		m.Text = html
+	}
+	m.Text = truncate(m.Text, MaxTextBytes)
+	return declared
+}
+
+var errStop = errors.New("enough parts")
+
+// collapse turns runs of white space into one space and drops control characters.
+func collapse(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := true
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == ' ' || r == 0xa0 || r == '\u200b' || r == '\u200c' || r == '\u034f' {
+			if !space {
+				b.WriteByte(' ')
+				space = true
+			}
+			continue
+		}
+		b.WriteRune(r)
+		space = false
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// clean makes s valid UTF-8 without control characters.
+func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if !strings.ContainsFunc(s, isControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
