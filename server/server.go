@@ -29,6 +29,7 @@ import (
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
@@ -73,6 +74,9 @@ type Config struct {
 	// OutboundTLS configures TLS for the requests svc makes to third parties' servers (one-click
 	// unsubscribes); nil: the system's roots.
 	OutboundTLS *tls.Config
+	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
+	// job (default DefaultDeletionGrace).
+	DeletionGrace time.Duration
 }
 
 // VaultBackends are the vault's two tiers; nil ones are local disk under DataDir/vault. The
@@ -121,6 +125,9 @@ type Server struct {
 	manifests *store.Collection[*svcv1.Manifest]
 
 	background sync.WaitGroup // work that Close waits for (the scrub loop)
+
+	jobRunner *job.Runner // runs jobs (export, deletion, ...)
+	exportKey []byte      // authenticates export download URLs
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -196,7 +203,9 @@ func New(cfg Config) (*Server, error) {
 		manifests:     store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
+		exportKey:     keys.Derive("export-url"),
 	}
+	s.jobRunner = job.NewRunner(jobStore{s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
@@ -227,6 +236,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.stopHooks = stopHooks
 	go s.webhooks.Run(hooksCtx)
+	if err := s.interruptJobs(context.Background()); err != nil {
+		stopHooks()
+		db.Close()
+		return nil, fmt.Errorf("interrupted jobs: %w", err)
+	}
+	s.background.Go(func() { s.deletionLoop(hooksCtx) })
 	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
 		s.background.Go(func() { s.scrubLoop(hooksCtx, every) })
 	}
@@ -271,6 +286,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
 	s.engine.Shutdown()
+	s.jobRunner.Close()
 	s.stopHooks()
 	s.background.Wait() // the scrub loop stops between objects
 	s.vault.Close()
@@ -392,6 +408,7 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
+	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
 	s.connectPages(mux)
 	mux.Handle("/", rest)
 	return s.middleware(mux)
