@@ -19,6 +19,9 @@ import (
 type jobEvents struct{ s *Server }
 
 func (e jobEvents) JobEvent(ctx context.Context, tenant, typ string, j *svcv1.Job) {
+	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION && j.GetStatus() == svcv1.JobStatus_JOB_STATUS_SUCCEEDED {
+		return // the account and its event stream are gone; an event would be a new trace
+	}
 	t, err := parseTenant(tenant)
 	if err != nil {
 		e.s.log.Error("job event", "job_id", j.GetId(), "err", err)

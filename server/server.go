@@ -108,7 +108,6 @@ type Server struct {
 	plans        *store.Collection[*svcv1.Plan]
 	jobs         *store.Collection[*svcv1.Job]
 	sources      *store.Collection[*svcv1.Source]
-	vaultObjects *store.Collection[*svcv1.VaultObject]
 	destinations *store.Collection[*svcv1.Destination]
 	executions   *store.Collection[*svcv1.Execution]
 	auditLog     *store.Collection[*svcv1.AuditEntry]
@@ -176,23 +175,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("validator: %w", err)
 	}
 	s := &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		db:        db,
-		accounts:  platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
-		devs:      platform.NewDevelopers(db, cfg.Now),
-		idem:      platform.NewIdempotency(db, cfg.Now),
-		limiter:   platform.NewLimiter(cfg.RateLimit, cfg.Now),
-		cursors:   platform.NewCursors(keys.Derive("cursor")),
-		validator: v,
-		csrf:      http.NewCrossOriginProtection(),
-		methods:   map[string]*method{},
-		plans:     store.NewCollection(db, "plans", func() *svcv1.Plan { return &svcv1.Plan{} }),
-		jobs:      store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
-		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }),
-		vaultObjects: store.NewCollection(db, "vault_objects", func() *svcv1.VaultObject {
-			return &svcv1.VaultObject{}
-		}),
+		cfg:           cfg,
+		log:           cfg.Logger,
+		db:            db,
+		accounts:      platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
+		devs:          platform.NewDevelopers(db, cfg.Now),
+		idem:          platform.NewIdempotency(db, cfg.Now),
+		limiter:       platform.NewLimiter(cfg.RateLimit, cfg.Now),
+		cursors:       platform.NewCursors(keys.Derive("cursor")),
+		validator:     v,
+		csrf:          http.NewCrossOriginProtection(),
+		methods:       map[string]*method{},
+		plans:         store.NewCollection(db, "plans", func() *svcv1.Plan { return &svcv1.Plan{} }),
+		jobs:          store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
+		sources:       store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }),
 		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }),
 		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }),
 		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
