@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/job"
