@@ -100,15 +100,23 @@ func (s *Server) RunDueDeletions(ctx context.Context) (int, error) {
 	return ran, nil
 }
 
-// deletionLoop runs due deletions every minute until ctx ends.
+// deletionLoop runs due deletions every minute, and closes billing months every hour, until
+// ctx ends.
 func (s *Server) deletionLoop(ctx context.Context) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
+	var closed time.Time
 	for {
 		if _, err := s.RunDueDeletions(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("account deletions", "err", err)
 		}
 		s.purgeExports()
+		if time.Since(closed) >= time.Hour {
+			closed = time.Now()
+			if _, err := s.CloseMonths(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("billing month close", "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return

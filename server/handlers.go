@@ -27,6 +27,7 @@ func (s *Server) register() {
 	handle(s, svcv1connect.JobServiceGetJobProcedure, s.getJob)
 	handle(s, svcv1connect.JobServiceListJobsProcedure, s.listJobs)
 	handle(s, svcv1connect.JobServiceCancelJobProcedure, s.cancelJob)
+	handle(s, svcv1connect.BillingServiceCreatePortalSessionProcedure, s.createPortalSession)
 	handle(s, svcv1connect.DeveloperServiceCreateOrganizationProcedure, s.createOrganization)
 	handle(s, svcv1connect.PlanServiceListPlansProcedure, s.listPlans)
 	handle(s, svcv1connect.PlanServiceCreatePlanProcedure, s.createPlan)

@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"svc.dev/svc/billing"
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
@@ -74,6 +75,9 @@ type Config struct {
 	// OutboundTLS configures TLS for the requests svc makes to third parties' servers (one-click
 	// unsubscribes); nil: the system's roots.
 	OutboundTLS *tls.Config
+	// Billing is the payment processor (billing/stripe); nil serves svc's own portal page and
+	// creates no invoice items.
+	Billing billing.Processor
 	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
 	// job (default DefaultDeletionGrace).
 	DeletionGrace time.Duration
@@ -126,7 +130,8 @@ type Server struct {
 	background sync.WaitGroup // work that Close waits for (the scrub loop)
 
 	jobRunner *job.Runner // runs jobs (export, deletion, ...)
-	exportKey []byte      // authenticates export download URLs
+	exportKey []byte      // authenticates export download URLs and portal pages
+	biller    *billing.Biller
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -200,6 +205,9 @@ func New(cfg Config) (*Server, error) {
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
 		exportKey:     keys.Derive("export-url"),
+	}
+	if cfg.Billing != nil {
+		s.biller = billing.New(cfg.Billing, db.Billing())
 	}
 	s.jobRunner = job.NewRunner(jobStore{s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
 	logErr := func(what string) func(error) {
@@ -405,6 +413,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
 	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
 	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
+	mux.HandleFunc("GET /v1/billing/portal/page", s.servePortalPage)
 	s.connectPages(mux)
 	mux.Handle("/", rest)
 	return s.middleware(mux)
