@@ -62,7 +62,9 @@ type memStore struct {
 	items     map[string]string
 }
 
-func newMemStore() *memStore { return &memStore{customers: map[string]string{}, items: map[string]string{}} }
+func newMemStore() *memStore {
+	return &memStore{customers: map[string]string{}, items: map[string]string{}}
+}
 
 func (m *memStore) Customer(_ context.Context, org string) (string, error) {
 	m.mu.Lock()
