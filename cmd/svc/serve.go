@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"svc.dev/svc/billing"
+	"svc.dev/svc/billing/stripe"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
@@ -36,6 +38,7 @@ func newServeCmd() *cobra.Command {
 		scrubEvery    time.Duration
 		coldAfter     time.Duration
 		vaultStore    vaultFlags
+		stripeURL     string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -46,7 +49,8 @@ func newServeCmd() *cobra.Command {
 				dataDir = defaultDataDir()
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
-				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr()})
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
+				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
 		},
 	}
 	f := cmd.Flags()
@@ -62,6 +66,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&scrubEvery, "scrub-every", server.DefaultScrubInterval, "how often to scrub every tenant's vault (re-read and re-hash every copy); 0 never")
 	f.DurationVar(&coldAfter, "cold-after", server.DefaultColdAfter, "move vault objects to the cold tier this long after their commit (checked after each scrub); 0 never")
 	vaultStore.register(f)
+	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -98,6 +103,8 @@ type serveOptions struct {
 	coldAfter     time.Duration
 	vault         vaultFlags
 	log           interface{ Write([]byte) (int, error) }
+	// stripeKey (from the environment, never a flag) turns billing through Stripe on.
+	stripeKey, stripeURL string
 }
 
 // serve runs the API until ctx is cancelled (SIGINT, SIGTERM), then drains requests and
@@ -134,7 +141,11 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter)})
+	var processor billing.Processor
+	if o.stripeKey != "" {
+		processor = stripe.New(o.stripeKey, &stripe.Options{URL: o.stripeURL})
+	}
+	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter)})
 	if err != nil {
 		return err
 	}
