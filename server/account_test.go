@@ -264,6 +264,19 @@ func TestJobsListFiltersAndCancel(t *testing.T) {
 	checkProblem(t, e.do("GET", "/v1/jobs/job_nope", "", e.testSession()...), 400, "validation_failed")
 	checkProblem(t, e.do("GET", "/v1/jobs/job_01JD0000000000000000000000", "", e.testSession()...), 404, "not_found")
 	checkProblem(t, e.do("POST", "/v1/jobs/"+first.(string)+"/cancel", "", e.testSession()...), 409, "invalid_state")
+	// The application sees the user's export job, but never its download URL: the archive is
+	// the whole account, beyond any grant.
+	json.Unmarshal(e.do("GET", "/v1/jobs?kind=export&connection_id="+e.creds.ConnectionID, "", e.key()...).body, &page)
+	if len(page.Data) != 1 || page.Data[0]["status"] != "succeeded" {
+		t.Fatalf("export jobs: %v", page.Data)
+	}
+	if res := page.Data[0]["result"].(map[string]any); res["url"] != nil || res["sha256"] == nil {
+		t.Fatalf("the application got %v", res)
+	}
+	viaSession := e.do("GET", "/v1/jobs/"+page.Data[0]["id"].(string), "", e.testSession()...).json(t)["result"].(map[string]any)
+	if viaSession["url"] == nil {
+		t.Fatalf("the user gets no URL: %v", viaSession)
+	}
 }
 
 func TestAccountDeletion(t *testing.T) {
@@ -292,6 +305,17 @@ func TestAccountDeletion(t *testing.T) {
 		t.Fatalf("a second DELETE made another job: %v", again)
 	}
 	checkProblem(t, e.do("POST", "/v1/account/export", "", e.session()...), 409, "invalid_state")
+	// Only the user can call the deletion off, not an application with a connection.
+	live, err := e.srv.Developers().Connect(ctx, e.creds.ApplicationID, userID, platform.ModeLive,
+		platform.Grant{ID: "grt_1", OperationClasses: platform.OperationClasses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveCx := "?connection_id=" + live.ID
+	if g := e.do("GET", "/v1/jobs/"+j["id"].(string)+liveCx, "", e.liveKey()...); g.status != 200 {
+		t.Fatalf("the application reads the deletion job: %d %s", g.status, g.body)
+	}
+	checkProblem(t, e.do("POST", "/v1/jobs/"+j["id"].(string)+"/cancel"+liveCx, "", e.liveKey()...), 403, "forbidden")
 	c := e.do("POST", "/v1/jobs/"+j["id"].(string)+"/cancel", "", e.session()...).json(t)
 	if c["status"] != "cancelled" {
 		t.Fatalf("cancel: %v", c)

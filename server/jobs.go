@@ -119,6 +119,9 @@ func (s *Server) cancelJob(ctx context.Context, req *svcv1.CancelJobRequest) (*s
 	if err != nil {
 		return nil, err
 	}
+	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION && c.User == nil {
+		return nil, newProblem(http.StatusForbidden, codeForbidden, "Only the account's user, signed in, can cancel its deletion.")
+	}
 	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION && j.GetStatus() == svcv1.JobStatus_JOB_STATUS_RUNNING {
 		return nil, newProblem(http.StatusConflict, codeInvalidState, "The account's deletion has started; it can no longer be cancelled.")
 	}
@@ -137,9 +140,14 @@ func (s *Server) cancelJob(ctx context.Context, req *svcv1.CancelJobRequest) (*s
 	return s.renderJob(ctx, j), nil
 }
 
-// renderJob is a job as served: a finished export's result gains a fresh download URL.
+// renderJob is a job as served: a finished export's result gains a fresh download URL when
+// the account's user reads it. An application reading it through a connection sees the job
+// but no URL: the archive holds the whole account, far beyond any grant.
 func (s *Server) renderJob(ctx context.Context, j *svcv1.Job) *svcv1.Job {
 	if j.GetKind() != svcv1.JobKind_JOB_KIND_EXPORT || j.GetStatus() != svcv1.JobStatus_JOB_STATUS_SUCCEEDED || j.GetResult() == nil {
+		return j
+	}
+	if c := callerFrom(ctx); c == nil || c.User == nil {
 		return j
 	}
 	out := proto.Clone(j).(*svcv1.Job)
