@@ -10,12 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
+
 	"svc.dev/svc/billing/stripe"
 	"svc.dev/svc/internal/stripemock"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/server"
 	"svc.dev/svc/store"
 )
+
+// The OpenAPI check of every response decodes bodies by media type; the portal page is HTML.
+func init() { openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.FileBodyDecoder) }
 
 func portalURL(t *testing.T, e *env, body string, hdr []string) *url.URL {
 	t.Helper()
