@@ -9,6 +9,8 @@ import (
 	"errors"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -281,7 +283,8 @@ func TestJobsListFiltersAndCancel(t *testing.T) {
 
 func TestAccountDeletion(t *testing.T) {
 	grace := 72 * time.Hour
-	e, _, src, _ := localEnv(t, 5, func(c *server.Config) { c.DeletionGrace = grace })
+	var dataDir string
+	e, _, src, _ := localEnv(t, 5, func(c *server.Config) { c.DeletionGrace = grace; dataDir = c.DataDir })
 	x := runLocal(t, e, src) // the application's execution: its receipt is kept
 	rid := x["receipt_id"].(string)
 	ctx := context.Background()
@@ -290,6 +293,10 @@ func TestAccountDeletion(t *testing.T) {
 	cx := "?connection_id=" + e.creds.ConnectionID
 	if n, _, _ := e.srv.Vault().List(ctx, testTenant, "", 1000, nil); len(n) == 0 {
 		t.Fatal("nothing in the vault to delete")
+	}
+
+	if n := vaultFiles(t, dataDir); n == 0 {
+		t.Fatal("no vault files before the deletion")
 	}
 
 	// Delete, then change one's mind.
@@ -354,6 +361,9 @@ func TestAccountDeletion(t *testing.T) {
 	if objs, _, _ := e.srv.Vault().List(ctx, testTenant, "", 1000, nil); len(objs) != 0 {
 		t.Fatalf("%d vault objects left", len(objs))
 	}
+	if n := vaultFiles(t, dataDir); n != 0 {
+		t.Errorf("%d vault content files left on disk", n)
+	}
 	for _, name := range []string{"plans", "executions", "sources", "manifests", "events", "destinations"} {
 		col := store.NewCollection(e.srv.DB(), name, func() *svcv1.Plan { return &svcv1.Plan{} })
 		n := 0
@@ -379,4 +389,19 @@ func TestAccountDeletion(t *testing.T) {
 	}
 	// The organization's keys no longer work; the email can sign up again.
 	checkProblem(t, e.do("GET", "/v1/webhooks", "", e.key()...), 401, "unauthenticated")
+}
+
+// vaultFiles counts the files holding content under the data directory's vault (work files in
+// tmp/ aside).
+func vaultFiles(t *testing.T, dataDir string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(filepath.Join(dataDir, "vault"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(path)) != "tmp" {
+			t.Logf("vault file %s", path)
+			n++
+		}
+		return nil
+	})
+	return n
 }

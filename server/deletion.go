@@ -184,6 +184,9 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 	erased := 0
 	for _, t := range tenants {
 		s.forgetTenant(t)
+		if err := s.vault.Forget(ctx, t); err != nil {
+			return nil, fmt.Errorf("forget vault tenant: %w", err)
+		}
 		n, err := s.db.EraseTenant(ctx, t, func(bucket, key string) bool { return keep[bucket+"\x00"+key] })
 		erased += n
 		if err != nil {

@@ -60,9 +60,10 @@ func (db *DB) EraseTenant(ctx context.Context, tenant string, keep func(bucket, 
 	}
 }
 
-// DeleteUser removes a user's record, email index entry, sessions and connections: the
-// account's credentials and links. Everything else the user owned is erased per tenant
-// (EraseTenant).
+// DeleteUser removes a user's record, email index entry, sessions, connections and pending
+// OAuth states, and takes the user out of the connect sessions they decided (which stay, as
+// the application's record of its request): the account's credentials and links. Everything
+// else the user owned is erased per tenant (EraseTenant).
 func (db *DB) DeleteUser(ctx context.Context, userID string) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
@@ -83,8 +84,52 @@ func (db *DB) DeleteUser(ctx context.Context, userID string) error {
 		if err := deleteJSONWhere(tx, bSessions, func(s *platform.Session) bool { return s.UserID == userID }); err != nil {
 			return err
 		}
-		return deleteJSONWhere(tx, bConnections, func(c *platform.Connection) bool { return c.UserID == userID })
+		if err := deleteJSONWhere(tx, bConnections, func(c *platform.Connection) bool { return c.UserID == userID }); err != nil {
+			return err
+		}
+		if err := deleteJSONWhere(tx, bOAuthStates, func(s *platform.OAuthState) bool { return s.UserID == userID }); err != nil {
+			return err
+		}
+		return updateJSONWhere(tx, bConnectSessions, func(c *platform.ConnectSession) bool {
+			if c.UserID != userID {
+				return false
+			}
+			c.UserID, c.ConnectedSourceIDs = "", nil
+			return true
+		})
 	})
+}
+
+// updateJSONWhere rewrites the JSON records of a bucket that fn changed (fn returns true).
+func updateJSONWhere[T any](tx *bolt.Tx, name string, fn func(*T) bool) error {
+	b := tx.Bucket([]byte(name))
+	if b == nil {
+		return nil
+	}
+	type change struct {
+		k []byte
+		v *T
+	}
+	var changed []change
+	err := b.ForEach(func(k, v []byte) error {
+		rec := new(T)
+		if err := jsonUnmarshal(v, rec); err != nil {
+			return err
+		}
+		if fn(rec) {
+			changed = append(changed, change{bytes.Clone(k), rec})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range changed {
+		if err := putJSON(tx, name, string(c.k), c.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteJSONWhere deletes the JSON records of a bucket that match.

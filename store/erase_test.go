@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/store"
 )
 
@@ -45,5 +48,51 @@ func TestEraseTenant(t *testing.T) {
 	}
 	if _, err := db.GetBlob(ctx, "receipts", "live:usr_A/rcp_2"); err == nil {
 		t.Error("blob not erased")
+	}
+}
+
+func TestDeleteUser(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "svc.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now()
+	for _, u := range []*platform.User{{ID: "usr_A", Email: "A@example.com"}, {ID: "usr_B", Email: "b@example.com"}} {
+		if err := db.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		db.CreateSession(ctx, &platform.Session{TokenHash: "h" + u.ID, UserID: u.ID, ExpiresAt: now.Add(time.Hour)})
+		db.CreateConnection(ctx, &platform.Connection{ID: "cxn_" + u.ID, UserID: u.ID, AppID: "app_1"})
+		db.CreateConnectSession(ctx, &platform.ConnectSession{ID: "csn_" + u.ID, AppID: "app_1", UserID: u.ID, ConnectedSourceIDs: []string{"src_1"}})
+	}
+	if err := db.DeleteUser(ctx, "usr_A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.User(ctx, "usr_A"); !errors.Is(err, platform.ErrNotFound) {
+		t.Errorf("user: %v", err)
+	}
+	if _, err := db.UserByEmail(ctx, "a@example.com"); !errors.Is(err, platform.ErrNotFound) {
+		t.Errorf("email index: %v", err)
+	}
+	if _, err := db.Session(ctx, "husr_A"); !errors.Is(err, platform.ErrNotFound) {
+		t.Errorf("session: %v", err)
+	}
+	if _, err := db.Connection(ctx, "cxn_usr_A"); !errors.Is(err, platform.ErrNotFound) {
+		t.Errorf("connection: %v", err)
+	}
+	if cs, err := db.ConnectSession(ctx, "csn_usr_A"); err != nil || cs.UserID != "" || cs.ConnectedSourceIDs != nil {
+		t.Errorf("connect session: %+v %v", cs, err)
+	}
+	// Another user is untouched.
+	if _, err := db.Session(ctx, "husr_B"); err != nil {
+		t.Errorf("B's session: %v", err)
+	}
+	if cs, _ := db.ConnectSession(ctx, "csn_usr_B"); cs.UserID != "usr_B" {
+		t.Errorf("B's connect session: %+v", cs)
+	}
+	if _, err := db.Connection(ctx, "cxn_usr_B"); err != nil {
+		t.Errorf("B's connection: %v", err)
 	}
 }
