@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"svc.dev/svc/archive"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
@@ -404,4 +406,25 @@ func vaultFiles(t *testing.T, dataDir string) int {
 		return nil
 	})
 	return n
+}
+
+// One export at a time: asking while one is queued or running answers that job.
+func TestAccountExportOneAtATime(t *testing.T) {
+	e := newEnv(t)
+	jobs := store.NewCollection(e.srv.DB(), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	live := platform.Tenant{Owner: e.creds.UserID, Mode: platform.ModeLive}.String()
+	at := timestamppb.New(e.clock.Now())
+	pending := &svcv1.Job{Id: "job_01JD0000000000000000000000", Kind: svcv1.JobKind_JOB_KIND_EXPORT, Status: svcv1.JobStatus_JOB_STATUS_RUNNING,
+		CreatedAt: at, UpdatedAt: at}
+	if err := jobs.Put(context.Background(), live, pending.Id, pending); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("POST", "/v1/account/export", "", e.session()...)
+	if r.status != 202 || r.json(t)["id"] != pending.Id {
+		t.Fatalf("while one runs: %d %s", r.status, r.body)
+	}
+	// The test tenant has none running: a new one starts there.
+	if r := e.do("POST", "/v1/account/export", "", e.testSession()...); r.status != 202 || r.json(t)["id"] == pending.Id {
+		t.Fatalf("test tenant: %d %s", r.status, r.body)
+	}
 }

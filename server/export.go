@@ -51,6 +51,19 @@ func (s *Server) exportAccount(ctx context.Context, _ *svcv1.ExportAccountReques
 		return nil, newProblem(http.StatusConflict, codeInvalidState, "The account is being deleted; cancel the deletion job to export it.")
 	}
 	tenant := c.Tenant.String()
+	// One export at a time per tenant: asking while one is queued or running answers that one.
+	s.exportMu.Lock()
+	defer s.exportMu.Unlock()
+	page, err := s.jobs.List(ctx, tenant, "", 1, func(j *svcv1.Job) bool {
+		return j.GetKind() == svcv1.JobKind_JOB_KIND_EXPORT &&
+			(j.GetStatus() == svcv1.JobStatus_JOB_STATUS_QUEUED || j.GetStatus() == svcv1.JobStatus_JOB_STATUS_RUNNING)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Items) > 0 {
+		return page.Items[0], nil
+	}
 	j, err := s.jobRunner.Create(ctx, tenant, svcv1.JobKind_JOB_KIND_EXPORT)
 	if err != nil {
 		return nil, err

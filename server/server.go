@@ -132,6 +132,7 @@ type Server struct {
 	jobRunner *job.Runner // runs jobs (export, deletion, ...)
 	exportKey []byte      // authenticates export download URLs and portal pages
 	biller    *billing.Biller
+	exportMu  sync.Mutex // one account export at a time per tenant
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
