@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -64,8 +65,9 @@ type Store interface {
 
 // Biller runs billing on a processor.
 type Biller struct {
-	p Processor
-	s Store
+	p  Processor
+	s  Store
+	mu sync.Mutex // one customer creation at a time, so concurrent requests make one call
 }
 
 // New returns a biller charging through p, recording in s.
@@ -75,6 +77,8 @@ func New(p Processor, s Store) *Biller { return &Biller{p: p, s: s} }
 // time. The idempotency key is the organization's id, so a creation whose answer was lost (a
 // crash before it was recorded) is answered with the same customer when tried again.
 func (b *Biller) EnsureCustomer(ctx context.Context, c Customer) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	id, err := b.s.Customer(ctx, c.OrgID)
 	if err == nil {
 		return id, nil

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"svc.dev/svc/billing"
 )
@@ -18,6 +20,8 @@ type fakeProcessor struct {
 	created   int
 	items     []billing.InvoiceItem
 	failAfter bool // lose the answer after creating (a crash before it is recorded)
+	calls     atomic.Int32
+	delay     time.Duration
 }
 
 func (f *fakeProcessor) create(key string) (string, error) {
@@ -39,6 +43,8 @@ func (f *fakeProcessor) create(key string) (string, error) {
 }
 
 func (f *fakeProcessor) CreateCustomer(_ context.Context, key string, _ billing.Customer) (string, error) {
+	f.calls.Add(1)
+	time.Sleep(f.delay)
 	return f.create(key)
 }
 
@@ -152,5 +158,18 @@ func TestCloseMonthExactlyOnce(t *testing.T) {
 	}
 	if n, _ := b.CloseMonth(ctx, c, "2026-11", lines); n != 2 || p.created != 5 {
 		t.Fatalf("the next month: %d, %d", n, p.created)
+	}
+}
+
+func TestConcurrentPortalRequestsMakeOneCustomer(t *testing.T) {
+	p, s := &fakeProcessor{delay: 10 * time.Millisecond}, newMemStore()
+	b := billing.New(p, s)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() { b.PortalURL(context.Background(), billing.Customer{OrgID: "org_1"}, "") })
+	}
+	wg.Wait()
+	if n := p.calls.Load(); n != 1 {
+		t.Fatalf("%d customer creations asked of the processor for one organization", n)
 	}
 }
