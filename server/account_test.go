@@ -428,3 +428,41 @@ func TestAccountExportOneAtATime(t *testing.T) {
 		t.Fatalf("test tenant: %d %s", r.status, r.body)
 	}
 }
+
+// Jobs found running at start were cut short by a crash: an export fails as interrupted, a
+// deletion goes back to queued to run again.
+func TestJobsInterruptedByACrash(t *testing.T) {
+	dir := t.TempDir()
+	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	cfg := server.Config{DataDir: dir, Password: cheapPasswords, Now: clk.Now}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := store.NewCollection(srv.DB(), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	at := timestamppb.New(clk.Now())
+	ctx := context.Background()
+	for _, j := range []*svcv1.Job{
+		{Id: "job_01JD0000000000000000000001", Kind: svcv1.JobKind_JOB_KIND_EXPORT, Status: svcv1.JobStatus_JOB_STATUS_RUNNING, Progress: 40, CreatedAt: at, UpdatedAt: at},
+		{Id: "job_01JD0000000000000000000002", Kind: svcv1.JobKind_JOB_KIND_DELETION, Status: svcv1.JobStatus_JOB_STATUS_RUNNING, CreatedAt: at, UpdatedAt: at},
+	} {
+		if err := jobs.Put(ctx, "live:usr_01JD0000000000000000000000", j.Id, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Close()
+	srv, err = server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	jobs = store.NewCollection(srv.DB(), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	ex, _ := jobs.Get(ctx, "live:usr_01JD0000000000000000000000", "job_01JD0000000000000000000001")
+	if ex.GetStatus() != svcv1.JobStatus_JOB_STATUS_FAILED || !strings.HasPrefix(ex.GetError(), "interrupted") || ex.GetProgress() != 40 || ex.GetFinishedAt() == nil {
+		t.Fatalf("export after the crash: %v", ex)
+	}
+	del, _ := jobs.Get(ctx, "live:usr_01JD0000000000000000000000", "job_01JD0000000000000000000002")
+	if del.GetStatus() != svcv1.JobStatus_JOB_STATUS_QUEUED {
+		t.Fatalf("deletion after the crash: %v", del)
+	}
+}
