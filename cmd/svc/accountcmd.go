@@ -16,7 +16,6 @@ import (
 	"connectrpc.com/connect"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"svc.dev/svc/archive"
 	svcv1 "svc.dev/svc/gen/svc/v1"
@@ -70,7 +69,7 @@ func newAccountCmd() *cobra.Command {
 				return err
 			}
 			if j.GetStatus() != svcv1.JobStatus_JOB_STATUS_SUCCEEDED {
-				return fmt.Errorf("export job %s %s: %s", j.GetId(), enumWire(j.GetStatus()), j.GetError())
+				return fmt.Errorf("export job %s %s: %s", j.GetId(), enumName(j.GetStatus()), j.GetError())
 			}
 			r := j.GetResult().GetFields()
 			path := outPath
@@ -97,7 +96,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func enumWire(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
 
 // followJob polls a job until it ends, drawing its progress.
 func followJob(ctx context.Context, out io.Writer, jobs svcv1connect.JobServiceClient, j *svcv1.Job, poll time.Duration) (*svcv1.Job, error) {

@@ -53,6 +53,20 @@ func TestAccountExportCommand(t *testing.T) {
 	if !found {
 		t.Fatalf("no vault content in %v", idx.Files)
 	}
+	// svc jobs lists them (the application's view through its connection): the seed's export
+	// and this one.
+	creds := filepath.Join(data, "dev-credentials.json")
+	list, err := exec.Command(bin, "jobs", "list", "--kind", "export", "--credentials", creds).CombinedOutput()
+	if err != nil || strings.Count(string(list), "succeeded") != 2 || strings.Contains(string(list), "seed") {
+		t.Fatalf("jobs list: %v\n%s", err, list)
+	}
+	id := strings.Fields(strings.Split(string(list), "\n")[1])[0]
+	if out, err := exec.Command(bin, "jobs", "cancel", id, "--credentials", creds).CombinedOutput(); err == nil || !strings.Contains(string(out), "finished") {
+		t.Fatalf("cancelling a finished job: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "jobs", "get", id, "--credentials", creds).CombinedOutput(); err != nil || !strings.Contains(string(out), `"kind":"export"`) {
+		t.Fatalf("jobs get: %v\n%s", err, out)
+	}
 	// A damaged archive is refused.
 	data2, _ := os.ReadFile(out)
 	data2[len(data2)/2] ^= 0xff
