@@ -96,7 +96,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-
 // followJob polls a job until it ends, drawing its progress.
 func followJob(ctx context.Context, out io.Writer, jobs svcv1connect.JobServiceClient, j *svcv1.Job, poll time.Duration) (*svcv1.Job, error) {
 	bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(out), progressbar.OptionSetDescription("export"),
