@@ -466,3 +466,19 @@ func TestJobsInterruptedByACrash(t *testing.T) {
 		t.Fatalf("deletion after the crash: %v", del)
 	}
 }
+
+// Content that fails verification while it is exported fails the export, naming the object
+// (now marked corrupt), rather than handing out an archive without it.
+func TestAccountExportOfCorruptContent(t *testing.T) {
+	var dataDir string
+	e, _, src, _ := localEnv(t, 3, func(c *server.Config) { dataDir = c.DataDir })
+	runLocal(t, e, src)
+	if n := corruptVaultFiles(t, dataDir); n == 0 {
+		t.Fatal("nothing to corrupt")
+	}
+	r := e.do("POST", "/v1/account/export", "", e.testSession()...)
+	j := e.waitJob(t, r.json(t)["id"].(string), e.testSession())
+	if j["status"] != "failed" || !strings.Contains(j["error"].(string), "failed verification") {
+		t.Fatalf("export of corrupt content: %v", j)
+	}
+}

@@ -371,11 +371,19 @@ func eachVaultObject(ctx context.Context, v *vault.Vault, tenant string, fn func
 func (x *exporter) object(ctx context.Context, tenant, root string, o vault.Object) error {
 	name := x.contentName(ctx, tenant, root, o)
 	rc, obj, err := x.s.vault.Open(ctx, tenant, o.ID)
+	if err == nil {
+		defer rc.Close()
+		err = x.aw.Add(name, obj.SizeBytes, rc)
+	}
+	if errors.Is(err, vault.ErrInvalidData) {
+		// The object is now marked corrupt (the vault does that on a failed read): say which,
+		// rather than hand out an archive without it.
+		return errors.Join(&job.PublicError{Msg: "vault object " + o.ID + " failed verification while it was exported; it is marked corrupt"}, err)
+	}
 	if err != nil {
 		return fmt.Errorf("export %s: %w", o.ID, err)
 	}
-	defer rc.Close()
-	return x.aw.Add(name, obj.SizeBytes, rc)
+	return nil
 }
 
 // contentName is the archive path of an object's content: its source, then the path (or
