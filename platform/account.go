@@ -21,7 +21,21 @@ type User struct {
 	PasswordHash string    `json:"password_hash"`
 	CreatedAt    time.Time `json:"created_at"`
 	OrgIDs       []string  `json:"org_ids,omitempty"`
+	// DeletionJobID is the queued deletion job while the account is deleting.
+	DeletionJobID string `json:"deletion_job_id,omitempty"`
+	// DeletionDueAt is when the grace period ends and the deletion job runs.
+	DeletionDueAt *time.Time `json:"deletion_due_at,omitempty"`
 }
+
+// Account statuses.
+const (
+	StatusActive   = "active"
+	StatusDeleting = "deleting"
+)
+
+// ErrDeleting is returned when an account that is being deleted is asked to do what only an
+// active account may.
+var ErrDeleting = errors.New("account is being deleted")
 
 // Session is a signed-in browser session. Only the hash of its token is stored.
 type Session struct {
@@ -116,7 +130,7 @@ func (a *Accounts) SignUp(ctx context.Context, email, password string, displayNa
 		Email:        strings.TrimSpace(email),
 		DisplayName:  displayName,
 		Locale:       locale,
-		Status:       "active",
+		Status:       StatusActive,
 		Plan:         "free",
 		PasswordHash: hash,
 		CreatedAt:    a.now().UTC().Truncate(time.Millisecond),
@@ -242,4 +256,29 @@ func (a *Accounts) CreateOrg(ctx context.Context, ownerID, name string) (*Org, e
 // Org returns an organization by id, or ErrNotFound.
 func (a *Accounts) Org(ctx context.Context, id string) (*Org, error) {
 	return a.store.Org(ctx, id)
+}
+
+// ScheduleDeletion marks an account deleting, its deletion job due at due. An account already
+// deleting keeps its job and date, which are returned (the request is answered the same way).
+func (a *Accounts) ScheduleDeletion(ctx context.Context, userID, jobID string, due time.Time) (*User, error) {
+	return a.store.UpdateUser(ctx, userID, func(u *User) error {
+		if u.Status == StatusDeleting && u.DeletionJobID != "" {
+			return nil
+		}
+		due := due.UTC()
+		u.Status, u.DeletionJobID, u.DeletionDueAt = StatusDeleting, jobID, &due
+		return nil
+	})
+}
+
+// KeepAccount ends a scheduled deletion (its job was cancelled): the account is active again.
+// A deletion job other than the scheduled one changes nothing.
+func (a *Accounts) KeepAccount(ctx context.Context, userID, jobID string) (*User, error) {
+	return a.store.UpdateUser(ctx, userID, func(u *User) error {
+		if u.DeletionJobID != jobID {
+			return nil
+		}
+		u.Status, u.DeletionJobID, u.DeletionDueAt = StatusActive, "", nil
+		return nil
+	})
 }

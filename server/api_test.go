@@ -102,7 +102,7 @@ func TestErrorClasses(t *testing.T) {
 		{"unknown route", "GET", "/v1/nothing", "", e.key(), 404, "not_found", ""},
 		{"unknown root route", "POST", "/", "{}", nil, 404, "not_found", ""},
 		{"foreign connection", "GET", "/v1/plans?connection_id=cxn_01JD0000000000000000000000", "", e.key(), 404, "not_found", ""},
-		{"method not allowed", "DELETE", "/v1/account", "", e.session(), 405, "method_not_allowed", ""},
+		{"method not allowed", "PUT", "/v1/account", "", e.session(), 405, "method_not_allowed", ""},
 		{"oversize body", "POST", "/v1/developer/orgs", long, e.session(), 413, "payload_too_large", ""},
 		{"not implemented", "GET", "/v1/creator/anomalies", "", e.key(), 501, "not_implemented", ""},
 	}
@@ -123,8 +123,8 @@ func TestErrorClasses(t *testing.T) {
 	})
 	t.Run("method not allowed names the allowed ones", func(t *testing.T) {
 		r := e.do("PUT", "/v1/account", `{}`, e.session()...)
-		if allow := r.header.Get("Allow"); allow != "GET, PATCH" {
-			t.Errorf("Allow %q, want \"GET, PATCH\"", allow)
+		if allow := r.header.Get("Allow"); allow != "DELETE, GET, PATCH" {
+			t.Errorf("Allow %q, want \"DELETE, GET, PATCH\"", allow)
 		}
 	})
 }

@@ -287,17 +287,34 @@ func (s *Server) emitToApp(ctx context.Context, tenant platform.Tenant, appID, t
 // issued to this browser session for this provider (single use, 10 minutes); the code is
 // exchanged with the PKCE verifier; the token goes, sealed, into a new source's configuration.
 // The browser goes back to the consent page, which offers the new source ticked.
+//
+// The endpoint is public: it never answers 401 nor asks for a credential (a provider's redirect
+// is no place for one). The browser's session cookie, when it has one, is what the state is
+// bound to; without it the state is not one this browser is waiting for.
 func (s *Server) providerCallback(ctx context.Context, req *svcv1.ProviderCallbackRequest) (*svcv1.Redirect, error) {
 	c := callerFrom(ctx)
-	name := providers.Name(enumWire(req.GetProvider()))
-	rec, verifier, err := s.connectFlow().FinishOAuth(ctx, req.GetState(), c.SessionToken, string(name))
-	if errors.Is(err, platform.ErrOAuthState) {
-		return nil, invalid("state", "is not a state this browser session is waiting for (unknown, expired, already used, or issued to another session)")
+	r := httpRequestFrom(ctx)
+	badState := invalid("state", "is not a state this browser session is waiting for (unknown, expired, already used, or issued to another session)")
+	if r == nil {
+		return nil, badState
+	}
+	c.SessionToken = sessionToken(r.Header)
+	user, err := s.accounts.Authenticate(ctx, c.SessionToken)
+	if errors.Is(err, platform.ErrUnauthenticated) {
+		return nil, badState
 	}
 	if err != nil {
 		return nil, err
 	}
-	r := httpRequestFrom(ctx)
+	c.User = user
+	name := providers.Name(enumWire(req.GetProvider()))
+	rec, verifier, err := s.connectFlow().FinishOAuth(ctx, req.GetState(), c.SessionToken, string(name))
+	if errors.Is(err, platform.ErrOAuthState) {
+		return nil, badState
+	}
+	if err != nil {
+		return nil, err
+	}
 	back := func(q url.Values) *svcv1.Redirect {
 		loc := s.publicBase(r) + consentPath(rec.ConnectSessionID)
 		if len(q) > 0 {

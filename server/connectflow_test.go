@@ -807,8 +807,11 @@ func TestOAuthStateBoundToSessionAndPKCE(t *testing.T) {
 	}
 	// The attempt used the state up: Ana cannot finish with it either.
 	checkProblem(t, ana.get(callback), 400, "validation_failed")
-	// Without a session the callback is unauthenticated.
-	checkProblem(t, e.browser(t).get(start()), 401, "unauthenticated")
+	// Without a session the state is not this browser's: 400, never a request for a credential.
+	checkProblem(t, e.browser(t).get(start()), 400, "validation_failed")
+	// An unknown provider is not found, with or without a session.
+	checkProblem(t, e.browser(t).get("/v1/connect/no_such_provider/callback?code=x&state=y"), 404, "not_found")
+	checkProblem(t, ana.get("/v1/connect/no_such_provider/callback"), 404, "not_found")
 	// A state for one provider is not good for another.
 	checkProblem(t, ana.get(strings.Replace(start(), "vendor_a_mail", "vendor_b_mail", 1)), 400, "validation_failed")
 	// A state is good for 10 minutes.

@@ -33,7 +33,7 @@ func TestEventsFollowPlans(t *testing.T) {
 	// Filters: exact types, and since.
 	r = e.do("GET", "/v1/events?types=svc.source.connected,svc.job.succeeded", "", e.key()...)
 	json.Unmarshal(r.body, &pg)
-	if len(pg.Data) != 4 { // the seeded mailbox and drive, the fake source, the seed job
+	if len(pg.Data) != 5 { // the seeded mailbox and drive, the fake source, the seed job, the seeded export
 		t.Fatalf("filtered events: %s", r.body)
 	}
 	r = e.do("GET", "/v1/events?since=2030-01-01T00:00:00Z", "", e.key()...)

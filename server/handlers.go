@@ -22,6 +22,12 @@ func (s *Server) register() {
 	handle(s, svcv1connect.AccountServiceSignOutProcedure, s.signOut)
 	handle(s, svcv1connect.AccountServiceGetAccountProcedure, s.getAccount)
 	handle(s, svcv1connect.AccountServiceUpdateAccountProcedure, s.updateAccount)
+	handle(s, svcv1connect.AccountServiceDeleteAccountProcedure, s.deleteAccount)
+	handle(s, svcv1connect.AccountServiceExportAccountProcedure, s.exportAccount)
+	handle(s, svcv1connect.JobServiceGetJobProcedure, s.getJob)
+	handle(s, svcv1connect.JobServiceListJobsProcedure, s.listJobs)
+	handle(s, svcv1connect.JobServiceCancelJobProcedure, s.cancelJob)
+	handle(s, svcv1connect.BillingServiceCreatePortalSessionProcedure, s.createPortalSession)
 	handle(s, svcv1connect.DeveloperServiceCreateOrganizationProcedure, s.createOrganization)
 	handle(s, svcv1connect.PlanServiceListPlansProcedure, s.listPlans)
 	handle(s, svcv1connect.PlanServiceCreatePlanProcedure, s.createPlan)
@@ -132,22 +138,21 @@ func (s *Server) updateAccount(ctx context.Context, req *svcv1.UpdateAccountRequ
 	return s.account(ctx, u)
 }
 
-// account renders a user as the spec's Account, counting what the user has stored.
+// account renders a user as the spec's Account, counting what the user has stored in the
+// tenant the request acts on (live, or test with Svc-Mode: test): connected sources (neither
+// revoked nor disconnected) and the vault's bytes of distinct content.
 func (s *Server) account(ctx context.Context, u *platform.User) (*svcv1.Account, error) {
-	live := platform.Tenant{Owner: u.ID, Mode: platform.ModeLive}.String()
-	sources, err := s.sources.Count(ctx, live, func(src *svcv1.Source) bool {
+	t := platform.Tenant{Owner: u.ID, Mode: platform.ModeLive}
+	if c := callerFrom(ctx); c != nil && c.Tenant.Owner == u.ID {
+		t = c.Tenant
+	}
+	sources, err := s.sources.Count(ctx, t.String(), func(src *svcv1.Source) bool {
 		return src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_REVOKED && src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_DISCONNECTED
 	})
 	if err != nil {
 		return nil, err
 	}
-	var vaultBytes int64
-	err = s.vaultObjects.Scan(ctx, live, func(v *svcv1.VaultObject) bool {
-		if v.GetState() != svcv1.VaultObjectState_VAULT_OBJECT_STATE_DELETED {
-			vaultBytes += v.GetSizeBytes()
-		}
-		return true
-	})
+	vaultBytes, err := s.vault.Usage(ctx, t.String())
 	if err != nil {
 		return nil, err
 	}

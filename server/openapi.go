@@ -42,6 +42,9 @@ func (s *Server) openAPIDocument() ([]byte, error) {
 		item[strings.ToLower(r.verb)] = g.operation(r)
 	}
 	g.schemas["Problem"] = g.messageSchema((&svcv1.Problem{}).ProtoReflect().Descriptor())
+	for path, op := range signedDownloads() {
+		paths[path] = obj{"get": op}
+	}
 	doc := obj{
 		"openapi": "3.1.0",
 		"info": obj{
@@ -348,4 +351,44 @@ func (g *openAPIGen) singularSchema(fd protoreflect.FieldDescriptor, rules *vali
 		}
 	}
 	return sch
+}
+
+// signedDownloads documents the routes served outside the RPC table, authenticated by a signed,
+// expiring URL that an RPC returned: the account export archive and svc's own billing portal.
+func signedDownloads() map[string]obj {
+	problem := obj{"application/problem+json": obj{"schema": obj{"$ref": "#/components/schemas/Problem"}}}
+	q := func(name, desc string) obj {
+		return obj{"name": name, "in": "query", "required": true, "schema": obj{"type": "string"}, "description": desc}
+	}
+	denied := obj{"description": "The URL is not valid or has expired.", "content": problem, "headers": rateHeaders}
+	return map[string]obj{
+		"/v1/exports/{id}/archive": {
+			"summary":     "Download an account export archive (the URL is in the finished export job's result)",
+			"operationId": "DownloadExportArchive",
+			"parameters": []any{
+				obj{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^job_[0-9A-HJKMNP-TV-Z]{26}$"}},
+				q("expires", "Unix seconds; the URL is refused after it."), q("sig", "The URL's signature."),
+			},
+			"responses": obj{
+				"200": obj{"description": "The archive (tar.gz).", "headers": rateHeaders, "content": obj{"application/gzip": obj{"schema": obj{"type": "string", "format": "binary"}}}},
+				"206": obj{"description": "The requested range of the archive.", "headers": rateHeaders, "content": obj{"application/gzip": obj{"schema": obj{"type": "string", "format": "binary"}}}},
+				"304": obj{"description": "Not modified."},
+				"403": denied,
+				"404": obj{"description": "The archive is no longer kept.", "content": problem, "headers": rateHeaders},
+				"416": obj{"description": "The range is not satisfiable.", "content": obj{"text/plain": obj{"schema": obj{"type": "string"}}}},
+				"429": obj{"description": "Rate limited.", "content": problem, "headers": rateHeaders},
+			},
+		},
+		"/v1/billing/portal/page": {
+			"summary":     "svc's own billing portal page, when no payment processor is configured (the URL comes from POST /v1/billing/portal)",
+			"operationId": "BillingPortalPage",
+			"parameters":  []any{q("org", "The organization."), q("expires", "Unix seconds; the URL is refused after it."), q("sig", "The URL's signature.")},
+			"responses": obj{
+				"200": obj{"description": "A static HTML page.", "headers": rateHeaders, "content": obj{"text/html": obj{"schema": obj{"type": "string"}}}},
+				"403": denied,
+				"404": obj{"description": "The organization does not exist.", "content": problem, "headers": rateHeaders},
+				"429": obj{"description": "Rate limited.", "content": problem, "headers": rateHeaders},
+			},
+		},
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/genproto/googleapis/api/annotations"
@@ -125,6 +126,10 @@ func (s *Server) decodeREST(rt *route, r *http.Request) (proto.Message, error) {
 			return nil, newProblem(http.StatusInternalServerError, codeInternal, "route variable without field")
 		}
 		if err := wire.SetText(msg.ProtoReflect(), fd, r.PathValue(v)); err != nil {
+			if fd.Kind() == protoreflect.EnumKind {
+				// A path names a resource; a name outside the enumeration names nothing.
+				return nil, newProblem(http.StatusNotFound, codeNotFound, "No "+v+" named "+strconv.Quote(r.PathValue(v))+".")
+			}
 			return nil, err
 		}
 	}

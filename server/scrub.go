@@ -3,17 +3,13 @@ package server
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/id"
+	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/store"
@@ -34,61 +30,52 @@ type ScrubResult struct {
 	Err    error
 }
 
-// scrubJob scrubs one tenant's vault as a job of kind scan, stored in jobs while it runs and
-// when it ends: every stored copy is re-read and re-hashed, mismatches are marked corrupt and
-// repaired from the other tier where possible (vault.Scrub). The job's result holds the
-// report's figures and the corrupt object ids.
-func scrubJob(ctx context.Context, jobs *store.Collection[*svcv1.Job], vlt *vault.Vault, tenant string, opts *vault.ScrubOptions, now func() time.Time, started func(*svcv1.Job)) ScrubResult {
+// scrubJob scrubs one tenant's vault as a job of kind scan, run by runner (so it can be read,
+// listed and cancelled like any job): every stored copy is re-read and re-hashed, mismatches are
+// marked corrupt and repaired from the other tier where possible (vault.Scrub). Progress is the
+// share of the tenant's objects examined. The job's result holds the report's figures and the
+// corrupt object ids.
+func scrubJob(ctx context.Context, runner *job.Runner, vlt *vault.Vault, tenant string, opts *vault.ScrubOptions) ScrubResult {
 	res := ScrubResult{Tenant: tenant}
-	at := timestamppb.New(now())
-	job := &svcv1.Job{Id: id.New("job"), Kind: svcv1.JobKind_JOB_KIND_SCAN, Status: svcv1.JobStatus_JOB_STATUS_RUNNING, CreatedAt: at, UpdatedAt: at}
-	if err := jobs.Put(ctx, tenant, job.Id, job); err != nil {
-		res.Err = err
-		return res
+	var o vault.ScrubOptions
+	if opts != nil {
+		o = *opts
 	}
-	if started != nil {
-		started(job)
-	}
-	res.Report, res.Err = vlt.Scrub(ctx, tenant, opts)
-	job.UpdatedAt = timestamppb.New(now())
-	job.FinishedAt = job.UpdatedAt
-	r := res.Report
-	corrupt := make([]any, len(r.Corrupt))
-	for i, c := range r.Corrupt {
-		corrupt[i] = c
-	}
-	job.Result, _ = structpb.NewStruct(map[string]any{"type": "vault_scrub", "objects": float64(r.Objects), "verified": float64(r.Verified),
-		"bytes": float64(r.Bytes), "corrupt": corrupt, "repaired": float64(len(r.Repaired)), "orphan_files": float64(r.OrphanFiles)})
-	if res.Err != nil {
-		job.Status = svcv1.JobStatus_JOB_STATUS_FAILED
-		msg := res.Err.Error()
-		job.Error = &msg
-	} else {
-		job.Status, job.Progress = svcv1.JobStatus_JOB_STATUS_SUCCEEDED, 100
-	}
-	if err := jobs.Put(context.WithoutCancel(ctx), tenant, job.Id, job); err != nil {
-		res.Err = errors.Join(res.Err, err)
-	}
-	res.Job = job
+	j, err := runner.Run(ctx, tenant, svcv1.JobKind_JOB_KIND_SCAN, func(ctx context.Context, p *job.Progress) (map[string]any, error) {
+		total := 0
+		if err := eachVaultObject(ctx, vlt, tenant, func(vault.Object) error { total++; return nil }); err != nil {
+			return nil, err
+		}
+		report := o.Progress
+		o.Progress = func(r vault.ScrubReport) {
+			p.Fraction(ctx, int64(r.Objects), int64(total))
+			if report != nil {
+				report(r)
+			}
+		}
+		var err error
+		res.Report, err = vlt.Scrub(ctx, tenant, &o)
+		if err != nil {
+			return nil, err
+		}
+		r := res.Report
+		corrupt := make([]any, len(r.Corrupt))
+		for i, c := range r.Corrupt {
+			corrupt[i] = c
+		}
+		return map[string]any{"type": "vault_scrub", "objects": float64(r.Objects), "verified": float64(r.Verified),
+			"bytes": float64(r.Bytes), "corrupt": corrupt, "repaired": float64(len(r.Repaired)), "orphan_files": float64(r.OrphanFiles)}, nil
+	})
+	res.Job, res.Err = j, err
 	return res
 }
 
-// ScrubVault scrubs one tenant's vault now (see scrubJob) and emits svc.job.started,
-// svc.vault.object.corrupt for every object left corrupt, and svc.job.succeeded or
-// svc.job.failed.
+// ScrubVault scrubs one tenant's vault now (see scrubJob), with svc.job.* events, and emits
+// svc.vault.object.corrupt for every object left corrupt.
 func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *vault.ScrubOptions) ScrubResult {
-	res := scrubJob(ctx, s.jobs, s.vault, tenant.String(), opts, s.cfg.Now, func(job *svcv1.Job) {
-		s.emit(ctx, tenant, evJobStarted, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "scan"})
-	})
+	res := scrubJob(ctx, s.jobRunner, s.vault, tenant.String(), opts)
 	for _, vid := range res.Report.Corrupt {
 		s.emit(ctx, tenant, event.VaultObjectCorrupt, "/v1/vault/objects", vid, map[string]any{"vault_object_id": vid, "found_by": "scrub"})
-	}
-	if res.Job != nil {
-		typ := evJobSucceeded
-		if res.Err != nil {
-			typ = evJobFailed
-		}
-		s.emit(ctx, tenant, typ, "/v1/jobs", res.Job.Id, map[string]any{"job_id": res.Job.Id, "kind": "scan"})
 	}
 	return res
 }
@@ -184,9 +171,11 @@ func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant 
 		}
 	}
 	jobs := store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	runner := job.NewRunner(jobStore{jobs}, nil, nil)
+	defer runner.Close()
 	var out []ScrubResult
 	for _, tn := range tenants {
-		out = append(out, scrubJob(ctx, jobs, vlt, tn, opts, time.Now, nil))
+		out = append(out, scrubJob(ctx, runner, vlt, tn, opts))
 	}
 	return out, nil
 }

@@ -12,11 +12,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 )
@@ -105,35 +103,30 @@ func (s *Server) runSeedJob(ctx context.Context, opts *SeedOptions) (*DevCredent
 		return nil, fmt.Errorf("seed: sign up: %w", err)
 	}
 	tenant := platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}.String()
-	now := timestamppb.New(s.cfg.Now())
-	job := &svcv1.Job{Id: id.New("job"), Kind: svcv1.JobKind_JOB_KIND_SEED, Status: svcv1.JobStatus_JOB_STATUS_RUNNING,
-		CreatedAt: now, UpdatedAt: now}
-	if err := s.jobs.Put(ctx, tenant, job.Id, job); err != nil {
+	var creds *DevCredentials
+	_, runErr := s.jobRunner.Run(ctx, tenant, svcv1.JobKind_JOB_KIND_SEED, func(ctx context.Context, p *job.Progress) (map[string]any, error) {
+		var err error
+		if creds, err = s.seedTenant(ctx, u, session, opts); err != nil {
+			return nil, fmt.Errorf("seed: %w", errors.Join(&job.PublicError{Msg: "seed failed"}, err))
+		}
+		return map[string]any{
+			"user_id": creds.UserID, "org_id": creds.OrgID, "application_id": creds.ApplicationID, "connection_id": creds.ConnectionID,
+		}, nil
+	})
+	if runErr != nil {
+		return nil, runErr
+	}
+	// The dev tenant has a finished account export to show (GET /v1/jobs?kind=export).
+	ej, err := s.jobRunner.Create(ctx, tenant, svcv1.JobKind_JOB_KIND_EXPORT)
+	if err != nil {
 		return nil, err
 	}
-	s.emit(ctx, platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}, evJobStarted, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "seed"})
-	creds, runErr := s.seedTenant(ctx, u, session, opts)
-	job.UpdatedAt = timestamppb.New(s.cfg.Now())
-	job.FinishedAt = job.UpdatedAt
-	if runErr != nil {
-		job.Status = svcv1.JobStatus_JOB_STATUS_FAILED
-		job.Error = new(string)
-		*job.Error = "seed failed"
-	} else {
-		job.Status, job.Progress = svcv1.JobStatus_JOB_STATUS_SUCCEEDED, 100
-		job.Result, _ = structpb.NewStruct(map[string]any{
-			"user_id": creds.UserID, "org_id": creds.OrgID, "application_id": creds.ApplicationID, "connection_id": creds.ConnectionID,
-		})
+	if _, err := s.jobRunner.Execute(ctx, tenant, ej.GetId(), func(ctx context.Context, p *job.Progress) (map[string]any, error) {
+		return s.writeExport(ctx, u.ID, ej.GetId(), p)
+	}); err != nil {
+		return nil, fmt.Errorf("seed: export: %w", err)
 	}
-	if err := s.jobs.Put(context.WithoutCancel(ctx), tenant, job.Id, job); err != nil {
-		return nil, errors.Join(runErr, err)
-	}
-	typ := evJobSucceeded
-	if runErr != nil {
-		typ = evJobFailed
-	}
-	s.emit(ctx, platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}, typ, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "seed"})
-	return creds, runErr
+	return creds, nil
 }
 
 // seedTenant is the body of the seed job. Later capabilities extend it with their data.

@@ -27,9 +27,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"svc.dev/svc/billing"
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
@@ -82,6 +84,12 @@ type Config struct {
 	// BodyReadTimeout bounds how long a client may take to send a request body, so a client
 	// trickling one byte at a time cannot hold a connection (default DefaultBodyReadTimeout).
 	BodyReadTimeout time.Duration
+	// Billing is the payment processor (billing/stripe); nil serves svc's own portal page and
+	// creates no invoice items.
+	Billing billing.Processor
+	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
+	// job (default DefaultDeletionGrace).
+	DeletionGrace time.Duration
 }
 
 // DefaultBodyReadTimeout is the default Config.BodyReadTimeout.
@@ -116,7 +124,6 @@ type Server struct {
 	plans        *planStore
 	jobs         *store.Collection[*svcv1.Job]
 	sources      *store.Collection[*svcv1.Source]
-	vaultObjects *store.Collection[*svcv1.VaultObject]
 	destinations *store.Collection[*svcv1.Destination]
 	executions   *store.Collection[*svcv1.Execution]
 	auditLog     *store.Collection[*svcv1.AuditEntry]
@@ -136,6 +143,11 @@ type Server struct {
 	// probing is set while a readiness probe of the store runs (GET /readyz): a probe stuck
 	// behind a wedged store is not joined by another.
 	probing atomic.Bool
+
+	jobRunner *job.Runner // runs jobs (export, deletion, ...)
+	exportKey []byte      // authenticates export download URLs and portal pages
+	biller    *billing.Biller
+	exportMu  sync.Mutex // one account export at a time per tenant
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -190,23 +202,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("validator: %w", err)
 	}
 	s := &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		db:        db,
-		accounts:  platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
-		devs:      platform.NewDevelopers(db, cfg.Now),
-		idem:      platform.NewIdempotency(db, cfg.Now),
-		limiter:   platform.NewLimiter(cfg.RateLimit, cfg.Now),
-		cursors:   platform.NewCursors(keys.Derive("cursor")),
-		validator: v,
-		csrf:      http.NewCrossOriginProtection(),
-		methods:   map[string]*method{},
-		plans:     newPlanStore(db),
-		jobs:      store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
-		sources:   store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
-		vaultObjects: store.NewCollection(db, "vault_objects", func() *svcv1.VaultObject {
-			return &svcv1.VaultObject{}
-		}),
+		cfg:           cfg,
+		log:           cfg.Logger,
+		db:            db,
+		accounts:      platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
+		devs:          platform.NewDevelopers(db, cfg.Now),
+		idem:          platform.NewIdempotency(db, cfg.Now),
+		limiter:       platform.NewLimiter(cfg.RateLimit, cfg.Now),
+		cursors:       platform.NewCursors(keys.Derive("cursor")),
+		validator:     v,
+		csrf:          http.NewCrossOriginProtection(),
+		methods:       map[string]*method{},
+		plans:         newPlanStore(db),
+		jobs:          store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
+		sources:       store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
 		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }).WithOwnerIndex(),
 		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
 		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
@@ -217,7 +226,12 @@ func New(cfg Config) (*Server, error) {
 		manifests:     store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
+		exportKey:     keys.Derive("export-url"),
 	}
+	if cfg.Billing != nil {
+		s.biller = billing.New(cfg.Billing, db.Billing())
+	}
+	s.jobRunner = job.NewRunner(jobStore{s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
@@ -248,6 +262,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.stopHooks = stopHooks
 	go s.webhooks.Run(hooksCtx)
+	if err := s.interruptJobs(context.Background()); err != nil {
+		stopHooks()
+		db.Close()
+		return nil, fmt.Errorf("interrupted jobs: %w", err)
+	}
+	s.background.Go(func() { s.deletionLoop(hooksCtx) })
 	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
 		s.background.Go(func() { s.scrubLoop(hooksCtx, every) })
 	}
@@ -292,6 +312,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
 	s.engine.Shutdown()
+	s.jobRunner.Close()
 	s.stopHooks()
 	s.background.Wait() // the scrub loop stops between objects
 	s.vault.Close()
@@ -425,6 +446,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
 	mux.HandleFunc("GET /healthz", s.serveHealthz)
 	mux.HandleFunc("GET /readyz", s.serveReadyz)
+	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
+	mux.HandleFunc("GET /v1/billing/portal/page", s.servePortalPage)
 	s.connectPages(mux)
 	mux.Handle("/", rest)
 	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))

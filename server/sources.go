@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -287,4 +288,16 @@ func (r reauthOnDenied) Next(ctx context.Context) (plan.Page, error) {
 		r.mark()
 	}
 	return pg, err
+}
+
+// forgetTenant closes the providers opened for a tenant's sources (its account is erased).
+func (o *openedSources) forgetTenant(tenant string) {
+	o.openMu.Lock()
+	defer o.openMu.Unlock()
+	for k, v := range o.opened {
+		if strings.HasPrefix(k, tenant+"/") {
+			providers.CloseProvider(v.p)
+			delete(o.opened, k)
+		}
+	}
 }

@@ -14,6 +14,9 @@ import (
 type clientFlags struct {
 	server, apiKey, connection, session, credentials string
 	testMode                                         bool
+	// asUser makes resolve take the credentials file's session cookie rather than its test
+	// key, for the commands of the signed-in user's own account.
+	asUser bool
 }
 
 func (c *clientFlags) register(cmd *cobra.Command) {
@@ -41,9 +44,10 @@ func (c *clientFlags) resolve() error {
 			return fmt.Errorf("credentials: %w", err)
 		}
 		var creds struct {
-			BaseURL      string `json:"base_url"`
-			TestAPIKey   string `json:"test_api_key"`
-			ConnectionID string `json:"connection_id"`
+			BaseURL       string `json:"base_url"`
+			TestAPIKey    string `json:"test_api_key"`
+			ConnectionID  string `json:"connection_id"`
+			SessionCookie string `json:"session_cookie"`
 		}
 		if err := json.Unmarshal(data, &creds); err != nil {
 			return fmt.Errorf("credentials %s: %w", path, err)
@@ -52,7 +56,11 @@ func (c *clientFlags) resolve() error {
 			c.server = creds.BaseURL
 		}
 		if c.apiKey == "" && c.session == "" {
-			c.apiKey, c.connection = creds.TestAPIKey, creds.ConnectionID
+			if c.asUser {
+				c.session = creds.SessionCookie
+			} else {
+				c.apiKey, c.connection = creds.TestAPIKey, creds.ConnectionID
+			}
 		}
 	}
 	if c.server == "" {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"svc.dev/svc/billing"
+	"svc.dev/svc/billing/stripe"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
@@ -40,6 +42,7 @@ func newServeCmd() *cobra.Command {
 		debugAddr     string
 		reqTimeout    time.Duration
 		drain         time.Duration
+		stripeURL     string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -51,7 +54,8 @@ func newServeCmd() *cobra.Command {
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
-				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain})
+				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain,
+				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
 		},
 	}
 	f := cmd.Flags()
@@ -70,6 +74,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&reqTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request may take to start its response before it is answered 503 with Retry-After")
 	f.DurationVar(&drain, "drain", 30*time.Second, "on SIGTERM, how long in-flight requests may take before the process stops anyway")
 	vaultStore.register(f)
+	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -111,6 +116,8 @@ type serveOptions struct {
 	requestTimeout time.Duration
 	// drain bounds the graceful shutdown (0: 30 s); closing the store gets closeGrace more.
 	drain time.Duration
+	// stripeKey (from the environment, never a flag) turns billing through Stripe on.
+	stripeKey, stripeURL string
 }
 
 // closeGrace is how long closing the server may take after the drain before the process
@@ -152,8 +159,12 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth,
-		ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter), RequestTimeout: o.requestTimeout})
+	var processor billing.Processor
+	if o.stripeKey != "" {
+		processor = stripe.New(o.stripeKey, &stripe.Options{URL: o.stripeURL})
+	}
+	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter),
+		RequestTimeout: o.requestTimeout})
 	if err != nil {
 		return err
 	}

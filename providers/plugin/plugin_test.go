@@ -211,7 +211,8 @@ func TestInjectedCrashes(t *testing.T) {
 
 func TestHangBecomesTimeout(t *testing.T) {
 	ctx := context.Background()
-	pl := newPlugin(t, providers.Simulated, "simulated", &plugin.Options{CallTimeout: 300 * time.Millisecond})
+	// 1 s: the first call must not time out on a loaded machine; the hung one must.
+	pl := newPlugin(t, providers.Simulated, "simulated", &plugin.Options{CallTimeout: time.Second})
 	p := open(t, pl, providers.Config{"objects": "50", "hang_after": "1"})
 	if _, err := p.List(ctx, providers.ListRequest{SourceRef: "mail"}); err != nil {
 		t.Fatal(err)

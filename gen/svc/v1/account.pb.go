@@ -842,6 +842,43 @@ func (*ExportAccountRequest) Descriptor() ([]byte, []int) {
 	return file_svc_v1_account_proto_rawDescGZIP(), []int{8}
 }
 
+// DeleteAccountRequest schedules the deletion of the signed-in account after the grace period.
+type DeleteAccountRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAccountRequest) Reset() {
+	*x = DeleteAccountRequest{}
+	mi := &file_svc_v1_account_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAccountRequest) ProtoMessage() {}
+
+func (x *DeleteAccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_account_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAccountRequest.ProtoReflect.Descriptor instead.
+func (*DeleteAccountRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_account_proto_rawDescGZIP(), []int{9}
+}
+
 var File_svc_v1_account_proto protoreflect.FileDescriptor
 
 const file_svc_v1_account_proto_rawDesc = "" +
@@ -902,7 +939,8 @@ const file_svc_v1_account_proto_rawDesc = "" +
 	"\x06locale\x18\x02 \x01(\x0e2\x0e.svc.v1.LocaleB\b\xbaH\x05\x82\x01\x02\x10\x01H\x01R\x06locale\x88\x01\x01B\x0f\n" +
 	"\r_display_nameB\t\n" +
 	"\a_locale\"\x16\n" +
-	"\x14ExportAccountRequest*\xaa\x01\n" +
+	"\x14ExportAccountRequest\"\x16\n" +
+	"\x14DeleteAccountRequest*\xaa\x01\n" +
 	"\rAccountStatus\x12\x1e\n" +
 	"\x1aACCOUNT_STATUS_UNSPECIFIED\x10\x00\x12%\n" +
 	"\x15ACCOUNT_STATUS_ACTIVE\x10\x01\x1a\n" +
@@ -931,7 +969,7 @@ const file_svc_v1_account_proto_rawDesc = "" +
 	"\x14JOB_STATUS_SUCCEEDED\x10\x03\x1a\r\x8a\xb5\x18\tsucceeded\x12!\n" +
 	"\x11JOB_STATUS_FAILED\x10\x04\x1a\n" +
 	"\x8a\xb5\x18\x06failed\x12'\n" +
-	"\x14JOB_STATUS_CANCELLED\x10\x05\x1a\r\x8a\xb5\x18\tcancelled2\xc3\x04\n" +
+	"\x14JOB_STATUS_CANCELLED\x10\x05\x1a\r\x8a\xb5\x18\tcancelled2\xa0\x05\n" +
 	"\x0eAccountService\x12W\n" +
 	"\x06SignUp\x12\x15.svc.v1.SignUpRequest\x1a\x0f.svc.v1.Account\"%\x9a\xb5\x18\x06\b\xc9\x01\"\x01\x01\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/auth/sign-up\x12T\n" +
 	"\x06SignIn\x12\x15.svc.v1.SignInRequest\x1a\x0f.svc.v1.Account\"\"\x9a\xb5\x18\x03\"\x01\x01\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/auth/sign-in\x12a\n" +
@@ -939,7 +977,8 @@ const file_svc_v1_account_proto_rawDesc = "" +
 	"\n" +
 	"GetAccount\x12\x19.svc.v1.GetAccountRequest\x1a\x0f.svc.v1.Account\"\x1d\x9a\xb5\x18\x03\"\x01\x02\x82\xd3\xe4\x93\x02\r\x12\v/v1/account\x90\x02\x01\x12_\n" +
 	"\rUpdateAccount\x12\x1c.svc.v1.UpdateAccountRequest\x1a\x0f.svc.v1.Account\"\x1f\x9a\xb5\x18\x05\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\x10:\x01*2\v/v1/account\x12e\n" +
-	"\rExportAccount\x12\x1c.svc.v1.ExportAccountRequest\x1a\v.svc.v1.Job\")\x9a\xb5\x18\b\b\xca\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/account/exportB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"\rExportAccount\x12\x1c.svc.v1.ExportAccountRequest\x1a\v.svc.v1.Job\")\x9a\xb5\x18\b\b\xca\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/account/export\x12[\n" +
+	"\rDeleteAccount\x12\x1c.svc.v1.DeleteAccountRequest\x1a\v.svc.v1.Job\"\x1f\x9a\xb5\x18\b\b\xca\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\r*\v/v1/accountB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_account_proto_rawDescOnce sync.Once
@@ -954,7 +993,7 @@ func file_svc_v1_account_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_account_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_svc_v1_account_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_svc_v1_account_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_svc_v1_account_proto_goTypes = []any{
 	(AccountStatus)(0),            // 0: svc.v1.AccountStatus
 	(Locale)(0),                   // 1: svc.v1.Locale
@@ -969,38 +1008,41 @@ var file_svc_v1_account_proto_goTypes = []any{
 	(*GetAccountRequest)(nil),     // 10: svc.v1.GetAccountRequest
 	(*UpdateAccountRequest)(nil),  // 11: svc.v1.UpdateAccountRequest
 	(*ExportAccountRequest)(nil),  // 12: svc.v1.ExportAccountRequest
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
-	(*emptypb.Empty)(nil),         // 15: google.protobuf.Empty
+	(*DeleteAccountRequest)(nil),  // 13: svc.v1.DeleteAccountRequest
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 15: google.protobuf.Struct
+	(*emptypb.Empty)(nil),         // 16: google.protobuf.Empty
 }
 var file_svc_v1_account_proto_depIdxs = []int32{
 	1,  // 0: svc.v1.Account.locale:type_name -> svc.v1.Locale
 	0,  // 1: svc.v1.Account.status:type_name -> svc.v1.AccountStatus
-	13, // 2: svc.v1.Account.created_at:type_name -> google.protobuf.Timestamp
+	14, // 2: svc.v1.Account.created_at:type_name -> google.protobuf.Timestamp
 	5,  // 3: svc.v1.Account.developer:type_name -> svc.v1.AccountDeveloper
-	13, // 4: svc.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
+	14, // 4: svc.v1.Organization.created_at:type_name -> google.protobuf.Timestamp
 	2,  // 5: svc.v1.Job.kind:type_name -> svc.v1.JobKind
 	3,  // 6: svc.v1.Job.status:type_name -> svc.v1.JobStatus
-	14, // 7: svc.v1.Job.result:type_name -> google.protobuf.Struct
-	13, // 8: svc.v1.Job.created_at:type_name -> google.protobuf.Timestamp
-	13, // 9: svc.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 10: svc.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
+	15, // 7: svc.v1.Job.result:type_name -> google.protobuf.Struct
+	14, // 8: svc.v1.Job.created_at:type_name -> google.protobuf.Timestamp
+	14, // 9: svc.v1.Job.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 10: svc.v1.Job.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 11: svc.v1.SignUpRequest.locale:type_name -> svc.v1.Locale
 	1,  // 12: svc.v1.UpdateAccountRequest.locale:type_name -> svc.v1.Locale
 	8,  // 13: svc.v1.AccountService.SignUp:input_type -> svc.v1.SignUpRequest
 	9,  // 14: svc.v1.AccountService.SignIn:input_type -> svc.v1.SignInRequest
-	15, // 15: svc.v1.AccountService.SignOut:input_type -> google.protobuf.Empty
+	16, // 15: svc.v1.AccountService.SignOut:input_type -> google.protobuf.Empty
 	10, // 16: svc.v1.AccountService.GetAccount:input_type -> svc.v1.GetAccountRequest
 	11, // 17: svc.v1.AccountService.UpdateAccount:input_type -> svc.v1.UpdateAccountRequest
 	12, // 18: svc.v1.AccountService.ExportAccount:input_type -> svc.v1.ExportAccountRequest
-	4,  // 19: svc.v1.AccountService.SignUp:output_type -> svc.v1.Account
-	4,  // 20: svc.v1.AccountService.SignIn:output_type -> svc.v1.Account
-	15, // 21: svc.v1.AccountService.SignOut:output_type -> google.protobuf.Empty
-	4,  // 22: svc.v1.AccountService.GetAccount:output_type -> svc.v1.Account
-	4,  // 23: svc.v1.AccountService.UpdateAccount:output_type -> svc.v1.Account
-	7,  // 24: svc.v1.AccountService.ExportAccount:output_type -> svc.v1.Job
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
+	13, // 19: svc.v1.AccountService.DeleteAccount:input_type -> svc.v1.DeleteAccountRequest
+	4,  // 20: svc.v1.AccountService.SignUp:output_type -> svc.v1.Account
+	4,  // 21: svc.v1.AccountService.SignIn:output_type -> svc.v1.Account
+	16, // 22: svc.v1.AccountService.SignOut:output_type -> google.protobuf.Empty
+	4,  // 23: svc.v1.AccountService.GetAccount:output_type -> svc.v1.Account
+	4,  // 24: svc.v1.AccountService.UpdateAccount:output_type -> svc.v1.Account
+	7,  // 25: svc.v1.AccountService.ExportAccount:output_type -> svc.v1.Job
+	7,  // 26: svc.v1.AccountService.DeleteAccount:output_type -> svc.v1.Job
+	20, // [20:27] is the sub-list for method output_type
+	13, // [13:20] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1022,7 +1064,7 @@ func file_svc_v1_account_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_account_proto_rawDesc), len(file_svc_v1_account_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

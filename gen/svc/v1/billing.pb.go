@@ -23,9 +23,12 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// CreatePortalSessionRequest opens a billing portal session (spec #13); it has no fields.
+// CreatePortalSessionRequest opens a billing portal session (spec #13). The spec's request has
+// no body; org_id is an optional addition that picks the organization when a signed-in user
+// belongs to several (a key always means its own organization).
 type CreatePortalSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	OrgId         *string                `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3,oneof" json:"org_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -58,6 +61,13 @@ func (x *CreatePortalSessionRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use CreatePortalSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreatePortalSessionRequest) Descriptor() ([]byte, []int) {
 	return file_svc_v1_billing_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CreatePortalSessionRequest) GetOrgId() string {
+	if x != nil && x.OrgId != nil {
+		return *x.OrgId
+	}
+	return ""
 }
 
 // PortalSession is a payment-processor customer portal session.
@@ -109,8 +119,10 @@ var File_svc_v1_billing_proto protoreflect.FileDescriptor
 
 const file_svc_v1_billing_proto_rawDesc = "" +
 	"\n" +
-	"\x14svc/v1/billing.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x14svc/v1/options.proto\"\x1c\n" +
-	"\x1aCreatePortalSessionRequest\"+\n" +
+	"\x14svc/v1/billing.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x14svc/v1/options.proto\"h\n" +
+	"\x1aCreatePortalSessionRequest\x12?\n" +
+	"\x06org_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^org_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\x05orgId\x88\x01\x01B\t\n" +
+	"\a_org_id\"+\n" +
 	"\rPortalSession\x12\x1a\n" +
 	"\x03url\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x88\x01\x01R\x03url2\x87\x01\n" +
 	"\x0eBillingService\x12u\n" +
@@ -149,6 +161,7 @@ func file_svc_v1_billing_proto_init() {
 		return
 	}
 	file_svc_v1_options_proto_init()
+	file_svc_v1_billing_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -153,7 +153,7 @@ const file_svc_v1_connect_proto_rawDesc = "" +
 	"\bRedirect\x12#\n" +
 	"\blocation\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x10\x01R\blocation2\x8d\x01\n" +
 	"\x0eConnectService\x12{\n" +
-	"\x10ProviderCallback\x12\x1f.svc.v1.ProviderCallbackRequest\x1a\x10.svc.v1.Redirect\"4\x9a\xb5\x18\x06\b\xaf\x02\"\x01\x02\x82\xd3\xe4\x93\x02!\x12\x1f/v1/connect/{provider}/callback\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"\x10ProviderCallback\x12\x1f.svc.v1.ProviderCallbackRequest\x1a\x10.svc.v1.Redirect\"4\x9a\xb5\x18\x06\b\xaf\x02\"\x01\x01\x82\xd3\xe4\x93\x02!\x12\x1f/v1/connect/{provider}/callback\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_connect_proto_rawDescOnce sync.Once

@@ -49,6 +49,9 @@ const (
 	// AccountServiceExportAccountProcedure is the fully-qualified name of the AccountService's
 	// ExportAccount RPC.
 	AccountServiceExportAccountProcedure = "/svc.v1.AccountService/ExportAccount"
+	// AccountServiceDeleteAccountProcedure is the fully-qualified name of the AccountService's
+	// DeleteAccount RPC.
+	AccountServiceDeleteAccountProcedure = "/svc.v1.AccountService/DeleteAccount"
 )
 
 // AccountServiceClient is a client for the svc.v1.AccountService service.
@@ -65,6 +68,9 @@ type AccountServiceClient interface {
 	UpdateAccount(context.Context, *connect.Request[v1.UpdateAccountRequest]) (*connect.Response[v1.Account], error)
 	// ExportAccount starts an export job (spec #7).
 	ExportAccount(context.Context, *connect.Request[v1.ExportAccountRequest]) (*connect.Response[v1.Job], error)
+	// DeleteAccount marks the account deleting and schedules a deletion job after the grace
+	// period; cancelling that job (POST /v1/jobs/{id}/cancel) keeps the account.
+	DeleteAccount(context.Context, *connect.Request[v1.DeleteAccountRequest]) (*connect.Response[v1.Job], error)
 }
 
 // NewAccountServiceClient constructs a client for the svc.v1.AccountService service. By default, it
@@ -115,6 +121,12 @@ func NewAccountServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(accountServiceMethods.ByName("ExportAccount")),
 			connect.WithClientOptions(opts...),
 		),
+		deleteAccount: connect.NewClient[v1.DeleteAccountRequest, v1.Job](
+			httpClient,
+			baseURL+AccountServiceDeleteAccountProcedure,
+			connect.WithSchema(accountServiceMethods.ByName("DeleteAccount")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -126,6 +138,7 @@ type accountServiceClient struct {
 	getAccount    *connect.Client[v1.GetAccountRequest, v1.Account]
 	updateAccount *connect.Client[v1.UpdateAccountRequest, v1.Account]
 	exportAccount *connect.Client[v1.ExportAccountRequest, v1.Job]
+	deleteAccount *connect.Client[v1.DeleteAccountRequest, v1.Job]
 }
 
 // SignUp calls svc.v1.AccountService.SignUp.
@@ -158,6 +171,11 @@ func (c *accountServiceClient) ExportAccount(ctx context.Context, req *connect.R
 	return c.exportAccount.CallUnary(ctx, req)
 }
 
+// DeleteAccount calls svc.v1.AccountService.DeleteAccount.
+func (c *accountServiceClient) DeleteAccount(ctx context.Context, req *connect.Request[v1.DeleteAccountRequest]) (*connect.Response[v1.Job], error) {
+	return c.deleteAccount.CallUnary(ctx, req)
+}
+
 // AccountServiceHandler is an implementation of the svc.v1.AccountService service.
 type AccountServiceHandler interface {
 	// SignUp creates an account with a password and starts a session (sets svc_session).
@@ -172,6 +190,9 @@ type AccountServiceHandler interface {
 	UpdateAccount(context.Context, *connect.Request[v1.UpdateAccountRequest]) (*connect.Response[v1.Account], error)
 	// ExportAccount starts an export job (spec #7).
 	ExportAccount(context.Context, *connect.Request[v1.ExportAccountRequest]) (*connect.Response[v1.Job], error)
+	// DeleteAccount marks the account deleting and schedules a deletion job after the grace
+	// period; cancelling that job (POST /v1/jobs/{id}/cancel) keeps the account.
+	DeleteAccount(context.Context, *connect.Request[v1.DeleteAccountRequest]) (*connect.Response[v1.Job], error)
 }
 
 // NewAccountServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -218,6 +239,12 @@ func NewAccountServiceHandler(svc AccountServiceHandler, opts ...connect.Handler
 		connect.WithSchema(accountServiceMethods.ByName("ExportAccount")),
 		connect.WithHandlerOptions(opts...),
 	)
+	accountServiceDeleteAccountHandler := connect.NewUnaryHandler(
+		AccountServiceDeleteAccountProcedure,
+		svc.DeleteAccount,
+		connect.WithSchema(accountServiceMethods.ByName("DeleteAccount")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/svc.v1.AccountService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AccountServiceSignUpProcedure:
@@ -232,6 +259,8 @@ func NewAccountServiceHandler(svc AccountServiceHandler, opts ...connect.Handler
 			accountServiceUpdateAccountHandler.ServeHTTP(w, r)
 		case AccountServiceExportAccountProcedure:
 			accountServiceExportAccountHandler.ServeHTTP(w, r)
+		case AccountServiceDeleteAccountProcedure:
+			accountServiceDeleteAccountHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -263,4 +292,8 @@ func (UnimplementedAccountServiceHandler) UpdateAccount(context.Context, *connec
 
 func (UnimplementedAccountServiceHandler) ExportAccount(context.Context, *connect.Request[v1.ExportAccountRequest]) (*connect.Response[v1.Job], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.AccountService.ExportAccount is not implemented"))
+}
+
+func (UnimplementedAccountServiceHandler) DeleteAccount(context.Context, *connect.Request[v1.DeleteAccountRequest]) (*connect.Response[v1.Job], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.AccountService.DeleteAccount is not implemented"))
 }
