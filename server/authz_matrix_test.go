@@ -583,6 +583,35 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	}
 	t.Logf("%d cells", cells)
+	me.checkBodyReferences(t)
+}
+
+// checkBodyReferences: the resources a request body points at (sources, destinations) follow
+// the same rules as those in its path: another tenant's or mode's are not found, and the
+// caller's own outside a connection's grant are refused.
+func (me *matrixEnv) checkBodyReferences(t *testing.T) {
+	own, other, live := me.variants["own"], me.variants["other tenant"], me.variants["other mode"]
+	full := "?connection_id=" + me.env.creds.ConnectionID
+	outside := "?connection_id=" + me.outside
+	cases := []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/v1/plans" + full, `{"intent":"rescue","source_ids":["` + other["src"] + `"]}`, 404},
+		{"POST", "/v1/plans" + full, `{"intent":"rescue","source_ids":["` + live["src"] + `"]}`, 404},
+		{"POST", "/v1/plans" + outside, `{"intent":"rescue","source_ids":["` + own["src"] + `"]}`, 403},
+		{"POST", "/v1/plans" + full, `{"intent":"export","source_ids":["` + own["src"] + `"],"destination_id":"` + other["dst"] + `"}`, 404},
+		{"POST", "/v1/plans" + full, `{"intent":"export","source_ids":["` + own["src"] + `"],"destination_id":"` + live["dst"] + `"}`, 404},
+		{"POST", "/v1/vault/objects/" + own["vlt"] + "/restore" + full, `{"destination_id":"` + other["dst"] + `"}`, 404},
+		{"POST", "/v1/vault/objects/" + own["vlt"] + "/restore", `{"destination_id":"` + live["dst"] + `"}`, 404},
+		{"POST", "/v1/destinations" + full, `{"source_id":"` + other["src"] + `","label":"x"}`, 400}, // answered like an unknown source
+		{"POST", "/v1/destinations" + outside, `{"source_id":"` + own["src"] + `","label":"x"}`, 403},
+	}
+	for _, c := range cases {
+		if r := me.do(c.method, c.path, c.body, me.key()...); r.status != c.want {
+			t.Errorf("%s %s %s: %d %s, want %d", c.method, c.path, c.body, r.status, truncate(r.body), c.want)
+		}
+	}
 }
 
 func (me *matrixEnv) checkMethod(t *testing.T, name, class string, md protoreflect.MethodDescriptor) int {
