@@ -30,7 +30,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{bolt: b}
-	if err := db.buildOwnerIndex(); err != nil {
+	if err := errors.Join(db.buildOwnerIndex(), db.buildConnectionIndex()); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
