@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -19,6 +21,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
 	"svc.dev/svc/server"
 )
 
@@ -271,7 +274,8 @@ type matrixEnv struct {
 	appRev   string            // key whose application's only connection is revoked
 	outside  string            // a connection of the dev application limited to another source
 	appOut   string            // key whose application's only connection is limited to another source
-	ids      map[string]string // id prefix -> own resource
+	ids      map[string]string // id prefix -> the resource requests name now
+	variants map[string]map[string]string
 	signouts int
 	hook     string // a test webhook of the dev application
 }
@@ -327,7 +331,65 @@ func newMatrixEnv(t *testing.T) *matrixEnv {
 		"vlt": objs.Data[0]["id"].(string), "dst": dsts.Data[0]["destinationId"].(string),
 		"app": e.creds.ApplicationID, "cxn": e.creds.ConnectionID,
 	}
+	var acct struct{ ID string }
+	json.Unmarshal(e.do("GET", "/v1/account", "", me.other...).body, &acct)
+	me.variants = map[string]map[string]string{
+		"own":          me.ids,
+		"other tenant": me.resourcesIn(t, platform.Tenant{Owner: acct.ID, Mode: platform.ModeTest}, with(me.other, "Svc-Mode", "test")),
+		"other mode":   me.resourcesIn(t, platform.Tenant{Owner: e.creds.UserID, Mode: platform.ModeLive}, e.session()),
+	}
 	return me
+}
+
+// resourcesIn makes a source, a plan executed with its receipt and vault copies, and a
+// destination in tenant, as the owner's session hdr would, and returns their ids by prefix.
+func (me *matrixEnv) resourcesIn(t *testing.T, tenant platform.Tenant, hdr []string) map[string]string {
+	root := t.TempDir()
+	old := time.Now().AddDate(-2, 0, 0)
+	for i := range 2 {
+		f := filepath.Join(root, fmt.Sprintf("f%d.txt", i))
+		os.WriteFile(f, []byte(fmt.Sprint("content ", i)), 0o600)
+		os.Chtimes(f, old, old)
+	}
+	src, err := me.srv.ConnectSource(me.ctx, tenant, server.SourceSpec{Provider: providers.VendorDLocal,
+		Config: providers.Config{"root": root}, Kind: "folder", DisplayName: "Elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := me.do("POST", "/v1/plans", `{"intent":"svc","source_ids":["`+src.Id+`"],"policy":{"minAgeDays":30}}`, hdr...)
+	if r.status != 201 {
+		t.Fatalf("plan in %s: %d %s", tenant, r.status, r.body)
+	}
+	p := r.json(t)
+	pid := p["planId"].(string)
+	if r := me.do("POST", "/v1/plans/"+pid+"/authorize", `{"plan_hash":"`+p["hash"].(string)+`"}`, hdr...); r.status != 200 {
+		t.Fatalf("authorize in %s: %d %s", tenant, r.status, r.body)
+	}
+	r = me.do("POST", "/v1/plans/"+pid+"/execute", "", hdr...)
+	if r.status != 202 {
+		t.Fatalf("execute in %s: %d %s", tenant, r.status, r.body)
+	}
+	xid := r.json(t)["id"].(string)
+	var x map[string]any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if x = me.do("GET", "/v1/executions/"+xid, "", hdr...).json(t); x["receipt_id"] != nil {
+			break
+		}
+	}
+	if x["receipt_id"] == nil {
+		t.Fatalf("execution in %s did not finish: %v", tenant, x)
+	}
+	var objs struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(me.do("GET", "/v1/vault/objects", "", hdr...).body, &objs)
+	d := me.do("POST", "/v1/destinations", `{"source_id":"`+src.Id+`","label":"Elsewhere"}`, hdr...)
+	if d.status != 201 || len(objs.Data) == 0 {
+		t.Fatalf("in %s: destination %d %s, %d vault objects", tenant, d.status, d.body, len(objs.Data))
+	}
+	return map[string]string{"pln": pid, "exe": xid, "rcp": x["receipt_id"].(string), "src": src.Id,
+		"vlt": objs.Data[0]["id"].(string), "dst": d.json(t)["destinationId"].(string),
+		"app": me.env.creds.ApplicationID, "cxn": me.env.creds.ConnectionID}
 }
 
 // appWith makes an application in the dev organization whose only connection to the dev user
@@ -522,6 +584,35 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 	}
 	t.Logf("%d cells", cells)
+	me.checkBodyReferences(t)
+}
+
+// checkBodyReferences: the resources a request body points at (sources, destinations) follow
+// the same rules as those in its path: another tenant's or mode's are not found, and the
+// caller's own outside a connection's grant are refused.
+func (me *matrixEnv) checkBodyReferences(t *testing.T) {
+	own, other, live := me.variants["own"], me.variants["other tenant"], me.variants["other mode"]
+	full := "?connection_id=" + me.env.creds.ConnectionID
+	outside := "?connection_id=" + me.outside
+	cases := []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/v1/plans" + full, `{"intent":"rescue","source_ids":["` + other["src"] + `"]}`, 404},
+		{"POST", "/v1/plans" + full, `{"intent":"rescue","source_ids":["` + live["src"] + `"]}`, 404},
+		{"POST", "/v1/plans" + outside, `{"intent":"rescue","source_ids":["` + own["src"] + `"]}`, 403},
+		{"POST", "/v1/plans" + full, `{"intent":"export","source_ids":["` + own["src"] + `"],"destination_id":"` + other["dst"] + `"}`, 404},
+		{"POST", "/v1/plans" + full, `{"intent":"export","source_ids":["` + own["src"] + `"],"destination_id":"` + live["dst"] + `"}`, 404},
+		{"POST", "/v1/vault/objects/" + own["vlt"] + "/restore" + full, `{"destination_id":"` + other["dst"] + `"}`, 404},
+		{"POST", "/v1/vault/objects/" + own["vlt"] + "/restore", `{"destination_id":"` + live["dst"] + `"}`, 404},
+		{"POST", "/v1/destinations" + full, `{"source_id":"` + other["src"] + `","label":"x"}`, 400}, // answered like an unknown source
+		{"POST", "/v1/destinations" + outside, `{"source_id":"` + own["src"] + `","label":"x"}`, 403},
+	}
+	for _, c := range cases {
+		if r := me.do(c.method, c.path, c.body, me.key()...); r.status != c.want {
+			t.Errorf("%s %s %s: %d %s, want %d", c.method, c.path, c.body, r.status, truncate(r.body), c.want)
+		}
+	}
 }
 
 func (me *matrixEnv) checkMethod(t *testing.T, name, class string, md protoreflect.MethodDescriptor) int {
@@ -572,11 +663,31 @@ func (me *matrixEnv) checkMethod(t *testing.T, name, class string, md protorefle
 	hasConn := md.Input().Fields().ByName("connection_id") != nil
 	fresh := verb == "DELETE" || strings.HasSuffix(path, "/revoke") || strings.HasSuffix(path, "/rotate") || name == "AccountService/SignOut"
 	n := 0
+	variants := []string{"own"}
+	if class == clsByID {
+		variants = append(variants, "other tenant", "other mode")
+	}
+	for _, variant := range variants {
+		me.ids = me.variants[variant]
+		n += me.checkCells(t, name, class, variant, md, ep, verb, path, body, hasConn, fresh)
+	}
+	me.ids = me.variants["own"]
+	return n
+}
+
+// checkCells sends the method's request as every kind of credential, naming the resources of
+// the variant: the dev user's own (test tenant), another user's, or the dev user's other mode.
+func (me *matrixEnv) checkCells(t *testing.T, name, class, variant string, md protoreflect.MethodDescriptor, ep *svcv1.Endpoint,
+	verb, path, body string, hasConn, fresh bool) int {
+	n := 0
 	for _, kind := range credKinds {
 		if usesConnection[kind] && !hasConn {
 			continue
 		}
 		p, hasID := me.target(md, path, fresh)
+		if variant != "own" && !me.exists(p) {
+			return n // no such resource anywhere (meters, trials)
+		}
 		hdr, cxn := me.creds(kind, ep.GetOperationClass())
 		if name == "AccountService/SignOut" && (kind == crSessionLive || kind == crSessionTest || kind == crOtherUser) {
 			me.signouts++
@@ -593,6 +704,9 @@ func (me *matrixEnv) checkMethod(t *testing.T, name, class string, md protorefle
 		if x, ok := exceptions[name][kind]; ok {
 			want = x
 		}
+		if variant != "own" {
+			want = expectedElsewhere(variant, kind, ep.GetOperationClass())
+		}
 		if class == clsByID && want == "pass" && !me.exists(p) && cxn == "" {
 			// The resource does not exist (meters, trials): resolving its id is a miss for
 			// everyone. Through a connection the handler answers (501 until intel lands).
@@ -605,6 +719,29 @@ func (me *matrixEnv) checkMethod(t *testing.T, name, class string, md protorefle
 		n++
 	}
 	return n
+}
+
+// expectedElsewhere is the table for a resource that is not the dev user's test-mode one:
+// another user's, or the dev user's in live mode. Only its owner reaches it; a key's own scopes
+// and a connection's classes are still checked first (403, which says nothing about the id).
+func expectedElsewhere(variant, cred, op string) string {
+	switch cred {
+	case crNone:
+		return "401"
+	case crNarrowKey, crPartialCxn:
+		if op != "" {
+			return "403"
+		}
+	case crOtherUser:
+		if variant == "other tenant" {
+			return "pass"
+		}
+	case crSessionLive, crSessionTest:
+		if variant == "other mode" {
+			return "pass"
+		}
+	}
+	return "404"
 }
 
 // exists reports whether the own resource a by-id path names exists.
@@ -657,6 +794,18 @@ func TestResourcesAddressedByIDAcrossTenants(t *testing.T) {
 	}
 	// connection_id still narrows: another tenant's plan through the connection is 404.
 	checkProblem(t, e.do("GET", "/v1/plans/"+theirs+"?connection_id="+e.creds.ConnectionID, "", e.key()...), 404, "not_found")
+
+	// Live mode works the same: once the application holds a live connection to the user, its
+	// live key reaches the user's live plan without connection_id, and the test key still not.
+	if _, err := e.srv.Developers().Connect(ctx, e.creds.ApplicationID, e.creds.UserID, platform.ModeLive,
+		platform.Grant{OperationClasses: []string{"discover"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("GET", "/v1/plans/"+liveMine, "", "Authorization", "Bearer "+liveKey); r.status != 200 {
+		t.Fatalf("live key through a live connection: %d %s", r.status, r.body)
+	}
+	checkProblem(t, e.do("GET", "/v1/plans/"+liveMine, "", e.key()...), 404, "not_found")
+	checkProblem(t, e.do("POST", "/v1/plans/"+liveMine+"/cancel", "", "Authorization", "Bearer "+liveKey), 404, "not_found") // grant without preserve
 }
 
 // A refusal by id costs what a miss costs (issue 13): the same store reads happen either way.

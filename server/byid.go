@@ -51,9 +51,13 @@ func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, 
 		return nil
 	case caller.Key != nil:
 		k := caller.Key
-		// Read the application's connections whether or not the id exists: a miss and a
-		// refusal cost the same.
-		conns, err := s.devs.ConnectionsOfApp(ctx, k.AppID)
+		// Read the application's connections to the owner whether or not the id exists (to
+		// no one on a miss): a miss and a refusal cost the same, one index read.
+		owner := ""
+		if found {
+			owner = tenant.Owner
+		}
+		conns, err := s.db.ConnectionsOfAppUser(ctx, k.AppID, owner)
 		if err != nil {
 			return toProblem(err)
 		}

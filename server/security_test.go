@@ -83,8 +83,11 @@ func TestVaultContentIsServedInert(t *testing.T) {
 	if vo == nil {
 		t.Fatalf("page.html was not vaulted: %v", list.Data)
 	}
-	for _, hdr := range [][]string{e.key(), e.session()} {
-		r := e.do("GET", "/v1/vault/objects/"+vo["id"].(string)+"/content", "", hdr...)
+	for _, c := range []struct {
+		query string
+		hdr   []string
+	}{{cx, e.key()}, {"", e.session()}} {
+		r := e.do("GET", "/v1/vault/objects/"+vo["id"].(string)+"/content"+c.query, "", c.hdr...)
 		if r.status != 200 || !strings.Contains(string(r.body), "<script>") {
 			t.Fatalf("content: %d %s", r.status, r.body)
 		}

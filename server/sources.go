@@ -255,6 +255,11 @@ func (s *Server) listSources(ctx context.Context, req *svcv1.ListSourcesRequest)
 // the next revision number.
 func (s *Server) updateSourcePolicy(ctx context.Context, req *svcv1.UpdateSourcePolicyRequest) (*svcv1.Source, error) {
 	c := callerFrom(ctx)
+	// Another tenant's source is not found, whatever the grant; the tenant's own outside the
+	// grant is refused.
+	if _, err := s.sources.Get(ctx, c.Tenant.String(), req.GetId()); err != nil {
+		return nil, err
+	}
 	if err := c.sourceInGrant(req.GetId()); err != nil {
 		return nil, err
 	}

@@ -99,3 +99,62 @@ func (db *DB) TakeOAuthState(ctx context.Context, hash string) (*platform.OAuthS
 	}
 	return &s, nil
 }
+
+// bConnectionsByApp indexes connections by application and end user: keys "app/user/cxn", so
+// that the connections of one application to one user are found without reading them all.
+// Connections never change application or user, so only CreateConnection writes it.
+const bConnectionsByApp = "connections_by_app"
+
+func connectionIndexKey(c *platform.Connection) []byte {
+	return []byte(c.AppID + "/" + c.UserID + "/" + c.ID)
+}
+
+// ConnectionsOfAppUser lists the connections of an application to one end user, whatever
+// their state, in id order.
+func (db *DB) ConnectionsOfAppUser(ctx context.Context, appID, userID string) ([]*platform.Connection, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	var out []*platform.Connection
+	prefix := []byte(appID + "/" + userID + "/")
+	err := db.view(func(tx *bolt.Tx) error {
+		idx := tx.Bucket([]byte(bConnectionsByApp))
+		if idx == nil {
+			return nil
+		}
+		cur := idx.Cursor()
+		for k, _ := cur.Seek(prefix); k != nil && prefixed(k, prefix); k, _ = cur.Next() {
+			var c platform.Connection
+			if err := getJSON(tx, bConnections, string(k[len(prefix):]), &c, platform.ErrNotFound); err != nil {
+				return err
+			}
+			out = append(out, &c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// buildConnectionIndex makes bConnectionsByApp from the stored connections, once.
+func (db *DB) buildConnectionIndex() error {
+	return db.update(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(bConnectionsByApp)) != nil {
+			return nil
+		}
+		idx, err := tx.CreateBucket([]byte(bConnectionsByApp))
+		if err != nil {
+			return err
+		}
+		b := tx.Bucket([]byte(bConnections))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var c platform.Connection
+			if err := jsonUnmarshal(v, &c); err != nil {
+				return err
+			}
+			return idx.Put(connectionIndexKey(&c), nil)
+		})
+	})
+}

@@ -3,12 +3,14 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/store"
 )
 
@@ -64,5 +66,51 @@ func TestOwnerIndex(t *testing.T) {
 	}
 	if _, err := db2.OwnerOf(ctx, p.PlanId); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a deleted plan still resolves: %v", err)
+	}
+}
+
+func TestConnectionsOfAppUser(t *testing.T) {
+	db, path := open(t)
+	ctx := context.Background()
+	for _, c := range []*platform.Connection{
+		{ID: "cxn_1", AppID: "app_A", UserID: "usr_1"}, {ID: "cxn_2", AppID: "app_A", UserID: "usr_2"},
+		{ID: "cxn_3", AppID: "app_B", UserID: "usr_1"}, {ID: "cxn_4", AppID: "app_A", UserID: "usr_1"},
+	} {
+		if err := db.CreateConnection(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(db *store.DB, app, user string) []string {
+		cs, err := db.ConnectionsOfAppUser(ctx, app, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	if got := ids(db, "app_A", "usr_1"); !slices.Equal(got, []string{"cxn_1", "cxn_4"}) {
+		t.Fatalf("app_A/usr_1: %v", got)
+	}
+	if got := ids(db, "app_A", ""); len(got) != 0 {
+		t.Fatalf("no user: %v", got)
+	}
+	// Built from the stored connections for a store written before the index existed.
+	db.Close()
+	raw, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("connections_by_app")) })
+	raw.Close()
+	db2, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if got := ids(db2, "app_B", "usr_1"); !slices.Equal(got, []string{"cxn_3"}) {
+		t.Fatalf("after rebuild, app_B/usr_1: %v", got)
 	}
 }

@@ -199,7 +199,16 @@ func (db *DB) KeyBySecretHash(ctx context.Context, hash string) (*platform.APIKe
 
 // CreateConnection implements platform.DeveloperStore.
 func (db *DB) CreateConnection(ctx context.Context, c *platform.Connection) error {
-	return db.update(func(tx *bolt.Tx) error { return putJSON(tx, bConnections, c.ID, c) })
+	return db.update(func(tx *bolt.Tx) error {
+		if err := putJSON(tx, bConnections, c.ID, c); err != nil {
+			return err
+		}
+		idx, err := bucket(tx, bConnectionsByApp)
+		if err != nil {
+			return err
+		}
+		return idx.Put(connectionIndexKey(c), nil)
+	})
 }
 
 // Connection implements platform.DeveloperStore.

@@ -52,7 +52,7 @@ func OpenWith(path string, opts *Options) (*DB, error) {
 	if !opts.Unguarded {
 		db.guard = &txGuard{}
 	}
-	if err := db.buildOwnerIndex(); err != nil {
+	if err := errors.Join(db.buildOwnerIndex(), db.buildConnectionIndex()); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

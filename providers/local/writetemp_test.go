@@ -124,3 +124,25 @@ func TestWriteNeverFollowsLinksOutOfTheFolder(t *testing.T) {
 		t.Fatalf("a write escaped the folder: %d entries elsewhere", len(entries))
 	}
 }
+
+// Errors say what failed without the host path of the user's folder: they reach executions,
+// receipts and API responses.
+func TestWriteErrorsHideHostPaths(t *testing.T) {
+	root := t.TempDir()
+	ctx := context.Background()
+	if err := os.WriteFile(filepath.Join(root, "a"), []byte("a file, not a folder"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(ctx, providers.Config{"root": root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := providers.AsWriter(p)
+	_, err = w.Write(ctx, providers.WriteRequest{Path: "a/b.txt", SizeBytes: -1}, strings.NewReader("x"))
+	if err == nil {
+		t.Fatal("a write under a file succeeded")
+	}
+	if strings.Contains(err.Error(), root) {
+		t.Fatalf("the error names the host path: %v", err)
+	}
+}
