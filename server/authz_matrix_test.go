@@ -54,8 +54,12 @@ var matrixClass = map[string]string{
 	"AccountService/GetAccount":              clsSession,
 	"AccountService/UpdateAccount":           clsSession,
 	"AccountService/ExportAccount":           clsSession,
+	"AccountService/DeleteAccount":           clsSession,
+	"JobService/GetJob":                      clsTenant,
+	"JobService/ListJobs":                    clsTenant,
+	"JobService/CancelJob":                   clsTenant,
 	"BillingService/CreatePortalSession":     clsTenant,
-	"ConnectService/ProviderCallback":        clsSession,
+	"ConnectService/ProviderCallback":        clsPublic,
 	"ConnectionService/CreateConnectSession": clsKey,
 	"ConnectionService/ListConnections":      clsOrg,
 	"ConnectionService/GetConnection":        clsOrg,
@@ -238,6 +242,9 @@ var exceptions = map[string]map[string]string{
 	// The seeded destination was made by trusted setup from no source: it touches no source, so
 	// a grant limited to sources reaches it (docs/destinations.md).
 	"DestinationService/GetDestination": {crOutsideCxn: "pass", crAppOutside: "pass"},
+	// The billing portal is a developer organization's: a user who belongs to none has nothing
+	// to bill (docs/billing.md).
+	"BillingService/CreatePortalSession": {crOtherUser: "404"},
 	// Not implemented yet (501 through a connection): the source check will be the handler's.
 	"IntelService/ActOnMeter":  {crOutsideCxn: "pass"},
 	"IntelService/DecideTrial": {crOutsideCxn: "pass"},
