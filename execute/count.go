@@ -81,3 +81,16 @@ func steps(journal []Transition) []*svcv1.ExecutionStep {
 	}
 	return out
 }
+
+// status is the terminal status these counts give an execution.
+func (c counts) status(cancelled bool) svcv1.ExecutionStatus {
+	switch {
+	case cancelled:
+		return svcv1.ExecutionStatus_EXECUTION_STATUS_CANCELLED
+	case c.attempted > 0 && c.failed == c.attempted:
+		return svcv1.ExecutionStatus_EXECUTION_STATUS_FAILED
+	case c.failed > 0 || c.skipped > 0:
+		return svcv1.ExecutionStatus_EXECUTION_STATUS_PARTIALLY_COMPLETED
+	}
+	return svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED
+}

@@ -55,6 +55,11 @@ type Store interface {
 	// transaction: a plan never moves to committing without the execution that runs it.
 	BeginExecution(ctx context.Context, tenant, planID string, fn func(*svcv1.Plan) error, e *svcv1.Execution) error
 	UpdateExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error
+	// EndExecution is the update that ends an execution: fn sets its terminal status,
+	// finished_at and receipt_id at once, and the store announces the end (events, webhooks)
+	// in the same transaction, so whoever sees one of them sees all of them. It is the only
+	// update that makes an execution terminal.
+	EndExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error
 	// Unfinished lists the executions that are queued or running, as tenant and id.
 	Unfinished(ctx context.Context) ([][2]string, error)
 	Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error)
@@ -98,10 +103,19 @@ type VaultRef struct {
 	Size   int64
 }
 
-// Finisher ends an execution: it builds, signs and stores the receipt (and updates the assets'
-// manifests), returning the receipt id. It is called once per execution, also after a crash.
+// Finisher makes an execution's receipt: it builds, signs and stores it (and updates the
+// assets' manifests), and returns its id and finishedAt. e carries the terminal status the
+// execution is about to get. It is called once per execution, and again when a crash came
+// before the execution recorded its end: it must then return the receipt already made.
 type Finisher interface {
-	Finish(ctx context.Context, tenant string, e *svcv1.Execution, p *svcv1.Plan, journal []Transition) (string, error)
+	Finish(ctx context.Context, tenant string, e *svcv1.Execution, p *svcv1.Plan, journal []Transition) (Receipt, error)
+}
+
+// Receipt is what a Finisher made: the receipt's id and the finishedAt it records, which
+// becomes the execution's finished_at.
+type Receipt struct {
+	ID         string
+	FinishedAt time.Time
 }
 
 // Options configure an Engine. Zero fields take defaults.

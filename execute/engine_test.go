@@ -72,6 +72,13 @@ func (r *rig) check(t interface {
 	if x.GetFinishedAt() == nil || x.GetReceiptId() == "" {
 		t.Fatalf("execution did not finish: %v", x)
 	}
+	if len(r.store.violations) > 0 {
+		t.Fatalf("an ended execution was visible without its receipt: %v", r.store.violations)
+	}
+	if rc := r.finish.made[exeID]; x.GetReceiptId() != rc.ID || !x.GetFinishedAt().AsTime().Equal(rc.FinishedAt) {
+		t.Fatalf("execution names receipt %s finished %v; the receipt made is %s finished %v",
+			x.GetReceiptId(), x.GetFinishedAt().AsTime(), rc.ID, rc.FinishedAt)
+	}
 	for id, n := range r.src.trash {
 		if n != 1 {
 			t.Fatalf("%s trashed %d times", id, n)
@@ -246,4 +253,35 @@ func countSkipped(x *svcv1.Execution) int {
 		}
 	}
 	return n
+}
+
+// A crash after the receipt was made but before the execution recorded its end: the execution
+// is still running (never ended without a receipt), and resuming ends it with the same receipt
+// and the receipt's finishedAt.
+func TestCrashBetweenReceiptAndEnd(t *testing.T) {
+	r := newRig(t, 10)
+	r.store.crashEnd = 1
+	e := r.engine()
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	if got := r.store.executions[x.Id]; got.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING || got.ReceiptId != nil || got.FinishedAt != nil {
+		t.Fatalf("after the crash: %v receipt %v finished %v", got.GetStatus(), got.ReceiptId, got.FinishedAt)
+	}
+	first := r.finish.made[x.Id]
+	r.store.crashed.Store(false)
+	e = r.engine()
+	if err := e.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	got := r.check(t, x.Id)
+	if got.GetReceiptId() != first.ID || r.finish.calls != 2 || r.store.ends != 1 {
+		t.Fatalf("receipt %s, first made %s; Finish called %d times, ended %d times", got.GetReceiptId(), first.ID, r.finish.calls, r.store.ends)
+	}
+	if got.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED || got.Completed != 10 {
+		t.Fatalf("resumed to %v, %d completed", got.Status, got.Completed)
+	}
 }

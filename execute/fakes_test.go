@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -30,6 +31,11 @@ type memStore struct {
 	records    int
 	crashAfter int
 	crashed    atomic.Bool
+	crashEnd   int // EndExecution calls to fail
+	ends       int // EndExecution calls that succeeded
+	// violations are the times an execution was stored terminal without its receipt id or
+	// finished_at: a client polling it would have seen that.
+	violations []string
 }
 
 var errCrashed = errors.New("crashed")
@@ -74,8 +80,31 @@ func (m *memStore) UpdateExecution(_ context.Context, _, id string, fn func(*svc
 	if err := fn(c); err != nil {
 		return err
 	}
+	switch c.GetStatus() {
+	case svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING:
+	default:
+		if c.GetReceiptId() == "" || c.GetFinishedAt() == nil {
+			m.violations = append(m.violations, fmt.Sprintf("%s stored %v without its receipt (%q) or finished_at (%v)",
+				id, c.GetStatus(), c.GetReceiptId(), c.GetFinishedAt()))
+		}
+	}
 	m.executions[id] = c
 	return nil
+}
+
+// EndExecution is UpdateExecution; crashEnd > 0 makes that many calls fail as if the process
+// died between the receipt and the execution's end.
+func (m *memStore) EndExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error {
+	m.mu.Lock()
+	if m.crashEnd > 0 {
+		m.crashEnd--
+		m.crashed.Store(true)
+		m.mu.Unlock()
+		return errCrashed
+	}
+	m.ends++
+	m.mu.Unlock()
+	return m.UpdateExecution(ctx, tenant, id, fn)
 }
 
 func (m *memStore) Unfinished(context.Context) ([][2]string, error) {
@@ -280,19 +309,29 @@ func (v *memVault) has(sha string) bool {
 	return ok && hex.EncodeToString(sum[:]) == sha
 }
 
-// countingFinisher records receipts.
+// countingFinisher records receipts; like the server's, a receipt is made once per execution
+// and a repeated Finish returns the one already made.
 type countingFinisher struct {
 	mu    sync.Mutex
 	calls int
+	made  map[string]execute.Receipt
 	last  *svcv1.Execution
 }
 
-func (f *countingFinisher) Finish(_ context.Context, _ string, x *svcv1.Execution, _ *svcv1.Plan, _ []execute.Transition) (string, error) {
+func (f *countingFinisher) Finish(_ context.Context, _ string, x *svcv1.Execution, _ *svcv1.Plan, _ []execute.Transition) (execute.Receipt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	f.last = x
-	return "rcp_" + x.Id[4:], nil
+	if r, ok := f.made[x.Id]; ok {
+		return r, nil
+	}
+	if f.made == nil {
+		f.made = map[string]execute.Receipt{}
+	}
+	r := execute.Receipt{ID: "rcp_" + x.Id[4:], FinishedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	f.made[x.Id] = r
+	return r, nil
 }
 
 func (v *memVault) Read(_ context.Context, _, assetID string) (io.ReadCloser, execute.VaultRef, error) {

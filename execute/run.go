@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -166,28 +167,27 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		return err
 	}
 	c := count(r.plan, journal)
+	// The counters and steps are stored now; the terminal status only with the receipt
+	// (EndExecution), so that no one ever sees an execution ended without its receipt, and a
+	// crash before the end resumes here (the execution is still running) to the same receipt.
 	var x *svcv1.Execution
 	err = e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
 		c.apply(stored)
 		stored.Steps = steps(journal)
-		switch {
-		case cancelled:
-			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_CANCELLED
-		case c.attempted > 0 && c.failed == c.attempted:
-			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_FAILED
-		case c.failed > 0 || c.skipped > 0:
-			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_PARTIALLY_COMPLETED
-		default:
-			stored.Status = svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED
-		}
-		stored.Errors = append(stored.Errors, c.errors...)
 		stored.UpdatedAt = timestamppb.New(e.now())
-		x = stored
+		x = proto.Clone(stored).(*svcv1.Execution)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	end := func(x *svcv1.Execution) {
+		c.apply(x)
+		x.Steps = steps(journal)
+		x.Status = c.status(cancelled)
+		x.Errors = append(x.Errors, c.errors...)
+	}
+	end(x)
 	final := svcv1.PlanState_PLAN_STATE_EXECUTED
 	if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
 		final = svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED
@@ -207,14 +207,18 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 	if err != nil {
 		return err
 	}
-	receiptID, err := e.finish.Finish(ctx, r.tenant, x, r.plan, journal)
+	rc, err := e.finish.Finish(ctx, r.tenant, x, r.plan, journal)
 	if err != nil {
 		return fmt.Errorf("receipt: %w", err)
 	}
-	return e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
-		stored.ReceiptId = &receiptID
-		stored.FinishedAt = timestamppb.New(e.now())
-		stored.UpdatedAt = stored.FinishedAt
+	return e.store.EndExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
+		if stored.GetReceiptId() != "" {
+			return nil // ended already
+		}
+		end(stored)
+		stored.ReceiptId = &rc.ID
+		stored.FinishedAt = timestamppb.New(rc.FinishedAt)
+		stored.UpdatedAt = timestamppb.New(e.now())
 		return nil
 	})
 }

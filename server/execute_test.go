@@ -260,11 +260,13 @@ func TestDevSeedHasAnExecution(t *testing.T) {
 	}
 }
 
-// A finish redone after a crash (the receipt made, the execution not yet updated) publishes
-// the end-of-execution events again under the same ids: listed once each.
-func TestFinishRedoneKeepsOneEventEach(t *testing.T) {
+// A crash after the receipt was stored and before the execution recorded its end: the
+// execution is still running, with no receipt and none of its end events; on restart it ends
+// with the same receipt and finished_at, and its end events under the same ids, once each.
+func TestCrashBetweenReceiptAndEndResumesToTheSameReceipt(t *testing.T) {
 	e, _, src, _ := localEnv(t, 2)
 	x := runLocal(t, e, src)
+	exe := x["id"].(string)
 	count := func() map[string]int {
 		out := map[string]int{}
 		r := e.do("GET", "/v1/events?types=svc.receipt.created,svc.execution.completed,svc.plan.executed&limit=200", "", e.key()...)
@@ -275,29 +277,112 @@ func TestFinishRedoneKeepsOneEventEach(t *testing.T) {
 		return out
 	}
 	before := count()
-	if len(before) < 3 {
+	if len(before) != 3 {
 		t.Fatalf("end-of-execution events: %v", before)
 	}
-	// The process died after storing the receipt, before its events: they are gone.
 	var ids []string
 	for k := range before {
 		ids = append(ids, strings.Fields(k)[1])
 	}
-	if err := e.srv.ForgetEvents(context.Background(), e.userTestTenant(), ids); err != nil {
+	ctx, tenant := context.Background(), e.userTestTenant()
+	if err := e.srv.UnendExecution(ctx, tenant, exe); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(count()); n != 0 {
-		t.Fatalf("%d events left", n)
+	if err := e.srv.ForgetEvents(ctx, tenant, ids); err != nil {
+		t.Fatal(err)
 	}
-	for range 2 { // the redo, and a redo of the redo
-		rid, err := e.srv.RefinishExecution(context.Background(), e.userTestTenant(), x["id"].(string))
-		if err != nil || rid != x["receipt_id"] {
-			t.Fatalf("refinish: %v %v", rid, err)
+	cx := "?connection_id=" + e.creds.ConnectionID
+	if y := e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t); y["status"] != "running" || y["receipt_id"] != nil || len(count()) != 0 {
+		t.Fatalf("before the restart: %v %v, events %v", y["status"], y["receipt_id"], count())
+	}
+	for range 2 { // the restart, and one more: the second finds nothing to do
+		if err := e.srv.ResumeExecutions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		y := e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t)
+		if y["status"] != "completed" || y["receipt_id"] != x["receipt_id"] || y["finished_at"] != x["finished_at"] {
+			t.Fatalf("resumed to %v %v %v, was %v %v %v", y["status"], y["receipt_id"], y["finished_at"], x["status"], x["receipt_id"], x["finished_at"])
 		}
 		if after := count(); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("events before %v\nafter %v", before, after)
 		}
 	}
+}
+
+// A client polling an execution as fast as it can, and another polling the event stream,
+// never see it ended without its receipt: terminal status, finished_at and receipt_id appear
+// together, with the end event, whose data names them too; the receipt's finishedAt is the
+// execution's finished_at.
+func TestExecutionEndsWithItsReceipt(t *testing.T) {
+	n := 150
+	if testing.Short() {
+		n = 40
+	}
+	e, _, src, _ := localEnv(t, n)
+	cx := "?connection_id=" + e.creds.ConnectionID
+	p := e.do("POST", "/v1/plans"+cx, `{"intent":"svc","source_ids":["`+src+`"],"policy":{"minAgeDays":30}}`, e.key()...).json(t)
+	id := p["planId"].(string)
+	e.do("POST", "/v1/plans/"+id+"/authorize"+cx, `{"plan_hash":"`+p["hash"].(string)+`"}`, e.key()...)
+	exe := e.do("POST", "/v1/plans/"+id+"/execute"+cx, "", e.key()...).json(t)["id"].(string)
+	ended := func(x map[string]any) bool {
+		switch x["status"] {
+		case "queued", "running":
+			if x["receipt_id"] != nil || x["finished_at"] != nil {
+				t.Errorf("%v execution with receipt %v finished %v", x["status"], x["receipt_id"], x["finished_at"])
+			}
+			return false
+		}
+		if x["receipt_id"] == nil || x["finished_at"] == nil {
+			t.Fatalf("%v execution without its receipt (%v) or finished_at (%v)", x["status"], x["receipt_id"], x["finished_at"])
+		}
+		return true
+	}
+	events := make(chan error, 1)
+	go func() { // the event stream: once the end event is there, the execution shows the end
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			var page struct{ Data []map[string]any }
+			json.Unmarshal(e.do("GET", "/v1/events?types=svc.execution.completed,svc.execution.partially_completed", "", e.key()...).body, &page)
+			for _, ev := range page.Data {
+				if ev["subject"] != exe {
+					continue
+				}
+				x := e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t)
+				d := ev["data"].(map[string]any)
+				if x["receipt_id"] == nil || d["receipt_id"] != x["receipt_id"] || d["finished_at"] != x["finished_at"] || d["status"] != x["status"] {
+					events <- fmt.Errorf("event %v, execution then %v %v %v", d, x["status"], x["receipt_id"], x["finished_at"])
+					return
+				}
+				events <- nil
+				return
+			}
+		}
+		events <- fmt.Errorf("no end event")
+	}()
+	var x map[string]any
+	polls := 0
+	for deadline := time.Now().Add(60 * time.Second); ; polls++ {
+		if x = e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t); ended(x) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err := <-events; err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("GET", "/v1/receipts/"+x["receipt_id"].(string)+cx, "", e.key()...).json(t)
+	if got, _ := time.Parse(time.RFC3339Nano, r["finishedAt"].(string)); x["finished_at"] == nil || got.Format(time.RFC3339Nano) != mustTime(t, x["finished_at"]).Format(time.RFC3339Nano) {
+		t.Fatalf("receipt finishedAt %v, execution finished_at %v", r["finishedAt"], x["finished_at"])
+	}
+	t.Logf("%d polls before the end", polls)
+}
+
+func mustTime(t *testing.T, v any) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, v.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
 
 // Cancelling a running execution: 200, then it ends cancelled with what it did so far in its

@@ -55,6 +55,47 @@ func (x execStore) UpdateExecution(ctx context.Context, tenant, id string, fn fu
 	return x.s.executions.Update(ctx, tenant, id, fn)
 }
 
+// EndExecution ends an execution and stores the events announcing it (with its status,
+// receipt_id and finished_at) in the same transaction: an event or webhook about the end is
+// never seen before the execution shows it, nor the reverse.
+func (x execStore) EndExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error {
+	t, err := parseTenant(tenant)
+	if err != nil {
+		return err
+	}
+	// The events are prepared (which reads the store) before the transaction, from what fn
+	// makes of the execution as stored now; fn runs again inside it.
+	cur, err := x.s.executions.Get(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	end := proto.Clone(cur).(*svcv1.Execution)
+	if err := fn(end); err != nil {
+		return err
+	}
+	var extras []store.Extra
+	var events []preparedEvent
+	if cur.GetReceiptId() == "" && end.GetReceiptId() != "" {
+		p, err := x.s.plans.header(ctx, tenant, end.GetPlanId())
+		if err != nil {
+			return err
+		}
+		if events, err = x.s.endEvents(context.WithoutCancel(ctx), t, end, p); err != nil {
+			return err
+		}
+		for _, pe := range events {
+			extras = append(extras, pe.extra)
+		}
+	}
+	if err := x.s.executions.UpdateWith(ctx, tenant, id, fn, extras...); err != nil {
+		return err
+	}
+	for _, pe := range events {
+		x.s.wake(pe)
+	}
+	return nil
+}
+
 func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
 	var out [][2]string
 	err := x.s.executions.ScanAll(ctx, func(tenant, id string, e *svcv1.Execution) bool {
@@ -251,8 +292,3 @@ func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRe
 	}
 	return &svcv1.ListExecutionsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
 }
-
-var (
-	_ = proto.Clone
-	_ = store.ErrNotFound
-)

@@ -2,27 +2,28 @@ package server
 
 import (
 	"context"
-	"fmt"
 
+	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 )
 
-// RefinishExecution runs the finisher of a finished execution again, as the engine does when a
-// crash came between the receipt and the execution's last update.
-func (s *Server) RefinishExecution(ctx context.Context, tenant platform.Tenant, exeID string) (string, error) {
-	x, err := s.executions.Get(ctx, tenant.String(), exeID)
-	if err != nil {
-		return "", err
+// UnendExecution puts an ended execution back as the process left it when it died between
+// storing the receipt and recording the execution's end: running, without receipt_id and
+// finished_at. (Its end events were in that last transaction: ForgetEvents removes them.)
+func (s *Server) UnendExecution(ctx context.Context, tenant platform.Tenant, exeID string) error {
+	return s.executions.Update(ctx, tenant.String(), exeID, func(x *svcv1.Execution) error {
+		x.Status, x.ReceiptId, x.FinishedAt = svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING, nil, nil
+		return nil
+	})
+}
+
+// ResumeExecutions resumes unfinished executions, as a restart does, and waits for them.
+func (s *Server) ResumeExecutions(ctx context.Context) error {
+	if err := s.engine.Resume(ctx); err != nil {
+		return err
 	}
-	p, err := s.plans.get(ctx, tenant.String(), x.GetPlanId())
-	if err != nil {
-		return "", err
-	}
-	journal, err := execStore{s}.Journal(ctx, tenant.String(), exeID)
-	if err != nil {
-		return "", fmt.Errorf("journal: %w", err)
-	}
-	return finisher{s}.Finish(ctx, tenant.String(), x, p, journal)
+	s.engine.Wait()
+	return nil
 }
 
 // ForgetEvents removes events from the streams of a tenant and of the applications that reach

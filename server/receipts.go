@@ -28,35 +28,34 @@ const (
 	evReceiptCreated = "svc.receipt.created"
 )
 
-// finisher ends executions for the engine: it meters the execution's usage (live mode, once),
-// builds the receipt from the journal, signs it, stores the exact signed bytes, and emits
-// events. Its receipt id is derived from the execution id, so a finish repeated after a crash
-// finds the receipt already made.
+// finisher makes receipts for the engine: it meters the execution's usage (live mode, once),
+// builds the receipt from the journal, signs it and stores the exact signed bytes. Its receipt
+// id is derived from the execution id, so a finish repeated after a crash finds the receipt
+// already made. The events that announce the end go with the execution's end
+// (execStore.EndExecution).
 type finisher struct{ s *Server }
 
 var _ execute.Finisher = finisher{}
 
 func receiptID(executionID string) string { return "rcp_" + strings.TrimPrefix(executionID, "exe_") }
 
-func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Execution, p *svcv1.Plan, journal []execute.Transition) (string, error) {
+func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Execution, p *svcv1.Plan, journal []execute.Transition) (execute.Receipt, error) {
 	s := f.s
 	rid := receiptID(x.GetId())
 	key := tenantRef + "/" + rid
 	tenant, err := parseTenant(tenantRef)
 	if err != nil {
-		return "", err
+		return execute.Receipt{}, err
 	}
 	if raw, err := s.db.GetBlob(ctx, receiptBlobs, key); err == nil {
-		// Made before an interruption, which may have come before its events: they go again,
-		// under the same ids (an event already recorded is not duplicated).
+		// Made before an interruption that came before the execution recorded its end.
 		at, err := finishedAt(raw)
 		if err != nil {
-			return "", fmt.Errorf("stored receipt %s: %w", rid, err)
+			return execute.Receipt{}, fmt.Errorf("stored receipt %s: %w", rid, err)
 		}
-		s.finishEvents(ctx, tenant, x, p, rid, at)
-		return rid, nil
+		return execute.Receipt{ID: rid, FinishedAt: at}, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return "", err
+		return execute.Receipt{}, err
 	}
 	in := receipt.FromPlan(p)
 	in.ReceiptID, in.ExecutionID = rid, x.GetId()
@@ -70,7 +69,7 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	// Manifests record the destination writes before the receipt exists: a finish repeated
 	// after a crash stops at the stored receipt.
 	if err := s.recordDestinations(ctx, tenantRef, x.GetId(), p, journal); err != nil {
-		return "", err
+		return execute.Receipt{}, err
 	}
 	for _, o := range in.Objects {
 		if o.Restorable {
@@ -80,21 +79,20 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	}
 	in.Before, in.After = s.quotaSnapshots(ctx, tenant, p)
 	if in.Charges, err = s.chargeExecution(ctx, p, x, in.Objects); err != nil {
-		return "", err
+		return execute.Receipt{}, err
 	}
 	_, raw, err := receipt.Issue(&in, s.keyring)
 	if err != nil {
-		return "", err
+		return execute.Receipt{}, err
 	}
 	if err := s.db.PutOwnedBlob(ctx, receiptBlobs, tenantRef, rid, raw); err != nil {
-		return "", err
+		return execute.Receipt{}, err
 	}
-	at, err := finishedAt(raw) // as stored, so that a redo derives the same event ids
+	at, err := finishedAt(raw) // as stored, so that a redo returns the same time
 	if err != nil {
-		return "", err
+		return execute.Receipt{}, err
 	}
-	s.finishEvents(ctx, tenant, x, p, rid, at)
-	return rid, nil
+	return execute.Receipt{ID: rid, FinishedAt: at}, nil
 }
 
 // finishedAt reads a stored receipt's finishedAt.
@@ -106,19 +104,32 @@ func finishedAt(raw []byte) (time.Time, error) {
 	return r.FinishedAt, err
 }
 
-// finishEvents announces the end of an execution: svc.execution.<status>, svc.receipt.created
-// and svc.plan.executed or partially_executed, with ids derived from the receipt and its
-// finishedAt, so that a finish redone after a crash publishes the same events again.
-func (s *Server) finishEvents(ctx context.Context, tenant platform.Tenant, x *svcv1.Execution, p *svcv1.Plan, rid string, at time.Time) {
+// endEvents prepares the events that announce an execution's end (x as it ends: terminal,
+// with its receipt and finished_at): svc.execution.<status>, svc.receipt.created, and
+// svc.plan.executed or partially_executed. Their ids derive from the receipt and finishedAt.
+// They are written in the transaction that ends the execution (execStore.EndExecution).
+func (s *Server) endEvents(ctx context.Context, tenant platform.Tenant, x *svcv1.Execution, p *svcv1.Plan) ([]preparedEvent, error) {
+	rid, at := x.GetReceiptId(), x.GetFinishedAt().AsTime()
+	finished := at.UTC().Format(time.RFC3339Nano)
 	typ := "svc.execution." + enumWire(x.GetStatus())
-	s.publish(ctx, tenant, derivedEventID(rid+"/"+typ, at), at, typ, "/v1/executions", x.GetId(),
-		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()), "receipt_id": rid})
-	s.publish(ctx, tenant, derivedEventID(rid+"/"+evReceiptCreated, at), at, evReceiptCreated, "/v1/receipts", rid,
-		map[string]any{"receipt_id": rid, "execution_id": x.GetId()})
-	if st := p.GetState(); st == svcv1.PlanState_PLAN_STATE_EXECUTED || st == svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED {
-		typ := "svc.plan." + enumWire(st)
-		s.publish(ctx, tenant, derivedEventID(rid+"/"+typ, at), at, typ, "/v1/plans", p.GetPlanId(), planEventData(p))
+	var out []preparedEvent
+	add := func(evID, typ, source, subject string, data map[string]any) error {
+		pe, err := s.prepareEvent(ctx, tenant, evID, at, typ, source, subject, data)
+		out = append(out, pe)
+		return err
 	}
+	err := add(derivedEventID(rid+"/"+typ, at), typ, "/v1/executions", x.GetId(),
+		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()),
+			"receipt_id": rid, "finished_at": finished})
+	if err == nil {
+		err = add(derivedEventID(rid+"/"+evReceiptCreated, at), evReceiptCreated, "/v1/receipts", rid,
+			map[string]any{"receipt_id": rid, "execution_id": x.GetId(), "status": enumWire(x.GetStatus()), "finished_at": finished})
+	}
+	if st := p.GetState(); err == nil && (st == svcv1.PlanState_PLAN_STATE_EXECUTED || st == svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED) {
+		typ := "svc.plan." + enumWire(st)
+		err = add(derivedEventID(rid+"/"+typ, at), typ, "/v1/plans", p.GetPlanId(), planEventData(p))
+	}
+	return out, err
 }
 
 // receiptObjects turns each asset's journal into what the receipt says of it.

@@ -193,6 +193,10 @@ type directReader struct {
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	err   error
+	// mu is held by Read, and by Close once the readers stopped: Close may come from another
+	// goroutine while a Read waits for a block (a verified reader's read-ahead), and that Read
+	// then ends with os.ErrClosed instead of waiting for a block that never comes.
+	mu sync.Mutex
 }
 
 // readSlot is one reader's hand-over: a read block, and its buffer back.
@@ -248,6 +252,8 @@ func newDirectReader(f *os.File, offset, length int64) *directReader {
 }
 
 func (r *directReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.left <= 0 {
 		return 0, io.EOF
 	}
@@ -257,7 +263,13 @@ func (r *directReader) Read(p []byte) (int, error) {
 		}
 		r.giveBack()
 		k := r.i % depth
-		rb := <-r.slots[k].next
+		var rb readBlock
+		select {
+		case rb = <-r.slots[k].next:
+		case <-r.stop:
+			r.err = os.ErrClosed
+			return 0, r.err
+		}
 		r.i++
 		r.cur, r.block, r.held = rb.b, rb.b, k
 		if rb.err != nil {
@@ -289,6 +301,8 @@ func (r *directReader) Close() error {
 	}
 	close(r.stop)
 	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.held >= 0 {
 		putBlock(r.block)
 		r.held, r.block, r.cur = -1, nil, nil

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestDirectIOAtBlockBoundaries writes and reads back files around the
@@ -71,6 +72,50 @@ func TestDirectIOAtBlockBoundaries(t *testing.T) {
 		}
 		if err := b.Remove(ctx, "blob"); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A Close from another goroutine ends a Read that waits for the next block (as a verified
+// reader's read-ahead is closed when its caller stops reading early), instead of leaving it
+// waiting forever.
+func TestDirectReaderClosedWhileReading(t *testing.T) {
+	b, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if f, err := b.create(true); err != nil || f.dw == nil {
+		t.Skipf("no direct I/O in the test directory (%v)", err)
+	} else {
+		_ = f.Abort()
+	}
+	size := 4*depth*directBuf + 5
+	f, err := b.Create(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, size))
+	if err := f.Commit(ctx, "blob"); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		rc, err := b.Open(ctx, "blob", 0, int64(size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 2)
+		go func() {
+			_, err := io.Copy(io.Discard, rc)
+			done <- err
+		}()
+		go func() { done <- rc.Close() }()
+		for range 2 {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("a Read or the Close still waits 10 s after Close")
+			}
 		}
 	}
 }
