@@ -55,9 +55,9 @@ var matrixClass = map[string]string{
 	"AccountService/UpdateAccount":           clsSession,
 	"AccountService/ExportAccount":           clsSession,
 	"AccountService/DeleteAccount":           clsSession,
-	"JobService/GetJob":                      clsTenant,
+	"JobService/GetJob":                      clsByID,
 	"JobService/ListJobs":                    clsTenant,
-	"JobService/CancelJob":                   clsTenant,
+	"JobService/CancelJob":                   clsByID,
 	"BillingService/CreatePortalSession":     clsTenant,
 	"ConnectService/ProviderCallback":        clsPublic,
 	"ConnectionService/CreateConnectSession": clsKey,
@@ -338,6 +338,14 @@ func newMatrixEnv(t *testing.T) *matrixEnv {
 		"vlt": objs.Data[0]["id"].(string), "dst": dsts.Data[0]["destinationId"].(string),
 		"app": e.creds.ApplicationID, "cxn": e.creds.ConnectionID,
 	}
+	var jobs struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(e.do("GET", "/v1/jobs?kind=seed", "", with(e.session(), "Svc-Mode", "test")...).body, &jobs)
+	if len(jobs.Data) == 0 {
+		t.Fatal("the dev seed left no seed job")
+	}
+	me.ids["job"] = jobs.Data[0]["id"].(string)
 	var acct struct{ ID string }
 	json.Unmarshal(e.do("GET", "/v1/account", "", me.other...).body, &acct)
 	me.variants = map[string]map[string]string{

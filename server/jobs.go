@@ -83,8 +83,20 @@ func (s *Server) interruptJobs(ctx context.Context) error {
 	return nil
 }
 
+// jobsReached reports whether a caller sees the account's jobs: a job is about the whole
+// account (a seed, an export, a deletion, a scrub), so a connection whose grant is limited to
+// some sources does not reach it.
+func jobsReached(c *Caller) bool {
+	return c.Connection == nil || len(c.Connection.Grant.SourceIDs) == 0
+}
+
+var errJobOutsideGrant = newProblem(http.StatusForbidden, codeForbidden, "The connection's grant is limited to sources; jobs concern the whole account.")
+
 func (s *Server) getJob(ctx context.Context, req *svcv1.GetJobRequest) (*svcv1.Job, error) {
 	c := callerFrom(ctx)
+	if !jobsReached(c) {
+		return nil, errJobOutsideGrant
+	}
 	j, err := s.jobs.Get(ctx, c.Tenant.String(), req.GetId())
 	if err != nil {
 		return nil, err
@@ -98,6 +110,9 @@ func (s *Server) listJobs(ctx context.Context, req *svcv1.ListJobsRequest) (*svc
 		return nil, err
 	}
 	c := callerFrom(ctx)
+	if !jobsReached(c) {
+		return &svcv1.ListJobsResponse{Data: []*svcv1.Job{}}, nil
+	}
 	page, err := s.jobs.List(ctx, c.Tenant.String(), after, limit, func(j *svcv1.Job) bool {
 		return (req.Kind == nil || j.GetKind() == req.GetKind()) && (req.Status == nil || j.GetStatus() == req.GetStatus())
 	})
@@ -114,6 +129,9 @@ func (s *Server) listJobs(ctx context.Context, req *svcv1.ListJobsRequest) (*svc
 // cancelJob cancels a queued or running job; cancelling a queued deletion keeps the account.
 func (s *Server) cancelJob(ctx context.Context, req *svcv1.CancelJobRequest) (*svcv1.Job, error) {
 	c := callerFrom(ctx)
+	if !jobsReached(c) {
+		return nil, errJobOutsideGrant
+	}
 	tenant := c.Tenant.String()
 	j, err := s.jobs.Get(ctx, tenant, req.GetId())
 	if err != nil {
