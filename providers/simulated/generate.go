@@ -169,14 +169,24 @@ func generateFile(o *providers.Object, r, own *rng) {
 const corpusKey = "corpus_message"
 
 // poolSize is how many corpus messages a mail source draws its messages from.
-const poolSize = 1024
+const poolSize = 256
 
-// pooled is a message of the labelled corpus (mail/corpus) as svc's mail reader reads it.
+// pooled is a message of the labelled corpus (mail/corpus), read by svc's mail reader on first
+// use.
 type pooled struct {
 	raw     []byte
+	folder  string
+	once    sync.Once
 	headers providers.MessageHeaders
 	facts   map[string]string
-	folder  string
+}
+
+func (p *pooled) read() *pooled {
+	p.once.Do(func() {
+		h, facts := providers.ReadMail(bytes.NewReader(p.raw))
+		p.headers, p.facts = *h, facts
+	})
+	return p
 }
 
 var (
@@ -186,7 +196,8 @@ var (
 
 // pool returns a source's corpus messages: the same variety as the corpus svc's classes are
 // measured on (conversations, lists, code-host threads, receipts, marketing, spam, notices;
-// every charset and MIME shape), read once per source seed.
+// every charset and MIME shape). They are generated once per source seed (a few milliseconds)
+// and each is read when first listed, so the first page of a listing stays fast.
 func pool(seed uint64) []pooled {
 	poolMu.Lock()
 	defer poolMu.Unlock()
@@ -196,8 +207,7 @@ func pool(seed uint64) []pooled {
 	msgs := corpus.Generate(seed, poolSize, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	p := make([]pooled, len(msgs))
 	for i, m := range msgs {
-		h, facts := providers.ReadMail(bytes.NewReader(m.Raw))
-		p[i] = pooled{raw: m.Raw, headers: *h, facts: facts, folder: m.Folder}
+		p[i].raw, p[i].folder = m.Raw, m.Folder
 	}
 	pools[seed] = p
 	return p
@@ -212,7 +222,7 @@ func generateMail(o *providers.Object, r *rng, date time.Time, seed uint64) {
 	case c < 50:
 		// Half the mailbox comes from the labelled corpus.
 		k := r.intn(poolSize)
-		m := &pool(seed)[k]
+		m := pool(seed)[k].read()
 		*h = m.headers
 		h.Date = date
 		o.SizeBytes = max(o.SizeBytes, int64(len(m.raw)))
