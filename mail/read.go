@@ -20,8 +20,10 @@ import (
 const (
 	// MaxHeaderBytes is how much of a header block is read.
 	MaxHeaderBytes = 256 << 10
-	// MaxBodyScan is how much of the body is read looking for text and attachment names.
-	MaxBodyScan = 2 << 20
+	// MaxBodyScan is how much of the body is read looking for text and attachment names: a
+	// listing reads this much of every message, so a large attachment's bytes are mostly not
+	// read (names of attachments past it are not seen).
+	MaxBodyScan = 256 << 10
 	// MaxTextBytes is how much body text a Message keeps.
 	MaxTextBytes = 16 << 10
 	maxParts     = 100
@@ -135,7 +137,8 @@ func (m *Message) problem(format string, args ...any) {
 // of body.
 func Read(r io.Reader) *Message {
 	m := &Message{MIMEType: "text/plain"}
-	br := bufio.NewReaderSize(io.LimitReader(r, MaxHeaderBytes+MaxBodyScan), 32<<10)
+	lim := &limitReader{r: r, n: MaxHeaderBytes + MaxBodyScan}
+	br := bufio.NewReaderSize(lim, 16<<10)
 	h, n, err := readHeader(br, m)
 	if err != nil {
 		m.Unreadable = "could not be read: " + clean(err.Error())
@@ -150,9 +153,29 @@ func Read(r io.Reader) *Message {
 		}
 		return m
 	}
-	cs := readBody(h, br, m)
+	cs := readBody(h, br, lim, m)
 	decodeHeader(h, cs, m)
 	return m
+}
+
+// limitReader is io.LimitReader that remembers whether the limit cut the input.
+type limitReader struct {
+	r   io.Reader
+	n   int64
+	cut bool
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		l.cut = true
+		return 0, io.EOF
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
 }
 
 // readHeader reads the header block leniently: a line that is neither a field nor a
@@ -244,7 +267,7 @@ func validKey(line []byte) bool {
 
 // readBody walks the MIME tree for text and attachment names. It returns the charset the
 // message declares for its text, which decodes raw 8-bit header bytes.
-func readBody(h textproto.Header, br *bufio.Reader, m *Message) string {
+func readBody(h textproto.Header, br *bufio.Reader, lim *limitReader, m *Message) string {
 	mh := message.Header{Header: h}
 	if t, _, err := mh.ContentType(); err == nil && t != "" {
 		m.MIMEType = t
@@ -262,7 +285,7 @@ func readBody(h textproto.Header, br *bufio.Reader, m *Message) string {
 		if parts++; parts > maxParts {
 			return errStop
 		}
-		if err != nil {
+		if err != nil && !lim.cut {
 			m.problem("part %v: %v", path, err)
 		}
 		t, params, _ := p.Header.ContentType()
@@ -306,7 +329,7 @@ func readBody(h textproto.Header, br *bufio.Reader, m *Message) string {
 		}
 		return nil
 	})
-	if walkErr != nil && walkErr != errStop && !errors.Is(walkErr, io.ErrUnexpectedEOF) {
+	if walkErr != nil && walkErr != errStop && !lim.cut && !errors.Is(walkErr, io.ErrUnexpectedEOF) {
 		m.problem("MIME structure: %v", walkErr)
 	}
 	m.Text = plain

@@ -193,3 +193,14 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// A large attachment is not read past MaxBodyScan: the text before it is found, and the cut
+// is not a problem of the message.
+func TestReadLargeAttachment(t *testing.T) {
+	raw := "From: a@b.c\nSubject: photos\nContent-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/plain\n\nHere they are.\n" +
+		"--B\nContent-Type: image/jpeg; name=big.jpg\nContent-Transfer-Encoding: base64\n\n" + strings.Repeat("QUJDRA==\n", 400_000) + "--B--\n"
+	m := read(raw)
+	if m.Text != "Here they are." || len(m.Attachments) != 1 || m.Attachments[0].Name != "big.jpg" || len(m.Problems) != 0 {
+		t.Errorf("text %q attachments %+v problems %q", m.Text, m.Attachments, m.Problems)
+	}
+}

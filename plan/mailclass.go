@@ -366,19 +366,19 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	}
 
 	if transactionalSubject.in(subj) {
-		trans.add(2, "the subject is a receipt, order, statement, booking or account notice")
+		trans.add(2, "the subject names a record (receipt, order, statement, booking, account notice)")
 	}
 	switch n := transactionalText.count(text, 2); {
 	case n >= 2:
-		trans.add(2, "the text has order, payment or account details")
+		trans.add(2, "the text has order or payment details")
 	case n == 1:
-		trans.add(1, "the text has order, payment or account details")
+		trans.add(1, "the text has order or payment details")
 	}
 	if a := f[mail.FactAttachments]; a != "" && transactionalFile.MatchString(a) {
-		trans.add(2, "an invoice, receipt, ticket or contract is attached")
+		trans.add(2, "a record is attached (invoice, receipt, ticket, contract)")
 	}
 	if firstWord(local, transactionalWords) {
-		trans.add(1, "sent from a billing, orders or security address")
+		trans.add(1, "sent from a records address (billing, orders, security)")
 	}
 
 	// A discussion list: one that takes posts by mail, a list manager's headers, or a person

@@ -188,8 +188,22 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 // maxReasons is how many reasons a class line lists; the rest are summed up.
 const maxReasons = 4
 
-// writeReasons writes a class's most common reasons under its line, most objects first.
+// writeReasons writes a class's most common reasons under its line, most objects first. When a
+// class has more distinct reasons than fit, reasons are grouped by their first signal (the text
+// before the first ", " or " (").
 func writeReasons(tw io.Writer, reasons map[string]int) {
+	if len(reasons) > maxReasons {
+		grouped := map[string]int{}
+		for r, n := range reasons {
+			head, _, cut := strings.Cut(r, ", ")
+			head, _, cut2 := strings.Cut(head, " (")
+			if cut || cut2 {
+				head += ", ..."
+			}
+			grouped[head] += n
+		}
+		reasons = grouped
+	}
 	keys := sortedKeys(reasons)
 	slices.SortStableFunc(keys, func(a, b string) int { return reasons[b] - reasons[a] })
 	for i, r := range keys {

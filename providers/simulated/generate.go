@@ -116,7 +116,7 @@ func generate(seed uint64, files bool, i int, epoch time.Time) providers.Object 
 	if files {
 		generateFile(&o, &r, &own)
 	} else {
-		generateMail(&o, &r, created, seed)
+		generateMail(&o, &r, created, seed, orig)
 	}
 	return o
 }
@@ -168,42 +168,58 @@ func generateFile(o *providers.Object, r, own *rng) {
 // corpusKey is the metadata key of the pool index of a message drawn from the corpus.
 const corpusKey = "corpus_message"
 
-// poolSize is how many corpus messages a mail source draws its messages from.
-const poolSize = 1024
+// A mail source draws its corpus messages from poolChunks chunks of poolChunk messages, each
+// generated when first used: consecutive objects draw from one chunk, so the first page of a
+// listing generates one chunk (a few milliseconds), not the whole pool.
+const (
+	poolChunk  = 32
+	poolChunks = 8
+)
 
-// pooled is a message of the labelled corpus (mail/corpus) as svc's mail reader reads it.
+// pooled is a message of the labelled corpus (mail/corpus), read by svc's mail reader on first
+// use.
 type pooled struct {
 	raw     []byte
+	folder  string
+	once    sync.Once
 	headers providers.MessageHeaders
 	facts   map[string]string
-	folder  string
+}
+
+func (p *pooled) read() *pooled {
+	p.once.Do(func() {
+		h, facts := providers.ReadMail(bytes.NewReader(p.raw))
+		p.headers, p.facts = *h, facts
+	})
+	return p
 }
 
 var (
 	poolMu sync.Mutex
-	pools  = map[uint64][]pooled{}
+	pools  = map[[2]uint64][]pooled{}
 )
 
-// pool returns a source's corpus messages: the same variety as the corpus svc's classes are
-// measured on (conversations, lists, code-host threads, receipts, marketing, spam, notices;
-// every charset and MIME shape), read once per source seed.
-func pool(seed uint64) []pooled {
+// pool returns chunk c of a source's corpus messages: the same variety as the corpus svc's
+// classes are measured on (conversations, lists, code-host threads, receipts, marketing, spam,
+// notices; every charset and MIME shape), generated once per source seed and chunk; each
+// message is read when first listed.
+func pool(seed uint64, c int) []pooled {
 	poolMu.Lock()
 	defer poolMu.Unlock()
-	if p, ok := pools[seed]; ok {
+	key := [2]uint64{seed, uint64(c)}
+	if p, ok := pools[key]; ok {
 		return p
 	}
-	msgs := corpus.Generate(seed, poolSize, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	msgs := corpus.Generate(mix(seed^uint64(c)), poolChunk, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	p := make([]pooled, len(msgs))
 	for i, m := range msgs {
-		h, facts := providers.ReadMail(bytes.NewReader(m.Raw))
-		p[i] = pooled{raw: m.Raw, headers: *h, facts: facts, folder: m.Folder}
+		p[i].raw, p[i].folder = m.Raw, m.Folder
 	}
-	pools[seed] = p
+	pools[key] = p
 	return p
 }
 
-func generateMail(o *providers.Object, r *rng, date time.Time, seed uint64) {
+func generateMail(o *providers.Object, r *rng, date time.Time, seed uint64, orig int) {
 	h := &providers.MessageHeaders{To: []string{self}, Date: date}
 	o.Kind, o.MIMEType, o.Message = providers.KindMessage, "message/rfc822", h
 	o.SizeBytes = r.logUniform(2<<10, 80<<10)
@@ -211,12 +227,12 @@ func generateMail(o *providers.Object, r *rng, date time.Time, seed uint64) {
 	switch c := r.intn(100); {
 	case c < 50:
 		// Half the mailbox comes from the labelled corpus.
-		k := r.intn(poolSize)
-		m := &pool(seed)[k]
+		c, k := (orig/64)%poolChunks, r.intn(poolChunk)
+		m := pool(seed, c)[k].read()
 		*h = m.headers
 		h.Date = date
 		o.SizeBytes = max(o.SizeBytes, int64(len(m.raw)))
-		o.Metadata[corpusKey] = strconv.Itoa(k)
+		o.Metadata[corpusKey] = strconv.Itoa(c*poolChunk + k)
 		for k, v := range m.facts {
 			o.Metadata[k] = v
 		}
@@ -290,7 +306,7 @@ func newContent(seed uint64, files bool, i int, epoch time.Time, o providers.Obj
 		// The header block is built from the original so duplicates match.
 		og := generate(seed, files, orig, epoch)
 		if k, err := strconv.Atoi(og.Metadata[corpusKey]); err == nil {
-			c.head = pool(seed)[k].raw // the corpus message as it was written, then padding
+			c.head = pool(seed, k/poolChunk)[k%poolChunk].raw // the corpus message as written, then padding
 			if int64(len(c.head)) > c.left {
 				c.head = c.head[:c.left]
 			}
