@@ -156,10 +156,17 @@ func TestAccountExport(t *testing.T) {
 	var vs struct{ Data []map[string]any }
 	json.Unmarshal(e.do("GET", "/v1/vault/objects"+cx, "", e.key()...).body, &vs)
 	content := map[string]bool{}
+	eml := 0
 	for path, f := range files {
 		if strings.HasPrefix(path, "test/vault/content/") {
 			content[f.SHA256] = true
+			if strings.HasSuffix(path, ".eml") {
+				eml++
+			}
 		}
+	}
+	if eml == 0 {
+		t.Error("no message is exported as .eml")
 	}
 	for _, v := range vs.Data {
 		if v["state"] == "committed" && !content[v["sha256"].(string)] {
