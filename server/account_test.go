@@ -156,10 +156,17 @@ func TestAccountExport(t *testing.T) {
 	var vs struct{ Data []map[string]any }
 	json.Unmarshal(e.do("GET", "/v1/vault/objects"+cx, "", e.key()...).body, &vs)
 	content := map[string]bool{}
+	eml := 0
 	for path, f := range files {
 		if strings.HasPrefix(path, "test/vault/content/") {
 			content[f.SHA256] = true
+			if strings.HasSuffix(path, ".eml") {
+				eml++
+			}
 		}
+	}
+	if eml == 0 {
+		t.Error("no message is exported as .eml")
 	}
 	for _, v := range vs.Data {
 		if v["state"] == "committed" && !content[v["sha256"].(string)] {
@@ -480,5 +487,31 @@ func TestAccountExportOfCorruptContent(t *testing.T) {
 	j := e.waitJob(t, r.json(t)["id"].(string), e.testSession())
 	if j["status"] != "failed" || !strings.Contains(j["error"].(string), "failed verification") {
 		t.Fatalf("export of corrupt content: %v", j)
+	}
+}
+
+// The application connected to the user hears of the export's completion by webhook:
+// svc.job.succeeded about the job, with its size and SHA-256 and no download URL.
+func TestAccountExportWebhook(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.Dev = true })
+	rcv := newReceiver(t)
+	r := e.do("POST", "/v1/webhooks", `{"url":"`+rcv.ts.URL+`/hook","event_types":["svc.job.succeeded"],"mode":"test"}`, e.key()...)
+	secret, _ := r.json(t)["secret"].(string)
+	if r.status != 201 {
+		t.Fatalf("webhook: %d %s", r.status, r.body)
+	}
+	j := e.do("POST", "/v1/account/export", "", e.testSession()...).json(t)
+	j = e.waitJob(t, j["id"].(string), e.testSession())
+	h, body := rcv.wait(t, 0)
+	signed(t, h, body, secret)
+	var evs []map[string]any
+	if err := json.Unmarshal(body, &evs); err != nil || len(evs) != 1 {
+		t.Fatalf("delivery: %s", body)
+	}
+	data, _ := evs[0]["data"].(map[string]any)
+	res, _ := data["result"].(map[string]any)
+	if evs[0]["type"] != "svc.job.succeeded" || evs[0]["subject"] != j["id"] || data["kind"] != "export" ||
+		res["sha256"] != j["result"].(map[string]any)["sha256"] || res["url"] != nil || strings.Contains(string(body), "sig=") {
+		t.Fatalf("event: %s", body)
 	}
 }

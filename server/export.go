@@ -442,6 +442,9 @@ func (x *exporter) contentName(ctx context.Context, tenant, root string, o vault
 		}
 	}
 	name := path.Join(segs...)
+	if path.Ext(name) == "" && (o.MIMEType == "message/rfc822" || o.Kind == "message") {
+		name += ".eml" // a message opens in a mail program
+	}
 	if x.contentFor[name] {
 		ext := path.Ext(name)
 		name = strings.TrimSuffix(name, ext) + " (" + o.ID + ")" + ext

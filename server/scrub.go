@@ -82,29 +82,33 @@ func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *v
 
 // TierVault moves a tenant's committed vault objects to the cold tier once they were committed
 // more than coldAfter ago (vault.Cold: the content is copied to the cold backend and verified
-// there before the hot copy is dropped). It returns how many moved.
+// there before the hot copy is dropped). When any object is due, the move runs as a job of kind
+// migration (a move of content between storage tiers), with progress over the objects due. It
+// returns how many moved.
 func (s *Server) TierVault(ctx context.Context, tenant platform.Tenant, coldAfter time.Duration) (int, error) {
 	cutoff := s.cfg.Now().Add(-coldAfter)
-	due := func(o vault.Object) bool {
-		return o.State == vault.StateCommitted && o.ColdSince.IsZero() && !o.CommittedAt.IsZero() && o.CommittedAt.Before(cutoff)
-	}
-	moved, after := 0, ""
-	for {
-		page, more, err := s.vault.List(ctx, tenant.String(), after, 256, due)
-		if err != nil {
-			return moved, err
+	var due []string
+	err := eachVaultObject(ctx, s.vault, tenant.String(), func(o vault.Object) error {
+		if o.State == vault.StateCommitted && o.ColdSince.IsZero() && !o.CommittedAt.IsZero() && o.CommittedAt.Before(cutoff) {
+			due = append(due, o.ID)
 		}
-		for _, o := range page {
-			if _, err := s.vault.Cold(ctx, tenant.String(), o.ID); err != nil {
-				return moved, fmt.Errorf("cold %s: %w", o.ID, err)
+		return nil
+	})
+	if err != nil || len(due) == 0 {
+		return 0, err
+	}
+	moved := 0
+	_, err = s.jobRunner.Run(ctx, tenant.String(), svcv1.JobKind_JOB_KIND_MIGRATION, func(ctx context.Context, p *job.Progress) (map[string]any, error) {
+		for _, id := range due {
+			if _, err := s.vault.Cold(ctx, tenant.String(), id); err != nil {
+				return nil, fmt.Errorf("cold %s: %w", id, err)
 			}
 			moved++
-			after = o.ID
+			p.Fraction(ctx, int64(moved), int64(len(due)))
 		}
-		if !more || len(page) == 0 {
-			return moved, nil
-		}
-	}
+		return map[string]any{"type": "vault_tiering", "to": "cold", "objects_moved": float64(moved)}, nil
+	})
+	return moved, err
 }
 
 // scrubLoop scrubs every tenant's vault every interval until ctx ends, then moves what is due

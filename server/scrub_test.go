@@ -95,6 +95,14 @@ func TestTieringMovesOldObjectsCold(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("moved %d of 3 (%v)", n, err)
 	}
+	// The move was a migration job.
+	var jobs struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(e.do("GET", "/v1/jobs?kind=migration&connection_id="+e.creds.ConnectionID, "", e.key()...).body, &jobs)
+	if len(jobs.Data) != 1 || jobs.Data[0]["status"] != "succeeded" || jobs.Data[0]["result"].(map[string]any)["objects_moved"] != float64(3) {
+		t.Fatalf("migration jobs: %v", jobs.Data)
+	}
 	cx := "?connection_id=" + e.creds.ConnectionID
 	var list struct {
 		Data []map[string]any `json:"data"`

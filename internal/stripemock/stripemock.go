@@ -70,4 +70,3 @@ func Start(t testing.TB) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
