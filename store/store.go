@@ -21,7 +21,10 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // DB is an open store.
-type DB struct{ bolt *bolt.DB }
+type DB struct {
+	bolt  *bolt.DB
+	group groupCommit // batch's queue
+}
 
 // Open opens (creating if needed) the store file at path.
 func Open(path string) (*DB, error) {

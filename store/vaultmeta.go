@@ -20,7 +20,7 @@ const (
 )
 
 // VaultMeta is the vault's records on bbolt (it implements vault.Meta). Updates go through
-// bbolt's batch, so concurrent small commits share one transaction and one fsync.
+// a group commit (batch, group.go), so concurrent small commits share one transaction and one fsync.
 type VaultMeta struct{ db *DB }
 
 // VaultMeta returns the vault's record store on this database.
@@ -44,7 +44,7 @@ func (m *VaultMeta) Update(ctx context.Context, tenant string, fn func(vault.Met
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return m.db.bolt.Batch(func(tx *bolt.Tx) error { return fn(&metaTx{tx: tx, tenant: tenant}) })
+	return m.db.batch(func(tx *bolt.Tx) error { return fn(&metaTx{tx: tx, tenant: tenant}) })
 }
 
 // WrappedKey implements vault.KeyStore.

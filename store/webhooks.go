@@ -203,7 +203,7 @@ func (db *DB) Apply(ctx context.Context, extras ...Extra) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return db.bolt.Batch(func(tx *bolt.Tx) error { return applyExtras(tx, extras) }) // retried as a whole: puts only
+	return db.batch(func(tx *bolt.Tx) error { return applyExtras(tx, extras) }) // retried as a whole: puts only
 }
 
 // EventsExtra writes events to a log and their webhook queue entries within the transaction of

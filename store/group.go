@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxGroup bounds the calls one group commit runs in its transaction.
+const maxGroup = 1024
+
+// groupCommit queues the write functions of concurrent callers for batch.
+type groupCommit struct {
+	mu      sync.Mutex
+	queue   []*groupCall
+	leading bool // a goroutine is committing; it hands over to the next leader when done
+}
+
+type groupCall struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// batch runs fn in a write transaction shared with concurrent callers and returns once that
+// transaction is durable (or fn failed). It is bbolt's Batch without the timer: the first
+// caller commits at once with what is queued, and the callers that arrive while a transaction
+// is being committed (its fsyncs) are committed together in the next one. Under load every
+// transaction carries everything that queued during the previous one; alone, a call costs no
+// more than Update. As with Batch, fn may run more than once (when another function of its
+// group fails, the group is retried without it), so it must only write to the transaction.
+func (db *DB) batch(fn func(*bolt.Tx) error) error {
+	c := &groupCall{fn: fn, done: make(chan error, 1)}
+	g := &db.group
+	g.mu.Lock()
+	g.queue = append(g.queue, c)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if lead {
+		db.lead()
+	}
+	return <-c.done
+}
+
+// lead commits one group from the queue, then hands over to a new leader if more queued
+// meanwhile, so that the caller that led returns as soon as its own group is durable.
+func (db *DB) lead() {
+	g := &db.group
+	g.mu.Lock()
+	n := min(len(g.queue), maxGroup)
+	calls := g.queue[:n:n]
+	g.queue = g.queue[n:]
+	g.mu.Unlock()
+	db.commitGroup(calls)
+	g.mu.Lock()
+	more := len(g.queue) > 0
+	if !more {
+		g.leading = false
+		g.queue = nil
+	}
+	g.mu.Unlock()
+	if more {
+		go db.lead()
+	}
+}
+
+type groupFailure struct {
+	i   int
+	err error
+}
+
+func (e *groupFailure) Error() string { return e.err.Error() }
+
+// commitGroup runs calls in one transaction. A failing function is taken out: the rest are
+// committed together and it runs alone, so that it gets its own error (as bbolt's Batch does).
+func (db *DB) commitGroup(calls []*groupCall) {
+	err := db.update(func(tx *bolt.Tx) error {
+		for i, c := range calls {
+			if err := c.fn(tx); err != nil {
+				return &groupFailure{i: i, err: err}
+			}
+		}
+		return nil
+	})
+	var gf *groupFailure
+	if errors.As(err, &gf) && len(calls) > 1 {
+		failed := calls[gf.i]
+		rest := append(calls[:gf.i:gf.i], calls[gf.i+1:]...)
+		db.commitGroup(rest)
+		failed.done <- db.update(failed.fn)
+		return
+	}
+	if gf != nil {
+		err = gf.err
+	}
+	for _, c := range calls {
+		c.done <- err
+	}
+}
+
+// AppendLogs appends values, in order, to the stream of the log name (an execution's
+// journal, say) in one transaction, and returns once they are durable. Concurrent calls are
+// group-committed (see batch): many journals' writes share one transaction and its fsyncs.
+func (db *DB) AppendLogs(ctx context.Context, name, stream string, values [][]byte) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	return db.batch(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, "log_"+name)
+		if err != nil {
+			return err
+		}
+		prefix := []byte(stream + "/")
+		for _, v := range values {
+			seq, err := b.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := b.Put(binary.BigEndian.AppendUint64(prefix[:len(prefix):len(prefix)], seq), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
