@@ -35,11 +35,12 @@ type Transition struct {
 	Status   string // ok, skipped or failed
 	At       time.Time
 	// What the step produced, kept so a resumed execution and the receipt know it.
-	VaultID, VaultSHA256 string
-	Bytes                int64
-	ResultID             string
-	Restorable           bool
-	Error                string
+	VaultID     string `json:",omitempty"`
+	VaultSHA256 string `json:",omitempty"`
+	Bytes       int64  `json:",omitempty"`
+	ResultID    string `json:",omitempty"`
+	Restorable  bool   `json:",omitempty"`
+	Error       string `json:",omitempty"`
 	// Path is where a copy, move or restore writes at its destination, journaled with
 	// RESTORE_QUEUED before the write so that a redone write goes to the same place.
 	Path string `json:",omitempty"`
@@ -49,7 +50,8 @@ type Transition struct {
 type AssetState = Transition
 
 // Store keeps executions, their journals and the plans they run. Journal writes must be
-// durable when Record returns; concurrent Records may be committed together.
+// durable when Record returns; concurrent Records may be committed together. The engine
+// groups an execution's transitions itself (one Record call per group, see journal.go).
 type Store interface {
 	// BeginExecution applies fn to the stored plan and, when it succeeds, stores e, in one
 	// transaction: a plan never moves to committing without the execution that runs it.
@@ -60,8 +62,9 @@ type Store interface {
 	Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error)
 	// UpdatePlan applies fn to the stored plan atomically.
 	UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error
-	// Record appends a transition to an execution's journal, durably.
-	Record(ctx context.Context, tenant, executionID string, t Transition) error
+	// Record appends transitions, in order, to an execution's journal, and returns once they
+	// are durable. After a crash the journal holds a prefix of what was appended.
+	Record(ctx context.Context, tenant, executionID string, ts ...Transition) error
 	// Journal returns an execution's transitions in order.
 	Journal(ctx context.Context, tenant, executionID string) ([]Transition, error)
 }
