@@ -53,9 +53,11 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 	switch e.kind {
 	case 'm':
 		unique, flags := splitMaildirName(filepath.Base(e.full))
-		if err := os.Rename(e.full, filepath.Join(e.maildir, "cur", unique+":2,"+addFlag(flags, 'T'))); err != nil {
+		to := filepath.Join(e.maildir, "cur", unique+":2,"+addFlag(flags, 'T'))
+		if err := os.Rename(e.full, to); err != nil {
 			return providers.ActionResult{}, fmt.Errorf("local: trash %q: %w", req.ObjectID, mapErr(err))
 		}
+		maildirs.moved(e.maildir, unique, to)
 		return providers.ActionResult{ResultID: "maildir:T", Restorable: true}, nil
 	case 'x':
 		return providers.ActionResult{}, fmt.Errorf("local: trash %q: messages in an mbox: %w", req.ObjectID, providers.ErrUnsupported)
