@@ -109,12 +109,17 @@ type Finisher interface {
 
 // Options configure an Engine. Zero fields take defaults.
 type Options struct {
-	Concurrency int           // assets in flight per execution, default 8
-	PerProvider rate.Limit    // provider calls per second per provider, default unlimited
-	Retries     int           // attempts for transient provider errors, default 5
-	Backoff     time.Duration // first retry delay, doubled each time, default 100 ms
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Concurrency is the most assets in flight per execution, default 256, within
+	// InFlightBytes: each asset counts its size up to 8 MiB (what a streamed write buffers)
+	// plus 64 KiB, default 128 MiB. Many small assets run together, so that the vault and the
+	// journal commit them in large groups; large files run a few at a time.
+	Concurrency   int
+	InFlightBytes int64
+	PerProvider   rate.Limit    // provider calls per second per provider, default unlimited
+	Retries       int           // attempts for transient provider errors, default 5
+	Backoff       time.Duration // first retry delay, doubled each time, default 100 ms
+	Now           func() time.Time
+	Logger        *slog.Logger
 	// Unsubscribe sends an RFC 8058 one-click unsubscribe request (a POST of
 	// "List-Unsubscribe=One-Click") to target, an https URL from a message's List-Unsubscribe
 	// header; an error wrapping providers.ErrTransient is retried. Nil: unsubscribe actions
@@ -139,7 +144,10 @@ type Engine struct {
 // New returns an engine.
 func New(store Store, sources Sources, vault Vault, finish Finisher, opts Options) *Engine {
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 8
+		opts.Concurrency = 256
+	}
+	if opts.InFlightBytes <= 0 {
+		opts.InFlightBytes = 128 << 20
 	}
 	if opts.PerProvider == 0 {
 		opts.PerProvider = rate.Inf

@@ -107,6 +107,7 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	journal = nil
 	if !cancelled {
 		work := make(chan *svcv1.PlanObject)
+		mem := newBudget(e.opts.InFlightBytes)
 		var wg sync.WaitGroup
 		for range e.opts.Concurrency {
 			wg.Add(1)
@@ -114,6 +115,7 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 				defer wg.Done()
 				for o := range work {
 					r.asset(ctx, o, latest[o.GetAssetId()])
+					mem.release(inFlightBytes(o))
 				}
 			}()
 		}
@@ -123,9 +125,17 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 			if t, ok := latest[o.GetAssetId()]; ok && done(o, t.To) {
 				continue
 			}
+			for !mem.tryAcquire(inFlightBytes(o)) {
+				select {
+				case <-mem.freed:
+				case <-ctx.Done():
+					break feed
+				}
+			}
 			select {
 			case work <- o:
 			case <-ctx.Done():
+				mem.release(inFlightBytes(o))
 				break feed
 			}
 		}

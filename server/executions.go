@@ -200,12 +200,16 @@ func (s *Server) getExecution(ctx context.Context, req *svcv1.GetExecutionReques
 	return x, s.executionInGrant(ctx, c, x)
 }
 
+var planSourceMarkers = (&svcv1.Plan{}).ProtoReflect().Descriptor().Fields().ByName("source_markers").Number()
+
 // executionInGrant answers 403 when a connection's grant does not reach the plan's sources.
 func (s *Server) executionInGrant(ctx context.Context, c *Caller, x *svcv1.Execution) error {
 	if c.Connection == nil {
 		return nil
 	}
-	p, err := s.plans.Get(ctx, c.Tenant.String(), x.GetPlanId())
+	// Only the markers: a client polling a running execution must not decode the plan's
+	// objects (100,000 of them, tens of MB) on every poll.
+	p, err := s.plans.GetFields(ctx, c.Tenant.String(), x.GetPlanId(), planSourceMarkers)
 	if err != nil {
 		return err
 	}

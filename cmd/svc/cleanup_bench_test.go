@@ -86,7 +86,9 @@ func BenchmarkCleanup(b *testing.B) {
 		row("svc clean-up (execute to receipt)", res["svc"])
 		b.Logf("svc plan of the mailbox: %v (%.0f messages/s); execution: %v; %d trashed, %d preserved only, %d failed",
 			run.plan.Round(time.Millisecond), float64(n)/run.plan.Seconds(), run.execute.Round(time.Millisecond), run.trashed, run.kept, run.failed)
-		b.Logf("peak RSS: server %.1f MiB, plugins %.1f MiB", float64(run.rssServer)/(1<<20), float64(run.rssPlugins)/(1<<20))
+		b.Logf("peak RSS: server %.1f MiB, plugins %.1f MiB; CPU during the execution: server %v (%.0f us/message), plugins %v (%.0f us/message)",
+			float64(run.rssServer)/(1<<20), float64(run.rssPlugins)/(1<<20), run.cpuServer.Round(time.Millisecond),
+			float64(run.cpuServer.Microseconds())/float64(n), run.cpuPlugins.Round(time.Millisecond), float64(run.cpuPlugins.Microseconds())/float64(n))
 		if res["restic"] > 0 {
 			b.Logf("svc / restic = %.2f (target >= 0.5); svc = %.0f messages/s (target >= 2,000)", res["svc"]/res["restic"], res["svc"])
 			b.ReportMetric(res["svc"]/res["restic"], "svc/restic")
@@ -287,6 +289,7 @@ type cleanupRun struct {
 	plan, execute         time.Duration
 	trashed, kept, failed int
 	rssServer, rssPlugins int64
+	cpuServer, cpuPlugins time.Duration // user + system time during the execution
 }
 
 // runCleanup runs svc serve --dev on the Maildir, plans a clean-up of it, authorizes it and
@@ -433,19 +436,22 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 		Failed    int     `json:"failed"`
 		Status    string  `json:"status"`
 	}
+	cpu0s, cpu0p := groupCPU(cmd.Process.Pid)
 	t0 = time.Now()
 	if st := call("POST", "/v1/plans/"+p.PlanID+"/execute", "", &x); st != 202 {
 		fail("execute: %d", st)
 	}
 	var peakServer, peakPlugins int64
 	for x.ReceiptID == nil {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // as often as svc apply polls by default
 		call("GET", "/v1/executions/"+x.ID, "", &x)
 		if time.Since(t0) > time.Hour {
 			fail("the execution did not finish in an hour: %+v", x)
 		}
 	}
 	run.execute = time.Since(t0)
+	cpu1s, cpu1p := groupCPU(cmd.Process.Pid)
+	run.cpuServer, run.cpuPlugins = cpu1s-cpu0s, cpu1p-cpu0p
 	peakServer, peakPlugins = groupPeakRSS(cmd.Process.Pid)
 	run.rssServer, run.rssPlugins = peakServer, peakPlugins
 	run.failed = x.Failed
@@ -460,9 +466,33 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 	return run
 }
 
-// groupPeakRSS returns the peak RSS (VmHWM) of the process pid and the sum of the peaks of the
-// other processes of its process group (its plugins).
-func groupPeakRSS(pid int) (self, others int64) {
+// groupCPU returns the user + system time of the process pid and the sum of the other
+// processes of its process group.
+func groupCPU(pid int) (self, others time.Duration) {
+	for _, p := range groupPIDs(pid) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		d := time.Duration(ut+st) * time.Second / 100 // clock ticks (USER_HZ)
+		if p == pid {
+			self = d
+		} else {
+			others += d
+		}
+	}
+	return self, others
+}
+
+// groupPIDs lists the processes of the process group pid.
+func groupPIDs(pid int) []int {
+	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		p, err := strconv.Atoi(e.Name())
@@ -474,11 +504,18 @@ func groupPeakRSS(pid int) (self, others int64) {
 			continue
 		}
 		// Fields after the command name: state ppid pgrp ...
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pid) {
-			continue
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pid) {
+			out = append(out, p)
 		}
+	}
+	return out
+}
+
+// groupPeakRSS returns the peak RSS (VmHWM) of the process pid and the sum of the peaks of the
+// other processes of its process group (its plugins).
+func groupPeakRSS(pid int) (self, others int64) {
+	for _, p := range groupPIDs(pid) {
 		hwm := vmHWM(p)
 		if p == pid {
 			self = hwm
