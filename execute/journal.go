@@ -25,7 +25,6 @@ const maxPending = 8192
 type journal struct {
 	store         Store
 	tenant, exeID string
-	onDurable     func([]Transition) // called with each group once it is durable
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -37,8 +36,8 @@ type journal struct {
 	writerEnd chan struct{}
 }
 
-func newJournal(store Store, tenant, exeID string, onDurable func([]Transition)) *journal {
-	j := &journal{store: store, tenant: tenant, exeID: exeID, onDurable: onDurable, writerEnd: make(chan struct{})}
+func newJournal(store Store, tenant, exeID string) *journal {
+	j := &journal{store: store, tenant: tenant, exeID: exeID, writerEnd: make(chan struct{})}
 	j.cond = sync.NewCond(&j.mu)
 	go j.write()
 	return j
@@ -109,9 +108,6 @@ func (j *journal) write() {
 		j.cond.Broadcast() // room for steps waiting on maxPending
 		j.mu.Unlock()
 		err := j.store.Record(ctx, j.tenant, j.exeID, group...)
-		if err == nil && j.onDurable != nil {
-			j.onDurable(group)
-		}
 		j.mu.Lock()
 		if err != nil {
 			j.err = err

@@ -44,7 +44,7 @@ func (g *gateStore) flat() []string {
 // and are written in order, in groups, behind the one in flight.
 func TestJournalWaitsOnlyBeforeSideEffects(t *testing.T) {
 	g := &gateStore{gate: make(chan struct{})}
-	j := newJournal(g, "t", "exe", nil)
+	j := newJournal(g, "t", "exe")
 	defer func() { close(g.gate); j.close() }()
 
 	for _, id := range []string{"a", "b", "c"} {
@@ -94,7 +94,7 @@ func TestJournalFailureIsSticky(t *testing.T) {
 	boom := errors.New("disk gone")
 	g := &gateStore{gate: make(chan struct{}), fail: boom}
 	close(g.gate)
-	j := newJournal(g, "t", "exe", nil)
+	j := newJournal(g, "t", "exe")
 	if err := j.append(Transition{AssetID: "a", To: actionQueued}, true); !errors.Is(err, boom) {
 		t.Fatalf("guarded append: %v, want %v", err, boom)
 	}
@@ -110,7 +110,7 @@ func TestJournalFailureIsSticky(t *testing.T) {
 func TestJournalFlushAndClose(t *testing.T) {
 	g := &gateStore{gate: make(chan struct{})}
 	close(g.gate)
-	j := newJournal(g, "t", "exe", nil)
+	j := newJournal(g, "t", "exe")
 	for _, id := range []string{"a", "b"} {
 		if err := j.append(Transition{AssetID: id, To: fetching}, false); err != nil {
 			t.Fatal(err)

@@ -99,7 +99,7 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
 
 	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(),
-		journal: newJournal(e.store, tenant, exeID, nil)}
+		journal: newJournal(e.store, tenant, exeID)}
 	defer r.journal.close()
 	for _, t := range journal {
 		r.tally.add(t)
