@@ -23,26 +23,55 @@ type counts struct {
 // count derives the counters from the journal: the latest state of every asset decides
 // whether it completed, failed or was skipped; bytes come from the commit and trash steps.
 func count(p *svcv1.Plan, journal []Transition) counts {
-	var c counts
-	latest := map[string]Transition{}
-	for _, t := range journal {
-		latest[t.AssetID] = t
-		switch t.To {
-		case vaultCommitted:
-			c.bytesPreserved += t.Bytes
-			c.preserved++
-		case trashed:
-			c.bytesRemoved += t.Bytes
-		case restored:
-			c.bytesTransferred += t.Bytes
-		}
+	t := newTally()
+	for _, tr := range journal {
+		t.add(tr)
 	}
+	return t.counts(p)
+}
+
+// tally is what count needs of a journal, kept as transitions are recorded, so that a running
+// execution's counters are known without reading its journal back.
+type tally struct {
+	latest                                         map[string]last
+	preserved                                      int64
+	bytesPreserved, bytesRemoved, bytesTransferred int64
+}
+
+// last is an asset's latest state (and why, when it failed).
+type last struct {
+	to    svcv1.StepState
+	error string
+}
+
+func newTally() *tally { return &tally{latest: map[string]last{}} }
+
+func (tl *tally) add(t Transition) {
+	l := last{to: t.To}
+	if t.To == failed {
+		l.error = t.Error
+	}
+	tl.latest[t.AssetID] = l
+	switch t.To {
+	case vaultCommitted:
+		tl.bytesPreserved += t.Bytes
+		tl.preserved++
+	case trashed:
+		tl.bytesRemoved += t.Bytes
+	case restored:
+		tl.bytesTransferred += t.Bytes
+	}
+}
+
+func (tl *tally) counts(p *svcv1.Plan) counts {
+	c := counts{preserved: tl.preserved, bytesPreserved: tl.bytesPreserved, bytesRemoved: tl.bytesRemoved, bytesTransferred: tl.bytesTransferred}
+	latest := tl.latest
 	for _, o := range p.GetObjects() {
 		t, ok := latest[o.GetAssetId()]
-		if !ok || t.To == excluded {
+		if !ok || t.to == excluded {
 			continue
 		}
-		if t.To == skipped {
+		if t.to == skipped {
 			// Not attempted, as receipts count: skipped objects were not acted on (a copy
 			// vaulted before the skip stays, and the receipt says so).
 			c.skipped++
@@ -50,12 +79,12 @@ func count(p *svcv1.Plan, journal []Transition) counts {
 		}
 		c.attempted++
 		switch {
-		case t.To == failed:
+		case t.to == failed:
 			c.failed++
 			if len(c.errors) < MaxErrors {
-				c.errors = append(c.errors, o.GetAssetId()+": "+t.Error)
+				c.errors = append(c.errors, o.GetAssetId()+": "+t.error)
 			}
-		case done(o, t.To):
+		case done(o, t.to):
 			c.completed++
 		}
 	}

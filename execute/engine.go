@@ -35,11 +35,12 @@ type Transition struct {
 	Status   string // ok, skipped or failed
 	At       time.Time
 	// What the step produced, kept so a resumed execution and the receipt know it.
-	VaultID, VaultSHA256 string
-	Bytes                int64
-	ResultID             string
-	Restorable           bool
-	Error                string
+	VaultID     string `json:",omitempty"`
+	VaultSHA256 string `json:",omitempty"`
+	Bytes       int64  `json:",omitempty"`
+	ResultID    string `json:",omitempty"`
+	Restorable  bool   `json:",omitempty"`
+	Error       string `json:",omitempty"`
 	// Path is where a copy, move or restore writes at its destination, journaled with
 	// RESTORE_QUEUED before the write so that a redone write goes to the same place.
 	Path string `json:",omitempty"`
@@ -49,7 +50,8 @@ type Transition struct {
 type AssetState = Transition
 
 // Store keeps executions, their journals and the plans they run. Journal writes must be
-// durable when Record returns; concurrent Records may be committed together.
+// durable when Record returns; concurrent Records may be committed together. The engine
+// groups an execution's transitions itself (one Record call per group, see journal.go).
 type Store interface {
 	// BeginExecution applies fn to the stored plan and, when it succeeds, stores e, in one
 	// transaction: a plan never moves to committing without the execution that runs it.
@@ -65,8 +67,9 @@ type Store interface {
 	Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error)
 	// UpdatePlan applies fn to the stored plan atomically.
 	UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error
-	// Record appends a transition to an execution's journal, durably.
-	Record(ctx context.Context, tenant, executionID string, t Transition) error
+	// Record appends transitions, in order, to an execution's journal, and returns once they
+	// are durable. After a crash the journal holds a prefix of what was appended.
+	Record(ctx context.Context, tenant, executionID string, ts ...Transition) error
 	// Journal returns an execution's transitions in order.
 	Journal(ctx context.Context, tenant, executionID string) ([]Transition, error)
 }
@@ -120,12 +123,17 @@ type Receipt struct {
 
 // Options configure an Engine. Zero fields take defaults.
 type Options struct {
-	Concurrency int           // assets in flight per execution, default 8
-	PerProvider rate.Limit    // provider calls per second per provider, default unlimited
-	Retries     int           // attempts for transient provider errors, default 5
-	Backoff     time.Duration // first retry delay, doubled each time, default 100 ms
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Concurrency is the most assets in flight per execution, default 256, within
+	// InFlightBytes: each asset counts its size up to 8 MiB (what a streamed write buffers)
+	// plus 64 KiB, default 128 MiB. Many small assets run together, so that the vault and the
+	// journal commit them in large groups; large files run a few at a time.
+	Concurrency   int
+	InFlightBytes int64
+	PerProvider   rate.Limit    // provider calls per second per provider, default unlimited
+	Retries       int           // attempts for transient provider errors, default 5
+	Backoff       time.Duration // first retry delay, doubled each time, default 100 ms
+	Now           func() time.Time
+	Logger        *slog.Logger
 	// Unsubscribe sends an RFC 8058 one-click unsubscribe request (a POST of
 	// "List-Unsubscribe=One-Click") to target, an https URL from a message's List-Unsubscribe
 	// header; an error wrapping providers.ErrTransient is retried. Nil: unsubscribe actions
@@ -150,7 +158,10 @@ type Engine struct {
 // New returns an engine.
 func New(store Store, sources Sources, vault Vault, finish Finisher, opts Options) *Engine {
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 8
+		opts.Concurrency = 256
+	}
+	if opts.InFlightBytes <= 0 {
+		opts.InFlightBytes = 128 << 20
 	}
 	if opts.PerProvider == 0 {
 		opts.PerProvider = rate.Inf

@@ -21,8 +21,11 @@ import (
 	"svc.dev/svc/providers"
 )
 
-// memStore is an in-memory execute.Store. crashAfter > 0 makes the k-th Record and everything
-// after it fail, as if the process died: nothing more becomes durable.
+// memStore is an in-memory execute.Store. crashAfter > 0 makes the k-th recorded transition
+// and everything after it fail, as if the process died: nothing more becomes durable. A
+// crash inside a group of transitions keeps the ones before it (a prefix), which is more
+// than a real store allows (bbolt commits a group whole or not at all) and so tests more
+// crash points.
 type memStore struct {
 	mu         sync.Mutex
 	executions map[string]*svcv1.Execution
@@ -139,18 +142,20 @@ func (m *memStore) UpdatePlan(_ context.Context, _, id string, fn func(*svcv1.Pl
 	return nil
 }
 
-func (m *memStore) Record(_ context.Context, _, exe string, t execute.Transition) error {
+func (m *memStore) Record(_ context.Context, _, exe string, ts ...execute.Transition) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.dead(); err != nil {
-		return err
+	for _, t := range ts {
+		if err := m.dead(); err != nil {
+			return err
+		}
+		m.records++
+		if m.crashAfter > 0 && m.records >= m.crashAfter {
+			m.crashed.Store(true)
+			return errCrashed
+		}
+		m.journal[exe] = append(m.journal[exe], t)
 	}
-	m.records++
-	if m.crashAfter > 0 && m.records >= m.crashAfter {
-		m.crashed.Store(true)
-		return errCrashed
-	}
-	m.journal[exe] = append(m.journal[exe], t)
 	return nil
 }
 

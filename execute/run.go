@@ -99,9 +99,16 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	}
 	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
 
-	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p}
+	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(),
+		journal: newJournal(e.store, tenant, exeID)}
+	defer r.journal.close()
+	for _, t := range journal {
+		r.tally.add(t)
+	}
+	journal = nil
 	if !cancelled {
 		work := make(chan *svcv1.PlanObject)
+		mem := newBudget(e.opts.InFlightBytes)
 		var wg sync.WaitGroup
 		for range e.opts.Concurrency {
 			wg.Add(1)
@@ -109,6 +116,7 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 				defer wg.Done()
 				for o := range work {
 					r.asset(ctx, o, latest[o.GetAssetId()])
+					mem.release(inFlightBytes(o))
 				}
 			}()
 		}
@@ -118,9 +126,17 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 			if t, ok := latest[o.GetAssetId()]; ok && done(o, t.To) {
 				continue
 			}
+			for !mem.tryAcquire(inFlightBytes(o)) {
+				select {
+				case <-mem.freed:
+				case <-ctx.Done():
+					break feed
+				}
+			}
 			select {
 			case work <- o:
 			case <-ctx.Done():
+				mem.release(inFlightBytes(o))
 				break feed
 			}
 		}
@@ -128,7 +144,7 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 		wg.Wait()
 		stopProgress()
 		if errors.Is(context.Cause(ctx), errShutdown) {
-			return nil // resumes on the next start
+			return r.journal.close() // resumes on the next start
 		}
 		cancelled = ctx.Err() != nil
 	}
@@ -138,6 +154,9 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 // finishRun skips what a cancel left undone, sets the counters, status and plan state, and has
 // the receipt made.
 func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error {
+	if err := r.journal.flush(); err != nil {
+		return err
+	}
 	journal, err := e.store.Journal(ctx, r.tenant, r.exeID)
 	if err != nil {
 		return err
@@ -159,9 +178,12 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		if cancelled {
 			reason = "cancelled before this asset was processed"
 		}
-		if err := r.record(ctx, o, Transition{From: from, To: skipped, Step: "skip", Status: "skipped", Error: reason}); err != nil {
+		if err := r.record(o, Transition{From: from, To: skipped, Step: "skip", Status: "skipped", Error: reason}); err != nil {
 			return err
 		}
+	}
+	if err := r.journal.flush(); err != nil {
+		return err
 	}
 	if journal, err = e.store.Journal(ctx, r.tenant, r.exeID); err != nil {
 		return err
@@ -230,16 +252,35 @@ type runner struct {
 	exeID  string
 	plan   *svcv1.Plan
 
+	journal *journal
+	mu      sync.Mutex
+	tally   *tally // of what was recorded, for the counters shown while it runs
+
 	processed, bytes atomic.Int64
 }
 
-func (r *runner) record(ctx context.Context, o *svcv1.PlanObject, t Transition) error {
+// record journals an asset's transition. A transition that guards a side effect is durable
+// when record returns; the others are written with the next group (journal.go).
+func (r *runner) record(o *svcv1.PlanObject, t Transition) error {
 	t.AssetID = o.GetAssetId()
 	if t.At.IsZero() {
 		t.At = r.e.now()
 	}
-	return r.e.store.Record(ctx, r.tenant, r.exeID, t)
+	if err := r.journal.append(t, guards(t.To)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.tally.add(t)
+	r.mu.Unlock()
+	return nil
 }
+
+// guards reports whether a transition to s comes right before a side effect that a resumed
+// execution must know may have happened: a source action (a trash, the removal that ends a
+// move, an unsubscribe request) or a write to a destination (a copy, a move, a restore). Those
+// are durable before the side effect. Every other step is redone after a crash that lost it,
+// and redoing it is harmless: a fetch reads, a vault write goes into the same object.
+func guards(s svcv1.StepState) bool { return s == actionQueued || s == restoreQueued }
 
 // progress updates the execution's counters while it runs, for clients that poll it.
 func (r *runner) progress(ctx context.Context) (stop func()) {
@@ -256,11 +297,9 @@ func (r *runner) progress(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				journal, err := r.e.store.Journal(ctx, r.tenant, r.exeID)
-				if err != nil {
-					continue
-				}
-				c := count(r.plan, journal)
+				r.mu.Lock()
+				c := r.tally.counts(r.plan)
+				r.mu.Unlock()
 				r.e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(x *svcv1.Execution) error {
 					c.apply(x)
 					x.UpdatedAt = timestamppb.New(r.e.now())
@@ -287,7 +326,7 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		if fill != nil {
 			fill(&t)
 		}
-		if err := r.record(work, o, t); err != nil {
+		if err := r.record(o, t); err != nil {
 			r.e.opts.Logger.Error("journal write failed", "execution_id", r.exeID, "asset_id", o.GetAssetId(), "err", err)
 			return false
 		}

@@ -116,21 +116,29 @@ func (x execStore) UpdatePlan(ctx context.Context, tenant, id string, fn func(*s
 	return x.s.plans.updateWith(ctx, tenant, id, fn)
 }
 
-func (x execStore) Record(ctx context.Context, tenant, exeID string, t execute.Transition) error {
-	b, err := json.Marshal(t)
-	if err != nil {
+// Record appends an execution's group of transitions in one transaction, group-committed with
+// the other executions' groups and the vault's records.
+func (x execStore) Record(ctx context.Context, tenant, exeID string, ts ...execute.Transition) error {
+	vals := make([][]byte, len(ts))
+	for i, t := range ts {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		vals[i] = b
+	}
+	if err := x.s.db.AppendLogs(ctx, journalLog, tenant+"/"+exeID, vals); err != nil {
 		return err
 	}
-	if err := x.s.db.AppendLog(ctx, journalLog, tenant+"/"+exeID, b); err != nil {
-		return err
+	for range ts {
+		crashPoint()
 	}
-	crashPoint()
 	return nil
 }
 
 // crashAfter, from SVC_CRASH_AFTER_JOURNAL=N, kills the process with SIGKILL right after the
-// N-th durable journal write: the crash tests use it to stop the binary exactly at step
-// boundaries. Unset (always, outside those tests) it does nothing.
+// group holding the N-th journal entry is durable: the crash tests use it to stop the binary
+// exactly at step boundaries. Unset (always, outside those tests) it does nothing.
 var (
 	crashAfter   = func() int64 { n, _ := strconv.ParseInt(os.Getenv("SVC_CRASH_AFTER_JOURNAL"), 10, 64); return n }()
 	journalCount atomic.Int64

@@ -42,13 +42,31 @@ func vaultObjectID(executionID, assetID string) string {
 	return "vlt_" + u.String()
 }
 
+// manifestIDOf derives the manifest of an asset that the engine creates when it first
+// preserves it, so that a copy redone after a crash (the vault object written, its manifest
+// not yet) names the same manifest.
+func manifestIDOf(tenant, assetID string) string {
+	sum := sha256.Sum256([]byte("svc/manifest/v1\x00" + tenant + "\x00" + assetID))
+	var u ulid.ULID
+	copy(u[:], sum[:16])
+	return "mfs_" + u.String()
+}
+
+// Store writes the content to the vault, then records the verified copy in the asset's
+// manifest (creating it the first time the asset is preserved) together with the
+// svc.vault.object.committed event, in one transaction group-committed with the other assets'.
 func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, body io.Reader, _ func() error) (execute.VaultRef, error) {
 	s := v.s
 	o := a.Object
-	m, err := s.assetManifest(ctx, tenant, o, a.Content)
+	m, err := s.manifests.Get(ctx, tenant, o.GetAssetId())
+	if errors.Is(err, store.ErrNotFound) {
+		m, err = manifest.New(&manifest.Asset{ManifestID: manifestIDOf(tenant, o.GetAssetId()), AssetID: o.GetAssetId(), TenantRef: tenant,
+			Provider: o.GetProvider(), SourceRef: o.GetSourceId(), Object: a.Content, ObservedAt: s.cfg.Now().UTC()})
+	}
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
+	fresh := m // stored as is when the asset has no manifest yet
 	req := vault.PutRequest{ID: vaultObjectID(a.ExecutionID, o.GetAssetId()), AssetID: o.GetAssetId(), Name: a.Content.Name,
 		Provider: o.GetProvider(), SourceID: o.GetSourceId(), MIMEType: a.Content.MIMEType, Kind: string(a.Content.Kind),
 		ManifestID: m.GetManifestId(), SizeBytes: -1}
@@ -62,18 +80,28 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 		return execute.VaultRef{}, err
 	}
 	observed := a.Content
-	err = s.manifests.Update(ctx, tenant, o.GetAssetId(), func(m *svcv1.Manifest) error {
-		return manifest.Apply(m, &manifest.Update{ExecutionID: a.ExecutionID, At: s.cfg.Now().UTC(), Observed: &observed,
-			Vault: &manifest.Vault{VaultObjectID: obj.ID, StorageKey: obj.StorageKey(), SHA256: obj.SHA256.String(), SizeBytes: obj.SizeBytes,
-				CommittedAt: obj.CommittedAt, VerifiedAt: obj.VerifiedAt}})
-	})
+	var pe preparedEvent
+	var extras []store.Extra
+	t, err := parseTenant(tenant)
+	if err == nil {
+		pe, err = s.prepareEvent(context.WithoutCancel(ctx), t, id.New("evt"), s.cfg.Now(), event.VaultObjectCommitted, "/v1/vault/objects", obj.ID,
+			map[string]any{"vault_object_id": obj.ID, "asset_id": o.GetAssetId(), "execution_id": a.ExecutionID, "sha256": obj.SHA256.String(),
+				"size_bytes": float64(obj.SizeBytes)})
+	}
+	if err != nil {
+		return execute.VaultRef{}, fmt.Errorf("vault event: %w", err)
+	}
+	extras = append(extras, pe.extra)
+	err = s.manifests.UpsertBatched(ctx, tenant, o.GetAssetId(), func() (*svcv1.Manifest, error) { return proto.Clone(fresh).(*svcv1.Manifest), nil },
+		func(m *svcv1.Manifest) error {
+			return manifest.Apply(m, &manifest.Update{ExecutionID: a.ExecutionID, At: s.cfg.Now().UTC(), Observed: &observed,
+				Vault: &manifest.Vault{VaultObjectID: obj.ID, StorageKey: obj.StorageKey(), SHA256: obj.SHA256.String(), SizeBytes: obj.SizeBytes,
+					CommittedAt: obj.CommittedAt, VerifiedAt: obj.VerifiedAt}})
+		}, extras...)
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
-	if t, err := parseTenant(tenant); err == nil {
-		s.emit(ctx, t, event.VaultObjectCommitted, "/v1/vault/objects", obj.ID, map[string]any{"vault_object_id": obj.ID,
-			"asset_id": o.GetAssetId(), "execution_id": a.ExecutionID, "sha256": obj.SHA256.String(), "size_bytes": float64(obj.SizeBytes)})
-	}
+	s.wake(pe)
 	return execute.VaultRef{ID: obj.ID, SHA256: obj.SHA256.String(), Size: obj.SizeBytes}, nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 // AppendLog appends value to the stream of the log name (an execution's journal, say) and
 // returns once it is durable. Concurrent appends are committed together in one transaction
-// (bbolt's batch), so many small journal writes share one fsync.
+// (batch, a group commit), so many small journal writes share one fsync.
 func (db *DB) AppendLog(ctx context.Context, name, stream string, value []byte) error {
 	if err := ctxErr(ctx); err != nil {
 		return err

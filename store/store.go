@@ -24,6 +24,7 @@ var ErrNotFound = errors.New("not found")
 type DB struct {
 	bolt  *bolt.DB
 	guard *txGuard
+	group groupCommit // batch's queue
 }
 
 // Options tunes Open; nil means the defaults.
@@ -73,21 +74,6 @@ func (db *DB) view(fn func(*bolt.Tx) error) error {
 func (db *DB) update(fn func(*bolt.Tx) error) error {
 	defer db.guard.enter()()
 	return db.bolt.Update(fn)
-}
-
-// batch is update through bbolt's Batch: concurrent calls share one transaction, so fn may
-// run more than once and must only write. fn runs on bbolt's batch goroutine, which the
-// guard marks too, or again on the caller's when bbolt retries it alone.
-func (db *DB) batch(fn func(*bolt.Tx) error) error {
-	caller, leave := db.guard.enterID()
-	defer leave()
-	return db.bolt.Batch(func(tx *bolt.Tx) error {
-		if caller != 0 && goroutineID() == caller {
-			return fn(tx)
-		}
-		defer db.guard.enter()()
-		return fn(tx)
-	})
 }
 
 // bucket returns the named bucket in a write transaction, creating it if needed.

@@ -20,7 +20,7 @@ const (
 )
 
 // VaultMeta is the vault's records on bbolt (it implements vault.Meta). Updates go through
-// bbolt's batch, so concurrent small commits share one transaction and one fsync.
+// a group commit (batch, group.go), so concurrent small commits share one transaction and one fsync.
 type VaultMeta struct{ db *DB }
 
 // VaultMeta returns the vault's record store on this database.

@@ -313,7 +313,7 @@ func (p *Provider) resolve(src, id string) (entry, error) {
 		}
 	}
 	if dir := filepath.Dir(full); isMaildir(dir) {
-		m, err := findMaildirMessage(dir, filepath.Base(full))
+		m, err := maildirs.find(dir, filepath.Base(full))
 		if err == nil && !strings.Contains(m.flags, "T") {
 			fi, err := os.Stat(m.file)
 			if err == nil {

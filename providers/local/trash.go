@@ -53,9 +53,11 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 	switch e.kind {
 	case 'm':
 		unique, flags := splitMaildirName(filepath.Base(e.full))
-		if err := os.Rename(e.full, filepath.Join(e.maildir, "cur", unique+":2,"+addFlag(flags, 'T'))); err != nil {
+		to := filepath.Join(e.maildir, "cur", unique+":2,"+addFlag(flags, 'T'))
+		if err := os.Rename(e.full, to); err != nil {
 			return providers.ActionResult{}, fmt.Errorf("local: trash %q: %w", req.ObjectID, mapErr(err))
 		}
+		maildirs.moved(e.maildir, unique, to)
 		return providers.ActionResult{ResultID: "maildir:T", Restorable: true}, nil
 	case 'x':
 		return providers.ActionResult{}, fmt.Errorf("local: trash %q: messages in an mbox: %w", req.ObjectID, providers.ErrUnsupported)
@@ -110,6 +112,10 @@ func trashInto(trash, full string) (string, error) {
 		// The spec: create the info file with O_EXCL first; it reserves the
 		// name, then the file is moved.
 		f, err := os.OpenFile(infoPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && leftReservation(trash, name, infoPath, full) {
+			// Our own reservation from an attempt killed before it moved the file: take it again.
+			f, err = os.OpenFile(infoPath, os.O_WRONLY|os.O_TRUNC, 0o600)
+		}
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -131,6 +137,23 @@ func trashInto(trash, full string) (string, error) {
 		return infoPath, nil
 	}
 	return "", fmt.Errorf("no free name in the trash for %q", base)
+}
+
+// leftReservation reports whether infoPath is a reservation that a trash of full made and
+// never completed (the process was killed between writing the info file and moving the file):
+// nothing is in files/ under its name, and it names full. An empty info file is left alone:
+// it may be another trash's reservation being written right now, and a process killed before
+// writing it leaves only an empty file, which names nothing.
+func leftReservation(trash, name, infoPath, full string) bool {
+	if _, err := os.Lstat(filepath.Join(trash, "files", name)); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	raw, err := os.ReadFile(infoPath)
+	if err != nil || len(raw) == 0 {
+		return false
+	}
+	orig, err := trashInfoPath(string(raw))
+	return err == nil && orig == full
 }
 
 // Untrash implements providers.Untrasher.
