@@ -271,12 +271,35 @@ func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRe
 		return nil, err
 	}
 	c := callerFrom(ctx)
-	page, err := s.executions.List(ctx, c.Tenant.String(), after, limit, func(x *svcv1.Execution) bool {
-		return (req.PlanId == nil || x.GetPlanId() == req.GetPlanId()) && (req.Status == nil || x.GetStatus() == req.GetStatus()) &&
-			s.executionInGrant(ctx, c, x) == nil
-	})
-	if err != nil {
-		return nil, err
+	keep := func(x *svcv1.Execution) bool {
+		return (req.PlanId == nil || x.GetPlanId() == req.GetPlanId()) && (req.Status == nil || x.GetStatus() == req.GetStatus())
 	}
-	return &svcv1.ListExecutionsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+	if c.Connection == nil || len(c.Connection.Grant.SourceIDs) == 0 {
+		page, err := s.executions.List(ctx, c.Tenant.String(), after, limit, keep)
+		if err != nil {
+			return nil, err
+		}
+		return &svcv1.ListExecutionsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+	}
+	// A grant limited to sources: whether an execution is in it needs its plan, read after
+	// each page (never inside the listing's transaction), and pages are read until full.
+	out := []*svcv1.Execution{}
+	for {
+		page, err := s.executions.List(ctx, c.Tenant.String(), after, limit-len(out), keep)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range page.Items {
+			if s.executionInGrant(ctx, c, x) == nil {
+				out = append(out, x)
+			}
+		}
+		if page.Last == "" {
+			return &svcv1.ListExecutionsResponse{Data: out}, nil
+		}
+		if len(out) == limit {
+			return &svcv1.ListExecutionsResponse{Data: out, NextCursor: s.nextCursor(binding, out[len(out)-1].GetId())}, nil
+		}
+		after = page.Last
+	}
 }
