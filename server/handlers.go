@@ -53,6 +53,7 @@ func (s *Server) register() {
 	handle(s, svcv1connect.WebhookServiceListDeliveriesProcedure, s.listDeliveries)
 	handle(s, svcv1connect.WebhookServiceSendTestEventProcedure, s.sendTestEvent)
 	handle(s, svcv1connect.ReceiptServiceGetReceiptProcedure, s.getReceipt)
+	handle(s, svcv1connect.ReceiptServiceRestoreReceiptProcedure, s.restoreReceipt)
 	handle(s, svcv1connect.VaultServiceListVaultObjectsProcedure, s.listVaultObjects)
 	handle(s, svcv1connect.VaultServiceGetVaultObjectProcedure, s.getVaultObject)
 	handle(s, svcv1connect.VaultServiceGetVaultObjectContentProcedure, s.getVaultObjectContent)
