@@ -246,6 +246,9 @@ func (ix *vaultIndex) headers(ctx context.Context, tenant string, o vault.Object
 	return nil
 }
 
+// maxIndexWait bounds how long a search waits for the index to catch up with the vault.
+const maxIndexWait = 5 * time.Second
+
 // searchVault searches the vault (spec #11): q in the search package's syntax, filters
 // provider, from, to, type; newest first, cursor-paginated; limited to the sources of a
 // connection's grant.
@@ -272,8 +275,16 @@ func (s *Server) searchVault(ctx context.Context, req *svcv1.SearchVaultRequest)
 		q.Sources = c.Connection.Grant.SourceIDs
 	}
 	tenant := c.Tenant.String()
-	if err := s.search.sync(ctx); err != nil {
-		return nil, err
+	// Read-your-writes, within reason: a worker that is far behind (or stuck) delays a search
+	// by at most maxIndexWait, which then answers from what is indexed.
+	wait, cancel := context.WithTimeout(ctx, maxIndexWait)
+	err = s.search.sync(wait)
+	cancel()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		s.log.Warn("search: the index is behind the vault", "tenant", tenant, "waited", maxIndexWait)
 	}
 	res, err := s.search.index.Search(ctx, tenant, q)
 	if errors.Is(err, search.ErrInvalidQuery) {
