@@ -165,7 +165,7 @@ func TestSearchReindexAndReceiptRestore(t *testing.T) {
 		t.Fatalf("restore plan: %v\n%s", err, out)
 	}
 	out, err = exec.Command(bin, "receipt", "restore", "rcp_01JD0000000000000000000000", "--credentials", filepath.Join(data, "dev-credentials.json")).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not found") {
+	if err == nil || !strings.Contains(string(out), "404 not_found") {
 		t.Fatalf("restore of an unknown receipt: %v\n%s", err, out)
 	}
 
