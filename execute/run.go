@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -800,6 +801,10 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 		fail("restore", err)
 		return
 	}
+	if result, ok := UntrashResult(o); ok {
+		r.untrash(work, o, src, ref, result, step, fail)
+		return
+	}
 	w, ok := providers.AsWriter(src)
 	if !ok {
 		fail("restore", fmt.Errorf("the provider cannot write: %w", providers.ErrUnsupported))
@@ -831,6 +836,49 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 	}
 	step(restored, "restore", "ok", func(t *Transition) {
 		t.ResultID, t.Bytes, t.VaultID, t.VaultSHA256, t.Path = written.ID, vref.Size, vref.ID, vref.SHA256, o.GetProviderObjectId()
+	})
+	r.processed.Add(1)
+}
+
+// untrashPrefix marks a restore by untrash: the plan object's expectedVersion is this prefix
+// and the provider's trash result id (the receipt's providerResultId), and its
+// providerObjectId the original object.
+const untrashPrefix = "untrash:"
+
+// UntrashVersion is the expectedVersion of a plan object restored by untrashing it at its
+// provider, from the result id its trash returned.
+func UntrashVersion(resultID string) string { return untrashPrefix + resultID }
+
+// UntrashResult reports whether a restore object is restored by untrashing it at the provider,
+// and the trash result id to untrash.
+func UntrashResult(o *svcv1.PlanObject) (string, bool) {
+	if !has(o, svcv1.PlanAction_PLAN_ACTION_RESTORE) {
+		return "", false
+	}
+	return strings.CutPrefix(o.GetExpectedVersion(), untrashPrefix)
+}
+
+// untrash brings a trashed object back at its provider. Untrash is idempotent (a redo after a
+// crash finds it back), so RESTORE_QUEUED before and RESTORED after are all it needs.
+func (r *runner) untrash(ctx context.Context, o *svcv1.PlanObject, src providers.Provider, ref, result string,
+	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error)) {
+	u, ok := providers.AsUntrasher(src)
+	if !ok {
+		fail("untrash", fmt.Errorf("the provider cannot untrash: %w", providers.ErrUnsupported))
+		return
+	}
+	var back providers.Object
+	err := r.retry(ctx, r.e.limiter(providers.Name(enumName(o.GetProvider()))), func() error {
+		var err error
+		back, err = u.Untrash(ctx, providers.UntrashRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ResultID: result})
+		return err
+	})
+	if err != nil {
+		fail("untrash", err)
+		return
+	}
+	step(restored, "untrash", "ok", func(t *Transition) {
+		t.ResultID, t.Bytes, t.Path = back.ID, back.SizeBytes, o.GetProviderObjectId()
 	})
 	r.processed.Add(1)
 }

@@ -102,6 +102,7 @@ var matrixClass = map[string]string{
 	"PlanService/CancelPlan":                 clsByID,
 	"PlanService/ListPlans":                  clsCX,
 	"ReceiptService/GetReceipt":              clsByID,
+	"ReceiptService/RestoreReceipt":          clsByID,
 	"SourceService/ListSources":              clsTenant,
 	"SourceService/GetSource":                clsByID,
 	"SourceService/UpdateSourcePolicy":       clsByID,
@@ -620,6 +621,8 @@ func (me *matrixEnv) checkBodyReferences(t *testing.T) {
 		{"POST", "/v1/plans" + full, `{"intent":"export","source_ids":["` + own["src"] + `"],"destination_id":"` + live["dst"] + `"}`, 404},
 		{"POST", "/v1/vault/objects/" + own["vlt"] + "/restore" + full, `{"destination_id":"` + other["dst"] + `"}`, 404},
 		{"POST", "/v1/vault/objects/" + own["vlt"] + "/restore", `{"destination_id":"` + live["dst"] + `"}`, 404},
+		{"POST", "/v1/receipts/" + own["rcp"] + "/restore" + full, `{"destination_id":"` + other["dst"] + `"}`, 404},
+		{"POST", "/v1/receipts/" + own["rcp"] + "/restore", `{"destination_id":"` + live["dst"] + `"}`, 404},
 		{"POST", "/v1/destinations" + full, `{"source_id":"` + other["src"] + `","label":"x"}`, 400}, // answered like an unknown source
 		{"POST", "/v1/destinations" + outside, `{"source_id":"` + own["src"] + `","label":"x"}`, 403},
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -415,5 +416,42 @@ func TestCancelExecution(t *testing.T) {
 	}
 	if !types["svc.execution.cancel_requested"] || !types["svc.execution.cancelled"] || !types["svc.execution.started"] {
 		t.Fatalf("events %v", types)
+	}
+}
+
+// A webhook receiver told of an execution's end finds it ended, with the receipt and
+// finished_at the event names, when it asks the API on receipt of the delivery.
+func TestWebhookOfTheEndFindsTheReceipt(t *testing.T) {
+	e, _, src, _ := localEnv(t, 20, func(c *server.Config) { c.Dev = true })
+	cx := "?connection_id=" + e.creds.ConnectionID
+	seen := make(chan string, 10)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var evs []map[string]any
+		json.NewDecoder(req.Body).Decode(&evs)
+		for _, ev := range evs {
+			if ev["type"] != "svc.execution.completed" {
+				continue
+			}
+			d := ev["data"].(map[string]any)
+			x := e.do("GET", "/v1/executions/"+ev["subject"].(string)+cx, "", e.key()...).json(t)
+			if x["status"] != "completed" || x["receipt_id"] == nil || x["receipt_id"] != d["receipt_id"] || x["finished_at"] != d["finished_at"] {
+				seen <- fmt.Sprintf("event %v, execution %v %v %v", d, x["status"], x["receipt_id"], x["finished_at"])
+				continue
+			}
+			seen <- ""
+		}
+	}))
+	defer rcv.Close()
+	if r := e.do("POST", "/v1/webhooks", `{"url":"`+rcv.URL+`/hook","event_types":["svc.execution.*"],"mode":"test"}`, e.key()...); r.status != 201 {
+		t.Fatalf("webhook: %d %s", r.status, r.body)
+	}
+	runLocal(t, e, src)
+	select {
+	case msg := <-seen:
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no svc.execution.completed delivery")
 	}
 }

@@ -151,19 +151,12 @@ func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 // scrub`), on the backends its server uses: one tenant, or every tenant with vault content when tenant is "". Each scrub is
 // recorded as a job like the server's; events are not emitted (they are the server's).
 func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant string, opts *vault.ScrubOptions) ([]ScrubResult, error) {
-	if _, err := os.Stat(filepath.Join(dataDir, "svc.db")); err != nil {
-		return nil, fmt.Errorf("no svc data directory at %s: %w", dataDir, err)
-	}
-	db, err := store.Open(filepath.Join(dataDir, "svc.db"))
-	if err != nil {
-		return nil, fmt.Errorf("%w (is svc serve running on this data directory? it scrubs on its own every %s)", err, DefaultScrubInterval)
-	}
-	defer db.Close()
-	keys, err := dataKeys(dataDir)
+	db, keys, err := openStopped(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	vlt, err := openVault(dataDir, db, keys, time.Now, be)
+	defer db.Close()
+	vlt, err := openVault(dataDir, db, keys, time.Now, be, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -182,4 +175,22 @@ func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant 
 		out = append(out, scrubJob(ctx, runner, vlt, tn, opts))
 	}
 	return out, nil
+}
+
+// openStopped opens the store and keys of a data directory whose server is not running, for
+// the offline commands (`svc vault scrub`, `svc vault reindex`).
+func openStopped(dataDir string) (*store.DB, *platform.Keyring, error) {
+	if _, err := os.Stat(filepath.Join(dataDir, "svc.db")); err != nil {
+		return nil, nil, fmt.Errorf("no svc data directory at %s: %w", dataDir, err)
+	}
+	db, err := store.Open(filepath.Join(dataDir, "svc.db"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (is svc serve running on this data directory? it holds the directory; stop it first)", err)
+	}
+	keys, err := dataKeys(dataDir)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, keys, nil
 }

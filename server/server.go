@@ -137,6 +137,7 @@ type Server struct {
 	stopHooks context.CancelFunc
 	keyring   *receipt.Keyring
 	vault     *vault.Vault
+	search    *vaultIndex
 	manifests *store.Collection[*svcv1.Manifest]
 
 	background sync.WaitGroup // work that Close waits for (the scrub loop)
@@ -186,8 +187,15 @@ func New(cfg Config) (*Server, error) {
 		db.Close()
 		return nil, err
 	}
-	vlt, err := openVault(cfg.DataDir, db, keys, cfg.Now, cfg.Vault)
+	ix, err := openSearch(cfg.DataDir)
 	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	ix.log = cfg.Logger
+	vlt, err := openVault(cfg.DataDir, db, keys, cfg.Now, cfg.Vault, ix.changed)
+	if err != nil {
+		ix.index.Close()
 		db.Close()
 		return nil, err
 	}
@@ -223,6 +231,7 @@ func New(cfg Config) (*Server, error) {
 		providers:     cfg.Providers,
 		keyring:       keyring,
 		vault:         vlt,
+		search:        ix,
 		manifests:     store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
 		sealer:        sealer,
 		openedSources: openedSources{opened: map[string]openedSource{}},
@@ -235,6 +244,7 @@ func New(cfg Config) (*Server, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
+	ix.vlt, ix.manifests = vlt, s.manifests
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
 	if s.usage, err = newUsageMeter(s); err != nil {
 		db.Close()
@@ -271,6 +281,10 @@ func New(cfg Config) (*Server, error) {
 	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
 		s.background.Go(func() { s.scrubLoop(hooksCtx, every) })
 	}
+	// Tenants with vault content and no search index (a data directory from before search)
+	// get one built by an index job.
+	s.background.Go(func() { s.indexMissing(hooksCtx) })
+	s.background.Go(func() { s.search.run(hooksCtx) })
 	if err := s.loadMethods(); err != nil {
 		db.Close()
 		return nil, err
@@ -300,10 +314,13 @@ func dataKeys(dataDir string) (*platform.Keyring, error) {
 
 // openVault opens the data directory's vault: its files under vault/ (or on the backends
 // given), its records in db, its key-encryption key derived from the keyring.
-func openVault(dataDir string, db *store.DB, keys *platform.Keyring, now func() time.Time, be VaultBackends) (*vault.Vault, error) {
+// onChange, if not nil, follows the vault's changes (the search index).
+func openVault(dataDir string, db *store.DB, keys *platform.Keyring, now func() time.Time, be VaultBackends,
+	onChange func(context.Context, string, vault.Object)) (*vault.Vault, error) {
 	var kek vault.KEK
 	copy(kek[:], keys.Derive("vault-kek"))
-	return vault.Open(filepath.Join(dataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek, &vault.Options{Now: now, Hot: be.Hot, Cold: be.Cold})
+	return vault.Open(filepath.Join(dataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek,
+		&vault.Options{Now: now, Hot: be.Hot, Cold: be.Cold, OnChange: onChange})
 }
 
 // Handler returns the HTTP handler serving the whole API.
@@ -316,6 +333,7 @@ func (s *Server) Close() error {
 	s.stopHooks()
 	s.background.Wait() // the scrub loop stops between objects
 	s.vault.Close()
+	s.search.index.Close()
 	s.usage.close()
 	s.audit.close()
 	s.closeAll()

@@ -83,6 +83,9 @@ func (v *Vault) finishDelete(ctx context.Context, t *tenant, o Object) (Object, 
 		return Object{}, fmt.Errorf("delete vault object %s: %w", o.ID, err)
 	}
 	v.remove(ctx, rm)
+	if o.State == StateDeleted {
+		v.changed(ctx, t.name, o)
+	}
 	return o, nil
 }
 
@@ -193,7 +196,11 @@ func (v *Vault) moveTier(ctx context.Context, tenant, id string, toCold bool) (O
 		return Object{}, fmt.Errorf("%s %s: %w", op, id, err)
 	}
 	v.remove(ctx, rm)
-	return v.Get(ctx, tenant, id)
+	o, err = v.Get(ctx, tenant, id)
+	if err == nil {
+		v.changed(ctx, tenant, o)
+	}
+	return o, err
 }
 
 // copyTier copies b's content from one tier to the other through a

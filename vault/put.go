@@ -67,6 +67,14 @@ func (r *PutRequest) draft(base Object) Object {
 // other content it is ErrInvalidState. A mismatch with the request's
 // SizeBytes or SHA256 is ErrInvalidData and commits nothing.
 func (v *Vault) Put(ctx context.Context, tenant string, req PutRequest, body io.Reader) (Object, error) {
+	o, err := v.put(ctx, tenant, req, body)
+	if err == nil {
+		v.changed(ctx, tenant, o)
+	}
+	return o, err
+}
+
+func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.Reader) (Object, error) {
 	t, err := v.tenant(ctx, tenant)
 	if err != nil {
 		return Object{}, err

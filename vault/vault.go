@@ -51,6 +51,18 @@ type Options struct {
 	GroupCommitDelay time.Duration
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// OnChange, when set, is told of an object after a Put committed it, after Cold or Warm
+	// moved it and after a deletion finished (Delete, Scrub): an observer such as the search
+	// index follows the vault with it. It runs in the goroutine that made the change, once
+	// the change is stored and outside any metadata transaction, so it may read the vault.
+	OnChange func(ctx context.Context, tenant string, o Object)
+}
+
+// changed tells Options.OnChange of o.
+func (v *Vault) changed(ctx context.Context, tenant string, o Object) {
+	if v.opts.OnChange != nil {
+		v.opts.OnChange(ctx, tenant, o)
+	}
 }
 
 // Vault is the content-addressed, encrypted, verified store of vault

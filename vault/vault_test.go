@@ -159,3 +159,36 @@ func TestTenantsAreIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// OnChange hears of every commit, tier move and finished deletion, after the change is stored:
+// it can read the vault from inside the call.
+func TestOnChange(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	var v *vault.Vault
+	v = vaulttest.Open(t, &vault.Options{OnChange: func(ctx context.Context, tn string, o vault.Object) {
+		stored, err := v.Get(ctx, tn, o.ID)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil || stored.State != o.State {
+			t.Errorf("told of %s %s, stored %s %v", o.ID, o.State, stored.State, err)
+		}
+		seen = append(seen, string(o.State))
+	}})
+	small := put(t, v, tenant, []byte("a small note"), vault.PutRequest{Name: "n.txt", MIMEType: "text/plain"})
+	put(t, v, tenant, payload(7, 300<<10), vault.PutRequest{Name: "big.bin"})
+	if _, err := v.Cold(ctx, tenant, small.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Warm(ctx, tenant, small.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Delete(ctx, tenant, small.ID); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "committed committed cold committed deleted"; strings.Join(seen, " ") != want {
+		t.Fatalf("told of %v, want %s", seen, want)
+	}
+}

@@ -11,9 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/receipt"
+	"svc.dev/svc/wire"
 )
 
 // maxReceiptKeySetBytes bounds a fetched or read key set; real ones are a few hundred bytes a key.
@@ -72,7 +76,63 @@ It exits with status 1 and says which check failed when the receipt does not ver
 	}
 	verify.Flags().StringVar(&keys, "keys", "", "the receipt key set: a JWK set file or an http(s) URL")
 	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+receiptKeysPath+" to use when --keys is not given (env SVC_URL)")
-	cmd.AddCommand(verify)
+	cmd.AddCommand(verify, newReceiptRestoreCmd())
+	return cmd
+}
+
+// newReceiptRestoreCmd returns "svc receipt restore": undo an execution by its receipt.
+func newReceiptRestoreCmd() *cobra.Command {
+	var cf clientFlags
+	var destination, idemKey string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "restore RECEIPT_ID",
+		Short: "Plan the undo of an execution: bring back what its receipt lists as trashed, removed or moved",
+		Long: `Restore asks a running server for a draft restore plan that brings back everything the
+receipt's execution trashed, removed or moved: from the vault copies the receipt names (to where
+each object was, or with --destination to that destination), or by untrashing at the provider
+where the vault holds none. Objects that can no longer come back are listed as excluded, with
+the reason. Nothing changes until the plan is authorized and applied:
+
+  svc plan authorize PLAN_ID --hash HASH
+  svc apply PLAN_ID`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cf.resolve(); err != nil {
+				return err
+			}
+			c := svcv1connect.NewReceiptServiceClient(cf.httpClient(), cf.server)
+			req := connect.NewRequest(&svcv1.RestoreReceiptRequest{Id: args[0], ConnectionId: cf.connectionID()})
+			if destination != "" {
+				req.Msg.DestinationId = &destination
+			}
+			if idemKey != "" {
+				req.Header().Set("Idempotency-Key", idemKey)
+			}
+			res, err := c.RestoreReceipt(cmd.Context(), req)
+			if err != nil {
+				return explain(err)
+			}
+			p := res.Msg
+			if asJSON {
+				b, err := wire.Marshal(p)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
+			if err := renderPlan(cmd.OutOrStdout(), p); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nNothing has changed yet. To undo:\n  svc plan authorize %s --hash %s\n  svc apply %s\n", p.GetPlanId(), p.GetHash(), p.GetPlanId())
+			return nil
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().StringVar(&destination, "destination", "", "restore the vault copies to this destination (dst_...) instead of their original place")
+	cmd.Flags().StringVar(&idemKey, "idempotency-key", "", "Idempotency-Key for the request (a retry with the same key returns the same plan)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan as JSON instead of a summary")
 	return cmd
 }
 

@@ -103,6 +103,76 @@ objects are left corrupt.`,
 	scrub.Flags().BoolVar(&noRepair, "no-repair", false, "only check and mark; do not rewrite bad copies from the other tier")
 	scrub.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
 	vaultStore.register(scrub.Flags())
-	cmd.AddCommand(scrub)
+	cmd.AddCommand(scrub, newReindexCmd())
+	return cmd
+}
+
+func newReindexCmd() *cobra.Command {
+	var dataDir, tenant string
+	var asJSON bool
+	var vaultStore vaultFlags
+	cmd := &cobra.Command{
+		Use:   "reindex",
+		Short: "Rebuild the search index from the vault",
+		Long: `Reindex rebuilds the search index of a data directory from its vault: every committed or
+cold object's extracted text, message headers and metadata (docs/search.md). Each tenant's
+rebuild is recorded as a job (kind index).
+
+It works on a stopped server's data directory; a running svc serve keeps its index up to date
+on its own, and builds it at start for tenants that have none.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				dataDir = defaultDataDir()
+			}
+			vb, err := vaultStore.backends(cmd.Context())
+			if err != nil {
+				return err
+			}
+			results, err := server.ReindexDataDir(cmd.Context(), dataDir, vb, tenant)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			var failed error
+			type row struct {
+				Tenant  string `json:"tenant"`
+				JobID   string `json:"job_id"`
+				Indexed int    `json:"indexed"`
+				Error   string `json:"error,omitempty"`
+			}
+			rows := []row{}
+			for _, r := range results {
+				rw := row{Tenant: r.Tenant, JobID: r.Job.GetId(), Indexed: r.Indexed}
+				if r.Err != nil {
+					rw.Error = r.Err.Error()
+					failed = errors.Join(failed, fmt.Errorf("tenant %s: %w", r.Tenant, r.Err))
+				}
+				rows = append(rows, rw)
+			}
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rows); err != nil {
+					return err
+				}
+			} else {
+				if len(rows) == 0 {
+					fmt.Fprintln(out, "no vault content in", dataDir)
+				}
+				for _, r := range rows {
+					fmt.Fprintf(out, "%s: %d objects indexed (job %s)\n", r.Tenant, r.Indexed, r.JobID)
+					if r.Error != "" {
+						fmt.Fprintf(out, "  failed: %s\n", r.Error)
+					}
+				}
+			}
+			return failed
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data", "", "data directory (default $XDG_DATA_HOME/svc or ~/.local/share/svc)")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "one tenant (test:usr_... or live:org_...); default every tenant with vault content")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
+	vaultStore.register(cmd.Flags())
 	return cmd
 }

@@ -291,7 +291,18 @@ type content struct {
 	head []byte
 	rand *rand.ChaCha8
 	left int64
+	text bool   // a message's body: words, not random bytes
+	word []byte // what is left of the current word
 }
+
+// bodyWords are what simulated message bodies are made of, so that vaulted mail has text to
+// search.
+var bodyWords = strings.Fields(`the a to and of for your on this is in we our please you with will be
+invoice payment receipt order account statement balance due amount total paid refund subscription
+renewal plan trial price discount offer sale weekend week month today tomorrow meeting notes
+agenda project report schedule review contract draft signed attached photos trip dinner friday
+family team update reminder question thanks regards hello lake house garden kitchen budget tax
+shipping delivery tracking package return warranty support ticket password security login`)
 
 func newContent(seed uint64, files bool, i int, epoch time.Time, o providers.Object) *content {
 	orig := original(seed, i)
@@ -322,7 +333,8 @@ func newContent(seed uint64, files bool, i int, epoch time.Time, o providers.Obj
 		if h.ListUnsubscribePost {
 			b.WriteString("List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n")
 		}
-		b.WriteString("Content-Type: application/octet-stream\r\n\r\n")
+		b.WriteString("Content-Type: text/plain; charset=us-ascii\r\n\r\n")
+		c.text = true
 		c.head = b.Bytes()
 		if int64(len(c.head)) > c.left {
 			c.head = c.head[:c.left]
@@ -342,6 +354,10 @@ func (c *content) Read(p []byte) (int, error) {
 	if len(c.head) > 0 {
 		n = copy(p, c.head)
 		c.head = c.head[n:]
+	}
+	if n < len(p) && c.text {
+		c.words(p[n:])
+		n = len(p)
 	}
 	if n < len(p) {
 		_, _ = c.rand.Read(p[n:])
@@ -418,4 +434,22 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	s.written = append(s.written, &written{obj: o, data: data})
 	s.record(o.ID, false)
 	return o, nil
+}
+
+// words fills p with words drawn from bodyWords, separated by spaces, with a line break every
+// dozen words or so.
+func (c *content) words(p []byte) {
+	for len(p) > 0 {
+		if len(c.word) == 0 {
+			r := c.rand.Uint64()
+			c.word = append(c.word[:0], bodyWords[r%uint64(len(bodyWords))]...)
+			if r>>32%12 == 0 {
+				c.word = append(c.word, '\r', '\n')
+			} else {
+				c.word = append(c.word, ' ')
+			}
+		}
+		n := copy(p, c.word)
+		p, c.word = p[n:], c.word[n:]
+	}
 }

@@ -867,11 +867,74 @@ func (x *GetReceiptRequest) GetConnectionId() string {
 	return ""
 }
 
+// RestoreReceiptRequest plans the undo of an execution: bringing back what its receipt lists
+// as trashed, removed or moved, to where it was or to a destination.
+type RestoreReceiptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// destination_id restores the vault copies to a destination instead of their original place.
+	DestinationId *string `protobuf:"bytes,2,opt,name=destination_id,json=destinationId,proto3,oneof" json:"destination_id,omitempty"`
+	ConnectionId  *string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreReceiptRequest) Reset() {
+	*x = RestoreReceiptRequest{}
+	mi := &file_svc_v1_receipt_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreReceiptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreReceiptRequest) ProtoMessage() {}
+
+func (x *RestoreReceiptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_receipt_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreReceiptRequest.ProtoReflect.Descriptor instead.
+func (*RestoreReceiptRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_receipt_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RestoreReceiptRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RestoreReceiptRequest) GetDestinationId() string {
+	if x != nil && x.DestinationId != nil {
+		return *x.DestinationId
+	}
+	return ""
+}
+
+func (x *RestoreReceiptRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
 var File_svc_v1_receipt_proto protoreflect.FileDescriptor
 
 const file_svc_v1_receipt_proto_rawDesc = "" +
 	"\n" +
-	"\x14svc/v1/receipt.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13svc/v1/common.proto\x1a\x14svc/v1/options.proto\"\x9b\v\n" +
+	"\x14svc/v1/receipt.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13svc/v1/common.proto\x1a\x14svc/v1/options.proto\x1a\x11svc/v1/plan.proto\"\x9b\v\n" +
 	"\aReceipt\x121\n" +
 	"\x0freceipt_version\x18\x01 \x01(\tB\b\xbaH\x05r\x03\n" +
 	"\x011R\x0ereceiptVersion\x12B\n" +
@@ -966,6 +1029,12 @@ const file_svc_v1_receipt_proto_rawDesc = "" +
 	"\x11GetReceiptRequest\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^rcp_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
 	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\x91\x02\n" +
+	"\x15RestoreReceiptRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^rcp_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12O\n" +
+	"\x0edestination_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^dst_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\rdestinationId\x88\x01\x01\x12M\n" +
+	"\rconnection_id\x18\x03 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x01R\fconnectionId\x88\x01\x01B\x11\n" +
+	"\x0f_destination_idB\x10\n" +
 	"\x0e_connection_id*\xfe\x01\n" +
 	"\x13ReceiptObjectStatus\x12%\n" +
 	"!RECEIPT_OBJECT_STATUS_UNSPECIFIED\x10\x00\x122\n" +
@@ -973,10 +1042,11 @@ const file_svc_v1_receipt_proto_rawDesc = "" +
 	"\x1dRECEIPT_OBJECT_STATUS_PARTIAL\x10\x02\x1a\v\x8a\xb5\x18\apartial\x12,\n" +
 	"\x1cRECEIPT_OBJECT_STATUS_FAILED\x10\x03\x1a\n" +
 	"\x8a\xb5\x18\x06failed\x12.\n" +
-	"\x1dRECEIPT_OBJECT_STATUS_SKIPPED\x10\x04\x1a\v\x8a\xb5\x18\askipped2x\n" +
+	"\x1dRECEIPT_OBJECT_STATUS_SKIPPED\x10\x04\x1a\v\x8a\xb5\x18\askipped2\xf1\x01\n" +
 	"\x0eReceiptService\x12f\n" +
 	"\n" +
-	"GetReceipt\x12\x19.svc.v1.GetReceiptRequest\x1a\x0f.svc.v1.Receipt\",\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/receipts/{id}\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"GetReceipt\x12\x19.svc.v1.GetReceiptRequest\x1a\x0f.svc.v1.Receipt\",\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/receipts/{id}\x90\x02\x01\x12w\n" +
+	"\x0eRestoreReceipt\x12\x1d.svc.v1.RestoreReceiptRequest\x1a\f.svc.v1.Plan\"8\x9a\xb5\x18\x10\b\xc9\x01\x10\x01*\arestore0\x01\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/v1/receipts/{id}/restoreB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_receipt_proto_rawDescOnce sync.Once
@@ -991,7 +1061,7 @@ func file_svc_v1_receipt_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_receipt_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_svc_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_svc_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_svc_v1_receipt_proto_goTypes = []any{
 	(ReceiptObjectStatus)(0),      // 0: svc.v1.ReceiptObjectStatus
 	(*Receipt)(nil),               // 1: svc.v1.Receipt
@@ -1002,29 +1072,33 @@ var file_svc_v1_receipt_proto_goTypes = []any{
 	(*Restoration)(nil),           // 6: svc.v1.Restoration
 	(*Signature)(nil),             // 7: svc.v1.Signature
 	(*GetReceiptRequest)(nil),     // 8: svc.v1.GetReceiptRequest
-	(*Actor)(nil),                 // 9: svc.v1.Actor
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(Provider)(0),                 // 11: svc.v1.Provider
+	(*RestoreReceiptRequest)(nil), // 9: svc.v1.RestoreReceiptRequest
+	(*Actor)(nil),                 // 10: svc.v1.Actor
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(Provider)(0),                 // 12: svc.v1.Provider
+	(*Plan)(nil),                  // 13: svc.v1.Plan
 }
 var file_svc_v1_receipt_proto_depIdxs = []int32{
-	9,  // 0: svc.v1.Receipt.actor:type_name -> svc.v1.Actor
+	10, // 0: svc.v1.Receipt.actor:type_name -> svc.v1.Actor
 	2,  // 1: svc.v1.Receipt.authorization:type_name -> svc.v1.ReceiptAuthorization
 	3,  // 2: svc.v1.Receipt.objects:type_name -> svc.v1.ReceiptObject
 	4,  // 3: svc.v1.Receipt.before:type_name -> svc.v1.QuotaSnapshot
 	4,  // 4: svc.v1.Receipt.after:type_name -> svc.v1.QuotaSnapshot
 	5,  // 5: svc.v1.Receipt.charges:type_name -> svc.v1.Charge
-	10, // 6: svc.v1.Receipt.started_at:type_name -> google.protobuf.Timestamp
-	10, // 7: svc.v1.Receipt.finished_at:type_name -> google.protobuf.Timestamp
+	11, // 6: svc.v1.Receipt.started_at:type_name -> google.protobuf.Timestamp
+	11, // 7: svc.v1.Receipt.finished_at:type_name -> google.protobuf.Timestamp
 	6,  // 8: svc.v1.Receipt.restoration:type_name -> svc.v1.Restoration
 	7,  // 9: svc.v1.Receipt.signature:type_name -> svc.v1.Signature
 	0,  // 10: svc.v1.ReceiptObject.status:type_name -> svc.v1.ReceiptObjectStatus
-	11, // 11: svc.v1.QuotaSnapshot.provider:type_name -> svc.v1.Provider
-	10, // 12: svc.v1.QuotaSnapshot.observed_at:type_name -> google.protobuf.Timestamp
-	10, // 13: svc.v1.Restoration.until:type_name -> google.protobuf.Timestamp
+	12, // 11: svc.v1.QuotaSnapshot.provider:type_name -> svc.v1.Provider
+	11, // 12: svc.v1.QuotaSnapshot.observed_at:type_name -> google.protobuf.Timestamp
+	11, // 13: svc.v1.Restoration.until:type_name -> google.protobuf.Timestamp
 	8,  // 14: svc.v1.ReceiptService.GetReceipt:input_type -> svc.v1.GetReceiptRequest
-	1,  // 15: svc.v1.ReceiptService.GetReceipt:output_type -> svc.v1.Receipt
-	15, // [15:16] is the sub-list for method output_type
-	14, // [14:15] is the sub-list for method input_type
+	9,  // 15: svc.v1.ReceiptService.RestoreReceipt:input_type -> svc.v1.RestoreReceiptRequest
+	1,  // 16: svc.v1.ReceiptService.GetReceipt:output_type -> svc.v1.Receipt
+	13, // 17: svc.v1.ReceiptService.RestoreReceipt:output_type -> svc.v1.Plan
+	16, // [16:18] is the sub-list for method output_type
+	14, // [14:16] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1037,19 +1111,21 @@ func file_svc_v1_receipt_proto_init() {
 	}
 	file_svc_v1_common_proto_init()
 	file_svc_v1_options_proto_init()
+	file_svc_v1_plan_proto_init()
 	file_svc_v1_receipt_proto_msgTypes[0].OneofWrappers = []any{}
 	file_svc_v1_receipt_proto_msgTypes[1].OneofWrappers = []any{}
 	file_svc_v1_receipt_proto_msgTypes[2].OneofWrappers = []any{}
 	file_svc_v1_receipt_proto_msgTypes[3].OneofWrappers = []any{}
 	file_svc_v1_receipt_proto_msgTypes[5].OneofWrappers = []any{}
 	file_svc_v1_receipt_proto_msgTypes[7].OneofWrappers = []any{}
+	file_svc_v1_receipt_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_receipt_proto_rawDesc), len(file_svc_v1_receipt_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

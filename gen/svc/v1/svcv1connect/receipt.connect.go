@@ -36,12 +36,19 @@ const (
 	// ReceiptServiceGetReceiptProcedure is the fully-qualified name of the ReceiptService's GetReceipt
 	// RPC.
 	ReceiptServiceGetReceiptProcedure = "/svc.v1.ReceiptService/GetReceipt"
+	// ReceiptServiceRestoreReceiptProcedure is the fully-qualified name of the ReceiptService's
+	// RestoreReceipt RPC.
+	ReceiptServiceRestoreReceiptProcedure = "/svc.v1.ReceiptService/RestoreReceipt"
 )
 
 // ReceiptServiceClient is a client for the svc.v1.ReceiptService service.
 type ReceiptServiceClient interface {
 	// GetReceipt reads a receipt by id (spec #17).
 	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.Receipt], error)
+	// RestoreReceipt builds a draft restore plan that brings back what an execution trashed,
+	// removed or moved, from the vault copies its receipt names or by untrashing at the
+	// provider; the plan is authorized and executed like any other.
+	RestoreReceipt(context.Context, *connect.Request[v1.RestoreReceiptRequest]) (*connect.Response[v1.Plan], error)
 }
 
 // NewReceiptServiceClient constructs a client for the svc.v1.ReceiptService service. By default, it
@@ -62,12 +69,19 @@ func NewReceiptServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		restoreReceipt: connect.NewClient[v1.RestoreReceiptRequest, v1.Plan](
+			httpClient,
+			baseURL+ReceiptServiceRestoreReceiptProcedure,
+			connect.WithSchema(receiptServiceMethods.ByName("RestoreReceipt")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // receiptServiceClient implements ReceiptServiceClient.
 type receiptServiceClient struct {
-	getReceipt *connect.Client[v1.GetReceiptRequest, v1.Receipt]
+	getReceipt     *connect.Client[v1.GetReceiptRequest, v1.Receipt]
+	restoreReceipt *connect.Client[v1.RestoreReceiptRequest, v1.Plan]
 }
 
 // GetReceipt calls svc.v1.ReceiptService.GetReceipt.
@@ -75,10 +89,19 @@ func (c *receiptServiceClient) GetReceipt(ctx context.Context, req *connect.Requ
 	return c.getReceipt.CallUnary(ctx, req)
 }
 
+// RestoreReceipt calls svc.v1.ReceiptService.RestoreReceipt.
+func (c *receiptServiceClient) RestoreReceipt(ctx context.Context, req *connect.Request[v1.RestoreReceiptRequest]) (*connect.Response[v1.Plan], error) {
+	return c.restoreReceipt.CallUnary(ctx, req)
+}
+
 // ReceiptServiceHandler is an implementation of the svc.v1.ReceiptService service.
 type ReceiptServiceHandler interface {
 	// GetReceipt reads a receipt by id (spec #17).
 	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.Receipt], error)
+	// RestoreReceipt builds a draft restore plan that brings back what an execution trashed,
+	// removed or moved, from the vault copies its receipt names or by untrashing at the
+	// provider; the plan is authorized and executed like any other.
+	RestoreReceipt(context.Context, *connect.Request[v1.RestoreReceiptRequest]) (*connect.Response[v1.Plan], error)
 }
 
 // NewReceiptServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -95,10 +118,18 @@ func NewReceiptServiceHandler(svc ReceiptServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	receiptServiceRestoreReceiptHandler := connect.NewUnaryHandler(
+		ReceiptServiceRestoreReceiptProcedure,
+		svc.RestoreReceipt,
+		connect.WithSchema(receiptServiceMethods.ByName("RestoreReceipt")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/svc.v1.ReceiptService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ReceiptServiceGetReceiptProcedure:
 			receiptServiceGetReceiptHandler.ServeHTTP(w, r)
+		case ReceiptServiceRestoreReceiptProcedure:
+			receiptServiceRestoreReceiptHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -110,4 +141,8 @@ type UnimplementedReceiptServiceHandler struct{}
 
 func (UnimplementedReceiptServiceHandler) GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.Receipt], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ReceiptService.GetReceipt is not implemented"))
+}
+
+func (UnimplementedReceiptServiceHandler) RestoreReceipt(context.Context, *connect.Request[v1.RestoreReceiptRequest]) (*connect.Response[v1.Plan], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ReceiptService.RestoreReceipt is not implemented"))
 }

@@ -1,0 +1,288 @@
+package search
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// Query is one search.
+type Query struct {
+	// Q is the query string: words (all must match, in any text field), "phrases", -word,
+	// field:value, field:"a phrase" (field one of Fields), and bleve's wildcards (inv*).
+	Q string
+	// Filters: zero values do not filter. From is inclusive, To exclusive; both apply to the
+	// document's Date. Type is a content kind (message, file, ...) or, with a "/", a MIME
+	// type; "image/*" matches every image type.
+	Provider, Type string
+	From, To       time.Time
+	// Sources, when not nil, limits hits to objects of these sources (an empty list: none).
+	Sources []string
+	// Limit is the page size; After continues after a position a previous page returned.
+	Limit int
+	After string
+}
+
+// Hit is one matching object.
+type Hit struct {
+	ID      string
+	Score   float64
+	Matched []string // the fields that matched, sorted
+	// Snippet is a passage of the best matching stored field (body, subject, name) with the
+	// matched words in <mark>...</mark>; the rest of the passage is HTML-escaped. Empty when
+	// only other fields matched.
+	Snippet string
+}
+
+// Result is one page of hits, newest first. Next is the position after the last hit, empty
+// on the last page.
+type Result struct {
+	Hits  []Hit
+	Total uint64 // matching documents in all
+	Next  string
+}
+
+// Search runs a query on a tenant's index.
+func (x *Index) Search(ctx context.Context, tenant string, q Query) (Result, error) {
+	root, err := parse(q.Q)
+	if err != nil {
+		return Result{}, err
+	}
+	if f := filters(&q); f != nil {
+		root.AddFilter(f)
+	}
+	limit := max(q.Limit, 1)
+	req := bleve.NewSearchRequestOptions(root, limit+1, 0, false)
+	req.SortBy([]string{"order"})
+	req.IncludeLocations = true
+	req.Highlight = bleve.NewHighlightWithStyle("html")
+	req.Highlight.Fields = []string{"body", "subject", "name"}
+	if q.After != "" {
+		after, err := decodePosition(q.After)
+		if err != nil {
+			return Result{}, err
+		}
+		req.SetSearchAfter(after)
+	}
+	t, err := x.tenant(tenant)
+	if err != nil {
+		return Result{}, err
+	}
+	t.mu.RLock()
+	res, err := t.idx.SearchInContext(ctx, req)
+	t.mu.RUnlock()
+	if err != nil {
+		return Result{}, fmt.Errorf("search: %w", err)
+	}
+	out := Result{Total: res.Total, Hits: make([]Hit, 0, min(len(res.Hits), limit))}
+	for i, h := range res.Hits {
+		if i == limit {
+			out.Next = encodePosition(res.Hits[i-1].Sort)
+			break
+		}
+		hit := Hit{ID: h.ID, Score: h.Score, Matched: []string{}}
+		for f := range h.Locations {
+			hit.Matched = append(hit.Matched, f)
+		}
+		sort.Strings(hit.Matched)
+		for _, f := range []string{"body", "subject", "name"} {
+			if frags := h.Fragments[f]; len(frags) > 0 {
+				hit.Snippet = strings.TrimSpace(frags[0])
+				break
+			}
+		}
+		out.Hits = append(out.Hits, hit)
+	}
+	return out, nil
+}
+
+// parse turns a query string into a boolean query with mail-search semantics: bleve's
+// optional clauses become required (every word must match), and an unfielded clause matches
+// in any text field. Fields outside Fields are refused.
+func parse(qs string) (*query.BooleanQuery, error) {
+	if strings.TrimSpace(qs) == "" {
+		return nil, fmt.Errorf("%w: the query is empty", ErrInvalidQuery)
+	}
+	parsed, err := query.NewQueryStringQuery(qs).Parse()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidQuery, firstLine(err.Error()))
+	}
+	b, ok := parsed.(*query.BooleanQuery)
+	if !ok {
+		return nil, fmt.Errorf("%w: unsupported query", ErrInvalidQuery)
+	}
+	var must, not []query.Query
+	for _, part := range []struct {
+		q    query.Query
+		dest *[]query.Query
+	}{{b.Must, &must}, {b.Should, &must}, {b.MustNot, &not}} {
+		var clauses []query.Query
+		switch c := part.q.(type) {
+		case nil:
+		case *query.ConjunctionQuery:
+			clauses = c.Conjuncts
+		case *query.DisjunctionQuery:
+			clauses = c.Disjuncts
+		default:
+			return nil, fmt.Errorf("%w: unsupported query", ErrInvalidQuery)
+		}
+		for _, c := range clauses {
+			e, err := expand(c)
+			if err != nil {
+				return nil, err
+			}
+			*part.dest = append(*part.dest, e)
+		}
+	}
+	if len(must) == 0 {
+		// Only exclusions: they narrow everything.
+		must = append(must, query.NewMatchAllQuery())
+	}
+	return query.NewBooleanQuery(must, nil, not), nil
+}
+
+// expand checks a clause's field, makes multi-word values need every word, and turns an
+// unfielded clause into the same clause on every text field.
+func expand(c query.Query) (query.Query, error) {
+	f, ok := c.(query.FieldableQuery)
+	if !ok {
+		return nil, fmt.Errorf("%w: unsupported query", ErrInvalidQuery)
+	}
+	if f.Field() != "" {
+		if !slices.Contains(Fields, f.Field()) {
+			return nil, fmt.Errorf("%w: unknown field %q (fields: %s)", ErrInvalidQuery, f.Field(), strings.Join(Fields, ", "))
+		}
+		return fielded(f, f.Field())
+	}
+	any := make([]query.Query, 0, len(textFields))
+	for _, name := range textFields {
+		q, err := fielded(f, name)
+		if err != nil {
+			return nil, err
+		}
+		any = append(any, q)
+	}
+	return query.NewDisjunctionQuery(any), nil
+}
+
+// fielded returns a copy of a clause on a field.
+func fielded(c query.FieldableQuery, field string) (query.Query, error) {
+	var out query.FieldableQuery
+	switch q := c.(type) {
+	case *query.MatchQuery:
+		cp := *q
+		cp.Operator = query.MatchQueryOperatorAnd
+		out = &cp
+	case *query.MatchPhraseQuery:
+		cp := *q
+		out = &cp
+	case *query.WildcardQuery:
+		cp := *q
+		out = &cp
+	case *query.RegexpQuery:
+		cp := *q
+		out = &cp
+	case *query.FuzzyQuery:
+		cp := *q
+		out = &cp
+	case *query.PrefixQuery:
+		cp := *q
+		out = &cp
+	case *query.TermQuery:
+		cp := *q
+		out = &cp
+	default:
+		return nil, fmt.Errorf("%w: ranges and other operators are not supported; use the from and to parameters", ErrInvalidQuery)
+	}
+	out.SetField(field)
+	return out, nil
+}
+
+// filters are the query's filters as one query, nil when there are none.
+func filters(q *Query) query.Query {
+	var fs []query.Query
+	term := func(field, v string) query.Query {
+		t := query.NewTermQuery(v)
+		t.SetField(field)
+		return t
+	}
+	if q.Provider != "" {
+		fs = append(fs, term("provider", q.Provider))
+	}
+	switch typ := strings.ToLower(q.Type); {
+	case typ == "":
+	case strings.HasSuffix(typ, "/*"):
+		p := query.NewPrefixQuery(strings.TrimSuffix(typ, "*"))
+		p.SetField("mime_type")
+		fs = append(fs, p)
+	case strings.Contains(typ, "/"):
+		fs = append(fs, term("mime_type", typ))
+	default:
+		fs = append(fs, term("type", typ))
+	}
+	if !q.From.IsZero() || !q.To.IsZero() {
+		inclusive, exclusive := true, false
+		r := query.NewDateRangeInclusiveQuery(q.From.UTC(), q.To.UTC(), &inclusive, &exclusive)
+		r.SetField("date")
+		fs = append(fs, r)
+	}
+	if q.Sources != nil {
+		if len(q.Sources) == 0 {
+			fs = append(fs, query.NewMatchNoneQuery())
+		} else {
+			any := make([]query.Query, len(q.Sources))
+			for i, s := range q.Sources {
+				any[i] = term("source_id", s)
+			}
+			fs = append(fs, query.NewDisjunctionQuery(any))
+		}
+	}
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return query.NewConjunctionQuery(fs)
+}
+
+// A position is the last hit's sort values (its order key), base64url-encoded in a JSON array.
+func encodePosition(sortValues []string) string {
+	enc := make([]string, len(sortValues))
+	for i, v := range sortValues {
+		enc[i] = base64.RawURLEncoding.EncodeToString([]byte(v))
+	}
+	b, _ := json.Marshal(enc)
+	return string(b)
+}
+
+func decodePosition(s string) ([]string, error) {
+	var enc []string
+	if err := json.Unmarshal([]byte(s), &enc); err != nil || len(enc) != 1 {
+		return nil, fmt.Errorf("%w: bad position", ErrInvalidQuery)
+	}
+	out := make([]string, len(enc))
+	for i, v := range enc {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad position", ErrInvalidQuery)
+		}
+		out[i] = string(b)
+	}
+	return out, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
