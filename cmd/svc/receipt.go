@@ -8,19 +8,16 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"svc.dev/svc/client"
 	"svc.dev/svc/receipt"
 )
 
 // maxReceiptKeySetBytes bounds a fetched or read key set; real ones are a few hundred bytes a key.
 const maxReceiptKeySetBytes = 1 << 20
-
-// receiptKeysPath is where a server publishes its receipt keys.
-const receiptKeysPath = "/.well-known/svc-receipts.json"
 
 // newReceiptCmd returns "svc receipt": offline verification of signed receipts.
 func newReceiptCmd() *cobra.Command {
@@ -38,7 +35,7 @@ RFC 8785 without hash and signature, must hash (SHA-256) to its hash, and signat
 a valid Ed25519 signature over that hash by the key signature.kid of the key set.
 
 The key set is a JWK set file, or an http(s) URL that is fetched (only that URL). Without
---keys, it is fetched from --server (env SVC_URL) at ` + receiptKeysPath + `.
+--keys, it is fetched from --server (env SVC_URL) at ` + client.ReceiptKeysPath + `.
 It exits with status 1 and says which check failed when the receipt does not verify.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,14 +44,20 @@ It exits with status 1 and says which check failed when the receipt does not ver
 				return err
 			}
 			src := keys
+			var set []byte
 			if src == "" {
 				if server == "" {
-					return errors.New("no key set: give --keys FILE|URL, or --server URL (env SVC_URL) to fetch " + receiptKeysPath)
+					return errors.New("no key set: give --keys FILE|URL, or --server URL (env SVC_URL) to fetch " + client.ReceiptKeysPath)
 				}
-				src = strings.TrimRight(server, "/") + receiptKeysPath
-			}
-			set, err := readReceiptKeySet(cmd.Context(), src)
-			if err != nil {
+				c, err := client.New(server, nil, &client.Options{UserAgent: "svc-cli"})
+				if err != nil {
+					return err
+				}
+				src = c.BaseURL() + client.ReceiptKeysPath
+				if set, err = c.ReceiptKeys(cmd.Context()); err != nil {
+					return fmt.Errorf("fetch key set: %w", explain(err))
+				}
+			} else if set, err = readReceiptKeySet(cmd.Context(), src); err != nil {
 				return err
 			}
 			v, err := receipt.Verify(data, set)
@@ -71,7 +74,7 @@ It exits with status 1 and says which check failed when the receipt does not ver
 		},
 	}
 	verify.Flags().StringVar(&keys, "keys", "", "the receipt key set: a JWK set file or an http(s) URL")
-	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+receiptKeysPath+" to use when --keys is not given (env SVC_URL)")
+	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+client.ReceiptKeysPath+" to use when --keys is not given (env SVC_URL)")
 	cmd.AddCommand(verify)
 	return cmd
 }
