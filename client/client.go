@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,6 +15,10 @@ import (
 type Credential interface {
 	apply(h http.Header)
 }
+
+type noCredential struct{}
+
+func (noCredential) apply(http.Header) {}
 
 // APIKey is a developer API key (sk_test_... or sk_live_...), sent as Authorization: Bearer.
 type APIKey string
@@ -75,7 +78,8 @@ type Client struct {
 }
 
 // New returns a client of the API at baseURL (for example https://api.example.com, without
-// /v1) authenticating with cred.
+// /v1) authenticating with cred. A nil cred sends no credential: only the public endpoints
+// (sign-up, sign-in, the receipt key set) answer such a client.
 func New(baseURL string, cred Credential, opts *Options) (*Client, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -85,7 +89,7 @@ func New(baseURL string, cred Credential, opts *Options) (*Client, error) {
 		return nil, fmt.Errorf("client: base URL %q is not an http(s) URL", baseURL)
 	}
 	if cred == nil {
-		return nil, errors.New("client: no credential")
+		cred = noCredential{}
 	}
 	base := strings.TrimRight(baseURL, "/")
 	inner := opts.HTTPClient
