@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -116,5 +117,31 @@ func TestLineProgress(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	if len(lines) != 11 || !strings.HasPrefix(lines[0], "  0%") || !strings.HasPrefix(lines[10], "100%") {
 		t.Fatalf("%d lines:\n%s", len(lines), out.String())
+	}
+}
+
+// svc openapi prints the served document without a running server, with --base-url as its
+// server.
+func TestOpenAPICommand(t *testing.T) {
+	out, err := runCLI(t, "openapi", "--base-url", "https://api.example.org/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Servers []struct{ URL string }
+		Paths   map[string]map[string]struct {
+			Summary   string
+			Responses map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if len(doc.Servers) != 1 || doc.Servers[0].URL != "https://api.example.org" {
+		t.Fatalf("servers %+v", doc.Servers)
+	}
+	op := doc.Paths["/v1/plans/{id}/authorize"]["post"]
+	if op.Summary == "" || op.Responses["409"] == nil || op.Responses["403"] == nil || op.Responses["default"] != nil {
+		t.Fatalf("authorize: %+v", op)
 	}
 }
