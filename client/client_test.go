@@ -446,3 +446,8 @@ func TestVerifyWebhook(t *testing.T) {
 		t.Fatalf("unsigned: %v", err)
 	}
 }
+
+// signForExample signs as the server's webhook deliveries do.
+func signForExample(t time.Time, body []byte, secret string) string {
+	return webhook.Sign(t, body, secret)
+}
