@@ -451,3 +451,16 @@ func TestVerifyWebhook(t *testing.T) {
 func signForExample(t time.Time, body []byte, secret string) string {
 	return webhook.Sign(t, body, secret)
 }
+
+// REST reads (the receipt key set) are retried like calls without side effects.
+func TestRESTRetry(t *testing.T) {
+	r := newRig(t, flaky("/svc-receipts.json", 2, "0"))
+	c := r.keyClient(t, fast)
+	keys, err := c.ReceiptKeys(context.Background())
+	if err != nil || !strings.Contains(string(keys), `"keys"`) {
+		t.Fatalf("key set: %v %s", err, keys)
+	}
+	if sent := r.rec.to("/svc-receipts.json"); len(sent) != 3 || sent[2].status != 200 {
+		t.Fatalf("attempts %+v", sent)
+	}
+}
