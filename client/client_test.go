@@ -464,3 +464,18 @@ func TestRESTRetry(t *testing.T) {
 		t.Fatalf("attempts %+v", sent)
 	}
 }
+
+// A policy with zero delays still backs off (the defaults), and MaxAttempts below 1 is 1.
+func TestRetryPolicyDefaults(t *testing.T) {
+	r := newRig(t, flaky("/ListPlans", 1, ""))
+	c := r.keyClient(t, &client.RetryPolicy{MaxAttempts: 0})
+	_, err := c.Plans.ListPlans(context.Background(), connect.NewRequest(&svcv1.ListPlansRequest{}))
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != 503 || len(r.rec.to("/ListPlans")) != 1 {
+		t.Fatalf("MaxAttempts 0: %v, %d sent", err, len(r.rec.to("/ListPlans")))
+	}
+	c = r.keyClient(t, &client.RetryPolicy{MaxAttempts: 2})
+	if _, err := c.Plans.ListPlans(context.Background(), connect.NewRequest(&svcv1.ListPlansRequest{})); err != nil {
+		t.Fatal(err)
+	}
+}

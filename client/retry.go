@@ -32,7 +32,7 @@ var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 4, BaseDelay: 250 * time.Milli
 
 func (p *RetryPolicy) orDefault() RetryPolicy {
 	if p == nil {
-		return DefaultRetryPolicy
+		p = &DefaultRetryPolicy
 	}
 	q := *p
 	q.MaxAttempts = max(q.MaxAttempts, 1)
