@@ -13,4 +13,10 @@
 //
 // The engine reaches storage, providers, the vault and receipts through the small interfaces
 // it declares (Store, Sources, Vault, Finisher).
+//
+// # Stability
+//
+// Not yet stable: the execution engine is being opened to embedders (issue 14 part 1: the
+// embedding package), which will change how it is constructed. Its exported API may change
+// between commits; docs/stability.md says what is stable and what will move.
 package execute

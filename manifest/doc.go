@@ -13,4 +13,11 @@
 // bundleHash is the SHA-256 of the canonical JSON of the bundle without bundleHash;
 // WriteBundle streams, for exports of any size. VerifyBundle checks an exported bundle from its
 // bytes. docs/manifests.md shows how a third party recomputes both hashes.
+//
+// # Stability
+//
+// The exported API is stable: it changes only additively, each change is listed in
+// docs/CHANGELOG.md, and scripts/apicheck fails CI when it changes without an entry
+// (docs/stability.md). Manifest and bundle hashes are fixed by manifestVersion and
+// bundleVersion 1.0.
 package manifest

@@ -9,4 +9,10 @@
 // the package sees providers only as listings.
 //
 // docs/plans.md states every rule, and how to recompute a plan's hash.
+//
+// # Stability
+//
+// The exported API is stable: it changes only additively, each change is listed in
+// docs/CHANGELOG.md, and scripts/apicheck fails CI when it changes without an entry
+// (docs/stability.md). The plan hash (Hash) and its canonical form are fixed by planVersion 1.
 package plan

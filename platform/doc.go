@@ -7,4 +7,10 @@
 // DeveloperStore, IdempotencyStore); the hosted binary backs them with bbolt (package store).
 // Secrets are never stored in the clear: passwords as argon2id hashes, session tokens and API
 // keys as SHA-256 hashes of high-entropy random values.
+//
+// # Stability
+//
+// Not yet stable: accounts, keys, sessions and metering serve the hosted binary; it should move
+// under internal/ once the embedding package exists. Its exported API may change between
+// commits; docs/stability.md says what is stable and what will move.
 package platform

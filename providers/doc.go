@@ -19,4 +19,11 @@
 // Providers are registered explicitly in a [Registry] built in one place (see
 // svc.dev/svc/providers/builtin) and injected where needed; nothing registers
 // itself in init.
+//
+// # Stability
+//
+// The exported API is stable: it changes only additively, each change is listed in
+// docs/CHANGELOG.md, and scripts/apicheck fails CI when it changes without an entry
+// (docs/stability.md). It is the provider SDK: the Provider interface, its optional
+// capabilities, Registry and the sentinel errors.
 package providers

@@ -15,4 +15,10 @@
 // Rotate, old keys stay published in KeySet). Verify checks a served receipt offline against a
 // key set, from the bytes alone, and says what failed with errors that match the Err*
 // sentinels. docs/receipts.md shows how a third party recomputes everything.
+//
+// # Stability
+//
+// The exported API is stable: it changes only additively, each change is listed in
+// docs/CHANGELOG.md, and scripts/apicheck fails CI when it changes without an entry
+// (docs/stability.md). The canonical form, the hash and Verify are fixed by receiptVersion 1.
 package receipt

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/internal/apidoc"
 	"svc.dev/svc/wire"
 )
 
@@ -24,7 +26,7 @@ type obj = map[string]any
 // messages with the codec's naming, nullability and enum strings, and constraints from the
 // protovalidate rules.
 func (s *Server) openAPIDocument() ([]byte, error) {
-	g := &openAPIGen{schemas: obj{}}
+	g := &openAPIGen{schemas: obj{}, responses: obj{}}
 	paths := obj{}
 	var routes []*route
 	for _, m := range s.methods {
@@ -33,6 +35,29 @@ func (s *Server) openAPIDocument() ([]byte, error) {
 		}
 	}
 	slices.SortFunc(routes, func(a, b *route) int { return strings.Compare(a.path+a.verb, b.path+b.verb) })
+	known := map[string]bool{}
+	for _, m := range s.methods {
+		known[string(m.desc.Parent().Name())+"."+string(m.desc.Name())] = true
+	}
+	for name := range problemsByMethod {
+		if !known[name] {
+			return nil, fmt.Errorf("openapi: problemsByMethod names %s, which is no method", name)
+		}
+	}
+	var tags []any
+	seen := map[string]bool{}
+	for _, r := range routes {
+		svc := r.m.desc.Parent()
+		if name := string(svc.Name()); !seen[name] {
+			seen[name] = true
+			d := comment(svc)
+			if d == "" {
+				d = "The operations of " + name + "."
+			}
+			tags = append(tags, obj{"name": name, "description": d})
+		}
+	}
+	slices.SortFunc(tags, func(a, b any) int { return strings.Compare(a.(obj)["name"].(string), b.(obj)["name"].(string)) })
 	for _, r := range routes {
 		item, _ := paths[r.path].(obj)
 		if item == nil {
@@ -45,31 +70,71 @@ func (s *Server) openAPIDocument() ([]byte, error) {
 	for path, op := range signedDownloads() {
 		paths[path] = obj{"get": op}
 	}
+	server := obj{"url": "/", "description": "The server that serves this document."}
+	if s.cfg.BaseURL != "" {
+		server = obj{"url": strings.TrimRight(s.cfg.BaseURL, "/"), "description": "This server's public address."}
+	}
 	doc := obj{
 		"openapi": "3.1.0",
 		"info": obj{
-			"title":       "svc API",
-			"version":     "v1",
-			"description": "The data-lifecycle service: plans, executions, receipts, manifests, vault, intelligence, creator revenue and the developer platform. Errors are RFC 9457 problem documents.",
+			"title":   "svc API",
+			"version": "v1",
+			"description": "The data-lifecycle service: plans, executions, receipts, manifests, vault, intelligence, creator revenue and the developer platform. " +
+				"Errors are RFC 9457 problem documents (application/problem+json); each operation lists the statuses and codes it can answer with.",
+			"license": obj{"name": "Proprietary", "identifier": "LicenseRef-svc"},
 		},
-		"paths": paths,
+		"servers": []any{server},
+		"tags":    tags,
+		"paths":   paths,
 		"components": obj{
-			"schemas": g.schemas,
+			"schemas":   g.schemas,
+			"responses": g.responses,
 			"securitySchemes": obj{
-				"apiKey":  obj{"type": "http", "scheme": "bearer", "description": "A developer API key, sk_test_... or sk_live_..."},
-				"session": obj{"type": "apiKey", "in": "cookie", "name": "svc_session"},
+				"apiKey": obj{"type": "http", "scheme": "bearer", "description": "A developer API key, sk_test_... (isolated test tenant) or sk_live_... (metered), in Authorization: Bearer. " +
+					"On operations that take connection_id, a key acts on an end user's data only through that connection's grant."},
+				"session": obj{"type": "apiKey", "in": "cookie", "name": "svc_session", "description": "An end user's session cookie, set by sign-in. Header Svc-Mode: test acts on the user's test tenant."},
 			},
 			"headers": obj{
 				"RateLimit-Limit":     obj{"schema": obj{"type": "integer"}, "description": "Requests allowed per window."},
 				"RateLimit-Remaining": obj{"schema": obj{"type": "integer"}, "description": "Requests left now."},
 				"RateLimit-Reset":     obj{"schema": obj{"type": "integer"}, "description": "Seconds until the allowance is full again."},
+				"Retry-After":         obj{"schema": obj{"type": "integer"}, "description": "Seconds to wait before sending the request again."},
 			},
 		},
 	}
 	return json.MarshalIndent(doc, "", "  ")
 }
 
-type openAPIGen struct{ schemas obj }
+type openAPIGen struct{ schemas, responses obj }
+
+// problemResponse names a shared response for a status and its codes ("Conflict_invalid_state_plan_stale"),
+// defining it on first use: operations with the same codes share one.
+func (g *openAPIGen) problemResponse(status int, codes []string) string {
+	name := strings.ReplaceAll(strings.ReplaceAll(http.StatusText(status), " ", ""), "-", "") + "_" + strings.Join(codes, "_")
+	if _, ok := g.responses[name]; ok {
+		return name
+	}
+	headers := rateHeaders
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		headers = obj{"Retry-After": obj{"$ref": "#/components/headers/Retry-After"}}
+		for k, v := range rateHeaders {
+			headers[k] = v
+		}
+	}
+	var enum []any
+	for _, c := range codes {
+		enum = append(enum, c)
+	}
+	g.responses[name] = obj{
+		"description": http.StatusText(status) + ": a problem (RFC 9457) with code " + strings.Join(codes, ", ") + ".",
+		"headers":     headers,
+		"content": obj{"application/problem+json": obj{"schema": obj{"allOf": []any{
+			obj{"$ref": "#/components/schemas/Problem"},
+			obj{"type": "object", "properties": obj{"code": obj{"type": "string", "enum": enum}}},
+		}}}},
+	}
+	return name
+}
 
 var rateHeaders = obj{
 	"RateLimit-Limit":     obj{"$ref": "#/components/headers/RateLimit-Limit"},
@@ -84,6 +149,7 @@ func (g *openAPIGen) operation(r *route) obj {
 		"operationId": string(m.desc.Parent().Name()) + "_" + string(m.desc.Name()),
 		"tags":        []string{string(m.desc.Parent().Name())},
 	}
+	op["summary"], op["description"] = summarize(m.desc)
 	var params []any
 	for _, v := range r.vars {
 		fd := in.Fields().ByName(protoreflect.Name(v))
@@ -142,11 +208,11 @@ func (g *openAPIGen) operation(r *route) obj {
 	default:
 		success["content"] = obj{"application/json": obj{"schema": g.ref(m.desc.Output())}}
 	}
-	op["responses"] = obj{
-		strconv.Itoa(status): success,
-		"default": obj{"description": "A problem (RFC 9457).", "headers": rateHeaders,
-			"content": obj{"application/problem+json": obj{"schema": obj{"$ref": "#/components/schemas/Problem"}}}},
+	responses := obj{strconv.Itoa(status): success}
+	for st, codes := range r.problems() {
+		responses[strconv.Itoa(st)] = obj{"$ref": "#/components/responses/" + g.problemResponse(st, codes)}
 	}
+	op["responses"] = responses
 	var sec []any
 	if !m.public() {
 		if m.accepts(svcv1.Credential_CREDENTIAL_API_KEY) {
@@ -158,6 +224,127 @@ func (g *openAPIGen) operation(r *route) obj {
 	}
 	op["security"] = nonNil(sec)
 	return op
+}
+
+// summarize returns an operation's summary and description from its method's proto comment:
+// the comment is the description, and its first clause, without the method's own name, the
+// summary ("CreatePlan builds a plan: ..." is "Builds a plan").
+func summarize(md protoreflect.MethodDescriptor) (string, string) {
+	desc := comment(md)
+	first, _, _ := strings.Cut(desc, "\n")
+	for _, sep := range []string{". ", ": ", "; ", " ("} {
+		if i := strings.Index(first, sep); i > 0 {
+			first = first[:i]
+		}
+	}
+	first = strings.TrimSuffix(first, ".")
+	if rest, ok := strings.CutPrefix(first, string(md.Name())+" "); ok {
+		first = rest
+	}
+	if first == "" {
+		first = splitCamel(string(md.Name()))
+	}
+	first = strings.ToUpper(first[:1]) + first[1:]
+	if desc == "" {
+		desc = first + "."
+	}
+	return first, desc
+}
+
+// splitCamel turns "ListPlanObjects" into "List plan objects".
+func splitCamel(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte(' ')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// problemsByMethod are the codes a method answers beyond those its shape implies (see
+// problems), from its implementation: keep it in step when a handler gains a problem.
+var problemsByMethod = map[string]map[int][]string{
+	"PlanService.AuthorizePlan": {http.StatusConflict: {codeInvalidState, codePlanStale}, http.StatusForbidden: {codeActionDenied, codeStepUpRequired}},
+	"PlanService.CancelPlan":    {http.StatusConflict: {codeInvalidState}},
+	"ExecutionService.ExecutePlan": {http.StatusConflict: {codeInvalidState, codePlanStale},
+		http.StatusForbidden: {codeActionDenied, codeStepUpRequired}},
+	"ExecutionService.CancelExecution": {http.StatusConflict: {codeInvalidState}},
+	"AccountService.SignUp":            {http.StatusConflict: {codeConflict}},
+	"AccountService.SignIn":            {http.StatusUnauthorized: {codeUnauthenticated}},
+	"WebhookService.CreateWebhook":     {http.StatusConflict: {codeLimitReached}},
+	"WebhookService.SendTestEvent":     {http.StatusConflict: {codeInvalidState}},
+	"VaultService.GetVaultObjectContent": {http.StatusConflict: {codeInvalidState},
+		http.StatusRequestEntityTooLarge: {codeTooLarge}},
+	"VaultService.RestoreVaultObject":    {http.StatusConflict: {codeInvalidState}},
+	"JobService.CancelJob":               {http.StatusConflict: {codeInvalidState}},
+	"AccountService.ExportAccount":       {http.StatusConflict: {codeInvalidState}},
+	"BillingService.CreatePortalSession": {http.StatusBadGateway: {codeInternal}},
+}
+
+// problems returns the problem codes an operation can answer with, by HTTP status: those of
+// the edge every request passes (validation, credentials, rate limit, deadline), those its
+// shape implies (a body, an id, an Idempotency-Key, a provider behind it), and the ones its
+// implementation adds (problemsByMethod).
+func (r *route) problems() map[int][]string {
+	m := r.m
+	out := map[int][]string{
+		http.StatusBadRequest:          {codeValidation},
+		http.StatusTooManyRequests:     {codeRateLimited},
+		http.StatusInternalServerError: {codeInternal},
+		http.StatusServiceUnavailable:  {codeUnavailable},
+	}
+	add := func(status int, codes ...string) {
+		for _, c := range codes {
+			if !slices.Contains(out[status], c) {
+				out[status] = append(out[status], c)
+			}
+		}
+	}
+	if !m.public() {
+		add(http.StatusUnauthorized, codeUnauthenticated)
+		add(http.StatusForbidden, codeForbidden)
+	}
+	if r.body != "" {
+		add(http.StatusRequestEntityTooLarge, codeTooLarge)
+		add(http.StatusUnsupportedMediaType, codeMediaType)
+	}
+	if len(r.vars) > 0 || m.endpoint.GetAddressedById() || namesResource(m.desc.Input()) {
+		add(http.StatusNotFound, codeNotFound)
+	}
+	if m.endpoint.GetIdempotent() {
+		add(http.StatusConflict, codeKeyReused, codeKeyInUse)
+	}
+	if m.endpoint.GetOperationClass() != "" {
+		add(http.StatusBadGateway, codeProviderError)
+		add(http.StatusServiceUnavailable, codeProviderDown)
+	}
+	if m.call == nil {
+		add(http.StatusNotImplemented, codeNotImplemented)
+	}
+	name := string(m.desc.Parent().Name()) + "." + string(m.desc.Name())
+	for st, codes := range problemsByMethod[name] {
+		add(st, codes...)
+	}
+	for _, codes := range out {
+		slices.Sort(codes)
+	}
+	return out
+}
+
+// namesResource reports whether a request names another resource by id (id, *_id, *_ids:
+// a connection, an organization, sources), which is 404 when it does not exist or is not the
+// caller's.
+func namesResource(md protoreflect.MessageDescriptor) bool {
+	for i := range md.Fields().Len() {
+		n := string(md.Fields().Get(i).Name())
+		if n == "id" || strings.HasSuffix(n, "_id") || strings.HasSuffix(n, "_ids") {
+			return true
+		}
+	}
+	return false
 }
 
 // bodySchema is a request message as a body: the message without its path variables.
@@ -245,9 +432,13 @@ func (g *openAPIGen) objectSchema(md protoreflect.MessageDescriptor, skip []stri
 	return sch
 }
 
+// comment is a descriptor's proto comment: generated Go descriptors carry none, so it comes
+// from the descriptors scripts/generate embeds in internal/apidoc.
 func comment(d protoreflect.Descriptor) string {
-	loc := d.ParentFile().SourceLocations().ByDescriptor(d)
-	return strings.TrimSpace(loc.LeadingComments)
+	if c := strings.TrimSpace(d.ParentFile().SourceLocations().ByDescriptor(d).LeadingComments); c != "" {
+		return c
+	}
+	return apidoc.Comment(d.FullName())
 }
 
 func fieldRules(fd protoreflect.FieldDescriptor) *validate.FieldRules {
@@ -365,6 +556,7 @@ func signedDownloads() map[string]obj {
 		"/v1/exports/{id}/archive": {
 			"summary":     "Download an account export archive (the URL is in the finished export job's result)",
 			"operationId": "DownloadExportArchive",
+			"security":    []any{}, // the signed URL is the credential
 			"parameters": []any{
 				obj{"name": "id", "in": "path", "required": true, "schema": obj{"type": "string", "pattern": "^job_[0-9A-HJKMNP-TV-Z]{26}$"}},
 				q("expires", "Unix seconds; the URL is refused after it."), q("sig", "The URL's signature."),
@@ -382,6 +574,7 @@ func signedDownloads() map[string]obj {
 		"/v1/billing/portal/page": {
 			"summary":     "svc's own billing portal page, when no payment processor is configured (the URL comes from POST /v1/billing/portal)",
 			"operationId": "BillingPortalPage",
+			"security":    []any{}, // the signed URL is the credential
 			"parameters":  []any{q("org", "The organization."), q("expires", "Unix seconds; the URL is refused after it."), q("sig", "The URL's signature.")},
 			"responses": obj{
 				"200": obj{"description": "A static HTML page.", "headers": rateHeaders, "content": obj{"text/html": obj{"schema": obj{"type": "string"}}}},

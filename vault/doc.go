@@ -35,4 +35,10 @@
 // memory). ProviderStore adapts a tenant's vault to the svc_vault
 // provider's vaultfs.Store. docs/vault.md describes the design and its
 // decisions.
+//
+// # Stability
+//
+// Not yet stable: the vault's Go API is being shaped for the embedding package (issue 14 part
+// 1); the stored format is stable, docs/vault.md. Its exported API may change between commits;
+// docs/stability.md says what is stable and what will move.
 package vault

@@ -15,4 +15,11 @@
 // Output is deterministic: fields in declaration order, map keys sorted, no insignificant
 // whitespace. Decoding is strict: unknown fields, wrong types, unknown enum strings and
 // out-of-range integers are errors that name the offending JSON path.
+//
+// # Stability
+//
+// The exported API is stable: it changes only additively, each change is listed in
+// docs/CHANGELOG.md, and scripts/apicheck fails CI when it changes without an entry
+// (docs/stability.md). Its output bytes are part of the hashes of plans, receipts and
+// manifests, so they change only with those formats' versions.
 package wire

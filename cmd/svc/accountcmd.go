@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"net/http"
 	"os"
@@ -47,11 +47,11 @@ func newAccountCmd() *cobra.Command {
 				return errors.New("the account export needs the user's session: give --session, or --credentials with a session_cookie")
 			}
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			hc := cf.httpClient()
-			accounts := svcv1connect.NewAccountServiceClient(hc, cf.server)
-			req := connect.NewRequest(&svcv1.ExportAccountRequest{})
-			req.Header().Set("Idempotency-Key", "cli-export-"+randomHex(12))
-			res, err := accounts.ExportAccount(ctx, req)
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.Account.ExportAccount(ctx, connect.NewRequest(&svcv1.ExportAccountRequest{})) // the client sends an Idempotency-Key
 			if err != nil {
 				return explain(err)
 			}
@@ -64,8 +64,7 @@ func newAccountCmd() *cobra.Command {
 				fmt.Fprintln(out, string(data))
 				return nil
 			}
-			jobs := svcv1connect.NewJobServiceClient(hc, cf.server)
-			if j, err = followJob(ctx, out, jobs, j, poll); err != nil {
+			if j, err = followJob(ctx, out, c.Jobs, j, poll); err != nil {
 				return err
 			}
 			if j.GetStatus() != svcv1.JobStatus_JOB_STATUS_SUCCEEDED {
@@ -90,22 +89,28 @@ func newAccountCmd() *cobra.Command {
 	return cmd
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// followJob polls a job until it ends, drawing its progress.
+// followJob polls a job until it ends, showing its progress: a bar on a terminal, else one
+// plain line per tenth (as svc apply does).
 func followJob(ctx context.Context, out io.Writer, jobs svcv1connect.JobServiceClient, j *svcv1.Job, poll time.Duration) (*svcv1.Job, error) {
-	bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(out), progressbar.OptionSetDescription("export"),
-		progressbar.OptionSetWidth(30), progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+	var bar *progressbar.ProgressBar
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(100, progressbar.OptionSetWriter(out), progressbar.OptionSetDescription("export"),
+			progressbar.OptionSetWidth(30), progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	lastTenth := -1
 	for {
-		bar.Set(int(j.GetProgress()))
+		if bar != nil {
+			bar.Set(int(j.GetProgress()))
+		} else if t := int(j.GetProgress()) / 10; t > lastTenth {
+			lastTenth = t
+			fmt.Fprintf(out, "%3d%%  job %s %s\n", t*10, j.GetId(), enumName(j.GetStatus()))
+		}
 		switch j.GetStatus() {
 		case svcv1.JobStatus_JOB_STATUS_SUCCEEDED, svcv1.JobStatus_JOB_STATUS_FAILED, svcv1.JobStatus_JOB_STATUS_CANCELLED:
-			bar.Finish()
-			fmt.Fprintln(out)
+			if bar != nil {
+				bar.Finish()
+				fmt.Fprintln(out)
+			}
 			return j, nil
 		}
 		select {
@@ -132,7 +137,11 @@ func download(ctx context.Context, out io.Writer, url, path string, size int64) 
 		return err
 	}
 	defer f.Close()
-	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(out), progressbar.OptionSetDescription("download"),
+	barOut := io.Discard // a bar only on a terminal; elsewhere one line when done
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		barOut = out
+	}
+	bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(barOut), progressbar.OptionSetDescription("download"),
 		progressbar.OptionShowBytes(true), progressbar.OptionSetWidth(30), progressbar.OptionUseIECUnits(true),
 		progressbar.OptionThrottle(100*time.Millisecond))
 	var written int64
@@ -180,7 +189,11 @@ func download(ctx context.Context, out io.Writer, url, path string, size int64) 
 		return fmt.Errorf("download: %d of %d bytes: %v", written, size, lastErr)
 	}
 	bar.Finish()
-	fmt.Fprintln(out)
+	if barOut == out {
+		fmt.Fprintln(out)
+	} else {
+		fmt.Fprintf(out, "downloaded %d bytes to %s\n", written, path)
+	}
 	return f.Sync()
 }
 

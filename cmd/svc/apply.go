@@ -4,17 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
+	"os"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
+	"svc.dev/svc/client"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/gen/svc/v1/svcv1connect"
-	"svc.dev/svc/receipt"
 )
 
 // newApplyCmd returns "svc apply PLAN_ID": execute an authorized plan with a live progress bar,
@@ -26,41 +25,49 @@ func newApplyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply PLAN_ID",
 		Short: "Execute an authorized plan, show its progress, and verify its receipt",
-		Args:  cobra.ExactArgs(1),
+		Long: `Apply executes an authorized plan (authorizing it first with --hash), follows the execution
+until it has a receipt, and verifies the receipt offline against the server's published keys.
+
+On a terminal it draws a progress bar; when its output goes elsewhere (a file, a pipe) it
+writes one plain line at each 10% of the bytes instead.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cf.resolve(); err != nil {
+			c, err := cf.resolveClient()
+			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
-			hc := cf.httpClient()
-			plans := svcv1connect.NewPlanServiceClient(hc, cf.server)
-			execs := svcv1connect.NewExecutionServiceClient(hc, cf.server)
-			p, err := plans.GetPlan(ctx, connect.NewRequest(&svcv1.GetPlanRequest{Id: args[0], ConnectionId: cf.connectionID()}))
+			p, err := c.Plans.GetPlan(ctx, connect.NewRequest(&svcv1.GetPlanRequest{Id: args[0]}))
 			if err != nil {
 				return explain(err)
 			}
 			if p.Msg.GetState() == svcv1.PlanState_PLAN_STATE_VALIDATED && hash != "" {
-				if p, err = plans.AuthorizePlan(ctx, connect.NewRequest(&svcv1.AuthorizePlanRequest{Id: args[0], PlanHash: hash, ConnectionId: cf.connectionID()})); err != nil {
+				if p, err = c.Plans.AuthorizePlan(ctx, connect.NewRequest(&svcv1.AuthorizePlanRequest{Id: args[0], PlanHash: hash})); err != nil {
 					return explain(err)
 				}
 			}
-			res, err := execs.ExecutePlan(ctx, connect.NewRequest(&svcv1.ExecutePlanRequest{Id: args[0], ConnectionId: cf.connectionID()}))
+			res, err := c.Executions.ExecutePlan(ctx, connect.NewRequest(&svcv1.ExecutePlanRequest{Id: args[0]}))
 			if err != nil {
 				return explain(err)
 			}
 			x := res.Msg
 			fmt.Fprintf(out, "Execution %s of plan %s (%d objects)\n", x.GetId(), args[0], len(p.Msg.GetObjects()))
-			x, err = follow(ctx, out, execs, x, p.Msg, cf.connectionID(), poll)
+			x, err = follow(ctx, newProgress(out, p.Msg), c, x, poll)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "\n%s: %d attempted, %d completed, %d failed; %s preserved, %s removed, %s written to destinations\n", enumName(x.GetStatus()),
+			fmt.Fprintf(out, "%s: %d attempted, %d completed, %d failed; %s preserved, %s removed, %s written to destinations\n", enumName(x.GetStatus()),
 				x.GetAttempted(), x.GetCompleted(), x.GetFailed(), bytesIEC(x.GetBytesPreserved()), bytesIEC(x.GetBytesRemoved()), bytesIEC(x.GetBytesTransferred()))
 			for _, e := range x.GetErrors() {
 				fmt.Fprintf(out, "  %s\n", e)
 			}
-			return verifyServedReceipt(ctx, out, hc, cf, x.GetReceiptId())
+			v, err := c.VerifyReceipt(ctx, x.GetReceiptId())
+			if err != nil {
+				return fmt.Errorf("receipt %s does not verify: %w", x.GetReceiptId(), explain(err))
+			}
+			fmt.Fprintf(out, "Receipt %s verified: hash %s signed by %s\n", v.ReceiptID, v.Hash, v.KeyID)
+			return nil
 		},
 	}
 	cf.register(cmd)
@@ -69,21 +76,73 @@ func newApplyCmd() *cobra.Command {
 	return cmd
 }
 
-// follow polls an execution until it has a receipt, drawing progress over the plan's bytes.
-func follow(ctx context.Context, out io.Writer, execs svcv1connect.ExecutionServiceClient, x *svcv1.Execution, p *svcv1.Plan, cxn *string, poll time.Duration) (*svcv1.Execution, error) {
+// progress shows how far an execution is.
+type progress interface {
+	// update shows done of the plan's bytes and how many assets are finished.
+	update(done int64, assets int64)
+	// finish ends the display.
+	finish()
+}
+
+// newProgress draws a bar when out is a terminal, and plain lines otherwise.
+func newProgress(out io.Writer, p *svcv1.Plan) progress {
 	total := p.GetProjection().GetBytesToPreserve() + p.GetProjection().GetBytesToTransfer()
-	if total == 0 {
-		total = 1
+	objects := int64(len(p.GetObjects()))
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar := progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(out), progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionUseIECUnits(true))
+		return &barProgress{out: out, bar: bar, objects: objects, total: max(total, 1)}
 	}
-	bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(out), progressbar.OptionShowBytes(true),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionShowElapsedTimeOnFinish(), progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionUseIECUnits(true))
-	objects := len(p.GetObjects())
+	return &lineProgress{out: out, total: total, objects: objects, last: -1}
+}
+
+type barProgress struct {
+	out            io.Writer
+	bar            *progressbar.ProgressBar
+	objects, total int64
+}
+
+func (b *barProgress) update(done, assets int64) {
+	b.bar.Describe(fmt.Sprintf("%d/%d assets", assets, b.objects))
+	b.bar.Set64(min(b.total, done))
+}
+
+func (b *barProgress) finish() {
+	b.bar.Finish()
+	fmt.Fprintln(b.out)
+}
+
+// lineProgress writes one line each time progress crosses a tenth: at most 11 lines a run,
+// whatever the poll rate, for logs and files.
+type lineProgress struct {
+	out            io.Writer
+	total, objects int64
+	last           int64 // the last tenth written
+}
+
+func (l *lineProgress) update(done, assets int64) {
+	tenth := int64(10)
+	if l.total > 0 {
+		tenth = min(10, done*10/l.total)
+	} else if l.objects > 0 {
+		tenth = min(10, assets*10/l.objects)
+	}
+	if tenth <= l.last {
+		return
+	}
+	l.last = tenth
+	fmt.Fprintf(l.out, "%3d%%  %s of %s, %d/%d assets\n", tenth*10, bytesIEC(min(done, l.total)), bytesIEC(l.total), assets, l.objects)
+}
+
+func (l *lineProgress) finish() {}
+
+// follow polls an execution until it has a receipt, showing its progress.
+func follow(ctx context.Context, pr progress, c *client.Client, x *svcv1.Execution, poll time.Duration) (*svcv1.Execution, error) {
 	for {
-		bar.Describe(fmt.Sprintf("%d/%d assets", x.GetCompleted()+x.GetFailed(), objects))
-		bar.Set64(min(total, x.GetBytesPreserved()+x.GetBytesTransferred()))
+		pr.update(x.GetBytesPreserved()+x.GetBytesTransferred(), x.GetCompleted()+x.GetFailed())
 		if x.GetReceiptId() != "" {
-			bar.Finish()
+			pr.finish()
 			return x, nil
 		}
 		select {
@@ -91,49 +150,10 @@ func follow(ctx context.Context, out io.Writer, execs svcv1connect.ExecutionServ
 			return nil, ctx.Err()
 		case <-time.After(poll):
 		}
-		res, err := execs.GetExecution(ctx, connect.NewRequest(&svcv1.GetExecutionRequest{Id: x.GetId(), ConnectionId: cxn}))
+		res, err := c.Executions.GetExecution(ctx, connect.NewRequest(&svcv1.GetExecutionRequest{Id: x.GetId()}))
 		if err != nil {
 			return nil, explain(err)
 		}
 		x = res.Msg
 	}
-}
-
-// verifyServedReceipt fetches a receipt's exact bytes and the published keys, and verifies it
-// offline.
-func verifyServedReceipt(ctx context.Context, out io.Writer, hc *http.Client, cf clientFlags, id string) error {
-	get := func(path string) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, "GET", cf.server+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		res, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET %s: %d %s", path, res.StatusCode, body)
-		}
-		return body, err
-	}
-	path := "/v1/receipts/" + url.PathEscape(id)
-	if c := cf.connectionID(); c != nil {
-		path += "?connection_id=" + url.QueryEscape(*c)
-	}
-	raw, err := get(path)
-	if err != nil {
-		return err
-	}
-	keys, err := get("/.well-known/svc-receipts.json")
-	if err != nil {
-		return err
-	}
-	v, err := receipt.Verify(raw, keys)
-	if err != nil {
-		return fmt.Errorf("receipt %s does not verify: %w", id, err)
-	}
-	fmt.Fprintf(out, "Receipt %s verified: hash %s signed by %s\n", v.ReceiptID, v.Hash, v.KeyID)
-	return nil
 }

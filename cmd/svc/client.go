@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"svc.dev/svc/client"
 )
 
 // clientFlags are how client commands reach a running server.
@@ -72,30 +75,45 @@ func (c *clientFlags) resolve() error {
 	return nil
 }
 
-// httpClient adds the credential to every request.
-func (c *clientFlags) httpClient() *http.Client {
-	return &http.Client{Transport: credentialTransport{c}}
+// client returns the API client the flags describe (resolve first).
+func (c *clientFlags) client() (*client.Client, error) {
+	var cred client.Credential = client.APIKey(c.apiKey)
+	if c.apiKey == "" {
+		cred = client.Session{Cookie: c.session, TestMode: c.testMode}
+	}
+	return client.New(c.server, cred, &client.Options{ConnectionID: c.connection, UserAgent: "svc-cli"})
 }
 
-// connectionID is the connection to name, or nil with a session.
-func (c *clientFlags) connectionID() *string {
-	if c.apiKey == "" || c.connection == "" {
-		return nil
+// resolveClient resolves the flags and returns their client.
+func (c *clientFlags) resolveClient() (*client.Client, error) {
+	if err := c.resolve(); err != nil {
+		return nil, err
 	}
-	return &c.connection
+	return c.client()
 }
 
-type credentialTransport struct{ c *clientFlags }
-
-func (t credentialTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	if t.c.apiKey != "" {
-		r.Header.Set("Authorization", "Bearer "+t.c.apiKey)
-	} else {
-		r.AddCookie(&http.Cookie{Name: "svc_session", Value: t.c.session})
-		if t.c.testMode {
-			r.Header.Set("Svc-Mode", "test")
-		}
+// explain turns an API error into what the user should read: the problem's detail and its
+// field errors.
+func explain(err error) error {
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status == 0 {
+		return err
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	msg := fmt.Sprintf("%s (%d %s)", e.Title, e.Status, e.Code)
+	if e.Title == "" {
+		msg = fmt.Sprintf("%d %s", e.Status, e.Code)
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	for _, f := range e.Fields {
+		msg += fmt.Sprintf("\n  %s: %s", f.Path, f.Message)
+	}
+	if len(e.RequiredApprovals) > 0 {
+		msg += "\n  required approvals: " + strings.Join(e.RequiredApprovals, ", ")
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf("\n  retry after %s", e.RetryAfter)
+	}
+	return errors.New(msg)
 }

@@ -19,10 +19,11 @@ func newJobsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "List, show and cancel jobs (exports, deletions, scrubs, the dev seed)"}
 	cf.register(cmd)
 	client := func() (svcv1connect.JobServiceClient, error) {
-		if err := cf.resolve(); err != nil {
+		c, err := cf.resolveClient()
+		if err != nil {
 			return nil, err
 		}
-		return svcv1connect.NewJobServiceClient(cf.httpClient(), cf.server), nil
+		return c.Jobs, nil
 	}
 	var kind, status string
 	list := &cobra.Command{
@@ -34,7 +35,7 @@ func newJobsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := &svcv1.ListJobsRequest{ConnectionId: cf.connectionID()}
+			req := &svcv1.ListJobsRequest{}
 			if kind != "" {
 				n, ok := wire.ParseEnum(svcv1.JobKind(0).Descriptor(), kind)
 				if !ok {
@@ -88,7 +89,7 @@ func newJobsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := c.GetJob(cmd.Context(), connect.NewRequest(&svcv1.GetJobRequest{Id: args[0], ConnectionId: cf.connectionID()}))
+			res, err := c.GetJob(cmd.Context(), connect.NewRequest(&svcv1.GetJobRequest{Id: args[0]}))
 			if err != nil {
 				return explain(err)
 			}
@@ -104,7 +105,7 @@ func newJobsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := c.CancelJob(cmd.Context(), connect.NewRequest(&svcv1.CancelJobRequest{Id: args[0], ConnectionId: cf.connectionID()}))
+			res, err := c.CancelJob(cmd.Context(), connect.NewRequest(&svcv1.CancelJobRequest{Id: args[0]}))
 			if err != nil {
 				return explain(err)
 			}

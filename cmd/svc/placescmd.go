@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/gen/svc/v1/svcv1connect"
 )
 
 // newSourcesCmd lists the caller's sources: plans name them with --source.
@@ -21,26 +20,19 @@ func newSourcesCmd() *cobra.Command {
 		Short: "List connected sources (id, provider, kind, status, name)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cf.resolve(); err != nil {
+			c, err := cf.resolveClient()
+			if err != nil {
 				return err
 			}
-			c := svcv1connect.NewSourceServiceClient(cf.httpClient(), cf.server)
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tPROVIDER\tKIND\tSTATUS\tNAME")
-			var cursor *string
-			for {
-				res, err := c.ListSources(cmd.Context(), connect.NewRequest(&svcv1.ListSourcesRequest{ConnectionId: cf.connectionID(), Cursor: cursor}))
+			for s, err := range c.ListSources(cmd.Context(), nil) {
 				if err != nil {
-					return err
+					return explain(err)
 				}
-				for _, s := range res.Msg.GetData() {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.GetId(), enumName(s.GetProvider()), s.GetKind(), enumName(s.GetStatus()), s.GetDisplayName())
-				}
-				if res.Msg.NextCursor == nil {
-					return w.Flush()
-				}
-				cursor = res.Msg.NextCursor
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", s.GetId(), enumName(s.GetProvider()), s.GetKind(), enumName(s.GetStatus()), s.GetDisplayName())
 			}
+			return w.Flush()
 		},
 	})
 	return cmd
@@ -52,37 +44,24 @@ func newDestinationsCmd() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{Use: "destinations", Short: "List and make the destinations exports and migrations write to"}
 	cf.register(cmd)
-	client := func() (svcv1connect.DestinationServiceClient, error) {
-		if err := cf.resolve(); err != nil {
-			return nil, err
-		}
-		return svcv1connect.NewDestinationServiceClient(cf.httpClient(), cf.server), nil
-	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List destinations (id, provider, path template, label)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := cf.resolveClient()
 			if err != nil {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tPROVIDER\tPATH TEMPLATE\tLABEL")
-			var cursor *string
-			for {
-				res, err := c.ListDestinations(cmd.Context(), connect.NewRequest(&svcv1.ListDestinationsRequest{ConnectionId: cf.connectionID(), Cursor: cursor}))
+			for d, err := range c.ListDestinations(cmd.Context(), nil) {
 				if err != nil {
-					return err
+					return explain(err)
 				}
-				for _, d := range res.Msg.GetData() {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.GetDestinationId(), enumName(d.GetProvider()), d.GetPathTemplate(), d.GetLabel())
-				}
-				if res.Msg.NextCursor == nil {
-					return w.Flush()
-				}
-				cursor = res.Msg.NextCursor
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", d.GetDestinationId(), enumName(d.GetProvider()), d.GetPathTemplate(), d.GetLabel())
 			}
+			return w.Flush()
 		},
 	})
 	var source, label, template string
@@ -91,17 +70,17 @@ func newDestinationsCmd() *cobra.Command {
 		Short: "Make a destination that writes into a connected source's account",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := cf.resolveClient()
 			if err != nil {
 				return err
 			}
-			req := &svcv1.CreateDestinationRequest{ConnectionId: cf.connectionID(), SourceId: source, Label: label}
+			req := &svcv1.CreateDestinationRequest{SourceId: source, Label: label}
 			if template != "" {
 				req.PathTemplate = &template
 			}
-			res, err := c.CreateDestination(cmd.Context(), connect.NewRequest(req))
+			res, err := c.Destinations.CreateDestination(cmd.Context(), connect.NewRequest(req))
 			if err != nil {
-				return err
+				return explain(err)
 			}
 			d := res.Msg
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s  %s\n", d.GetDestinationId(), enumName(d.GetProvider()), d.GetPathTemplate(), d.GetLabel())

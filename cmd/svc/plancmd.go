@@ -26,11 +26,12 @@ func newPlanCmd() *cobra.Command {
 	}
 	cf.register(cmd)
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the plan as JSON instead of a summary")
-	client := func() (svcv1connect.PlanServiceClient, error) {
-		if err := cf.resolve(); err != nil {
+	plans := func() (svcv1connect.PlanServiceClient, error) {
+		c, err := cf.resolveClient()
+		if err != nil {
 			return nil, err
 		}
-		return svcv1connect.NewPlanServiceClient(cf.httpClient(), cf.server), nil
+		return c.Plans, nil
 	}
 	show := func(cmd *cobra.Command, p *svcv1.Plan) error {
 		if asJSON {
@@ -57,7 +58,7 @@ func newPlanCmd() *cobra.Command {
 		Short: "Build a plan (nothing changes at the providers) and print what it would do",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := plans()
 			if err != nil {
 				return err
 			}
@@ -65,7 +66,7 @@ func newPlanCmd() *cobra.Command {
 			if !ok {
 				return fmt.Errorf("--intent must be one of %s", strings.Join(wire.EnumValues(svcv1.PlanIntent(0).Descriptor()), ", "))
 			}
-			req := &svcv1.CreatePlanRequest{ConnectionId: cf.connectionID(), Intent: svcv1.PlanIntent(n), SourceIds: sources,
+			req := &svcv1.CreatePlanRequest{Intent: svcv1.PlanIntent(n), SourceIds: sources,
 				PreservationRequired: proto.Bool(!noPreservation)}
 			if destination != "" {
 				req.DestinationId = &destination
@@ -93,11 +94,11 @@ func newPlanCmd() *cobra.Command {
 		Short: "Print a plan",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
+			c, err := plans()
 			if err != nil {
 				return err
 			}
-			res, err := c.GetPlan(cmd.Context(), connect.NewRequest(&svcv1.GetPlanRequest{Id: args[0], ConnectionId: cf.connectionID()}))
+			res, err := c.GetPlan(cmd.Context(), connect.NewRequest(&svcv1.GetPlanRequest{Id: args[0]}))
 			if err != nil {
 				return explain(err)
 			}
@@ -111,11 +112,11 @@ func newPlanCmd() *cobra.Command {
 		Short: "Authorize a plan whose hash you reviewed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
+			c, err := plans()
 			if err != nil {
 				return err
 			}
-			res, err := c.AuthorizePlan(cmd.Context(), connect.NewRequest(&svcv1.AuthorizePlanRequest{Id: args[0], PlanHash: hash, ConnectionId: cf.connectionID()}))
+			res, err := c.AuthorizePlan(cmd.Context(), connect.NewRequest(&svcv1.AuthorizePlanRequest{Id: args[0], PlanHash: hash}))
 			if err != nil {
 				return explain(err)
 			}
@@ -130,11 +131,11 @@ func newPlanCmd() *cobra.Command {
 		Short: "Cancel a plan that has not started executing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client()
+			c, err := plans()
 			if err != nil {
 				return err
 			}
-			res, err := c.CancelPlan(cmd.Context(), connect.NewRequest(&svcv1.CancelPlanRequest{Id: args[0], ConnectionId: cf.connectionID()}))
+			res, err := c.CancelPlan(cmd.Context(), connect.NewRequest(&svcv1.CancelPlanRequest{Id: args[0]}))
 			if err != nil {
 				return explain(err)
 			}
@@ -142,22 +143,33 @@ func newPlanCmd() *cobra.Command {
 		},
 	}
 
+	var listLimit int
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List plans, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := cf.resolveClient()
 			if err != nil {
 				return err
 			}
-			res, err := c.ListPlans(cmd.Context(), connect.NewRequest(&svcv1.ListPlansRequest{ConnectionId: cf.connectionID(), Limit: proto.Int32(50)}))
-			if err != nil {
-				return explain(err)
+			page := int32(200)
+			if listLimit > 0 && listLimit < 200 {
+				page = int32(listLimit)
 			}
-			return renderPlanList(cmd.OutOrStdout(), res.Msg.Data)
+			var ps []*svcv1.Plan
+			for p, err := range c.ListPlans(cmd.Context(), &svcv1.ListPlansRequest{Limit: proto.Int32(page)}) {
+				if err != nil {
+					return explain(err)
+				}
+				if ps = append(ps, p); listLimit > 0 && len(ps) == listLimit {
+					break
+				}
+			}
+			return renderPlanList(cmd.OutOrStdout(), ps)
 		},
 	}
+	list.Flags().IntVar(&listLimit, "limit", 50, "list at most this many plans (0: all, page by page)")
 	cmd.AddCommand(create, get, authorize, cancel, list)
 	return cmd
 }
@@ -175,27 +187,4 @@ func readPolicy(arg string) (*svcv1.SourcePolicy, error) {
 		return nil, fmt.Errorf("--policy: %w", err)
 	}
 	return &pol, nil
-}
-
-// explain turns an API error into what the user should read: the problem's detail and its
-// field errors.
-func explain(err error) error {
-	var ce *connect.Error
-	if !errorsAs(err, &ce) {
-		return err
-	}
-	for _, d := range ce.Details() {
-		v, derr := d.Value()
-		if p, ok := v.(*svcv1.Problem); ok && derr == nil {
-			msg := fmt.Sprintf("%s (%d %s): %s", p.Title, p.Status, p.Code, p.Detail)
-			for _, fe := range p.Errors {
-				msg += fmt.Sprintf("\n  %s: %s", fe.Path, fe.Message)
-			}
-			if len(p.RequiredApprovals) > 0 {
-				msg += "\n  required approvals: " + strings.Join(p.RequiredApprovals, ", ")
-			}
-			return fmt.Errorf("%s", msg)
-		}
-	}
-	return err
 }

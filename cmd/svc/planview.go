@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,8 +13,6 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/wire"
 )
-
-var errorsAs = errors.As
 
 func enumName(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
 

@@ -8,23 +8,19 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/client"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/wire"
 )
 
 // maxReceiptKeySetBytes bounds a fetched or read key set; real ones are a few hundred bytes a key.
 const maxReceiptKeySetBytes = 1 << 20
-
-// receiptKeysPath is where a server publishes its receipt keys.
-const receiptKeysPath = "/.well-known/svc-receipts.json"
 
 // newReceiptCmd returns "svc receipt": offline verification of signed receipts.
 func newReceiptCmd() *cobra.Command {
@@ -42,7 +38,7 @@ RFC 8785 without hash and signature, must hash (SHA-256) to its hash, and signat
 a valid Ed25519 signature over that hash by the key signature.kid of the key set.
 
 The key set is a JWK set file, or an http(s) URL that is fetched (only that URL). Without
---keys, it is fetched from --server (env SVC_URL) at ` + receiptKeysPath + `.
+--keys, it is fetched from --server (env SVC_URL) at ` + client.ReceiptKeysPath + `.
 It exits with status 1 and says which check failed when the receipt does not verify.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,14 +47,20 @@ It exits with status 1 and says which check failed when the receipt does not ver
 				return err
 			}
 			src := keys
+			var set []byte
 			if src == "" {
 				if server == "" {
-					return errors.New("no key set: give --keys FILE|URL, or --server URL (env SVC_URL) to fetch " + receiptKeysPath)
+					return errors.New("no key set: give --keys FILE|URL, or --server URL (env SVC_URL) to fetch " + client.ReceiptKeysPath)
 				}
-				src = strings.TrimRight(server, "/") + receiptKeysPath
-			}
-			set, err := readReceiptKeySet(cmd.Context(), src)
-			if err != nil {
+				c, err := client.New(server, nil, &client.Options{UserAgent: "svc-cli"})
+				if err != nil {
+					return err
+				}
+				src = c.BaseURL() + client.ReceiptKeysPath
+				if set, err = c.ReceiptKeys(cmd.Context()); err != nil {
+					return fmt.Errorf("fetch key set: %w", explain(err))
+				}
+			} else if set, err = readReceiptKeySet(cmd.Context(), src); err != nil {
 				return err
 			}
 			v, err := receipt.Verify(data, set)
@@ -75,7 +77,7 @@ It exits with status 1 and says which check failed when the receipt does not ver
 		},
 	}
 	verify.Flags().StringVar(&keys, "keys", "", "the receipt key set: a JWK set file or an http(s) URL")
-	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+receiptKeysPath+" to use when --keys is not given (env SVC_URL)")
+	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+client.ReceiptKeysPath+" to use when --keys is not given (env SVC_URL)")
 	cmd.AddCommand(verify, newReceiptRestoreCmd())
 	return cmd
 }
@@ -98,18 +100,19 @@ the reason. Nothing changes until the plan is authorized and applied:
   svc apply PLAN_ID`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cf.resolve(); err != nil {
+			c, err := cf.resolveClient()
+			if err != nil {
 				return err
 			}
-			c := svcv1connect.NewReceiptServiceClient(cf.httpClient(), cf.server)
-			req := connect.NewRequest(&svcv1.RestoreReceiptRequest{Id: args[0], ConnectionId: cf.connectionID()})
+			req := connect.NewRequest(&svcv1.RestoreReceiptRequest{Id: args[0]})
 			if destination != "" {
 				req.Msg.DestinationId = &destination
 			}
+			ctx := cmd.Context()
 			if idemKey != "" {
-				req.Header().Set("Idempotency-Key", idemKey)
+				ctx = client.WithIdempotencyKey(ctx, idemKey)
 			}
-			res, err := c.RestoreReceipt(cmd.Context(), req)
+			res, err := c.Receipts.RestoreReceipt(ctx, req)
 			if err != nil {
 				return explain(err)
 			}

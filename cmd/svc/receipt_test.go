@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"svc.dev/svc/client"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/receipt"
 )
@@ -58,7 +59,7 @@ func TestReceiptVerifyCommand(t *testing.T) {
 	var fetched []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		fetched = append(fetched, req.URL.Path)
-		if req.URL.Path != receiptKeysPath {
+		if req.URL.Path != client.ReceiptKeysPath {
 			http.NotFound(w, req)
 			return
 		}
@@ -70,7 +71,7 @@ func TestReceiptVerifyCommand(t *testing.T) {
 	// A key set from a file, from a URL, from --server; the receipt from a file or stdin.
 	for _, args := range [][]string{
 		{"verify", good, "--keys", keyFile},
-		{"verify", good, "--keys", srv.URL + receiptKeysPath},
+		{"verify", good, "--keys", srv.URL + client.ReceiptKeysPath},
 		{"verify", good, "--server", srv.URL + "/"},
 		{"verify", "-", "--keys", keyFile},
 	} {

@@ -8,4 +8,10 @@
 // ending in ".*" (svc.plan.*, svc.vault.*), or "*"; see Match and ValidPattern.
 //
 // docs/webhooks.md lists the catalogue for developers; a test keeps the two in step.
+//
+// # Stability
+//
+// Not yet stable: the event envelope on the wire is the CloudEvents 1.0 format and stable; this
+// Go API serves the hosted binary. Its exported API may change between commits;
+// docs/stability.md says what is stable and what will move.
 package event

@@ -21,4 +21,10 @@
 //
 // Tests drive time through Options.Now and Engine.Tick; the hosted binary calls Engine.Run,
 // which sleeps until the next delivery is due or a new event arrives.
+//
+// # Stability
+//
+// Not yet stable: webhook delivery serves the hosted binary. To verify deliveries in your own
+// program, use client.VerifyWebhook, which is stable. Its exported API may change between
+// commits; docs/stability.md says what is stable and what will move.
 package webhook

@@ -35,4 +35,10 @@
 // The revision marker is a snapshot_hash over the listed ids and versions.
 // Changes recognises the current marker (no changes) and answers
 // ErrMarkerExpired for any other: local folders keep no change journal.
+//
+// # Stability
+//
+// Not yet stable: built-in providers are used through providers.Registry (providers/builtin),
+// not imported directly. Its exported API may change between commits; docs/stability.md says
+// what is stable and what will move.
 package local

@@ -21,4 +21,11 @@
 // Fetched content travels on content lanes (lane.go): a unix socket and
 // shared memory next to the gRPC connection, because gRPC's framing held
 // streaming to a fraction of in-process speed.
+//
+// # Stability
+//
+// The exported API is stable: it changes only additively, each change is listed in
+// docs/CHANGELOG.md, and scripts/apicheck fails CI when it changes without an entry
+// (docs/stability.md). Serve and the plugin protocol version are what out-of-process provider
+// plugins build on.
 package plugin

@@ -29,4 +29,10 @@
 // duplicate an earlier one (same name, size and content), 8% carry large
 // attachments or are large files, 3% are starred, 10% of files are shared,
 // and ages run from days to ten years, skewed recent.
+//
+// # Stability
+//
+// Not yet stable: built-in providers are used through providers.Registry (providers/builtin),
+// not imported directly. Its exported API may change between commits; docs/stability.md says
+// what is stable and what will move.
 package simulated

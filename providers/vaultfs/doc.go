@@ -16,4 +16,10 @@
 //
 // Removing blobs is the vault's business (its retention and verification
 // states), so this provider does not offer Trash or Remove.
+//
+// # Stability
+//
+// Not yet stable: it adapts the vault to the svc_vault provider inside the hosted binary. Its
+// exported API may change between commits; docs/stability.md says what is stable and what will
+// move.
 package vaultfs
