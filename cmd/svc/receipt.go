@@ -13,8 +13,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 
-	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/client"
+	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/wire"
 )
