@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/wire"
@@ -26,7 +28,16 @@ func benchEnv(b *testing.B) (*env, *svcv1.ListPlansResponse) {
 		if err := e.srv.PutPlan(context.Background(), e.userTestTenant(), p); err != nil {
 			b.Fatal(err)
 		}
-		plans = append([]*svcv1.Plan{p}, plans...) // newest first, as listed
+		// As the store gives it back: decoded from its bytes.
+		data, err := proto.Marshal(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := &svcv1.Plan{}
+		if err := proto.Unmarshal(data, q); err != nil {
+			b.Fatal(err)
+		}
+		plans = append([]*svcv1.Plan{q}, plans...) // newest first, as listed
 	}
 	return e, &svcv1.ListPlansResponse{Data: plans}
 }

@@ -204,7 +204,10 @@ func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*s
 	}
 	res := &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}
 	if c.REST {
-		s.streamPlans(ctx, res, page.Items) // one chunk of objects in memory at a time
+		if small, err := s.plans.fillSmall(ctx, c.Tenant.String(), page.Items, inlineObjects); small || err != nil {
+			return res, err
+		}
+		s.streamPlans(ctx, res, page.Items) // big plans: one chunk of objects in memory at a time
 		return res, nil
 	}
 	for _, p := range page.Items {

@@ -240,7 +240,10 @@ func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1
 	}
 	c := callerFrom(ctx)
 	if c.REST {
-		s.streamPlans(ctx, p, []*svcv1.Plan{p})
+		if small, err := s.plans.fillSmall(ctx, c.Tenant.String(), []*svcv1.Plan{p}, inlineObjects); small || err != nil {
+			return p, err
+		}
+		s.streamPlans(ctx, p, []*svcv1.Plan{p}) // a big plan: one chunk in memory at a time
 		return p, nil
 	}
 	return p, s.plans.fill(ctx, c.Tenant.String(), p)

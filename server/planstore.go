@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -75,6 +76,55 @@ func (ps *planStore) fill(ctx context.Context, tenant string, p *svcv1.Plan) err
 		p.Objects = append(p.Objects, objs...)
 	}
 	return nil
+}
+
+// inlineObjects is how many objects, in all, a REST response of plans holds in memory and
+// encodes at once (about 1 MiB of JSON); pages and plans with more are streamed chunk by chunk.
+const inlineObjects = 5_000
+
+// fillSmall reads the objects of plan headers in one read transaction when they hold at most
+// limit objects in all, and reports whether it did; with more, it fills none of them.
+func (ps *planStore) fillSmall(ctx context.Context, tenant string, plans []*svcv1.Plan, limit int) (bool, error) {
+	total := 0
+	for _, p := range plans {
+		if total += int(p.GetProjection().GetObjectCount()); total > limit {
+			return false, nil
+		}
+	}
+	found := make([][]*svcv1.PlanObject, len(plans))
+	small := true
+	err := ps.chunks.View(ctx, func(r *store.Reader) error {
+		total := 0
+		for i, p := range plans {
+			if len(p.Objects) > 0 {
+				continue // stored whole, before the split
+			}
+			for k := 0; ; k++ {
+				c, err := store.GetIn(r, ps.chunks, tenant, chunkID(p.PlanId, k))
+				if errors.Is(err, store.ErrNotFound) {
+					break
+				}
+				if err != nil {
+					return err
+				}
+				if total += len(c.GetObjects()); total > limit {
+					small = false // the projection undercounted: stream instead
+					return nil
+				}
+				found[i] = append(found[i], c.GetObjects()...)
+			}
+		}
+		return nil
+	})
+	if err != nil || !small {
+		return false, err
+	}
+	for i, p := range plans {
+		if len(p.Objects) == 0 {
+			p.Objects = found[i]
+		}
+	}
+	return true, nil
 }
 
 // objects yields a plan's objects chunk by chunk, each read in its own short transaction.

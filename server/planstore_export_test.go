@@ -14,3 +14,6 @@ func (s *Server) PutPlan(ctx context.Context, tenant platform.Tenant, p *svcv1.P
 
 // PlanChunk is how many objects one stored chunk of a plan holds.
 const PlanChunk = planChunk
+
+// InlineObjects is how many objects a REST response of plans encodes at once; more stream.
+const InlineObjects = inlineObjects

@@ -35,7 +35,7 @@ func bigPlan(e *env, n int) *svcv1.Plan {
 func TestPlansServedWholeFromChunks(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	for _, n := range []int{0, 1, server.PlanChunk, server.PlanChunk + 1, 2*server.PlanChunk + 500} {
+	for _, n := range []int{0, 1, server.PlanChunk, server.PlanChunk + 1, 2*server.PlanChunk + 500, server.InlineObjects + 1} { // the last is streamed
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			p := bigPlan(e, n)
 			if err := e.srv.PutPlan(ctx, e.userTestTenant(), p); err != nil {

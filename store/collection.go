@@ -411,3 +411,12 @@ func (c *Collection[T]) PutMany(ctx context.Context, items []Item[T]) error {
 		return nil
 	})
 }
+
+// View runs fn with a Reader of one read transaction, for reading several resources (with
+// GetIn) consistently and at the cost of one transaction. fn must not call the store.
+func (c *Collection[T]) View(ctx context.Context, fn func(*Reader) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return c.db.view(func(tx *bolt.Tx) error { return fn(&Reader{tx: tx}) })
+}
