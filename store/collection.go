@@ -360,31 +360,42 @@ func (c *Collection[T]) UpdateWith(ctx context.Context, tenant, id string, fn fu
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return c.db.update(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, c.bucket)
-		if err != nil {
-			return err
-		}
-		data := b.Get(resourceKey(tenant, id))
-		if data == nil {
-			return ErrNotFound
-		}
-		m := c.new()
+	return c.db.update(func(tx *bolt.Tx) error { return c.modify(tx, tenant, id, nil, fn, extras) })
+}
+
+// modify applies fn to the stored resource id of tenant (or, when there is none, to create()'s
+// resource; without create, ErrNotFound) and stores the result through put (owner index
+// included) and extras, in tx. If fn fails nothing is stored.
+func (c *Collection[T]) modify(tx *bolt.Tx, tenant, id string, create func() (T, error), fn func(T) error, extras []Extra) error {
+	b, err := bucket(tx, c.bucket)
+	if err != nil {
+		return err
+	}
+	var m T
+	switch data := b.Get(resourceKey(tenant, id)); {
+	case data != nil:
+		m = c.new()
 		if err := proto.Unmarshal(data, m); err != nil {
 			return fmt.Errorf("decode %s %s: %w", c.bucket, id, err)
 		}
-		if err := fn(m); err != nil {
+	case create == nil:
+		return ErrNotFound
+	default:
+		if m, err = create(); err != nil {
 			return err
 		}
-		out, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
-		}
-		if err := b.Put(resourceKey(tenant, id), out); err != nil {
-			return err
-		}
-		return applyExtras(tx, extras)
-	})
+	}
+	if err := fn(m); err != nil {
+		return err
+	}
+	out, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
+	}
+	if err := c.put(tx, tenant, id, out); err != nil {
+		return err
+	}
+	return applyExtras(tx, extras)
 }
 
 // Item is one resource of a PutMany.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
-	"google.golang.org/protobuf/proto"
 )
 
 // maxGroup bounds the calls one group commit runs in its transaction.
@@ -147,30 +145,5 @@ func (c *Collection[T]) UpsertBatched(ctx context.Context, tenant, id string, cr
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return c.db.batch(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, c.bucket)
-		if err != nil {
-			return err
-		}
-		var m T
-		if data := b.Get(resourceKey(tenant, id)); data != nil {
-			m = c.new()
-			if err := proto.Unmarshal(data, m); err != nil {
-				return fmt.Errorf("decode %s %s: %w", c.bucket, id, err)
-			}
-		} else if m, err = create(); err != nil {
-			return err
-		}
-		if err := fn(m); err != nil {
-			return err
-		}
-		out, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
-		}
-		if err := b.Put(resourceKey(tenant, id), out); err != nil {
-			return err
-		}
-		return applyExtras(tx, extras)
-	})
+	return c.db.batch(func(tx *bolt.Tx) error { return c.modify(tx, tenant, id, create, fn, extras) })
 }
