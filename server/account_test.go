@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,28 +26,7 @@ import (
 // newSeededEnv is newEnv with the dev seed's execution (receipt, vault objects, manifests).
 func newSeededEnv(t *testing.T, opts ...func(*server.Config)) *env {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	cfg := server.Config{DataDir: t.TempDir(), Password: cheapPasswords, Now: clk.Now,
-		RateLimit: platform.RateLimit{Limit: 100000, Window: time.Minute}}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
-	creds, err := srv.Seed(context.Background(), ts.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, srv: srv, ts: ts, creds: creds, clock: clk}
-	e.router = e.loadOpenAPI()
-	return e
+	return startEnv(t, nil, opts...)
 }
 
 func (e *env) testSession() []string { return with(e.session(), "Svc-Mode", "test") }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -56,8 +57,4 @@ func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type probeError string
-
-func (e probeError) Error() string { return string(e) }
-
-const errProbeStuck = probeError("store probe did not finish in time")
+var errProbeStuck = errors.New("store probe did not finish in time")

@@ -53,6 +53,12 @@ var cheapPasswords = platform.PasswordParams{Memory: 64, Time: 1, Threads: 1}
 
 func newEnv(t testing.TB, opts ...func(*server.Config)) *env {
 	t.Helper()
+	return startEnv(t, &server.SeedOptions{NoExecution: true}, opts...)
+}
+
+// startEnv starts a server on a loopback listener and seeds it like --dev with seed.
+func startEnv(t testing.TB, seed *server.SeedOptions, opts ...func(*server.Config)) *env {
+	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	cfg := server.Config{DataDir: t.TempDir(), Password: cheapPasswords, Now: clk.Now,
 		RateLimit: platform.RateLimit{Limit: 100000, Window: time.Minute}}
@@ -68,7 +74,7 @@ func newEnv(t testing.TB, opts ...func(*server.Config)) *env {
 		ts.Close()
 		srv.Close()
 	})
-	creds, err := srv.Seed(context.Background(), ts.URL, &server.SeedOptions{NoExecution: true})
+	creds, err := srv.Seed(context.Background(), ts.URL, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
