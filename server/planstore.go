@@ -132,7 +132,7 @@ func (ps *planStore) objects(ctx context.Context, tenant, planID string) iter.Se
 	return func(yield func([]*svcv1.PlanObject, error) bool) {
 		for i := 0; ; i++ {
 			c, err := ps.chunks.Get(ctx, tenant, chunkID(planID, i))
-			if err == store.ErrNotFound {
+			if errors.Is(err, store.ErrNotFound) {
 				return
 			}
 			if !yield(c.GetObjects(), err) || err != nil {
@@ -154,7 +154,7 @@ func (ps *planStore) page(ctx context.Context, tenant string, h *svcv1.Plan, sta
 	var out []*svcv1.PlanObject
 	for i := start / planChunk; len(out) < limit; i++ {
 		c, err := ps.chunks.Get(ctx, tenant, chunkID(h.PlanId, i))
-		if err == store.ErrNotFound {
+		if errors.Is(err, store.ErrNotFound) {
 			return out, false, nil
 		}
 		if err != nil {
@@ -172,7 +172,7 @@ func (ps *planStore) page(ctx context.Context, tenant string, h *svcv1.Plan, sta
 	}
 	// The page is full at a chunk's end: more follow when the next chunk exists.
 	_, err := ps.chunks.Get(ctx, tenant, chunkID(h.PlanId, (start+len(out))/planChunk))
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return out, false, nil
 	}
 	return out, err == nil, err
