@@ -101,6 +101,11 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
+	// The search index was told of the object when the vault committed it, which can be before
+	// this manifest (the source's dates, the message's headers) was stored: tell it again.
+	if s.search != nil {
+		s.search.changed(ctx, tenant, obj)
+	}
 	s.wake(pe)
 	return execute.VaultRef{ID: obj.ID, SHA256: obj.SHA256.String(), Size: obj.SizeBytes}, nil
 }
