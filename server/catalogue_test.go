@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"svc.dev/svc"
 	"svc.dev/svc/platform/event"
 )
 
@@ -11,7 +12,7 @@ import (
 func TestEmittedTypesAreCatalogued(t *testing.T) {
 	for _, typ := range []string{evPlanCreated, evPlanAuthorized, evPlanRejected, evPlanCancelled, evPlanStale, evPlanExpired,
 		evExecutionStarted, evExecutionCancelled, evSourceConnected, evSourcePolicy, evJobSucceeded, evJobFailed, evCeilingReached,
-		evReceiptCreated, evWebhookDisabled, "svc.execution.completed", "svc.execution.partially_completed",
+		svc.EventReceiptCreated, svc.EventSourceReauthRequired, evWebhookDisabled, "svc.execution.completed", "svc.execution.partially_completed",
 		"svc.execution.failed", "svc.execution.cancelled"} {
 		if _, ok := event.Lookup(typ); !ok {
 			t.Errorf("%s is not in the event catalogue", typ)

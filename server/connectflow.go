@@ -433,29 +433,5 @@ func errorCode(s string) string {
 // dropped, and svc.source.reauth_required is emitted once. A source already revoked or
 // disconnected is left alone.
 func (s *Server) markReauth(ctx context.Context, tenant platform.Tenant, sourceID string) error {
-	var src *svcv1.Source
-	changed := false
-	err := s.sources.Update(ctx, tenant.String(), sourceID, func(x *svcv1.Source) error {
-		switch x.GetStatus() {
-		case svcv1.SourceStatus_SOURCE_STATUS_CONNECTED, svcv1.SourceStatus_SOURCE_STATUS_ERROR, svcv1.SourceStatus_SOURCE_STATUS_PENDING:
-			x.Status, changed = svcv1.SourceStatus_SOURCE_STATUS_REAUTH_REQUIRED, true
-		}
-		src = x
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	key := tenant.String() + "/" + sourceID
-	s.openMu.Lock()
-	if o, ok := s.opened[key]; ok {
-		providers.CloseProvider(o.p)
-		delete(s.opened, key)
-	}
-	s.openMu.Unlock()
-	if changed {
-		s.emit(ctx, tenant, evSourceReauthRequired, "/v1/sources", sourceID, map[string]any{
-			"source_id": sourceID, "provider": enumWire(src.GetProvider()), "status": "reauth_required"})
-	}
-	return nil
+	return s.core.Tenant(tenant).MarkReauth(ctx, sourceID)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
@@ -183,7 +184,9 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 	p.Fraction(ctx, done, total)
 	erased := 0
 	for _, t := range tenants {
-		s.forgetTenant(t)
+		if tt, err := svc.ParseTenant(t); err == nil {
+			s.core.Tenant(tt).ForgetTenant()
+		}
 		if err := s.vault.Forget(ctx, t); err != nil {
 			return nil, fmt.Errorf("forget vault tenant: %w", err)
 		}
@@ -220,7 +223,7 @@ func (s *Server) receiptsGivenToApps(ctx context.Context, tenant string) ([]stri
 	}
 	var out []string
 	for _, x := range withReceipts {
-		p, err := s.plans.header(ctx, tenant, x.plan)
+		p, err := s.plans.Header(ctx, tenant, x.plan)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}

@@ -21,6 +21,16 @@ import (
 	"svc.dev/svc/wire"
 )
 
+// sourceConfig is how a source or destination is opened, stored sealed under "tenant/id" in
+// the sourceConfigs bucket; the embedding package reads the same records (svc.Scope.OpenSource).
+type sourceConfig struct {
+	Provider  providers.Name   `json:"provider"`
+	SourceRef string           `json:"source_ref"`
+	Config    providers.Config `json:"config"`
+}
+
+const sourceConfigs = "source_configs"
+
 // A destination is backed by a provider configuration exactly like a source: a sourceConfig
 // sealed under tenant/dst_... in the sourceConfigs bucket, so that openSource opens a
 // destination by its id. The spec has no endpoint for destinations; the API makes them from

@@ -2,20 +2,19 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"slices"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/platform/webhook"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/store"
 )
 
@@ -46,21 +45,6 @@ func (s *Server) emit(ctx context.Context, tenant platform.Tenant, typ, source, 
 	s.publish(ctx, tenant, id.New("evt"), s.cfg.Now(), typ, source, subject, data, also...)
 }
 
-// derivedEventID is the id of an event that may be published again after a crash (the end of
-// an execution): a ULID whose time is at, the moment the event reports, and whose random part
-// comes from key, so publishing it again stores and queues the same event, not a second one.
-func derivedEventID(key string, at time.Time) string {
-	sum := sha256.Sum256([]byte("svc/event/v1\x00" + key))
-	var u ulid.ULID
-	if err := u.SetTime(ulid.Timestamp(at)); err != nil {
-		return id.NewAt("evt", at)
-	}
-	if err := u.SetEntropy(sum[:10]); err != nil {
-		return id.NewAt("evt", at)
-	}
-	return "evt_" + u.String()
-}
-
 // publish is emit with the event's id and time given.
 func (s *Server) publish(ctx context.Context, tenant platform.Tenant, evID string, at time.Time, typ, source, subject string, data map[string]any, also ...string) {
 	ctx = context.WithoutCancel(ctx)
@@ -86,16 +70,18 @@ type preparedEvent struct {
 // application that reaches the tenant (and the applications in also), and its queue entries
 // for their webhooks. It reads the store, so it runs before the transaction that writes it.
 func (s *Server) prepareEvent(ctx context.Context, tenant platform.Tenant, evID string, at time.Time, typ, source, subject string, data map[string]any, also ...string) (preparedEvent, error) {
-	d, err := structpb.NewStruct(data)
-	if err != nil {
+	if _, err := structpb.NewStruct(data); err != nil {
 		s.log.Error("event data", "type", typ, "err", err)
-		d = &structpb.Struct{}
 	}
-	ev := &svcv1.Event{Specversion: "1.0", Id: evID, Source: source, Type: typ, Time: timestamppb.New(at),
-		Subject: subject, Datacontenttype: "application/json", Data: d, Svcsimulated: tenant.Simulated()}
+	return s.fanOut(ctx, tenant, svc.NewEvent(tenant, evID, at, typ, source, subject, data), also...)
+}
+
+// fanOut prepares a made event for the tenant's stream, the streams of the applications that
+// reach the tenant (and those in also), and their webhooks' queues.
+func (s *Server) fanOut(ctx context.Context, tenant platform.Tenant, ev *svcv1.Event, also ...string) (preparedEvent, error) {
 	apps, err := s.devs.Reaching(ctx, tenant)
 	if err != nil {
-		s.log.Error("event audience", "type", typ, "err", err)
+		s.log.Error("event audience", "type", ev.GetType(), "err", err)
 	}
 	for _, app := range also {
 		if !slices.Contains(apps, app) {
@@ -114,6 +100,15 @@ func (s *Server) prepareEvent(ctx context.Context, tenant platform.Tenant, evID 
 	}
 	x, err := store.EventsExtra(s.eventLog, items, queue)
 	return preparedEvent{extra: x, queue: queue}, err
+}
+
+// announcer records the embedding package's events as the server records its own: in the
+// tenant's stream, the reaching applications' streams and their webhooks' queues.
+type announcer struct{ s *Server }
+
+func (a announcer) Announce(ctx context.Context, tenant platform.Tenant, ev *svcv1.Event) (storage.Write, func(), error) {
+	pe, err := a.s.fanOut(ctx, tenant, ev)
+	return pe.extra, func() { a.s.wake(pe) }, err
 }
 
 // wake tells the webhook engine about what a stored event queued.
@@ -157,7 +152,4 @@ func matchType(types []string, t string) bool {
 }
 
 // planEventData is the data of a plan's events: its id, state, intent, hash and size.
-func planEventData(p *svcv1.Plan) map[string]any {
-	return map[string]any{"plan_id": p.GetPlanId(), "state": enumWire(p.GetState()), "intent": enumWire(p.GetIntent()),
-		"hash": p.GetHash(), "object_count": float64(p.GetProjection().GetObjectCount())}
-}
+func planEventData(p *svcv1.Plan) map[string]any { return svc.PlanEventData(p) }

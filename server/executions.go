@@ -2,204 +2,30 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
-	"sync/atomic"
-	"syscall"
 
-	"google.golang.org/protobuf/proto"
-
-	"svc.dev/svc/execute"
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
-	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
 )
 
-// execStore is the engine's storage on bbolt: executions and plans in their collections, the
-// journal in a log whose writes are group-committed.
-type execStore struct{ s *Server }
+// parseTenant reads a tenant's string form ("live:usr_...").
+func parseTenant(s string) (platform.Tenant, error) { return svc.ParseTenant(s) }
 
-var _ execute.Store = execStore{}
-
-const journalLog = "journal"
-
-// BeginExecution moves the plan (fn), stores the queued execution and its
-// svc.execution.started event in one transaction.
-func (x execStore) BeginExecution(ctx context.Context, tenant, planID string, fn func(*svcv1.Plan) error, e *svcv1.Execution) error {
-	t, err := parseTenant(tenant)
-	if err != nil {
-		return err
-	}
-	put := store.PutExtra(x.s.executions, tenant, e.Id, e) // e is complete once fn ran
-	pe, err := x.s.prepareEvent(context.WithoutCancel(ctx), t, id.New("evt"), x.s.cfg.Now(), evExecutionStarted, "/v1/executions", e.Id,
-		map[string]any{"execution_id": e.Id, "plan_id": planID})
-	if err != nil {
-		return err
-	}
-	if err := x.s.plans.updateWith(ctx, tenant, planID, fn, put, pe.extra); err != nil {
-		return err
-	}
-	x.s.wake(pe)
-	return nil
-}
-
-func (x execStore) UpdateExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error {
-	return x.s.executions.Update(ctx, tenant, id, fn)
-}
-
-// EndExecution ends an execution and stores the events announcing it (with its status,
-// receipt_id and finished_at) in the same transaction: an event or webhook about the end is
-// never seen before the execution shows it, nor the reverse.
-func (x execStore) EndExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error {
-	t, err := parseTenant(tenant)
-	if err != nil {
-		return err
-	}
-	// The events are prepared (which reads the store) before the transaction, from what fn
-	// makes of the execution as stored now; fn runs again inside it.
-	cur, err := x.s.executions.Get(ctx, tenant, id)
-	if err != nil {
-		return err
-	}
-	end := proto.Clone(cur).(*svcv1.Execution)
-	if err := fn(end); err != nil {
-		return err
-	}
-	var extras []store.Extra
-	var events []preparedEvent
-	if cur.GetReceiptId() == "" && end.GetReceiptId() != "" {
-		p, err := x.s.plans.header(ctx, tenant, end.GetPlanId())
-		if err != nil {
-			return err
-		}
-		if events, err = x.s.endEvents(context.WithoutCancel(ctx), t, end, p); err != nil {
-			return err
-		}
-		for _, pe := range events {
-			extras = append(extras, pe.extra)
-		}
-	}
-	if err := x.s.executions.UpdateWith(ctx, tenant, id, fn, extras...); err != nil {
-		return err
-	}
-	for _, pe := range events {
-		x.s.wake(pe)
-	}
-	return nil
-}
-
-func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
-	var out [][2]string
-	err := x.s.executions.ScanAll(ctx, func(tenant, id string, e *svcv1.Execution) bool {
-		if s := e.GetStatus(); s == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED || s == svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING ||
-			(e.GetFinishedAt() == nil && e.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_UNSPECIFIED) {
-			out = append(out, [2]string{tenant, id})
-		}
-		return true
-	})
-	return out, err
-}
-
-func (x execStore) Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
-	return x.s.plans.get(ctx, tenant, id)
-}
-
-func (x execStore) UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error {
-	return x.s.plans.updateWith(ctx, tenant, id, fn)
-}
-
-// Record appends an execution's group of transitions in one transaction, group-committed with
-// the other executions' groups and the vault's records.
-func (x execStore) Record(ctx context.Context, tenant, exeID string, ts ...execute.Transition) error {
-	vals := make([][]byte, len(ts))
-	for i, t := range ts {
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		vals[i] = b
-	}
-	if err := x.s.db.AppendLogs(ctx, journalLog, tenant+"/"+exeID, vals); err != nil {
-		return err
-	}
-	for range ts {
-		crashPoint()
-	}
-	return nil
-}
-
-// crashAfter, from SVC_CRASH_AFTER_JOURNAL=N, kills the process with SIGKILL right after the
-// group holding the N-th journal entry is durable: the crash tests use it to stop the binary
-// exactly at step boundaries. Unset (always, outside those tests) it does nothing.
-var (
-	crashAfter   = func() int64 { n, _ := strconv.ParseInt(os.Getenv("SVC_CRASH_AFTER_JOURNAL"), 10, 64); return n }()
-	journalCount atomic.Int64
-)
-
-func crashPoint() {
-	if crashAfter > 0 && journalCount.Add(1) == crashAfter {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way
-	}
-}
-
-func (x execStore) Journal(ctx context.Context, tenant, exeID string) ([]execute.Transition, error) {
-	raw, err := x.s.db.ReadLog(ctx, journalLog, tenant+"/"+exeID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]execute.Transition, len(raw))
-	for i, b := range raw {
-		if err := json.Unmarshal(b, &out[i]); err != nil {
-			return nil, fmt.Errorf("journal entry %d: %w", i, err)
-		}
-	}
-	return out, nil
-}
-
-// engineSources opens sources for the engine.
-type engineSources struct{ s *Server }
-
-func (e engineSources) Source(ctx context.Context, tenant, sourceID string) (providers.Provider, string, error) {
-	t, err := parseTenant(tenant)
-	if err != nil {
-		return nil, "", err
-	}
-	if id.Prefix(sourceID) == "dst" { // a plan's destination
-		_, p, ref, err := e.s.openDestination(ctx, t, sourceID)
-		return p, ref, err
-	}
-	return e.s.openSource(ctx, t, sourceID)
-}
-
-func parseTenant(s string) (platform.Tenant, error) {
-	for _, m := range []platform.Mode{platform.ModeTest, platform.ModeLive} {
-		if owner, ok := cutPrefix(s, string(m)+":"); ok {
-			return platform.Tenant{Owner: owner, Mode: m}, nil
-		}
-	}
-	return platform.Tenant{}, fmt.Errorf("bad tenant %q", s)
-}
-
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):], true
-	}
-	return "", false
+// engineDestination opens a plan's destination for the engine (svc.Options.Destinations).
+func (s *Server) engineDestination(ctx context.Context, t platform.Tenant, dstID string) (providers.Provider, string, error) {
+	_, p, ref, err := s.openDestination(ctx, t, dstID)
+	return p, ref, err
 }
 
 // executePlan starts an authorized plan (POST /v1/plans/{id}/execute).
 func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest) (*svcv1.Execution, error) {
 	c := callerFrom(ctx)
-	p, err := s.loadPlan(ctx, req.GetId())
+	p, err := s.loadPlanHeader(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -218,19 +44,7 @@ func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest)
 			}
 		}
 	}
-	for _, m := range p.GetSourceMarkers() {
-		moved, err := s.sourceMoved(ctx, c.Tenant, m)
-		if err != nil {
-			return nil, err
-		}
-		if moved {
-			return nil, s.markStale(ctx, p, m.GetSourceId())
-		}
-	}
-	x, err := s.engine.Start(ctx, c.Tenant.String(), p.PlanId, c.Actor().GetPrincipalId())
-	if errors.Is(err, execute.ErrNotAuthorized) {
-		return nil, newProblem(http.StatusConflict, codePlanStale, "The plan's hash is not the authorized one.")
-	}
+	x, err := s.core.Tenant(c.Tenant).Execute(ctx, p.PlanId, &svc.ExecuteOptions{Principal: c.Actor().GetPrincipalId()})
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +53,7 @@ func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest)
 
 func (s *Server) getExecution(ctx context.Context, req *svcv1.GetExecutionRequest) (*svcv1.Execution, error) {
 	c := callerFrom(ctx)
-	x, err := s.executions.Get(ctx, c.Tenant.String(), req.GetId())
+	x, err := s.core.Tenant(c.Tenant).Execution(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +65,7 @@ func (s *Server) executionInGrant(ctx context.Context, c *Caller, x *svcv1.Execu
 	if c.Connection == nil {
 		return nil
 	}
-	p, err := s.plans.header(ctx, c.Tenant.String(), x.GetPlanId())
+	p, err := s.plans.Header(ctx, c.Tenant.String(), x.GetPlanId())
 	if err != nil {
 		return err
 	}
@@ -267,15 +81,7 @@ func (s *Server) cancelExecution(ctx context.Context, req *svcv1.CancelExecution
 	if err != nil {
 		return nil, err
 	}
-	err = s.engine.Cancel(ctx, c.Tenant.String(), x.Id)
-	if errors.Is(err, execute.ErrFinished) {
-		return nil, newProblem(http.StatusConflict, codeInvalidState, "The execution already ended ("+enumWire(x.GetStatus())+").")
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.emit(ctx, c.Tenant, evExecutionCancelled, "/v1/executions", x.Id, map[string]any{"execution_id": x.Id, "plan_id": x.GetPlanId()})
-	return s.executions.Get(ctx, c.Tenant.String(), x.Id)
+	return s.core.Tenant(c.Tenant).CancelExecution(ctx, x.Id)
 }
 
 func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRequest) (*svcv1.ListExecutionsResponse, error) {
@@ -292,7 +98,7 @@ func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRe
 		if c.Connection == nil {
 			return true
 		}
-		p, err := store.GetIn(r, s.plans.headers, tenant, x.GetPlanId()) // in this transaction: never another
+		p, err := store.GetIn(r, s.plans.Headers(), tenant, x.GetPlanId()) // in this transaction: never another
 		return err == nil && c.grantReaches(p.GetSourceMarkers())
 	})
 	if err != nil {

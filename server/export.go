@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -176,7 +177,7 @@ func (x *exporter) plan(ctx context.Context, userID string) error {
 	for _, mode := range []platform.Mode{platform.ModeLive, platform.ModeTest} {
 		t := platform.Tenant{Owner: userID, Mode: mode}.String()
 		for _, count := range []func(context.Context, string) (int, error){
-			countOf(x.s.plans.headers), countOf(x.s.executions), countOf(x.s.sources), countOf(x.s.destinations),
+			countOf(x.s.plans.Headers()), countOf(x.s.executions), countOf(x.s.sources), countOf(x.s.destinations),
 			countOf(x.s.jobs), countOf(x.s.eventLog), countOf(x.s.manifests),
 		} {
 			n, err := count(ctx, t)
@@ -232,16 +233,16 @@ func exportResources[T proto.Message](ctx context.Context, x *exporter, c *store
 // comes first) and once into the archive, so a plan of any size costs one chunk of memory.
 func (x *exporter) plans(ctx context.Context, tenant, dir string) error {
 	ps := x.s.plans
-	for h, err := range ps.headers.All(ctx, tenant, nil) {
+	for h, err := range ps.Headers().All(ctx, tenant, nil) {
 		if err != nil {
 			return err
 		}
 		var size countingWriter
-		if err := ps.writePlansJSON(ctx, &size, tenant, h, []*svcv1.Plan{h}); err != nil {
+		if err := ps.WritePlansJSON(ctx, &size, tenant, h, []*svcv1.Plan{h}); err != nil {
 			return fmt.Errorf("export plan %s: %w", h.PlanId, err)
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(ps.writePlansJSON(ctx, pw, tenant, h, []*svcv1.Plan{h})) }()
+		go func() { pw.CloseWithError(ps.WritePlansJSON(ctx, pw, tenant, h, []*svcv1.Plan{h})) }()
 		err := x.aw.Add(dir+"/"+archive.CleanName(h.PlanId)+".json", int64(size), pr)
 		pr.CloseWithError(io.ErrClosedPipe) // ends the writer if Add stopped early
 		if err != nil {
@@ -423,18 +424,18 @@ func (x *exporter) object(ctx context.Context, tenant, root string, o vault.Obje
 // containers and name) its manifest records, each segment made safe; a path already used
 // gets the object id appended.
 func (x *exporter) contentName(ctx context.Context, tenant, root string, o vault.Object) string {
-	segs := []string{root, "vault", "content", archive.CleanName(cmpOr(o.SourceID, "unknown-source"))}
+	segs := []string{root, "vault", "content", archive.CleanName(cmp.Or(o.SourceID, "unknown-source"))}
 	var rel []string
 	if m, err := x.s.manifests.Get(ctx, tenant, o.AssetID); err == nil && m.GetSource() != nil {
 		src := m.GetSource()
 		if p := src.GetPath(); p != "" {
 			rel = strings.Split(strings.Trim(p, "/"), "/")
 		} else {
-			rel = append(append(rel, src.GetContainers()...), cmpOr(o.Name, src.GetObjectId()))
+			rel = append(append(rel, src.GetContainers()...), cmp.Or(o.Name, src.GetObjectId()))
 		}
 	}
 	if len(rel) == 0 {
-		rel = []string{cmpOr(o.Name, o.ID)}
+		rel = []string{cmp.Or(o.Name, o.ID)}
 	}
 	for _, r := range rel {
 		if r != "" {

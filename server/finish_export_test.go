@@ -19,10 +19,10 @@ func (s *Server) UnendExecution(ctx context.Context, tenant platform.Tenant, exe
 
 // ResumeExecutions resumes unfinished executions, as a restart does, and waits for them.
 func (s *Server) ResumeExecutions(ctx context.Context) error {
-	if err := s.engine.Resume(ctx); err != nil {
+	if err := s.core.Resume(ctx); err != nil {
 		return err
 	}
-	s.engine.Wait()
+	s.core.WaitExecutions()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"svc.dev/svc/store"
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -71,10 +72,8 @@ func (s *Server) register() {
 	handle(s, svcv1connect.UsageServiceGetApplicationUsageProcedure, s.getApplicationUsage)
 	handle(s, svcv1connect.UsageServiceSetCeilingProcedure, s.setCeiling)
 	handle(s, svcv1connect.ExecutionServiceGetExecutionProcedure, s.getExecution)
-	if s.engine != nil {
-		handle(s, svcv1connect.ExecutionServiceExecutePlanProcedure, s.executePlan)
-		handle(s, svcv1connect.ExecutionServiceCancelExecutionProcedure, s.cancelExecution)
-	}
+	handle(s, svcv1connect.ExecutionServiceExecutePlanProcedure, s.executePlan)
+	handle(s, svcv1connect.ExecutionServiceCancelExecutionProcedure, s.cancelExecution)
 	s.registerConnectFlow()
 }
 
@@ -198,20 +197,20 @@ func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*s
 		}
 		return c.grantReaches(p.GetSourceMarkers())
 	}
-	page, err := s.plans.headers.List(ctx, c.Tenant.String(), after, limit, keep)
+	page, err := s.plans.Headers().List(ctx, c.Tenant.String(), after, limit, keep)
 	if err != nil {
 		return nil, err
 	}
 	res := &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}
 	if c.REST {
-		if small, err := s.plans.fillSmall(ctx, c.Tenant.String(), page.Items, inlineObjects); small || err != nil {
+		if small, err := s.plans.FillSmall(ctx, c.Tenant.String(), page.Items, store.InlineObjects); small || err != nil {
 			return res, err
 		}
 		s.streamPlans(ctx, res, page.Items) // big plans: one chunk of objects in memory at a time
 		return res, nil
 	}
 	for _, p := range page.Items {
-		if err := s.plans.fill(ctx, c.Tenant.String(), p); err != nil {
+		if err := s.plans.Fill(ctx, c.Tenant.String(), p); err != nil {
 			return nil, err
 		}
 	}

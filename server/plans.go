@@ -2,19 +2,16 @@ package server
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
-	"svc.dev/svc/id"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/store"
@@ -33,7 +30,6 @@ const (
 // createPlan builds a plan over the caller's sources (POST /v1/plans).
 func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
-	tenant := c.Tenant
 	switch req.GetIntent() {
 	case svcv1.PlanIntent_PLAN_INTENT_RESTORE:
 		return nil, invalid("intent", "restore plans start from the vault: POST /v1/vault/objects/{id}/restore")
@@ -46,58 +42,24 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 	if err != nil {
 		return nil, err
 	}
-	br := plan.Request{
-		TenantID:             tenant.String(),
-		UserID:               tenant.Owner,
-		Actor:                c.Actor(),
-		Simulated:            tenant.Simulated(),
-		Intent:               req.GetIntent(),
-		Policy:               req.GetPolicy(),
-		PreservationRequired: req.PreservationRequired == nil || req.GetPreservationRequired(),
-		Grant:                c.grant(),
-		Now:                  s.cfg.Now(),
+	br := svc.PlanRequest{Intent: req.GetIntent(), Policy: req.GetPolicy(), PreservationRequired: req.PreservationRequired,
+		Actor: c.Actor(), Grant: c.grant()}
+	for _, src := range srcs {
+		br.SourceIDs = append(br.SourceIDs, src.Id)
 	}
 	if br.Billing, err = s.planBilling(ctx, c); err != nil {
 		return nil, err
 	}
 	if req.DestinationId != nil {
-		d, err := s.grantedDestination(ctx, c, req.GetDestinationId())
-		if err != nil {
+		if br.Destination, err = s.grantedDestination(ctx, c, req.GetDestinationId()); err != nil {
 			return nil, err
 		}
-		br.Destination = d
 	}
-	for _, src := range srcs {
-		ps, err := s.planSource(ctx, tenant, src)
-		if err != nil {
-			return nil, err
-		}
-		br.Sources = append(br.Sources, ps)
-	}
-	p, err := plan.Build(ctx, br)
-	if err != nil {
-		return nil, err
-	}
-	// A live plan is metered, and its svc.plan.created event recorded, in the transaction that
-	// stores it: exactly once each.
-	var usage []store.UsageDelta
+	// A live plan is metered in the transaction that stores it: exactly once.
 	if c.Key != nil && c.Key.Mode == platform.ModeLive {
-		usage = usageDeltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)
+		br.Also = append(br.Also, store.UsageExtra(usageDeltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)))
 	}
-	if err := s.putPlan(ctx, tenant, p, store.UsageExtra(usage)); err != nil {
-		return nil, err
-	}
-	for _, src := range srcs { // the quota observed while planning
-		if src.Quota != nil {
-			q := src.Quota
-			s.sources.Update(ctx, tenant.String(), src.Id, func(stored *svcv1.Source) error {
-				stored.Quota = q
-				stored.LastScanAt = timestamppb.New(s.cfg.Now())
-				return nil
-			})
-		}
-	}
-	return p, nil
+	return s.core.Tenant(c.Tenant).BuildPlan(ctx, br)
 }
 
 // planSources returns the sources to plan over: those named (each must exist, 404, and be in
@@ -157,13 +119,13 @@ func (s *Server) loadPlan(ctx context.Context, planID string) (*svcv1.Plan, erro
 	if err != nil {
 		return nil, err
 	}
-	return p, s.plans.fill(ctx, callerFrom(ctx).Tenant.String(), p)
+	return p, s.plans.Fill(ctx, callerFrom(ctx).Tenant.String(), p)
 }
 
-// loadPlanHeader is loadPlan without the plan's objects (planStore).
+// loadPlanHeader is loadPlan without the plan's objects, after the grant check.
 func (s *Server) loadPlanHeader(ctx context.Context, planID string) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
-	p, err := s.plans.header(ctx, c.Tenant.String(), planID)
+	p, err := s.plans.Header(ctx, c.Tenant.String(), planID)
 	if err != nil {
 		return nil, err
 	}
@@ -171,65 +133,9 @@ func (s *Server) loadPlanHeader(ctx context.Context, planID string) (*svcv1.Plan
 		return nil, newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include every source of this plan.")
 	}
 	if s.cfg.Now().After(p.GetExpiresAt().AsTime()) && plan.CanTransition(p.GetState(), svcv1.PlanState_PLAN_STATE_EXPIRED) {
-		return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil, evPlanExpired)
+		return s.core.Tenant(c.Tenant).SetPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil, svc.EventPlanExpired)
 	}
 	return p, nil
-}
-
-// putPlan stores a new plan with its svc.plan.created event (and extras) in one transaction.
-func (s *Server) putPlan(ctx context.Context, tenant platform.Tenant, p *svcv1.Plan, extras ...store.Extra) error {
-	pe, err := s.prepareEvent(context.WithoutCancel(ctx), tenant, id.New("evt"), s.cfg.Now(), evPlanCreated, "/v1/plans", p.PlanId, planEventData(p))
-	if err != nil {
-		return err
-	}
-	if err := s.plans.putWith(ctx, tenant.String(), p, append(extras, pe.extra)...); err != nil {
-		return err
-	}
-	s.wake(pe)
-	return nil
-}
-
-// setPlanState moves a stored plan to a state (and applies change), atomically, with the event
-// of type evType (none when empty) in the same transaction: the event's data is computed from
-// p moved the same way, and the transaction aborts, event and all, if the stored plan cannot
-// make the transition.
-func (s *Server) setPlanState(ctx context.Context, p *svcv1.Plan, to svcv1.PlanState, change func(*svcv1.Plan), evType string) (*svcv1.Plan, error) {
-	move := func(q *svcv1.Plan) error {
-		if err := plan.Transition(q, to); err != nil {
-			return err
-		}
-		if change != nil {
-			change(q)
-		}
-		return nil
-	}
-	tenant := callerFrom(ctx).Tenant
-	var extras []store.Extra
-	var pe preparedEvent
-	if evType != "" {
-		next := proto.CloneOf(p)
-		if err := move(next); err != nil {
-			return nil, err
-		}
-		var err error
-		if pe, err = s.prepareEvent(context.WithoutCancel(ctx), tenant, id.New("evt"), s.cfg.Now(), evType, "/v1/plans", p.PlanId, planEventData(next)); err != nil {
-			return nil, err
-		}
-		extras = append(extras, pe.extra)
-	}
-	var out *svcv1.Plan
-	err := s.plans.updateWith(ctx, tenant.String(), p.PlanId, func(stored *svcv1.Plan) error {
-		if err := move(stored); err != nil {
-			return err
-		}
-		out = stored
-		return nil
-	}, extras...)
-	if err != nil {
-		return nil, err
-	}
-	s.wake(pe)
-	return out, nil
 }
 
 // getPlan reads a plan; over REST its objects are streamed from the store (planStore).
@@ -240,13 +146,13 @@ func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1
 	}
 	c := callerFrom(ctx)
 	if c.REST {
-		if small, err := s.plans.fillSmall(ctx, c.Tenant.String(), []*svcv1.Plan{p}, inlineObjects); small || err != nil {
+		if small, err := s.plans.FillSmall(ctx, c.Tenant.String(), []*svcv1.Plan{p}, store.InlineObjects); small || err != nil {
 			return p, err
 		}
 		s.streamPlans(ctx, p, []*svcv1.Plan{p}) // a big plan: one chunk in memory at a time
 		return p, nil
 	}
-	return p, s.plans.fill(ctx, c.Tenant.String(), p)
+	return p, s.plans.Fill(ctx, c.Tenant.String(), p)
 }
 
 // streamPlans makes the REST response msg, whose plans are headers, a stream that writes each
@@ -256,7 +162,7 @@ func (s *Server) streamPlans(ctx context.Context, msg proto.Message, plans []*sv
 	tenant := c.Tenant.String()
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(s.plans.writePlansJSON(context.WithoutCancel(ctx), pw, tenant, msg, plans))
+		pw.CloseWithError(s.plans.WritePlansJSON(context.WithoutCancel(ctx), pw, tenant, msg, plans))
 	}()
 	c.Header.Set("Content-Type", "application/json")
 	c.Stream = pr
@@ -281,7 +187,7 @@ func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjects
 			return nil, invalid("cursor", "is not a cursor of this listing")
 		}
 	}
-	objs, more, err := s.plans.page(ctx, callerFrom(ctx).Tenant.String(), p, start, limit)
+	objs, more, err := s.plans.Page(ctx, callerFrom(ctx).Tenant.String(), p, start, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -293,83 +199,28 @@ func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjects
 }
 
 func (s *Server) cancelPlan(ctx context.Context, req *svcv1.CancelPlanRequest) (*svcv1.Plan, error) {
-	p, err := s.loadPlan(ctx, req.GetId())
-	if err != nil {
+	if _, err := s.loadPlanHeader(ctx, req.GetId()); err != nil {
 		return nil, err
 	}
-	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_CANCELLED, nil, evPlanCancelled)
+	return s.core.Tenant(callerFrom(ctx).Tenant).CancelPlan(ctx, req.GetId())
 }
 
 // authorizePlan authorizes a plan by the hash the caller reviewed. The plan must be validated,
 // unexpired, with that hash, and its sources unmoved since it was built; the policy decision is
 // taken again with the authorizer's approvals, grant and ceiling.
-func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequest) (out *svcv1.Plan, err error) {
+func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequest) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
-	p, err := s.loadPlan(ctx, req.GetId())
+	p, err := s.loadPlanHeader(ctx, req.GetId())
 	if err != nil {
 		return nil, err
-	}
-	if st := p.GetState(); st != svcv1.PlanState_PLAN_STATE_VALIDATED && st != svcv1.PlanState_PLAN_STATE_DRAFT {
-		return nil, newProblem(http.StatusConflict, codeInvalidState, "Only a draft or validated plan can be authorized; this plan is "+enumWire(st)+".")
-	}
-	if req.GetPlanHash() != p.GetHash() {
-		return nil, newProblem(http.StatusConflict, codePlanStale, "The plan hash is not the plan's current hash; review the plan again.")
-	}
-	for _, m := range p.GetSourceMarkers() {
-		moved, err := s.sourceMoved(ctx, c.Tenant, m)
-		if err != nil {
-			return nil, err
-		}
-		if moved {
-			return nil, s.markStale(ctx, p, m.GetSourceId())
-		}
-	}
-	status := map[string]svcv1.SourceStatus{}
-	for _, m := range p.GetSourceMarkers() {
-		src, err := s.sources.Get(ctx, c.Tenant.String(), m.GetSourceId())
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			status[m.GetSourceId()] = svcv1.SourceStatus_SOURCE_STATUS_DISCONNECTED
-		case err != nil:
-			return nil, err
-		default:
-			status[src.Id] = src.GetStatus()
-		}
 	}
 	approvals := plan.Approvals{HumanUser: c.User != nil && c.User.ID == p.GetUserId(), DeveloperOwner: s.ownsApplication(ctx, c, p.GetActor().GetApplicationId())}
 	billing, err := s.planBilling(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	decision := plan.Decide(p, plan.Decision{SourceStatus: status, Grant: c.grant(), Billing: billing, Approvals: approvals})
-	switch decision.GetDecision() {
-	case svcv1.PolicyDecision_POLICY_DECISION_DENY:
-		if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_REJECTED, func(p *svcv1.Plan) { p.Policy = decision }, evPlanRejected); err != nil {
-			return nil, err
-		}
-		return nil, newProblem(http.StatusForbidden, codeActionDenied, joinReasons(decision.GetReasons()))
-	case svcv1.PolicyDecision_POLICY_DECISION_STEP_UP_REQUIRED:
-		prob := newProblem(http.StatusForbidden, codeStepUpRequired, joinReasons(decision.GetReasons()))
-		for _, a := range decision.GetRequiredApprovals() {
-			prob.approvals = append(prob.approvals, enumWire(a))
-		}
-		return nil, prob
-	}
-	principal := c.Actor().GetPrincipalId()
-	if p.GetState() == svcv1.PlanState_PLAN_STATE_DRAFT { // a draft (a restore plan) is validated on the way
-		if p, err = s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_VALIDATED, nil, ""); err != nil {
-			return nil, err
-		}
-	}
-	return s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_AUTHORIZED, func(p *svcv1.Plan) {
-		p.Policy = decision
-		auth := &svcv1.PlanAuthorization{AuthorizedAt: timestamppb.New(s.cfg.Now().UTC().Truncate(time.Millisecond)), AuthorizedBy: principal,
-			ActionDecisionId: decision.GetDecisionId(), PlanHashAtAuthorization: p.GetHash()}
-		if p.GetMeter() != nil {
-			auth.CommercialAuthorizationId = proto.String(id.New("cma"))
-		}
-		p.Authorization = auth
-	}, evPlanAuthorized)
+	return s.core.Tenant(c.Tenant).AuthorizePlan(ctx, p.PlanId, req.GetPlanHash(), &svc.AuthorizeOptions{
+		Principal: c.Actor().GetPrincipalId(), Grant: c.grant(), Billing: billing, Approvals: &approvals})
 }
 
 // ownsApplication reports whether a signed-in user owns the organization of an application.
@@ -390,23 +241,4 @@ func (s *Server) orgOwner(ctx context.Context, orgID string) string {
 		return ""
 	}
 	return o.OwnerID
-}
-
-func joinReasons(rs []string) string {
-	out := ""
-	for i, r := range rs {
-		if i > 0 {
-			out += "; "
-		}
-		out += r
-	}
-	return out + "."
-}
-
-// markStale makes a plan stale because a source moved, and answers 409 plan_stale.
-func (s *Server) markStale(ctx context.Context, p *svcv1.Plan, sourceID string) error {
-	if _, err := s.setPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil, evPlanStale); err != nil {
-		return err
-	}
-	return newProblem(http.StatusConflict, codePlanStale, "Source "+sourceID+" changed since the plan was built; make a new plan.")
 }

@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
@@ -104,15 +105,39 @@ func (p *problem) proto(requestID string) *svcv1.Problem {
 var errNotImplemented = newProblem(http.StatusNotImplemented, codeNotImplemented,
 	"This endpoint is defined but its capability is not implemented yet.")
 
+// domainProblem is the problem of a refusal of the embedding package.
+func domainProblem(e *svc.Error) *problem {
+	switch e.Code {
+	case svc.CodeInvalidArgument:
+		return invalid(e.Field, e.Detail)
+	case svc.CodeInvalidState:
+		return newProblem(http.StatusConflict, codeInvalidState, e.Detail)
+	case svc.CodePlanStale:
+		return newProblem(http.StatusConflict, codePlanStale, e.Detail)
+	case svc.CodeActionDenied:
+		return newProblem(http.StatusForbidden, codeActionDenied, e.Detail)
+	case svc.CodeStepUpRequired:
+		p := newProblem(http.StatusForbidden, codeStepUpRequired, e.Detail)
+		for _, a := range e.Approvals {
+			p.approvals = append(p.approvals, enumWire(a))
+		}
+		return p
+	}
+	return newProblem(http.StatusInternalServerError, codeInternal, "The server failed to process the request.")
+}
+
 // toProblem maps any error from a handler or the domain to what the client sees.
 func toProblem(err error) *problem {
 	var p *problem
 	var we *wire.Error
+	var de *svc.Error
 	switch {
 	case errors.As(err, &p):
 		return p
 	case errors.As(err, &we):
 		return invalid(we.Path, we.Msg)
+	case errors.As(err, &de):
+		return domainProblem(de)
 	case errors.Is(err, vault.ErrInvalidData):
 		return newProblem(http.StatusConflict, codeInvalidState, "The vault object failed verification; it is marked corrupt.")
 	case errors.Is(err, vault.ErrInvalidState):

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
@@ -151,12 +152,12 @@ func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 // scrub`), on the backends its server uses: one tenant, or every tenant with vault content when tenant is "". Each scrub is
 // recorded as a job like the server's; events are not emitted (they are the server's).
 func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant string, opts *vault.ScrubOptions) ([]ScrubResult, error) {
-	db, keys, err := openStopped(dataDir)
+	db, master, err := openStopped(dataDir)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	vlt, err := openVault(dataDir, db, keys, time.Now, be, nil)
+	vlt, err := svc.OpenVault(dataDir, db.VaultMeta(), master, &vault.Options{Hot: be.Hot, Cold: be.Cold})
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +178,9 @@ func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant 
 	return out, nil
 }
 
-// openStopped opens the store and keys of a data directory whose server is not running, for
-// the offline commands (`svc vault scrub`, `svc vault reindex`).
-func openStopped(dataDir string) (*store.DB, *platform.Keyring, error) {
+// openStopped opens the store and master key of a data directory whose server is not
+// running, for the offline commands (`svc vault scrub`, `svc vault reindex`).
+func openStopped(dataDir string) (*store.DB, []byte, error) {
 	if _, err := os.Stat(filepath.Join(dataDir, "svc.db")); err != nil {
 		return nil, nil, fmt.Errorf("no svc data directory at %s: %w", dataDir, err)
 	}
@@ -187,10 +188,10 @@ func openStopped(dataDir string) (*store.DB, *platform.Keyring, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (is svc serve running on this data directory? it holds the directory; stop it first)", err)
 	}
-	keys, err := dataKeys(dataDir)
+	master, err := platform.LoadMasterKey(filepath.Join(dataDir, "master.key"))
 	if err != nil {
 		db.Close()
 		return nil, nil, err
 	}
-	return db, keys, nil
+	return db, master, nil
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
@@ -467,7 +468,7 @@ func (s *Server) indexMissing(ctx context.Context) {
 // Each rebuild is recorded as a job of kind index; events are not emitted (they are the
 // server's).
 func ReindexDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant string) ([]IndexResult, error) {
-	db, keys, err := openStopped(dataDir)
+	db, master, err := openStopped(dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +478,7 @@ func ReindexDataDir(ctx context.Context, dataDir string, be VaultBackends, tenan
 		return nil, err
 	}
 	defer ix.index.Close()
-	vlt, err := openVault(dataDir, db, keys, time.Now, be, nil)
+	vlt, err := svc.OpenVault(dataDir, db.VaultMeta(), master, &vault.Options{Hot: be.Hot, Cold: be.Cold})
 	if err != nil {
 		return nil, err
 	}

@@ -7,11 +7,9 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -27,15 +25,14 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"svc.dev/svc"
 	"svc.dev/svc/billing"
-	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
-	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
@@ -117,11 +114,13 @@ type Server struct {
 	handler   http.Handler
 	openapi   []byte
 	providers *providers.Registry
-	ownsReg   bool
 	sealer    *platform.Sealer
-	openedSources
 
-	plans        *planStore
+	// core is the embedding package: sources, plans, executions, receipts, manifests and the
+	// vault live there; the handlers check the caller and call it.
+	core *svc.Instance
+
+	plans        *store.Plans
 	jobs         *store.Collection[*svcv1.Job]
 	sources      *store.Collection[*svcv1.Source]
 	destinations *store.Collection[*svcv1.Destination]
@@ -131,8 +130,6 @@ type Server struct {
 	eventLog     *store.Collection[*svcv1.Event]
 	usage        *usageMeter
 
-	// engine runs executions; nil until a vault and a receipt signer are configured.
-	engine    *execute.Engine
 	webhooks  *webhook.Engine
 	stopHooks context.CancelFunc
 	keyring   *receipt.Keyring
@@ -174,68 +171,78 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	keys, err := dataKeys(cfg.DataDir)
+	master, err := platform.LoadMasterKey(filepath.Join(cfg.DataDir, "master.key"))
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.OpenWith(filepath.Join(cfg.DataDir, "svc.db"), cfg.StoreOptions)
+	keys, err := platform.NewKeyring(master)
 	if err != nil {
 		return nil, err
 	}
-	keyring, err := receipt.OpenKeyring(filepath.Join(cfg.DataDir, "keys"))
+	seam, err := store.OpenSeam(filepath.Join(cfg.DataDir, "svc.db"), cfg.StoreOptions)
 	if err != nil {
-		db.Close()
 		return nil, err
 	}
+	db := seam.DB()
 	ix, err := openSearch(cfg.DataDir)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	ix.log = cfg.Logger
-	vlt, err := openVault(cfg.DataDir, db, keys, cfg.Now, cfg.Vault, ix.changed)
+	s := &Server{}
+	core, err := svc.Open(context.Background(), cfg.DataDir, &svc.Options{
+		Store: seam, MasterKey: master, Providers: cfg.Providers, Now: cfg.Now, Logger: cfg.Logger,
+		VaultHot: cfg.Vault.Hot, VaultCold: cfg.Vault.Cold, OnVaultChange: ix.changed,
+		Announcer: announcer{s}, Charger: charger{s}, Destinations: s.engineDestination,
+		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send,
+		DeferResume: true, // after the webhooks and handlers are ready (below)
+	})
 	if err != nil {
 		ix.index.Close()
 		db.Close()
 		return nil, err
 	}
+	vlt := core.Vault()
 	sealer, err := platform.NewSealer(keys.Derive("sealed-secrets"))
 	if err != nil {
+		core.Close()
 		db.Close()
 		return nil, err
 	}
 	v, err := protovalidate.New()
 	if err != nil {
+		core.Close()
 		db.Close()
 		return nil, fmt.Errorf("validator: %w", err)
 	}
-	s := &Server{
-		cfg:           cfg,
-		log:           cfg.Logger,
-		db:            db,
-		accounts:      platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
-		devs:          platform.NewDevelopers(db, cfg.Now),
-		idem:          platform.NewIdempotency(db, cfg.Now),
-		limiter:       platform.NewLimiter(cfg.RateLimit, cfg.Now),
-		cursors:       platform.NewCursors(keys.Derive("cursor")),
-		validator:     v,
-		csrf:          http.NewCrossOriginProtection(),
-		methods:       map[string]*method{},
-		plans:         newPlanStore(db),
-		jobs:          store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
-		sources:       store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
-		destinations:  store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }).WithOwnerIndex(),
-		executions:    store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
-		auditLog:      store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
-		eventLog:      store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
-		providers:     cfg.Providers,
-		keyring:       keyring,
-		vault:         vlt,
-		search:        ix,
-		manifests:     store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
-		sealer:        sealer,
-		openedSources: openedSources{opened: map[string]openedSource{}},
-		exportKey:     keys.Derive("export-url"),
+	*s = Server{
+		cfg:          cfg,
+		core:         core,
+		log:          cfg.Logger,
+		db:           db,
+		accounts:     platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
+		devs:         platform.NewDevelopers(db, cfg.Now),
+		idem:         platform.NewIdempotency(db, cfg.Now),
+		limiter:      platform.NewLimiter(cfg.RateLimit, cfg.Now),
+		cursors:      platform.NewCursors(keys.Derive("cursor")),
+		validator:    v,
+		csrf:         http.NewCrossOriginProtection(),
+		methods:      map[string]*method{},
+		plans:        seam.PlanStore(),
+		jobs:         store.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
+		sources:      store.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
+		destinations: store.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }).WithOwnerIndex(),
+		executions:   store.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
+		auditLog:     store.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
+		eventLog:     store.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
+		providers:    core.Providers(),
+		keyring:      core.ReceiptKeys(),
+		vault:        vlt,
+		search:       ix,
+		manifests:    store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
+		sealer:       sealer,
+		exportKey:    keys.Derive("export-url"),
 	}
 	if cfg.Billing != nil {
 		s.biller = billing.New(cfg.Billing, db.Billing())
@@ -247,26 +254,20 @@ func New(cfg Config) (*Server, error) {
 	ix.vlt, ix.manifests = vlt, s.manifests
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
 	if s.usage, err = newUsageMeter(s); err != nil {
+		core.Close()
 		db.Close()
 		return nil, err
 	}
-	if s.providers == nil {
-		if s.providers, err = builtin.Registry(builtin.Options{}); err != nil {
-			db.Close()
-			return nil, err
-		}
-		s.ownsReg = true
-	}
 	// Requests in flight when the process last stopped will never finish: free their keys.
 	if _, err := s.idem.Purge(context.Background(), true); err != nil {
+		core.Close()
 		db.Close()
 		return nil, fmt.Errorf("purge idempotency keys: %w", err)
 	}
-	s.engine = execute.New(execStore{s}, engineSources{s}, engineVault{s}, finisher{s}, execute.Options{Now: cfg.Now, Logger: cfg.Logger,
-		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send})
 	hooksCtx, stopHooks := context.WithCancel(context.Background())
 	if s.webhooks, err = s.newWebhooks(hooksCtx); err != nil {
 		stopHooks()
+		core.Close()
 		db.Close()
 		return nil, err
 	}
@@ -274,6 +275,7 @@ func New(cfg Config) (*Server, error) {
 	go s.webhooks.Run(hooksCtx)
 	if err := s.interruptJobs(context.Background()); err != nil {
 		stopHooks()
+		core.Close()
 		db.Close()
 		return nil, fmt.Errorf("interrupted jobs: %w", err)
 	}
@@ -286,41 +288,23 @@ func New(cfg Config) (*Server, error) {
 	s.background.Go(func() { s.indexMissing(hooksCtx) })
 	s.background.Go(func() { s.search.run(hooksCtx) })
 	if err := s.loadMethods(); err != nil {
+		core.Close()
 		db.Close()
 		return nil, err
 	}
 	s.register()
 	if s.openapi, err = s.openAPIDocument(); err != nil {
+		core.Close()
 		db.Close()
 		return nil, err
 	}
 	s.handler = s.routes()
 	// Executions that were running when the process stopped continue from their journals.
-	if err := s.engine.Resume(context.Background()); err != nil {
+	if err := s.core.Resume(context.Background()); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
-}
-
-// dataKeys is the data directory's keyring, from its master key (made on first use).
-func dataKeys(dataDir string) (*platform.Keyring, error) {
-	master, err := loadOrCreateKey(filepath.Join(dataDir, "master.key"))
-	if err != nil {
-		return nil, err
-	}
-	return platform.NewKeyring(master)
-}
-
-// openVault opens the data directory's vault: its files under vault/ (or on the backends
-// given), its records in db, its key-encryption key derived from the keyring.
-// onChange, if not nil, follows the vault's changes (the search index).
-func openVault(dataDir string, db *store.DB, keys *platform.Keyring, now func() time.Time, be VaultBackends,
-	onChange func(context.Context, string, vault.Object)) (*vault.Vault, error) {
-	var kek vault.KEK
-	copy(kek[:], keys.Derive("vault-kek"))
-	return vault.Open(filepath.Join(dataDir, "vault"), db.VaultMeta(), db.VaultMeta(), kek,
-		&vault.Options{Now: now, Hot: be.Hot, Cold: be.Cold, OnChange: onChange})
 }
 
 // Handler returns the HTTP handler serving the whole API.
@@ -328,18 +312,14 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close closes the open providers and the store. Call it after the HTTP server has drained.
 func (s *Server) Close() error {
-	s.engine.Shutdown()
+	s.core.Shutdown()
 	s.jobRunner.Close()
 	s.stopHooks()
 	s.background.Wait() // the scrub loop stops between objects
-	s.vault.Close()
+	s.core.Close()      // the vault, the sources it opened, the built-in providers it made
 	s.search.index.Close()
 	s.usage.close()
 	s.audit.close()
-	s.closeAll()
-	if s.ownsReg {
-		s.providers.Close()
-	}
 	return s.db.Close()
 }
 
@@ -351,34 +331,6 @@ func (s *Server) Accounts() *platform.Accounts { return s.accounts }
 
 // Developers returns the developer platform service, for tools and tests.
 func (s *Server) Developers() *platform.Developers { return s.devs }
-
-// loadOrCreateKey reads the master key (every other key derives from it), or makes one. A key
-// file that others may read is refused: whoever reads it can decrypt the vault and forge
-// cursors, so svc will not start on it silently.
-func loadOrCreateKey(path string) ([]byte, error) {
-	key, err := os.ReadFile(path)
-	if err == nil {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return nil, fmt.Errorf("stat %s: %w", path, err)
-		}
-		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-			return nil, fmt.Errorf("%s has mode %#o, readable by others than its owner: run chmod 600 on it (and consider the key exposed)", path, perm)
-		}
-		return key, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	key = make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("generate master key: %w", err)
-	}
-	if err := writeFileSync(path, key, 0o600); err != nil {
-		return nil, err
-	}
-	return key, nil
-}
 
 // writeFileSync writes a file atomically: temp file, fsync, rename.
 func writeFileSync(path string, data []byte, perm os.FileMode) error {

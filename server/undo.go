@@ -31,14 +31,14 @@ func (s *Server) restoreReceipt(ctx context.Context, req *svcv1.RestoreReceiptRe
 		return nil, err
 	}
 	c.RawJSON = nil // the answer is the plan, not the receipt
-	orig, err := s.plans.get(ctx, tenant, r.GetPlanId())
+	orig, err := s.plans.Get(ctx, tenant, r.GetPlanId())
 	if err != nil {
 		return nil, err
 	}
 	if !c.grantReaches(orig.GetSourceMarkers()) {
 		return nil, newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include every source of this receipt's execution.")
 	}
-	journal, err := execStore{s}.Journal(ctx, tenant, r.GetExecutionId())
+	journal, err := s.core.Tenant(c.Tenant).Steps(ctx, r.GetExecutionId())
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (s *Server) restoreReceipt(ctx context.Context, req *svcv1.RestoreReceiptRe
 	if p.Hash, err = plan.Hash(p); err != nil {
 		return nil, err
 	}
-	if err := s.putPlan(ctx, c.Tenant, p); err != nil {
+	if err := s.core.Tenant(c.Tenant).PutPlan(ctx, p); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -156,4 +156,13 @@ func (s *Server) vaultCopy(ctx context.Context, tenant string, ro *svcv1.Receipt
 		return false, "its vault copy " + ro.GetVaultObjectId() + " is " + string(o.State)
 	}
 	return true, ""
+}
+
+// restoreMeter estimates a live restore on the rate card.
+func (s *Server) restoreMeter(ctx context.Context, c *Caller, p *svcv1.Plan) (*svcv1.PlanMeter, error) {
+	b, err := s.planBilling(ctx, c)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return plan.Estimate(p.Projection, b), nil
 }

@@ -54,7 +54,7 @@ func TestUsageLogAcrossRestartsAndRotation(t *testing.T) {
 	}
 	// The process dies: the store is closed first, so nothing more reaches it (the meter's
 	// last flush fails, as it would not have happened).
-	s.engine.Shutdown()
+	s.core.Shutdown()
 	s.stopHooks()
 	s.background.Wait()
 	s.vault.Close()

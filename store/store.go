@@ -15,10 +15,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"svc.dev/svc/platform"
+	"svc.dev/svc/storage"
 )
 
 // ErrNotFound is returned when a resource is not in the tenant's collection.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = storage.ErrNotFound
 
 // DB is an open store.
 type DB struct {

@@ -1,4 +1,4 @@
-package server
+package store
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/store"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/wire"
 )
 
-// planStore keeps each plan as records written in one transaction: its header (the plan
+// Plans keeps each plan as records written in one transaction: its header (the plan
 // without its objects, small whatever the plan's size) and its objects in chunks of planChunk,
 // stored as plans holding only objects under the ids "pln_.../000000", "pln_.../000001", ...
 // Lists, grant checks and state changes read headers; a whole plan is assembled only where it
@@ -23,53 +23,65 @@ import (
 // by chunk, so a response holds one chunk in memory at a time whatever the plan's size.
 // Objects never change once a plan is stored. Plans stored before the split keep their
 // objects in the header and read as they always did.
-type planStore struct {
-	headers *store.Collection[*svcv1.Plan]
-	chunks  *store.Collection[*svcv1.Plan]
+type Plans struct {
+	headers *Collection[*svcv1.Plan]
+	chunks  *Collection[*svcv1.Plan]
 }
 
-// planChunk is how many objects one chunk record holds (about 200 KiB).
-const planChunk = 1024
+var _ storage.Plans = (*Plans)(nil)
 
-func newPlanStore(db *store.DB) *planStore {
+// PlanChunk is how many objects one chunk record holds (about 200 KiB).
+const PlanChunk = 1024
+
+const planChunk = PlanChunk
+
+// NewPlans returns the plans of db.
+func NewPlans(db *DB) *Plans {
 	newPlan := func() *svcv1.Plan { return &svcv1.Plan{} }
-	return &planStore{headers: store.NewCollection(db, "plans", newPlan).WithOwnerIndex(), chunks: store.NewCollection(db, "plan_objects", newPlan)}
+	return &Plans{headers: NewCollection(db, "plans", newPlan).WithOwnerIndex(), chunks: NewCollection(db, "plan_objects", newPlan)}
 }
+
+// Headers is the collection of plan headers, for lists that filter in their transaction.
+func (ps *Plans) Headers() *Collection[*svcv1.Plan] { return ps.headers }
 
 func chunkID(planID string, i int) string { return fmt.Sprintf("%s/%06d", planID, i) }
 
-// putWith stores a new plan and extras in one transaction.
-func (ps *planStore) putWith(ctx context.Context, tenant string, p *svcv1.Plan, extras ...store.Extra) error {
+// Put stores a new plan and also in one transaction.
+func (ps *Plans) Put(ctx context.Context, tenant string, p *svcv1.Plan, also ...storage.Write) error {
+	extras, err := extrasOf(also)
+	if err != nil {
+		return err
+	}
 	objs := p.Objects
 	for i := 0; i*planChunk < len(objs); i++ {
 		chunk := &svcv1.Plan{Objects: objs[i*planChunk : min(len(objs), (i+1)*planChunk)]}
-		extras = append(extras, store.PutExtra(ps.chunks, tenant, chunkID(p.PlanId, i), chunk))
+		extras = append(extras, PutExtra(ps.chunks, tenant, chunkID(p.PlanId, i), chunk))
 	}
 	p.Objects = nil // PutWith encodes p before it returns
 	defer func() { p.Objects = objs }()
 	return ps.headers.PutWith(ctx, tenant, p.PlanId, p, extras...)
 }
 
-// header returns a plan without its objects (a plan stored before the split has them).
-func (ps *planStore) header(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+// Header returns a plan without its objects (a plan stored before the split has them).
+func (ps *Plans) Header(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
 	return ps.headers.Get(ctx, tenant, id)
 }
 
-// get returns a whole plan.
-func (ps *planStore) get(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+// Get returns a whole plan.
+func (ps *Plans) Get(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
 	p, err := ps.headers.Get(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	return p, ps.fill(ctx, tenant, p)
+	return p, ps.Fill(ctx, tenant, p)
 }
 
-// fill reads the objects of a plan header into it.
-func (ps *planStore) fill(ctx context.Context, tenant string, p *svcv1.Plan) error {
+// Fill reads the objects of a plan header into it.
+func (ps *Plans) Fill(ctx context.Context, tenant string, p *svcv1.Plan) error {
 	if len(p.Objects) > 0 {
 		return nil // stored whole, before the split
 	}
-	for objs, err := range ps.objects(ctx, tenant, p.PlanId) {
+	for objs, err := range ps.Objects(ctx, tenant, p.PlanId) {
 		if err != nil {
 			return err
 		}
@@ -78,13 +90,13 @@ func (ps *planStore) fill(ctx context.Context, tenant string, p *svcv1.Plan) err
 	return nil
 }
 
-// inlineObjects is how many objects, in all, a REST response of plans holds in memory and
+// InlineObjects is how many objects, in all, a REST response of plans holds in memory and
 // encodes at once (about 1 MiB of JSON); pages and plans with more are streamed chunk by chunk.
-const inlineObjects = 5_000
+const InlineObjects = 5_000
 
-// fillSmall reads the objects of plan headers in one read transaction when they hold at most
+// FillSmall reads the objects of plan headers in one read transaction when they hold at most
 // limit objects in all, and reports whether it did; with more, it fills none of them.
-func (ps *planStore) fillSmall(ctx context.Context, tenant string, plans []*svcv1.Plan, limit int) (bool, error) {
+func (ps *Plans) FillSmall(ctx context.Context, tenant string, plans []*svcv1.Plan, limit int) (bool, error) {
 	total := 0
 	for _, p := range plans {
 		if total += int(p.GetProjection().GetObjectCount()); total > limit {
@@ -93,15 +105,15 @@ func (ps *planStore) fillSmall(ctx context.Context, tenant string, plans []*svcv
 	}
 	found := make([][]*svcv1.PlanObject, len(plans))
 	small := true
-	err := ps.chunks.View(ctx, func(r *store.Reader) error {
+	err := ps.chunks.View(ctx, func(r *Reader) error {
 		total := 0
 		for i, p := range plans {
 			if len(p.Objects) > 0 {
 				continue // stored whole, before the split
 			}
 			for k := 0; ; k++ {
-				c, err := store.GetIn(r, ps.chunks, tenant, chunkID(p.PlanId, k))
-				if errors.Is(err, store.ErrNotFound) {
+				c, err := GetIn(r, ps.chunks, tenant, chunkID(p.PlanId, k))
+				if errors.Is(err, ErrNotFound) {
 					break
 				}
 				if err != nil {
@@ -127,12 +139,12 @@ func (ps *planStore) fillSmall(ctx context.Context, tenant string, plans []*svcv
 	return true, nil
 }
 
-// objects yields a plan's objects chunk by chunk, each read in its own short transaction.
-func (ps *planStore) objects(ctx context.Context, tenant, planID string) iter.Seq2[[]*svcv1.PlanObject, error] {
+// Objects yields a plan's objects chunk by chunk, each read in its own short transaction.
+func (ps *Plans) Objects(ctx context.Context, tenant, planID string) iter.Seq2[[]*svcv1.PlanObject, error] {
 	return func(yield func([]*svcv1.PlanObject, error) bool) {
 		for i := 0; ; i++ {
 			c, err := ps.chunks.Get(ctx, tenant, chunkID(planID, i))
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, ErrNotFound) {
 				return
 			}
 			if !yield(c.GetObjects(), err) || err != nil {
@@ -142,8 +154,8 @@ func (ps *planStore) objects(ctx context.Context, tenant, planID string) iter.Se
 	}
 }
 
-// page returns up to limit objects of a plan from index start, and whether more follow.
-func (ps *planStore) page(ctx context.Context, tenant string, h *svcv1.Plan, start, limit int) ([]*svcv1.PlanObject, bool, error) {
+// Page returns up to limit objects of a plan from index start, and whether more follow.
+func (ps *Plans) Page(ctx context.Context, tenant string, h *svcv1.Plan, start, limit int) ([]*svcv1.PlanObject, bool, error) {
 	if len(h.Objects) > 0 { // stored whole
 		end := min(len(h.Objects), start+limit)
 		if start >= end {
@@ -154,7 +166,7 @@ func (ps *planStore) page(ctx context.Context, tenant string, h *svcv1.Plan, sta
 	var out []*svcv1.PlanObject
 	for i := start / planChunk; len(out) < limit; i++ {
 		c, err := ps.chunks.Get(ctx, tenant, chunkID(h.PlanId, i))
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, ErrNotFound) {
 			return out, false, nil
 		}
 		if err != nil {
@@ -172,17 +184,21 @@ func (ps *planStore) page(ctx context.Context, tenant string, h *svcv1.Plan, sta
 	}
 	// The page is full at a chunk's end: more follow when the next chunk exists.
 	_, err := ps.chunks.Get(ctx, tenant, chunkID(h.PlanId, (start+len(out))/planChunk))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return out, false, nil
 	}
 	return out, err == nil, err
 }
 
-// updateWith applies fn to the whole stored plan and stores its header, with extras, in one
+// Update applies fn to the whole stored plan and stores its header, with also, in one
 // transaction. The objects are read before the transaction (they never change); fn runs on
-// the plan with them, and the plan it changed keeps them after updateWith returns.
-func (ps *planStore) updateWith(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, extras ...store.Extra) error {
-	whole, err := ps.get(ctx, tenant, id)
+// the plan with them, and the plan it changed keeps them after Update returns.
+func (ps *Plans) Update(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...storage.Write) error {
+	extras, err := extrasOf(also)
+	if err != nil {
+		return err
+	}
+	whole, err := ps.Get(ctx, tenant, id)
 	if err != nil {
 		return err
 	}
@@ -208,11 +224,11 @@ func (ps *planStore) updateWith(ctx context.Context, tenant, id string, fn func(
 	return err
 }
 
-// writePlansJSON writes msg (a plan, or a list of plans) as the REST JSON the codec would
+// WritePlansJSON writes msg (a plan, or a list of plans) as the REST JSON the codec would
 // write for it with every plan's objects, streaming those from the store: msg's plans are
 // headers, and each header's empty "objects":[] is replaced by its objects, one chunk in
 // memory at a time. A plan stored whole is encoded as it is.
-func (ps *planStore) writePlansJSON(ctx context.Context, w io.Writer, tenant string, msg proto.Message, plans []*svcv1.Plan) error {
+func (ps *Plans) WritePlansJSON(ctx context.Context, w io.Writer, tenant string, msg proto.Message, plans []*svcv1.Plan) error {
 	body, err := wire.Marshal(msg)
 	if err != nil {
 		return err
@@ -232,7 +248,7 @@ func (ps *planStore) writePlansJSON(ctx context.Context, w io.Writer, tenant str
 		}
 		body = body[i+len(empty)-1:]
 		first := true
-		for objs, err := range ps.objects(ctx, tenant, p.PlanId) {
+		for objs, err := range ps.Objects(ctx, tenant, p.PlanId) {
 			if err != nil {
 				return err
 			}
@@ -253,4 +269,9 @@ func (ps *planStore) writePlansJSON(ctx context.Context, w io.Writer, tenant str
 	}
 	_, err = w.Write(body)
 	return err
+}
+
+// Scan calls fn with each of the tenant's plan headers, oldest first, until it returns false.
+func (ps *Plans) Scan(ctx context.Context, tenant string, fn func(*svcv1.Plan) bool) error {
+	return ps.headers.Scan(ctx, tenant, fn)
 }

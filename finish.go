@@ -1,0 +1,252 @@
+package svc
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"svc.dev/svc/execute"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/manifest"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/receipt"
+	"svc.dev/svc/storage"
+)
+
+// finisher makes receipts for the engine: it meters the execution's usage (Options.Charger),
+// builds the receipt from the journal, signs it and stores the exact signed bytes. Its receipt
+// id is derived from the execution id, so a finish repeated after a crash finds the receipt
+// already made. The events that announce the end go with the execution's end
+// (execStore.EndExecution).
+type finisher struct{ c *core }
+
+var _ execute.Finisher = finisher{}
+
+// ReceiptID is the id of the receipt an execution ends with.
+func ReceiptID(executionID string) string { return "rcp_" + strings.TrimPrefix(executionID, "exe_") }
+
+func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Execution, p *svcv1.Plan, journal []execute.Transition) (execute.Receipt, error) {
+	c := f.c
+	rid := ReceiptID(x.GetId())
+	s, err := c.scope(tenantRef)
+	if err != nil {
+		return execute.Receipt{}, err
+	}
+	if raw, err := c.store.Receipts().Get(ctx, tenantRef, rid); err == nil {
+		// Made before an interruption that came before the execution recorded its end.
+		at, err := finishedAt(raw)
+		if err != nil {
+			return execute.Receipt{}, fmt.Errorf("stored receipt %s: %w", rid, err)
+		}
+		return execute.Receipt{ID: rid, FinishedAt: at}, nil
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return execute.Receipt{}, err
+	}
+	in := receipt.FromPlan(p)
+	in.ReceiptID, in.ExecutionID = rid, x.GetId()
+	in.StartedAt = x.GetStartedAt().AsTime()
+	in.FinishedAt = c.now().UTC()
+	if x.StartedAt == nil {
+		in.StartedAt = in.FinishedAt
+	}
+	in.Errors = x.GetErrors()
+	in.Objects = receiptObjects(p, journal)
+	// Manifests record the destination writes before the receipt exists: a finish repeated
+	// after a crash stops at the stored receipt.
+	if err := c.recordDestinations(ctx, tenantRef, x.GetId(), p, journal); err != nil {
+		return execute.Receipt{}, err
+	}
+	for _, o := range in.Objects {
+		if o.Restorable {
+			in.Restoration.Method = "vault_to_original"
+			break
+		}
+	}
+	in.Before, in.After = s.quotaSnapshots(ctx, p)
+	in.Charges = []receipt.Charge{}
+	if c.opts.Charger != nil {
+		if in.Charges, err = c.opts.Charger.Charge(ctx, p, x, in.Objects); err != nil {
+			return execute.Receipt{}, err
+		}
+	}
+	_, raw, err := receipt.Issue(&in, c.keyring)
+	if err != nil {
+		return execute.Receipt{}, err
+	}
+	if err := c.store.Receipts().Put(ctx, tenantRef, rid, raw); err != nil {
+		return execute.Receipt{}, err
+	}
+	at, err := finishedAt(raw) // as stored, so that a redo returns the same time
+	if err != nil {
+		return execute.Receipt{}, err
+	}
+	return execute.Receipt{ID: rid, FinishedAt: at}, nil
+}
+
+// finishedAt reads a stored receipt's finishedAt.
+func finishedAt(raw []byte) (time.Time, error) {
+	var r struct {
+		FinishedAt time.Time `json:"finishedAt"`
+	}
+	err := json.Unmarshal(raw, &r)
+	return r.FinishedAt, err
+}
+
+// endEvents prepares the events that announce an execution's end (x as it ends: terminal,
+// with its receipt and finished_at): svc.execution.<status>, svc.receipt.created, and
+// svc.plan.executed or partially_executed. Their ids derive from the receipt and finishedAt.
+// They are written in the transaction that ends the execution (execStore.EndExecution).
+func (s *Scope) endEvents(ctx context.Context, x *svcv1.Execution, p *svcv1.Plan) ([]pending, error) {
+	rid, at := x.GetReceiptId(), x.GetFinishedAt().AsTime()
+	finished := at.UTC().Format(time.RFC3339Nano)
+	typ := "svc.execution." + enumWire(x.GetStatus())
+	var out []pending
+	add := func(evID, typ, source, subject string, data map[string]any) error {
+		pe, err := s.prepareAt(ctx, evID, at, typ, source, subject, data)
+		out = append(out, pe)
+		return err
+	}
+	err := add(DerivedEventID(rid+"/"+typ, at), typ, "/v1/executions", x.GetId(),
+		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()),
+			"receipt_id": rid, "finished_at": finished})
+	if err == nil {
+		err = add(DerivedEventID(rid+"/"+EventReceiptCreated, at), EventReceiptCreated, "/v1/receipts", rid,
+			map[string]any{"receipt_id": rid, "execution_id": x.GetId(), "status": enumWire(x.GetStatus()), "finished_at": finished})
+	}
+	if st := p.GetState(); err == nil && (st == svcv1.PlanState_PLAN_STATE_EXECUTED || st == svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED) {
+		typ := "svc.plan." + enumWire(st)
+		err = add(DerivedEventID(rid+"/"+typ, at), typ, "/v1/plans", p.GetPlanId(), PlanEventData(p))
+	}
+	return out, err
+}
+
+// receiptObjects turns each asset's journal into what the receipt says of it.
+func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Object {
+	type acc struct {
+		vault, removed, restored *execute.Transition
+		last                     execute.Transition
+	}
+	by := map[string]*acc{}
+	for i := range journal {
+		t := &journal[i]
+		a := by[t.AssetID]
+		if a == nil {
+			a = &acc{}
+			by[t.AssetID] = a
+		}
+		a.last = *t
+		switch t.To {
+		case svcv1.StepState_STEP_STATE_VAULT_COMMITTED:
+			a.vault = t
+		case svcv1.StepState_STEP_STATE_SOURCE_TRASHED_OR_REMOVED:
+			a.removed = t
+		case svcv1.StepState_STEP_STATE_RESTORED:
+			a.restored = t
+		}
+	}
+	var out []receipt.Object
+	for _, o := range p.GetObjects() {
+		a := by[o.GetAssetId()]
+		ro := receipt.Object{AssetID: o.GetAssetId(), ProviderObjectID: o.GetProviderObjectId(), Actions: o.GetActions(), Bytes: o.GetExpectedSizeBytes()}
+		if a == nil {
+			ro.Status, ro.Error = receipt.Skipped, "not processed"
+			out = append(out, ro)
+			continue
+		}
+		if a.vault != nil {
+			ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Bytes = true, a.vault.VaultID, a.vault.VaultSHA256, a.vault.Bytes
+			ro.Restorable = true
+		}
+		if a.restored != nil { // written to a destination (copy, move) or restored
+			ro.Transferred, ro.ProviderResultID, ro.Bytes = true, a.restored.ResultID, a.restored.Bytes
+			if a.restored.VaultID != "" {
+				ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Restorable = true, a.restored.VaultID, a.restored.VaultSHA256, true
+			}
+		}
+		if a.removed != nil { // its result id is what an untrash needs
+			ro.Removed, ro.ProviderResultID = true, a.removed.ResultID
+			ro.Restorable = ro.Restorable || a.removed.Restorable
+		}
+		last := a.last.To
+		switch {
+		case last == svcv1.StepState_STEP_STATE_EXCLUDED || (last == svcv1.StepState_STEP_STATE_SKIPPED && !ro.Preserved):
+			ro.Status, ro.Error = receipt.Skipped, cmp.Or(a.last.Error, "skipped")
+		case last == svcv1.StepState_STEP_STATE_SKIPPED || (last == svcv1.StepState_STEP_STATE_FAILED && ro.Preserved):
+			ro.Status, ro.Error = receipt.Partial, cmp.Or(a.last.Error, "not completed")
+		case last == svcv1.StepState_STEP_STATE_FAILED:
+			ro.Status, ro.Error = receipt.Failed, cmp.Or(a.last.Error, "failed")
+		default:
+			ro.Status = receipt.Completed
+		}
+		out = append(out, ro)
+	}
+	return out
+}
+
+// recordDestinations adds every verified write to a destination (copy, move, restore) to the
+// asset's manifest: a destinations entry and its copied_to, moved_to or restored_to edge. An
+// asset copied without a vault copy gets its manifest here.
+func (c *core) recordDestinations(ctx context.Context, tenant, exeID string, p *svcv1.Plan, journal []execute.Transition) error {
+	objs := make(map[string]*svcv1.PlanObject, len(p.GetObjects()))
+	for _, o := range p.GetObjects() {
+		objs[o.GetAssetId()] = o
+	}
+	for _, t := range journal {
+		o := objs[t.AssetID]
+		if t.To != svcv1.StepState_STEP_STATE_RESTORED || o == nil {
+			continue
+		}
+		d := manifest.Destination{DestinationID: o.GetSourceId(), Provider: o.GetProvider(), ObjectID: t.ResultID, Path: t.Path,
+			Mode: svcv1.DestinationMode_DESTINATION_MODE_RESTORE, WrittenAt: t.At, Verified: true}
+		if dst := p.GetDestination(); dst != nil {
+			d.DestinationID, d.Provider, d.Lossiness = dst.GetDestinationId(), dst.GetProvider(), dst.GetKnownLossiness()
+		}
+		switch {
+		case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_MOVE):
+			d.Mode = svcv1.DestinationMode_DESTINATION_MODE_MOVE
+		case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_COPY):
+			d.Mode = svcv1.DestinationMode_DESTINATION_MODE_COPY
+		}
+		if _, err := c.assetManifest(ctx, tenant, o, providers.Object{ID: o.GetProviderObjectId(), SizeBytes: o.GetExpectedSizeBytes()}); err != nil {
+			return err
+		}
+		err := c.store.Manifests().Update(ctx, tenant, t.AssetID, func(m *svcv1.Manifest) error {
+			return manifest.Apply(m, &manifest.Update{ExecutionID: exeID, At: t.At, Destinations: []manifest.Destination{d}})
+		})
+		if err != nil {
+			return fmt.Errorf("manifest of %s: %w", t.AssetID, err)
+		}
+	}
+	return nil
+}
+
+// quotaSnapshots are the sources' storage use as observed when the plan was built (before)
+// and now (after).
+func (s *Scope) quotaSnapshots(ctx context.Context, p *svcv1.Plan) (before, after []receipt.Quota) {
+	for _, m := range p.GetSourceMarkers() {
+		b := receipt.Quota{SourceID: m.GetSourceId(), Provider: m.GetProvider(), ObservedAt: m.GetObservedAt().AsTime()}
+		if src, err := s.c.store.Sources().Get(ctx, s.key(), m.GetSourceId()); err == nil && src.GetQuota() != nil {
+			used := src.GetQuota().GetUsedBytes()
+			b.UsedBytes, b.LimitBytes = &used, src.GetQuota().LimitBytes
+		}
+		before = append(before, b)
+		a := receipt.Quota{SourceID: m.GetSourceId(), Provider: m.GetProvider(), ObservedAt: s.c.now().UTC()}
+		if prov, ref, err := s.OpenSource(ctx, m.GetSourceId()); err == nil {
+			if q, ok := providers.AsQuotaer(prov); ok {
+				if quota, err := q.Quota(ctx, ref); err == nil {
+					a.UsedBytes = &quota.UsedBytes
+					if quota.LimitBytes > 0 {
+						a.LimitBytes = &quota.LimitBytes
+					}
+				}
+			}
+		}
+		after = append(after, a)
+	}
+	return before, after
+}

@@ -1,0 +1,324 @@
+package svc
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/plan"
+	"svc.dev/svc/plan/discover"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/wire"
+)
+
+// EventSourceReauthRequired is announced when a source's provider refused its credentials.
+const EventSourceReauthRequired = "svc.source.reauth_required"
+
+// SourceSpec describes a source to connect.
+type SourceSpec struct {
+	Provider    providers.Name
+	SourceRef   string
+	Config      providers.Config
+	Kind        string // mail, files, bucket, folder, ...
+	DisplayName string
+	Email       string
+	// ConnectionID and ApplicationID record the connection the source came through, if any.
+	ConnectionID, ApplicationID string
+}
+
+// sourceConfig is how a source is opened. It is stored sealed: it may hold credentials.
+type sourceConfig struct {
+	Provider  providers.Name   `json:"provider"`
+	SourceRef string           `json:"source_ref"`
+	Config    providers.Config `json:"config"`
+}
+
+// externalAccount names the account at the provider: the source reference, or for a provider
+// configured at the root of what it serves (a local folder given as its root) that root, so
+// the field is never empty.
+func externalAccount(spec SourceSpec) string {
+	return cmp.Or(spec.SourceRef, spec.Config["root"], spec.DisplayName, string(spec.Provider))
+}
+
+// ConnectSource opens a provider to check it works, records a connected source in the tenant
+// with its configuration sealed, and returns it.
+func (s *Scope) ConnectSource(ctx context.Context, spec SourceSpec) (*svcv1.Source, error) {
+	c := s.c
+	p, err := c.providers.Open(ctx, spec.Provider, spec.Config)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", spec.Provider, err)
+	}
+	defer providers.CloseProvider(p)
+	desc, err := p.Describe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", spec.Provider, err)
+	}
+	pn, _ := wire.ParseEnum(svcv1.Provider(0).Descriptor(), string(spec.Provider))
+	now := c.now().UTC()
+	src := &svcv1.Source{
+		Id:                id.New("src"),
+		Provider:          svcv1.Provider(pn),
+		Kind:              spec.Kind,
+		ExternalAccountId: externalAccount(spec),
+		DisplayName:       spec.DisplayName,
+		Status:            svcv1.SourceStatus_SOURCE_STATUS_CONNECTED,
+		ConnectedAt:       timestamppb.New(now),
+		Simulated:         s.t.Simulated(),
+		Policy:            &svcv1.SourcePolicy{},
+		GrantedScopes:     []string{},
+	}
+	if spec.Email != "" {
+		src.Email = proto.String(spec.Email)
+	}
+	if spec.ConnectionID != "" {
+		src.ConnectionId = proto.String(spec.ConnectionID)
+		src.ConnectedViaApplicationId = proto.String(spec.ApplicationID)
+	}
+	for _, op := range desc.OperationClasses {
+		n, _ := wire.ParseEnum(svcv1.OperationClass(0).Descriptor(), string(op))
+		src.GrantedOperations = append(src.GrantedOperations, svcv1.OperationClass(n))
+	}
+	if q, ok := providers.AsQuotaer(p); ok {
+		if quota, err := q.Quota(ctx, spec.SourceRef); err == nil {
+			src.Quota = sourceQuota(quota)
+		}
+	}
+	if err := s.SealSourceConfig(ctx, src.Id, spec.Provider, spec.SourceRef, spec.Config); err != nil {
+		return nil, err
+	}
+	if err := c.store.Sources().Put(ctx, s.key(), src); err != nil {
+		return nil, err
+	}
+	s.emit(ctx, EventSourceConnected, "/v1/sources", src.Id, map[string]any{"source_id": src.Id, "provider": enumWire(src.Provider), "kind": src.Kind})
+	return src, nil
+}
+
+// SealSourceConfig stores how to open the source or destination id (its provider, reference
+// and configuration), sealed under the tenant and id.
+func (s *Scope) SealSourceConfig(ctx context.Context, id string, provider providers.Name, ref string, cfg providers.Config) error {
+	raw, err := json.Marshal(sourceConfig{Provider: provider, SourceRef: ref, Config: cfg})
+	if err != nil {
+		return err
+	}
+	sealed, err := s.c.sealer.Seal(raw, []byte(s.key()+"/"+id))
+	if err != nil {
+		return err
+	}
+	return s.c.store.Sources().PutConfig(ctx, s.key(), id, sealed)
+}
+
+func sourceQuota(q providers.Quota) *svcv1.SourceQuota {
+	sq := &svcv1.SourceQuota{UsedBytes: q.UsedBytes, TrashBytes: q.TrashBytes, Breakdown: q.Breakdown, ObservedAt: timestamppb.New(q.ObservedAt)}
+	if q.LimitBytes > 0 {
+		sq.LimitBytes = proto.Int64(q.LimitBytes)
+	}
+	return sq
+}
+
+// Source returns a source of the tenant.
+func (s *Scope) Source(ctx context.Context, id string) (*svcv1.Source, error) {
+	return s.c.store.Sources().Get(ctx, s.key(), id)
+}
+
+// Sources returns the tenant's sources, oldest first.
+func (s *Scope) Sources(ctx context.Context) ([]*svcv1.Source, error) {
+	var out []*svcv1.Source
+	err := s.c.store.Sources().Scan(ctx, s.key(), func(src *svcv1.Source) bool { out = append(out, src); return true })
+	return out, err
+}
+
+// UpdateSourcePolicy replaces a source's policy; a policy without a version gets the next
+// revision number.
+func (s *Scope) UpdateSourcePolicy(ctx context.Context, id string, policy *svcv1.SourcePolicy) (*svcv1.Source, error) {
+	var out *svcv1.Source
+	err := s.c.store.Sources().Update(ctx, s.key(), id, func(src *svcv1.Source) error {
+		pol := proto.Clone(policy).(*svcv1.SourcePolicy)
+		if pol.Version == nil {
+			n, _ := strconv.Atoi(src.GetPolicy().GetVersion())
+			pol.Version = proto.String(strconv.Itoa(n + 1))
+		}
+		src.Policy = pol
+		out = src
+		return nil
+	})
+	if err == nil {
+		s.emit(ctx, EventSourcePolicy, "/v1/sources", out.Id, map[string]any{"source_id": out.Id, "policy_version": out.GetPolicy().GetVersion()})
+	}
+	return out, err
+}
+
+type openedSource struct {
+	p   providers.Provider
+	ref string
+}
+
+// OpenSource returns the provider behind a source (or destination) and its reference at it.
+// Opened providers are cached until Close (or ForgetSource).
+func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Provider, string, error) {
+	c := s.c
+	key := s.key() + "/" + sourceID
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	if o, ok := c.opened[key]; ok {
+		return o.p, o.ref, nil
+	}
+	sealed, err := c.store.Sources().Config(ctx, s.key(), sourceID)
+	if err != nil {
+		return nil, "", fmt.Errorf("source %s configuration: %w", sourceID, err)
+	}
+	raw, err := c.sealer.Open(sealed, []byte(key))
+	if err != nil {
+		return nil, "", err
+	}
+	var cfg sourceConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, "", fmt.Errorf("source %s configuration: %w", sourceID, err)
+	}
+	p, err := c.providers.Open(ctx, cfg.Provider, cfg.Config)
+	if err != nil {
+		return nil, "", fmt.Errorf("open source %s: %w", sourceID, err)
+	}
+	c.opened[key] = openedSource{p: p, ref: cfg.SourceRef}
+	return p, cfg.SourceRef, nil
+}
+
+// ForgetSource closes the provider opened for a source, if any: the next use opens it again.
+func (s *Scope) ForgetSource(sourceID string) {
+	c := s.c
+	key := s.key() + "/" + sourceID
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	if o, ok := c.opened[key]; ok {
+		providers.CloseProvider(o.p)
+		delete(c.opened, key)
+	}
+}
+
+// ForgetTenant closes the providers opened for the tenant's sources (its account is erased).
+func (s *Scope) ForgetTenant() {
+	c := s.c
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	for k, v := range c.opened {
+		if strings.HasPrefix(k, s.key()+"/") {
+			providers.CloseProvider(v.p)
+			delete(c.opened, k)
+		}
+	}
+}
+
+func (c *core) closeSources() {
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	for k, v := range c.opened {
+		providers.CloseProvider(v.p)
+		delete(c.opened, k)
+	}
+}
+
+// MarkReauth marks a source reauth_required (its provider refused its credentials), closes
+// its provider, and announces the change once.
+func (s *Scope) MarkReauth(ctx context.Context, sourceID string) error {
+	var src *svcv1.Source
+	changed := false
+	err := s.c.store.Sources().Update(ctx, s.key(), sourceID, func(x *svcv1.Source) error {
+		switch x.GetStatus() {
+		case svcv1.SourceStatus_SOURCE_STATUS_CONNECTED, svcv1.SourceStatus_SOURCE_STATUS_ERROR, svcv1.SourceStatus_SOURCE_STATUS_PENDING:
+			x.Status, changed = svcv1.SourceStatus_SOURCE_STATUS_REAUTH_REQUIRED, true
+		}
+		src = x
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.ForgetSource(sourceID)
+	if changed {
+		s.emit(ctx, EventSourceReauthRequired, "/v1/sources", sourceID, map[string]any{
+			"source_id": sourceID, "provider": enumWire(src.GetProvider()), "status": "reauth_required"})
+	}
+	return nil
+}
+
+func (s *Scope) markReauth(ctx context.Context, sourceID string) {
+	if s.c.opts.OnReauth != nil {
+		s.c.opts.OnReauth(ctx, s.t, sourceID)
+		return
+	}
+	if err := s.MarkReauth(ctx, sourceID); err != nil {
+		s.c.log.Error("mark source reauth_required", "source_id", sourceID, "err", err)
+	}
+}
+
+// planSource opens a source for planning: its listing, capabilities and quota (which it
+// records in src).
+func (s *Scope) planSource(ctx context.Context, src *svcv1.Source) (plan.Source, error) {
+	p, ref, err := s.OpenSource(ctx, src.Id)
+	if err != nil {
+		return plan.Source{}, err
+	}
+	desc, err := p.Describe(ctx)
+	if err != nil {
+		return plan.Source{}, err
+	}
+	ps := plan.Source{ID: src.Id, Provider: src.Provider, Status: src.Status, Policy: src.Policy,
+		CanTrash: slices.Contains(desc.Capabilities, providers.CapTrash),
+		CanWrite: slices.Contains(desc.Capabilities, providers.CapWrite),
+		Objects:  reauthOnDenied{discover.Objects(p, ref), func() { s.markReauth(context.WithoutCancel(ctx), src.Id) }}}
+	if q, ok := providers.AsQuotaer(p); ok {
+		if quota, err := q.Quota(ctx, ref); err == nil {
+			ps.Quota = &plan.Quota{UsedBytes: quota.UsedBytes, LimitBytes: quota.LimitBytes}
+			src.Quota = sourceQuota(quota)
+		}
+	}
+	return ps, nil
+}
+
+// SourceMoved reports whether a source changed since a plan's marker (the plan is stale). A
+// marker of kind none cannot tell, and is taken as unmoved.
+func (s *Scope) SourceMoved(ctx context.Context, m *svcv1.SourceMarker) (bool, error) {
+	if m.GetKind() == svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_NONE {
+		return false, nil
+	}
+	p, ref, err := s.OpenSource(ctx, m.GetSourceId())
+	if err != nil {
+		return false, err
+	}
+	since := providers.Marker{Kind: providers.MarkerKind(wire.EnumString(m.GetKind().Descriptor(), m.GetKind().Number())), Value: m.GetValue()}
+	pg, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: ref, Since: since, PageSize: 1})
+	if errors.Is(err, providers.ErrPermission) {
+		s.markReauth(context.WithoutCancel(ctx), m.GetSourceId())
+	}
+	if errors.Is(err, providers.ErrMarkerExpired) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(pg.Changes) > 0 || pg.NextPageToken != "" || (!pg.Marker.IsZero() && pg.Marker != since), nil
+}
+
+// reauthOnDenied marks a source reauth_required when its provider refuses the listing (an
+// expired or revoked token): the user must reconnect it.
+type reauthOnDenied struct {
+	plan.Objects
+	mark func()
+}
+
+func (r reauthOnDenied) Next(ctx context.Context) (plan.Page, error) {
+	pg, err := r.Objects.Next(ctx)
+	if errors.Is(err, providers.ErrPermission) {
+		r.mark()
+	}
+	return pg, err
+}

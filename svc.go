@@ -1,0 +1,287 @@
+package svc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"svc.dev/svc/execute"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/builtin"
+	"svc.dev/svc/receipt"
+	"svc.dev/svc/storage"
+	"svc.dev/svc/store"
+	"svc.dev/svc/vault"
+	"svc.dev/svc/vault/backend"
+)
+
+// Store is the storage seam: every record an Instance keeps goes through it.
+type Store = storage.Store
+
+// Tenant is the unit of isolation: an owner (a user or organization id) in test or live mode.
+// Records of one tenant are never seen through another.
+type Tenant = platform.Tenant
+
+// The two modes of a tenant: test tenants hold simulated, unbilled data.
+const (
+	ModeTest = platform.ModeTest
+	ModeLive = platform.ModeLive
+)
+
+// DefaultTenant is the tenant an embedder's Instance acts for: one live owner, "local".
+var DefaultTenant = Tenant{Owner: "local", Mode: ModeLive}
+
+// Options configure Open. Nil or zero fields take defaults.
+type Options struct {
+	// Store keeps the records; nil opens bbolt at DIR/svc.db (Close closes it).
+	Store Store
+	// StoreOptions tune the bbolt store Open opens.
+	StoreOptions *store.Options
+	// MasterKey is the key every other key derives from; nil reads DIR/master.key (made on
+	// first use, 0600).
+	MasterKey []byte
+	// Providers opens sources; nil registers the built-ins in process (Close closes them).
+	Providers *providers.Registry
+	// Tenant is the tenant the Instance's own methods act for (default DefaultTenant).
+	Tenant *Tenant
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives operational logs; secrets are never logged (default slog.Default()).
+	Logger *slog.Logger
+	// VaultHot and VaultCold are the vault's tiers; nil ones are local disk under DIR/vault.
+	VaultHot, VaultCold backend.Backend
+	// OnVaultChange follows the vault's changes (a search index); it is also told of an
+	// object again once its manifest is stored.
+	OnVaultChange func(ctx context.Context, tenant string, o vault.Object)
+	// Announcer records the events of domain changes (default: in the tenant's own stream).
+	Announcer Announcer
+	// Charger meters an execution's usage and returns its receipt's charges (default: none).
+	Charger Charger
+	// Destinations opens a plan's destination (dst_...) for the engine (default: none).
+	Destinations func(ctx context.Context, tenant Tenant, id string) (providers.Provider, string, error)
+	// Unsubscribe sends a one-click unsubscribe for the engine (default: refused).
+	Unsubscribe func(ctx context.Context, url string) error
+	// DeferResume leaves executions that were running when the directory was last closed
+	// until Resume is called (a host that must finish its own set-up first).
+	DeferResume bool
+	// OnReauth is told when a source's provider refused its credentials (default: the source
+	// is marked reauth_required and nothing else happens).
+	OnReauth func(ctx context.Context, tenant Tenant, sourceID string)
+}
+
+// Instance is svc opened in a program. Its methods act for its tenant (Options.Tenant);
+// Tenant scopes them to another. Close it when done.
+type Instance struct {
+	*Scope
+	core *core
+}
+
+// core is what every scope of an Instance shares.
+type core struct {
+	store     Store
+	ownStore  bool
+	providers *providers.Registry
+	ownReg    bool
+	keyring   *receipt.Keyring
+	sealer    *platform.Sealer
+	vault     *vault.Vault
+	engine    *execute.Engine
+	now       func() time.Time
+	log       *slog.Logger
+	opts      Options
+	tempDir   string // OpenMemory's directory, removed by Close
+
+	openMu sync.Mutex
+	opened map[string]openedSource
+}
+
+// Open opens (creating it if needed) svc's data directory dir: the store (svc.db unless
+// opts.Store), the master key (master.key), the receipt signing keys (keys/) and the vault
+// (vault/). Executions that were running when the directory was last closed resume.
+func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if dir == "" {
+		return nil, errors.New("svc: no data directory")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	c := &core{store: o.Store, providers: o.Providers, now: o.Now, log: o.Logger, opts: o, opened: map[string]openedSource{}}
+	ok := false
+	defer func() {
+		if !ok {
+			c.close()
+		}
+	}()
+	master := o.MasterKey
+	if master == nil {
+		var err error
+		if master, err = platform.LoadMasterKey(filepath.Join(dir, "master.key")); err != nil {
+			return nil, err
+		}
+	}
+	keys, err := platform.NewKeyring(master)
+	if err != nil {
+		return nil, err
+	}
+	if c.sealer, err = platform.NewSealer(keys.Derive("sealed-secrets")); err != nil {
+		return nil, err
+	}
+	if c.store == nil {
+		if c.store, err = store.OpenSeam(filepath.Join(dir, "svc.db"), o.StoreOptions); err != nil {
+			return nil, err
+		}
+		c.ownStore = true
+	}
+	if c.keyring, err = receipt.OpenKeyring(filepath.Join(dir, "keys")); err != nil {
+		return nil, err
+	}
+	if c.vault, err = OpenVault(dir, c.store.VaultMeta(), master,
+		&vault.Options{Now: o.Now, Hot: o.VaultHot, Cold: o.VaultCold, OnChange: o.OnVaultChange}); err != nil {
+		return nil, err
+	}
+	if c.providers == nil {
+		if c.providers, err = builtin.Registry(builtin.Options{}); err != nil {
+			return nil, err
+		}
+		c.ownReg = true
+	}
+	unsubscribe := o.Unsubscribe
+	if unsubscribe == nil {
+		unsubscribe = func(context.Context, string) error { return errors.New("unsubscribe: not configured") }
+	}
+	c.engine = execute.New(execStore{c}, engineSources{c}, engineVault{c}, finisher{c},
+		execute.Options{Now: o.Now, Logger: o.Logger, Unsubscribe: unsubscribe})
+	tenant := DefaultTenant
+	if o.Tenant != nil {
+		tenant = *o.Tenant
+	}
+	sv := &Instance{Scope: &Scope{c: c, t: tenant}, core: c}
+	if !o.DeferResume {
+		if err := c.engine.Resume(ctx); err != nil {
+			return nil, fmt.Errorf("resume executions: %w", err)
+		}
+	}
+	ok = true
+	return sv, nil
+}
+
+// OpenVault opens the vault of data directory dir: its files under dir/vault (or on the
+// backends opts names), its records in meta, its key-encryption key derived from the master
+// key. Open uses it; offline tools (a scrub, a reindex) open the vault alone with it.
+func OpenVault(dir string, meta storage.VaultMeta, masterKey []byte, opts *vault.Options) (*vault.Vault, error) {
+	keys, err := platform.NewKeyring(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	var kek vault.KEK
+	copy(kek[:], keys.Derive("vault-kek"))
+	return vault.Open(filepath.Join(dir, "vault"), meta, meta, kek, opts)
+}
+
+// OpenMemory opens svc on a new temporary directory that Close removes: for tests and
+// throwaway runs. Nothing survives Close.
+func OpenMemory(ctx context.Context, opts *Options) (*Instance, error) {
+	dir, err := os.MkdirTemp("", "svc-memory-")
+	if err != nil {
+		return nil, fmt.Errorf("temporary data directory: %w", err)
+	}
+	sv, err := Open(ctx, dir, opts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	sv.core.tempDir = dir
+	return sv, nil
+}
+
+// Tenant returns the Instance's methods scoped to tenant t.
+func (sv *Instance) Tenant(t Tenant) *Scope { return &Scope{c: sv.core, t: t} }
+
+// Vault is the vault the Instance preserves content in.
+func (sv *Instance) Vault() *vault.Vault { return sv.core.vault }
+
+// ReceiptKeys is the keyring that signs receipts; its KeySet verifies them.
+func (sv *Instance) ReceiptKeys() *receipt.Keyring { return sv.core.keyring }
+
+// Providers is the registry sources are opened with.
+func (sv *Instance) Providers() *providers.Registry { return sv.core.providers }
+
+// Store is the storage the Instance keeps its records in.
+func (sv *Instance) Store() Store { return sv.core.store }
+
+// Resume continues executions left running (Open already did; a host that stopped the
+// engine with Shutdown calls it again).
+func (sv *Instance) Resume(ctx context.Context) error { return sv.core.engine.Resume(ctx) }
+
+// WaitExecutions waits until the executions running in this process have ended (or were
+// stopped by Shutdown).
+func (sv *Instance) WaitExecutions() { sv.core.engine.Wait() }
+
+// Shutdown stops running executions where they are (they resume at the next Open), without
+// closing anything else.
+func (sv *Instance) Shutdown() { sv.core.engine.Shutdown() }
+
+// Close stops running executions where they are (they resume at the next Open), closes the
+// sources it opened, the vault, the providers and the store it opened.
+func (sv *Instance) Close() error { return sv.core.close() }
+
+func (c *core) close() error {
+	if c.engine != nil {
+		c.engine.Shutdown()
+	}
+	if c.vault != nil {
+		c.vault.Close()
+	}
+	c.closeSources()
+	if c.ownReg && c.providers != nil {
+		c.providers.Close()
+	}
+	var err error
+	if c.ownStore && c.store != nil {
+		err = c.store.Close()
+	}
+	if c.tempDir != "" {
+		os.RemoveAll(c.tempDir)
+	}
+	return err
+}
+
+// Scope is an Instance's methods for one tenant.
+type Scope struct {
+	c *core
+	t Tenant
+}
+
+// TenantOf is the tenant the scope acts for.
+func (s *Scope) TenantOf() Tenant { return s.t }
+
+func (s *Scope) key() string { return s.t.String() }
+
+// ParseTenant reads a tenant's string form ("live:usr_...").
+func ParseTenant(s string) (Tenant, error) { return parseTenant(s) }
+
+// parseTenant is ParseTenant.
+func parseTenant(s string) (Tenant, error) {
+	for _, m := range []platform.Mode{platform.ModeTest, platform.ModeLive} {
+		if len(s) >= len(m)+1 && s[:len(m)+1] == string(m)+":" {
+			return Tenant{Owner: s[len(m)+1:], Mode: m}, nil
+		}
+	}
+	return Tenant{}, fmt.Errorf("bad tenant %q", s)
+}

@@ -1,0 +1,148 @@
+package svc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"svc.dev/svc/execute"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
+	"svc.dev/svc/plan"
+	"svc.dev/svc/vault"
+)
+
+// VaultObject returns a vault object of the tenant (its metadata).
+func (s *Scope) VaultObject(ctx context.Context, id string) (vault.Object, error) {
+	return s.c.vault.Get(ctx, s.key(), id)
+}
+
+// OpenVaultObject opens a vault object's content; reading it verifies it, and anything but
+// io.EOF at its end means it failed verification.
+func (s *Scope) OpenVaultObject(ctx context.Context, id string) (io.ReadCloser, vault.Object, error) {
+	return s.c.vault.Open(ctx, s.key(), id)
+}
+
+// RestoreOptions say where a vault object is restored to.
+type RestoreOptions struct {
+	// Path is where, inside the source (or destination), the object is written; empty: its
+	// original place (or where the destination's path template puts the original).
+	Path string
+	// Destination, when set, receives the object instead of its original source.
+	Destination *svcv1.Destination
+	// Actor is who asks (default: the tenant's owner, as a user).
+	Actor *svcv1.Actor
+	// Grant limits the operation classes (zero: all).
+	Grant plan.Grant
+	// Billing is a live developer's commercial context (nil: not billed).
+	Billing *plan.Billing
+}
+
+// MaxRestorePath bounds a restore path, in bytes.
+const MaxRestorePath = 1024
+
+// CheckRestorePath refuses a restore path that could not name a place inside the source:
+// empty, absolute, not clean, climbing out with "..", or inside a trash folder (".Trash...").
+func CheckRestorePath(p string) error {
+	switch {
+	case p == "" || len(p) > MaxRestorePath:
+		return invalid("path", fmt.Sprintf("must be 1 to %d bytes", MaxRestorePath))
+	case strings.HasPrefix(p, "/") || strings.Contains(p, "\\"):
+		return invalid("path", "must be a relative path with / separators")
+	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
+		return invalid("path", "must be a clean relative path that stays inside the source (no . or .. segments, no //)")
+	}
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, ".Trash") {
+			return invalid("path", "must not be inside a trash folder")
+		}
+	}
+	return nil
+}
+
+// RestoreVaultObject builds and stores a draft plan that restores a vault object: to its
+// original source, at the original path or at opts.Path; or to opts.Destination. The plan is
+// authorized and executed like any other.
+func (s *Scope) RestoreVaultObject(ctx context.Context, vaultID string, opts *RestoreOptions) (*svcv1.Plan, error) {
+	var ro RestoreOptions
+	if opts != nil {
+		ro = *opts
+	}
+	o, err := s.VaultObject(ctx, vaultID)
+	if err != nil {
+		return nil, err
+	}
+	return s.RestoreObject(ctx, o, ro)
+}
+
+// RestoreObject is RestoreVaultObject for an object already read (the server checks it is
+// visible to the caller first).
+func (s *Scope) RestoreObject(ctx context.Context, o vault.Object, ro RestoreOptions) (*svcv1.Plan, error) {
+	if o.SourceID == "" || o.AssetID == "" {
+		return nil, invalid("id", "the vault object has no original source to restore to")
+	}
+	m, err := s.Manifest(ctx, o.AssetID)
+	if err != nil {
+		return nil, err
+	}
+	dst := ro.Destination
+	if ro.Path != "" {
+		if err := CheckRestorePath(ro.Path); err != nil {
+			return nil, err
+		}
+	}
+	target := m.GetSource().GetObjectId()
+	switch {
+	case ro.Path != "":
+		target = ro.Path
+	case dst != nil && target != "": // where the destination puts a copy of the original
+		target = execute.DestinationPath(dst.GetPathTemplate(), &svcv1.PlanObject{AssetId: o.AssetID, SourceId: o.SourceID,
+			Provider: o.Provider, ProviderObjectId: target})
+	}
+	if target == "" {
+		return nil, invalid("path", "is required: the original location is not known")
+	}
+	ops := []svcv1.OperationClass{svcv1.OperationClass_OPERATION_CLASS_DISCOVER, svcv1.OperationClass_OPERATION_CLASS_RESTORE}
+	if dst != nil {
+		ops = append(ops, svcv1.OperationClass_OPERATION_CLASS_WRITE)
+		slices.Sort(ops)
+	}
+	now := s.c.now().UTC().Truncate(time.Millisecond)
+	p := &svcv1.Plan{
+		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: s.key(), UserId: s.t.Owner, Actor: s.actor(ro.Actor),
+		Intent: svcv1.PlanIntent_PLAN_INTENT_RESTORE, Simulated: s.t.Simulated(),
+		OperationClasses: ops, Destination: dst,
+		CreatedAt: timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(plan.DefaultTTL)),
+		SourceMarkers: []*svcv1.SourceMarker{{Provider: o.Provider, SourceId: o.SourceID, Kind: svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_NONE,
+			Value: "restore", ObservedAt: timestamppb.New(now)}},
+		Objects: []*svcv1.PlanObject{{AssetId: o.AssetID, SourceId: o.SourceID, Provider: o.Provider, ProviderObjectId: target,
+			ExpectedSizeBytes: o.SizeBytes, ExpectedSha256: proto.String(o.SHA256.String()), StorageClass: svcv1.StorageClass_STORAGE_CLASS_PRESERVE,
+			Actions: []svcv1.PlanAction{svcv1.PlanAction_PLAN_ACTION_RESTORE}}},
+		Excluded:             []*svcv1.Exclusion{},
+		PreservationRequired: true,
+		Projection:           &svcv1.Projection{ObjectCount: 1, BytesToTransfer: o.SizeBytes, ProjectedQuota: []*svcv1.ProjectedQuota{}},
+		State:                svcv1.PlanState_PLAN_STATE_DRAFT,
+	}
+	if ro.Billing != nil {
+		p.Meter = plan.Estimate(p.Projection, ro.Billing)
+	}
+	src, err := s.Source(ctx, o.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	p.Policy = plan.Decide(p, plan.Decision{SourceStatus: map[string]svcv1.SourceStatus{src.Id: src.GetStatus()}, Grant: ro.Grant})
+	if p.Hash, err = plan.Hash(p); err != nil {
+		return nil, err
+	}
+	if err := s.PutPlan(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
