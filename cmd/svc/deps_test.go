@@ -10,7 +10,7 @@ import (
 // storage comes to them through interfaces they declare.
 func TestDomainDependencies(t *testing.T) {
 	domain := []string{"platform", "platform/webhook", "platform/event", "wire", "id", "plan", "plan/discover", "execute", "receipt",
-		"manifest", "vault", "intel", "creator", "providers"}
+		"manifest", "vault", "intel", "creator", "providers", "storage"}
 	forbidden := []string{"svc.dev/svc/server", "svc.dev/svc/store", "go.etcd.io/bbolt", "connectrpc.com/connect"}
 	for _, pkg := range domain {
 		out, err := exec.Command("go", "list", "-deps", "svc.dev/svc/"+pkg).Output()
