@@ -268,3 +268,55 @@ func mapsEqual(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestUndoByReceipt: an execution that trashed files at the source is undone from its
+// receipt, through a restore plan, and the files come back as they were.
+func TestUndoByReceipt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sv, err := svc.OpenMemory(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	root, files := folder(t, 2)
+	old := time.Now().AddDate(-2, 0, 0)
+	for name := range files {
+		os.Chtimes(filepath.Join(root, name), old, old)
+	}
+	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": root}, Kind: "folder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(p *svcv1.Plan, err error) *svcv1.Execution {
+		t.Helper()
+		if err == nil {
+			p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
+		}
+		var x *svcv1.Execution
+		if err == nil {
+			x, err = sv.Execute(ctx, p.PlanId, nil)
+		}
+		if err == nil {
+			x, err = sv.Wait(ctx, x.Id)
+		}
+		if err != nil || x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+			t.Fatalf("execution: %v (%v, errors %v)", err, x.GetStatus(), x.GetErrors())
+		}
+		return x
+	}
+	minAge := int64(30)
+	x := run(sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_SVC,
+		Policy: &svcv1.SourcePolicy{MinAgeDays: &minAge}}))
+	for name := range files {
+		if _, err := os.Stat(filepath.Join(root, name)); err == nil {
+			t.Fatalf("%s is still at the source after the clean-up", name)
+		}
+	}
+	run(sv.UndoReceipt(ctx, x.GetReceiptId(), nil))
+	for name, body := range files {
+		if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("%s after the undo: %v", name, err)
+		}
+	}
+}
