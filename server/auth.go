@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 )
@@ -116,3 +117,12 @@ func (s *Server) resolveTenant(ctx context.Context, m *method, header http.Heade
 	}
 	return nil
 }
+
+// secureCookies reports whether cookies must be Secure: the request came over TLS, or the
+// server's external origin is https (TLS ends at a proxy in front of svc).
+func (s *Server) secureCookies(r *http.Request) bool {
+	return (r != nil && r.TLS != nil) || strings.HasPrefix(strings.ToLower(s.cfg.BaseURL), "https://")
+}
+
+// parseTenant reads a tenant's string form ("live:usr_...").
+func parseTenant(s string) (platform.Tenant, error) { return svc.ParseTenant(s) }

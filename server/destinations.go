@@ -283,3 +283,9 @@ func (s *Server) listDestinations(ctx context.Context, req *svcv1.ListDestinatio
 	}
 	return &svcv1.ListDestinationsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
 }
+
+// engineDestination opens a plan's destination for the engine (svc.Options.Destinations).
+func (s *Server) engineDestination(ctx context.Context, t platform.Tenant, dstID string) (providers.Provider, string, error) {
+	_, p, ref, err := s.openDestination(ctx, t, dstID)
+	return p, ref, err
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -370,4 +371,20 @@ func requestIDFrom(ctx context.Context) string {
 func httpRequestFrom(ctx context.Context) *http.Request {
 	r, _ := ctx.Value(httpRequestKey{}).(*http.Request)
 	return r
+}
+
+// rateHeaders applies the anonymous (per client address) allowance to plain HTTP routes that
+// bypass the RPC pipeline, so that every response carries the RateLimit headers.
+func (s *Server) rateHeaders(w http.ResponseWriter, r *http.Request) bool {
+	d := s.limiter.Take("ip:" + clientIP(r))
+	h := w.Header()
+	h.Set("RateLimit-Limit", fmt.Sprint(d.Limit))
+	h.Set("RateLimit-Remaining", fmt.Sprint(d.Remaining))
+	h.Set("RateLimit-Reset", fmt.Sprint(d.Reset))
+	if !d.Allowed {
+		h.Set("Retry-After", fmt.Sprint(d.RetryAfter))
+		writeProblem(w, requestIDFrom(r.Context()), newProblem(http.StatusTooManyRequests, codeRateLimited, "Too many requests."))
+		return false
+	}
+	return true
 }

@@ -8,19 +8,8 @@ import (
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
-	"svc.dev/svc/platform"
-	"svc.dev/svc/providers"
 	"svc.dev/svc/store"
 )
-
-// parseTenant reads a tenant's string form ("live:usr_...").
-func parseTenant(s string) (platform.Tenant, error) { return svc.ParseTenant(s) }
-
-// engineDestination opens a plan's destination for the engine (svc.Options.Destinations).
-func (s *Server) engineDestination(ctx context.Context, t platform.Tenant, dstID string) (providers.Provider, string, error) {
-	_, p, ref, err := s.openDestination(ctx, t, dstID)
-	return p, ref, err
-}
 
 // executePlan starts an authorized plan (POST /v1/plans/{id}/execute).
 func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest) (*svcv1.Execution, error) {

@@ -585,3 +585,11 @@ func signedDownloads() map[string]obj {
 		},
 	}
 }
+
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	if !s.rateHeaders(w, r) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(s.openapi)
+}

@@ -91,28 +91,6 @@ func (s *Server) planSources(ctx context.Context, c *Caller, ids []string) ([]*s
 	return out, err
 }
 
-// grant is what the caller may do: everything for the user themself; for a key, its scopes,
-// intersected with its connection's grant.
-func (c *Caller) grant() plan.Grant {
-	if c.Key == nil {
-		return plan.Grant{}
-	}
-	ops := slices.Clone(c.Key.Scopes)
-	if c.Connection != nil {
-		ops = slices.DeleteFunc(ops, func(op string) bool { return !c.Connection.Grant.Allows(op) })
-	}
-	return plan.Grant{OperationClasses: nonNil(ops)}
-}
-
-// billing is the commercial context of a live developer key, without usage (planBilling adds
-// it); test mode and end users are never billed.
-func (c *Caller) billing() *plan.Billing {
-	if c.Key == nil || c.Key.Mode != platform.ModeLive {
-		return nil
-	}
-	return &plan.Billing{CeilingCents: DefaultCeilingCents, CanBill: slices.Contains(c.Key.Scopes, "billable_execute")}
-}
-
 // loadPlan reads a whole plan and lets it expire when its time has passed.
 func (s *Server) loadPlan(ctx context.Context, planID string) (*svcv1.Plan, error) {
 	p, err := s.loadPlanHeader(ctx, planID)
@@ -241,4 +219,39 @@ func (s *Server) orgOwner(ctx context.Context, orgID string) string {
 		return ""
 	}
 	return o.OwnerID
+}
+
+func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*svcv1.ListPlansResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.PlanServiceListPlansProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	c := callerFrom(ctx)
+	keep := func(p *svcv1.Plan) bool {
+		if req.State != nil && p.GetState() != req.GetState() {
+			return false
+		}
+		if req.Intent != nil && p.GetIntent() != req.GetIntent() {
+			return false
+		}
+		return c.grantReaches(p.GetSourceMarkers())
+	}
+	page, err := s.plans.Headers().List(ctx, c.Tenant.String(), after, limit, keep)
+	if err != nil {
+		return nil, err
+	}
+	res := &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}
+	if c.REST {
+		if small, err := s.plans.FillSmall(ctx, c.Tenant.String(), page.Items, store.InlineObjects); small || err != nil {
+			return res, err
+		}
+		s.streamPlans(ctx, res, page.Items) // big plans: one chunk of objects in memory at a time
+		return res, nil
+	}
+	for _, p := range page.Items {
+		if err := s.plans.Fill(ctx, c.Tenant.String(), p); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }

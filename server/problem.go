@@ -207,3 +207,17 @@ func (p *problem) connectError(requestID string) *connect.Error {
 	}
 	return e
 }
+
+func writeProblem(w http.ResponseWriter, requestID string, p *problem) {
+	for k, v := range p.header {
+		w.Header()[k] = v
+	}
+	body, err := wire.Marshal(p.proto(requestID))
+	if err != nil {
+		body = []byte(`{"type":"` + problemTypeBase + codeInternal + `","title":"Internal error","status":500,"code":"internal","request_id":"` + requestID + `","errors":[]}`)
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Del("Content-Length")
+	w.WriteHeader(p.status)
+	w.Write(body)
+}

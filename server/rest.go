@@ -222,3 +222,10 @@ func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, out *outcome)
 	w.WriteHeader(out.status)
 	w.Write(body)
 }
+
+// isJSON reports whether a Content-Type names JSON.
+func isJSON(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(strings.ToLower(mt))
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}

@@ -229,3 +229,28 @@ func (s *Server) seedExecution(ctx context.Context, u *platform.User, tenant pla
 	}
 	return fmt.Errorf("execution %s did not finish", x.Id)
 }
+
+// writeFileSync writes a file atomically: temp file, fsync, rename.
+func writeFileSync(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(perm); err == nil {
+		_, err = tmp.Write(data)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), path)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -14,21 +14,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"buf.build/go/protovalidate"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/dynamicpb"
 
 	"svc.dev/svc"
 	"svc.dev/svc/billing"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/id"
 	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
@@ -37,7 +31,6 @@ import (
 	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
-	"svc.dev/svc/wire"
 )
 
 // Config configures a Server. Zero fields take defaults.
@@ -331,172 +324,3 @@ func (s *Server) Accounts() *platform.Accounts { return s.accounts }
 
 // Developers returns the developer platform service, for tools and tests.
 func (s *Server) Developers() *platform.Developers { return s.devs }
-
-// writeFileSync writes a file atomically: temp file, fsync, rename.
-func writeFileSync(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err == nil {
-		_, err = tmp.Write(data)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// loadMethods builds the method table from every service of the svc.v1 package.
-func (s *Server) loadMethods() error {
-	var err error
-	protoregistry.GlobalFiles.RangeFilesByPackage("svc.v1", func(fd protoreflect.FileDescriptor) bool {
-		svcs := fd.Services()
-		for i := range svcs.Len() {
-			sd := svcs.Get(i)
-			for j := range sd.Methods().Len() {
-				md := sd.Methods().Get(j)
-				ep, _ := proto.GetExtension(md.Options(), svcv1.E_Endpoint).(*svcv1.Endpoint)
-				if ep == nil {
-					ep = &svcv1.Endpoint{}
-				}
-				m := &method{desc: md, procedure: "/" + string(sd.FullName()) + "/" + string(md.Name()), endpoint: ep}
-				if f := md.Input().Fields().ByName("connection_id"); f != nil {
-					m.connectionField = f
-				}
-				s.methods[m.procedure] = m
-			}
-		}
-		return true
-	})
-	if len(s.methods) == 0 {
-		err = errors.New("server: no svc.v1 services registered")
-	}
-	return err
-}
-
-// handle installs the implementation of a procedure.
-func handle[Req, Res proto.Message](s *Server, procedure string, fn func(context.Context, Req) (Res, error)) {
-	m, ok := s.methods[procedure]
-	if !ok {
-		panic("server: no method " + procedure)
-	}
-	m.call = func(ctx context.Context, req proto.Message) (proto.Message, error) {
-		return fn(ctx, req.(Req))
-	}
-}
-
-// newMessage returns an empty message of the descriptor's generated Go type.
-func newMessage(md protoreflect.MessageDescriptor) proto.Message {
-	if mt, err := protoregistry.GlobalTypes.FindMessageByName(md.FullName()); err == nil {
-		return mt.New().Interface()
-	}
-	return dynamicpb.NewMessage(md)
-}
-
-// routes assembles the HTTP surface: Connect procedures, REST routes, documents, and
-// problems for everything else.
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	rest := s.restRouter()
-	for _, m := range s.methods {
-		mux.Handle(m.procedure, s.connectHandler(m))
-	}
-	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
-	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
-	mux.HandleFunc("GET /healthz", s.serveHealthz)
-	mux.HandleFunc("GET /readyz", s.serveReadyz)
-	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
-	mux.HandleFunc("GET /v1/billing/portal/page", s.servePortalPage)
-	s.connectPages(mux)
-	mux.Handle("/", rest)
-	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))
-}
-
-// middleware gives every request an id, bounds its body, and turns a panic into a 500 problem.
-func (s *Server) middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rid := id.New("req")
-		w.Header().Set("Request-Id", rid)
-		w.Header().Set("X-Content-Type-Options", "nosniff") // no response is ever sniffed into a page
-		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
-		ctx = context.WithValue(ctx, httpRequestKey{}, r)
-		r = r.WithContext(ctx)
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-			// The whole body must arrive within the timeout (the response is not bounded).
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
-		}
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.ErrorContext(ctx, "panic", "request_id", rid, "path", r.URL.Path, "panic", fmt.Sprint(v))
-				writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to process the request."))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-// rateHeaders applies the anonymous (per client address) allowance to plain HTTP routes that
-// bypass the RPC pipeline, so that every response carries the RateLimit headers.
-func (s *Server) rateHeaders(w http.ResponseWriter, r *http.Request) bool {
-	d := s.limiter.Take("ip:" + clientIP(r))
-	h := w.Header()
-	h.Set("RateLimit-Limit", fmt.Sprint(d.Limit))
-	h.Set("RateLimit-Remaining", fmt.Sprint(d.Remaining))
-	h.Set("RateLimit-Reset", fmt.Sprint(d.Reset))
-	if !d.Allowed {
-		h.Set("Retry-After", fmt.Sprint(d.RetryAfter))
-		writeProblem(w, requestIDFrom(r.Context()), newProblem(http.StatusTooManyRequests, codeRateLimited, "Too many requests."))
-		return false
-	}
-	return true
-}
-
-func writeProblem(w http.ResponseWriter, requestID string, p *problem) {
-	for k, v := range p.header {
-		w.Header()[k] = v
-	}
-	body, err := wire.Marshal(p.proto(requestID))
-	if err != nil {
-		body = []byte(`{"type":"` + problemTypeBase + codeInternal + `","title":"Internal error","status":500,"code":"internal","request_id":"` + requestID + `","errors":[]}`)
-	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Del("Content-Length")
-	w.WriteHeader(p.status)
-	w.Write(body)
-}
-
-func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
-	if !s.rateHeaders(w, r) {
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(s.openapi)
-}
-
-// isJSON reports whether a Content-Type names JSON.
-func isJSON(ct string) bool {
-	mt, _, _ := strings.Cut(ct, ";")
-	mt = strings.TrimSpace(strings.ToLower(mt))
-	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
-}
-
-// secureCookies reports whether cookies must be Secure: the request came over TLS, or the
-// server's external origin is https (TLS ends at a proxy in front of svc).
-func (s *Server) secureCookies(r *http.Request) bool {
-	return (r != nil && r.TLS != nil) || strings.HasPrefix(strings.ToLower(s.cfg.BaseURL), "https://")
-}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
@@ -24,14 +23,6 @@ func (s *Server) ConnectSource(ctx context.Context, tenant platform.Tenant, spec
 // opened once and cached by the embedding package.
 func (s *Server) openSource(ctx context.Context, tenant platform.Tenant, sourceID string) (providers.Provider, string, error) {
 	return s.core.Tenant(tenant).OpenSource(ctx, sourceID)
-}
-
-// sourceInGrant answers 403 for a source outside a connection's grant.
-func (c *Caller) sourceInGrant(id string) error {
-	if c.Connection != nil && !c.Connection.Grant.AllowsSource(id) {
-		return newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include source "+id+".")
-	}
-	return nil
 }
 
 func (s *Server) getSource(ctx context.Context, req *svcv1.GetSourceRequest) (*svcv1.Source, error) {

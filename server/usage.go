@@ -16,8 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/receipt"
 	"svc.dev/svc/store"
 )
 
@@ -421,4 +423,70 @@ func (s *Server) setCeiling(ctx context.Context, req *svcv1.SetCeilingRequest) (
 	s.emit(ctx, platform.Tenant{Owner: org, Mode: platform.ModeLive}, evCeilingChanged, "/v1/usage", org,
 		map[string]any{"org_id": org, "ceiling_cents": float64(req.GetCeilingCents()), "previous_ceiling_cents": float64(before)})
 	return &svcv1.Ceiling{OrgId: org, CeilingCents: req.GetCeilingCents(), Currency: "usd", UpdatedAt: timestamppb.New(now)}, nil
+}
+
+// charger meters executions for the embedding package's finisher (svc.Options.Charger).
+type charger struct{ s *Server }
+
+func (c charger) Charge(ctx context.Context, p *svcv1.Plan, x *svcv1.Execution, objs []receipt.Object) ([]receipt.Charge, error) {
+	return c.s.chargeExecution(ctx, p, x, objs)
+}
+
+// chargeExecution meters a live execution's usage exactly once (one execution, the data it
+// moved, a month of storing what it preserved) and returns the receipt's charges: each meter's
+// quantity and what it added to this month's bill.
+func (s *Server) chargeExecution(ctx context.Context, p *svcv1.Plan, x *svcv1.Execution, objs []receipt.Object) ([]receipt.Charge, error) {
+	charges := []receipt.Charge{}
+	if p.GetMeter() == nil {
+		return charges, nil // test mode and end users are not billed
+	}
+	app, err := s.devs.Application(ctx, p.GetActor().GetApplicationId())
+	if err != nil {
+		return nil, err
+	}
+	var moved, preserved int64
+	for _, o := range objs {
+		if o.Preserved {
+			preserved += o.Bytes
+		}
+		if o.Preserved || o.Transferred {
+			moved += o.Bytes
+		}
+	}
+	month := platform.Month(s.cfg.Now())
+	qty := map[string]float64{platform.MeterExecutions: 1, platform.MeterDataTransferred: float64(moved) / 1e9,
+		platform.MeterDeveloperStorage: float64(preserved) / 1e9}
+	s.usage.flush()
+	before, err := s.db.Usage(ctx, "org:"+app.OrgID, month)
+	if err != nil {
+		return nil, err
+	}
+	var deltas []store.UsageDelta
+	after := map[string]float64{}
+	for k, v := range before {
+		after[k] = v
+	}
+	for _, r := range platform.RateCard {
+		q, ok := qty[r.Meter]
+		if !ok || q == 0 {
+			continue
+		}
+		after[r.Meter] += q
+		for _, scope := range []string{"org:" + app.OrgID, "app:" + app.ID} {
+			deltas = append(deltas, store.UsageDelta{Scope: scope, Month: month, Meter: r.Meter, Quantity: q})
+		}
+	}
+	if _, err := s.db.AddUsageOnce(ctx, "execution:"+x.GetId(), deltas); err != nil {
+		return nil, err
+	}
+	b0, b1 := platform.RateMonth(month, before), platform.RateMonth(month, after)
+	for i, r := range platform.RateCard {
+		q, ok := qty[r.Meter]
+		if !ok || q == 0 {
+			continue
+		}
+		charges = append(charges, receipt.Charge{Meter: r.Meter, Quantity: q, Unit: r.Unit,
+			Cents: b1.Lines[i].Cents - b0.Lines[i].Cents, UsageEventID: id.New("use")})
+	}
+	return charges, nil
 }

@@ -2,10 +2,176 @@ package server
 
 import (
 	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/api/httpbody"
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/manifest"
+	"svc.dev/svc/vault"
 )
+
+// maxConnectContent bounds vault content returned whole over Connect; REST streams any size.
+const maxConnectContent = 64 << 20
+
+// vaultObjectVisible answers 403 for an object from a source outside a connection's grant.
+func (c *Caller) vaultObjectVisible(o vault.Object) error {
+	if o.SourceID != "" {
+		return c.sourceInGrant(o.SourceID)
+	}
+	return nil
+}
+
+func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjectsRequest) (*svcv1.ListVaultObjectsResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.VaultServiceListVaultObjectsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	c := callerFrom(ctx)
+	objs, more, err := s.vault.List(ctx, c.Tenant.String(), after, limit, func(o vault.Object) bool {
+		p := o.Proto()
+		return (req.SourceId == nil || o.SourceID == req.GetSourceId()) && (req.State == nil || p.GetState() == req.GetState()) &&
+			c.vaultObjectVisible(o) == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &svcv1.ListVaultObjectsResponse{Data: []*svcv1.VaultObject{}}
+	for i := range objs {
+		out.Data = append(out.Data, objs[i].Proto())
+	}
+	if more && len(objs) > 0 {
+		out.NextCursor = s.nextCursor(binding, objs[len(objs)-1].ID)
+	}
+	return out, nil
+}
+
+func (s *Server) vaultObject(ctx context.Context, id string) (vault.Object, error) {
+	c := callerFrom(ctx)
+	o, err := s.vault.Get(ctx, c.Tenant.String(), id)
+	if err != nil {
+		return vault.Object{}, err
+	}
+	return o, c.vaultObjectVisible(o)
+}
+
+func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*svcv1.VaultObject, error) {
+	o, err := s.vaultObject(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return o.Proto(), nil
+}
+
+// getVaultObjectContent opens the verified content; the REST writer streams it.
+func (s *Server) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*httpbody.HttpBody, error) {
+	c := callerFrom(ctx)
+	if _, err := s.vaultObject(ctx, req.GetId()); err != nil {
+		return nil, err
+	}
+	rc, o, err := s.vault.Open(ctx, c.Tenant.String(), req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	c.Header.Set("Content-Length", strconv.FormatInt(o.SizeBytes, 10))
+	c.Header.Set("Digest", "sha-256="+o.SHA256.String())
+	contentHeaders(c.Header, o)
+	c.Stream = rc
+	return &httpbody.HttpBody{ContentType: "application/octet-stream"}, nil
+}
+
+// contentHeaders make vault content inert in a browser: whatever a user's file holds (an HTML
+// page, an SVG with script), it is served as an opaque download that is never sniffed,
+// rendered or scripted on the API's origin. The original type stays in the object's metadata
+// (mime_type) and in Svc-Content-Type.
+func contentHeaders(h http.Header, o vault.Object) {
+	name := o.Name
+	if name == "" {
+		name = o.ID
+	}
+	disp := mime.FormatMediaType("attachment", map[string]string{"filename": name})
+	if disp == "" { // a name mime cannot encode
+		disp = mime.FormatMediaType("attachment", map[string]string{"filename": o.ID})
+	}
+	h.Set("Content-Disposition", disp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Cache-Control", "private, no-store")
+	if o.MIMEType != "" {
+		h.Set("Svc-Content-Type", o.MIMEType)
+	}
+}
+
+// readWhole reads a stream for Connect clients, up to maxConnectContent.
+func readWhole(rc io.ReadCloser) ([]byte, error) {
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxConnectContent+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConnectContent {
+		return nil, newProblem(http.StatusRequestEntityTooLarge, codeTooLarge, "The content is larger than 64 MiB; download it over REST.")
+	}
+	return data, nil
+}
+
+// exportManifests returns the tenant's manifests as one bundle (spec #16), limited to the
+// sources of a connection's grant. Over REST the bundle is streamed (manifest.WriteBundle: one
+// manifest in memory at a time, read from the store in short transactions), so a tenant's
+// export costs constant memory; Connect and gRPC clients get the message built in memory.
+func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRequest) (*svcv1.ManifestBundle, error) {
+	c := callerFrom(ctx)
+	tenant := c.Tenant.String()
+	keep := func(m *svcv1.Manifest) bool { return c.sourceInGrant(m.GetSource().GetSourceRef()) == nil }
+	if !c.REST {
+		var ms []*svcv1.Manifest
+		for m, err := range s.manifests.All(ctx, tenant, keep) {
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, m)
+		}
+		return manifest.Bundle(tenant, s.cfg.Now().UTC(), ms)
+	}
+	// The count comes first in the bundle: one pass to count, one to write, which stops at
+	// the count. Manifests are never deleted, so the second pass finds at least as many; when
+	// some were added in between, the bundle holds the first n in asset id order, and is
+	// still a valid bundle (count, order and hashes agree).
+	n, err := s.manifests.Count(ctx, tenant, keep)
+	if err != nil {
+		return nil, err
+	}
+	head := manifest.BundleHeader{TenantRef: tenant, GeneratedAt: s.cfg.Now().UTC(), Count: int64(n)}
+	pr, pw := io.Pipe()
+	go func() {
+		seq := func(yield func(*svcv1.Manifest, error) bool) {
+			i := 0
+			for m, err := range s.manifests.All(context.WithoutCancel(ctx), tenant, keep) {
+				if i == n && err == nil {
+					return // added after the count
+				}
+				i++
+				if !yield(m, err) {
+					return
+				}
+			}
+		}
+		_, err := manifest.WriteBundle(pw, head, seq)
+		pw.CloseWithError(err)
+	}()
+	c.Header.Set("Content-Type", "application/json")
+	c.Stream = pr
+	return &svcv1.ManifestBundle{}, nil
+}
+
+var errVaultCorrupt = errors.New("vault object failed verification")
 
 // restoreVaultObject builds a draft plan that restores a vault object (spec #19): to its
 // original source, at the original path or at path; or, with destination_id, to that

@@ -1,0 +1,17 @@
+package server
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+)
+
+func (s *Server) createOrganization(ctx context.Context, req *svcv1.CreateOrganizationRequest) (*svcv1.Organization, error) {
+	o, err := s.accounts.CreateOrg(ctx, callerFrom(ctx).User.ID, req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &svcv1.Organization{Id: o.ID, Name: o.Name, Status: o.Status, CreatedAt: timestamppb.New(o.CreatedAt)}, nil
+}

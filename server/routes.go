@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"svc.dev/svc/id"
+)
+
+// routes assembles the HTTP surface: Connect procedures, REST routes, documents, and
+// problems for everything else.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	rest := s.restRouter()
+	for _, m := range s.methods {
+		mux.Handle(m.procedure, s.connectHandler(m))
+	}
+	mux.HandleFunc("GET /v1/openapi.json", s.serveOpenAPI)
+	mux.HandleFunc("GET /.well-known/svc-receipts.json", s.serveReceiptKeys)
+	mux.HandleFunc("GET /healthz", s.serveHealthz)
+	mux.HandleFunc("GET /readyz", s.serveReadyz)
+	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
+	mux.HandleFunc("GET /v1/billing/portal/page", s.servePortalPage)
+	s.connectPages(mux)
+	mux.Handle("/", rest)
+	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))
+}
+
+// middleware gives every request an id, bounds its body, and turns a panic into a 500 problem.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rid := id.New("req")
+		w.Header().Set("Request-Id", rid)
+		w.Header().Set("X-Content-Type-Options", "nosniff") // no response is ever sniffed into a page
+		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
+		ctx = context.WithValue(ctx, httpRequestKey{}, r)
+		r = r.WithContext(ctx)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+			// The whole body must arrive within the timeout (the response is not bounded).
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(ctx, "panic", "request_id", rid, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to process the request."))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
