@@ -153,6 +153,24 @@ func TestVaultAFolder(t *testing.T) {
 		t.Fatalf("exported bundle: %v", err)
 	}
 
+	// Everything committed before now is due for the cold tier; moved, it still reads back.
+	due, err := sv.ColdDue(ctx, -time.Hour)
+	if err != nil || len(due) != len(files) {
+		t.Fatalf("cold due: %v, %v", due, err)
+	}
+	if n, err := sv.MoveCold(ctx, due, nil); err != nil || n != len(files) {
+		t.Fatalf("move cold: %d, %v", n, err)
+	}
+	for _, id := range due {
+		o, err := sv.VaultObject(ctx, id)
+		if err != nil || o.ColdSince.IsZero() {
+			t.Fatalf("%s after the move: %+v, %v", id, o, err)
+		}
+	}
+	if again, err := sv.ColdDue(ctx, -time.Hour); err != nil || len(again) != 0 {
+		t.Fatalf("still due after the move: %v, %v", again, err)
+	}
+
 	// Restore one object beside its original, through a plan like any other.
 	vid := r.GetObjects()[0].GetVaultObjectId()
 	rp, err := sv.RestoreVaultObject(ctx, vid, &svc.RestoreOptions{Path: "restored/" + r.GetObjects()[0].GetProviderObjectId()})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"path"
 	"slices"
 	"strings"
@@ -145,4 +146,60 @@ func (s *Scope) RestoreObject(ctx context.Context, o vault.Object, ro RestoreOpt
 		return nil, err
 	}
 	return p, nil
+}
+
+// VaultObjects yields the tenant's vault objects in id order, read 200 at a time.
+func (s *Scope) VaultObjects(ctx context.Context) iter.Seq2[vault.Object, error] {
+	return func(yield func(vault.Object, error) bool) {
+		after := ""
+		for {
+			objs, more, err := s.c.vault.List(ctx, s.key(), after, 200, nil)
+			if err != nil {
+				yield(vault.Object{}, err)
+				return
+			}
+			for _, o := range objs {
+				after = o.ID
+				if !yield(o, nil) {
+					return
+				}
+			}
+			if !more || len(objs) == 0 {
+				return
+			}
+		}
+	}
+}
+
+// ColdDue returns the tenant's committed vault objects that are due for the cold tier: in the
+// hot tier and committed more than coldAfter ago.
+func (s *Scope) ColdDue(ctx context.Context, coldAfter time.Duration) ([]string, error) {
+	cutoff := s.c.now().Add(-coldAfter)
+	var due []string
+	for o, err := range s.VaultObjects(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		if o.State == vault.StateCommitted && o.ColdSince.IsZero() && !o.CommittedAt.IsZero() && o.CommittedAt.Before(cutoff) {
+			due = append(due, o.ID)
+		}
+	}
+	return due, nil
+}
+
+// MoveCold moves vault objects to the cold tier (vault.Cold: the content is copied to the
+// cold backend and verified there before the hot copy is dropped), telling progress after
+// each. It returns how many moved before an error.
+func (s *Scope) MoveCold(ctx context.Context, ids []string, progress func(moved, total int)) (int, error) {
+	moved := 0
+	for _, id := range ids {
+		if _, err := s.c.vault.Cold(ctx, s.key(), id); err != nil {
+			return moved, fmt.Errorf("cold %s: %w", id, err)
+		}
+		moved++
+		if progress != nil {
+			progress(moved, len(ids))
+		}
+	}
+	return moved, nil
 }

@@ -87,25 +87,17 @@ func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *v
 // migration (a move of content between storage tiers), with progress over the objects due. It
 // returns how many moved.
 func (s *Server) TierVault(ctx context.Context, tenant platform.Tenant, coldAfter time.Duration) (int, error) {
-	cutoff := s.cfg.Now().Add(-coldAfter)
-	var due []string
-	err := eachVaultObject(ctx, s.vault, tenant.String(), func(o vault.Object) error {
-		if o.State == vault.StateCommitted && o.ColdSince.IsZero() && !o.CommittedAt.IsZero() && o.CommittedAt.Before(cutoff) {
-			due = append(due, o.ID)
-		}
-		return nil
-	})
+	t := s.core.Tenant(tenant)
+	due, err := t.ColdDue(ctx, coldAfter)
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
 	moved := 0
 	_, err = s.jobRunner.Run(ctx, tenant.String(), svcv1.JobKind_JOB_KIND_MIGRATION, func(ctx context.Context, p *job.Progress) (map[string]any, error) {
-		for _, id := range due {
-			if _, err := s.vault.Cold(ctx, tenant.String(), id); err != nil {
-				return nil, fmt.Errorf("cold %s: %w", id, err)
-			}
-			moved++
-			p.Fraction(ctx, int64(moved), int64(len(due)))
+		var err error
+		moved, err = t.MoveCold(ctx, due, func(n, total int) { p.Fraction(ctx, int64(n), int64(total)) })
+		if err != nil {
+			return nil, err
 		}
 		return map[string]any{"type": "vault_tiering", "to": "cold", "objects_moved": float64(moved)}, nil
 	})

@@ -54,7 +54,7 @@ func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjec
 
 func (s *Server) vaultObject(ctx context.Context, id string) (vault.Object, error) {
 	c := callerFrom(ctx)
-	o, err := s.vault.Get(ctx, c.Tenant.String(), id)
+	o, err := s.core.Tenant(c.Tenant).VaultObject(ctx, id)
 	if err != nil {
 		return vault.Object{}, err
 	}
@@ -75,7 +75,7 @@ func (s *Server) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultO
 	if _, err := s.vaultObject(ctx, req.GetId()); err != nil {
 		return nil, err
 	}
-	rc, o, err := s.vault.Open(ctx, c.Tenant.String(), req.GetId())
+	rc, o, err := s.core.Tenant(c.Tenant).OpenVaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
