@@ -34,6 +34,9 @@ const (
 	ModeLive = platform.ModeLive
 )
 
+// BoltOptions tune the bbolt store Open opens by default (its initial map size, for tests).
+type BoltOptions = store.Options
+
 // DefaultTenant is the tenant an embedder's Instance acts for: one live owner, "local".
 var DefaultTenant = Tenant{Owner: "local", Mode: ModeLive}
 
@@ -42,7 +45,7 @@ type Options struct {
 	// Store keeps the records; nil opens bbolt at DIR/svc.db (Close closes it).
 	Store Store
 	// StoreOptions tune the bbolt store Open opens.
-	StoreOptions *store.Options
+	StoreOptions *BoltOptions
 	// MasterKey is the key every other key derives from; nil reads DIR/master.key (made on
 	// first use, 0600).
 	MasterKey []byte
