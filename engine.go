@@ -199,19 +199,19 @@ type engineVault struct{ c *core }
 
 var _ execute.Vault = engineVault{}
 
-// VaultObjectID derives the vault object of an asset in an execution, so that a write
+// vaultObjectID derives the vault object of an asset in an execution, so that a write
 // interrupted by a crash is redone into the same object.
-func VaultObjectID(executionID, assetID string) string {
+func vaultObjectID(executionID, assetID string) string {
 	sum := sha256.Sum256([]byte("svc/vault-object/v1\x00" + executionID + "\x00" + assetID))
 	var u ulid.ULID
 	copy(u[:], sum[:16])
 	return "vlt_" + u.String()
 }
 
-// ManifestIDOf derives the manifest of an asset that the engine creates when it first
+// manifestIDOf derives the manifest of an asset that the engine creates when it first
 // preserves it, so that a copy redone after a crash (the vault object written, its manifest
 // not yet) names the same manifest.
-func ManifestIDOf(tenant, assetID string) string {
+func manifestIDOf(tenant, assetID string) string {
 	sum := sha256.Sum256([]byte("svc/manifest/v1\x00" + tenant + "\x00" + assetID))
 	var u ulid.ULID
 	copy(u[:], sum[:16])
@@ -226,14 +226,14 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	o := a.Object
 	m, err := c.store.Manifests().Get(ctx, tenant, o.GetAssetId())
 	if errors.Is(err, storage.ErrNotFound) {
-		m, err = manifest.New(&manifest.Asset{ManifestID: ManifestIDOf(tenant, o.GetAssetId()), AssetID: o.GetAssetId(), TenantRef: tenant,
+		m, err = manifest.New(&manifest.Asset{ManifestID: manifestIDOf(tenant, o.GetAssetId()), AssetID: o.GetAssetId(), TenantRef: tenant,
 			Provider: o.GetProvider(), SourceRef: o.GetSourceId(), Object: a.Content, ObservedAt: c.now().UTC()})
 	}
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
 	fresh := m // stored as is when the asset has no manifest yet
-	req := vault.PutRequest{ID: VaultObjectID(a.ExecutionID, o.GetAssetId()), AssetID: o.GetAssetId(), Name: a.Content.Name,
+	req := vault.PutRequest{ID: vaultObjectID(a.ExecutionID, o.GetAssetId()), AssetID: o.GetAssetId(), Name: a.Content.Name,
 		Provider: o.GetProvider(), SourceID: o.GetSourceId(), MIMEType: a.Content.MIMEType, Kind: string(a.Content.Kind),
 		ManifestID: m.GetManifestId(), SizeBytes: -1}
 	if o.ExpectedSha256 != nil {

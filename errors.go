@@ -38,6 +38,7 @@ type Error struct {
 	Approvals []svcv1.Approval
 }
 
+// Error is the code, the field if any, and the detail.
 func (e *Error) Error() string {
 	if e.Field != "" {
 		return string(e.Code) + ": " + e.Field + " " + e.Detail

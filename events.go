@@ -107,10 +107,10 @@ func (s *Scope) emit(ctx context.Context, typ, source, subject string, data map[
 	p.wake()
 }
 
-// DerivedEventID is the id of an event that may be published again after a crash (the end of
+// derivedEventID is the id of an event that may be published again after a crash (the end of
 // an execution): a ULID whose time is at, the moment the event reports, and whose random part
 // comes from key, so publishing it again stores and queues the same event, not a second one.
-func DerivedEventID(key string, at time.Time) string {
+func derivedEventID(key string, at time.Time) string {
 	sum := sha256.Sum256([]byte("svc/event/v1\x00" + key))
 	var u ulid.ULID
 	if err := u.SetTime(ulid.Timestamp(at)); err != nil {

@@ -31,7 +31,7 @@ func (s *Scope) Execute(ctx context.Context, planID string, opts *ExecuteOptions
 	if p.GetState() != svcv1.PlanState_PLAN_STATE_AUTHORIZED {
 		return nil, refused(CodeInvalidState, "Only an authorized plan can be executed; this plan is "+enumWire(p.GetState())+".")
 	}
-	if err := s.CheckSources(ctx, p); err != nil {
+	if err := s.checkSources(ctx, p); err != nil {
 		return nil, err
 	}
 	x, err := s.c.engine.Start(ctx, s.key(), planID, principal)

@@ -27,12 +27,12 @@ type finisher struct{ c *core }
 
 var _ execute.Finisher = finisher{}
 
-// ReceiptID is the id of the receipt an execution ends with.
-func ReceiptID(executionID string) string { return "rcp_" + strings.TrimPrefix(executionID, "exe_") }
+// receiptID is the id of the receipt an execution ends with.
+func receiptID(executionID string) string { return "rcp_" + strings.TrimPrefix(executionID, "exe_") }
 
 func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Execution, p *svcv1.Plan, journal []execute.Transition) (execute.Receipt, error) {
 	c := f.c
-	rid := ReceiptID(x.GetId())
+	rid := receiptID(x.GetId())
 	s, err := c.scope(tenantRef)
 	if err != nil {
 		return execute.Receipt{}, err
@@ -111,16 +111,16 @@ func (s *Scope) endEvents(ctx context.Context, x *svcv1.Execution, p *svcv1.Plan
 		out = append(out, pe)
 		return err
 	}
-	err := add(DerivedEventID(rid+"/"+typ, at), typ, "/v1/executions", x.GetId(),
+	err := add(derivedEventID(rid+"/"+typ, at), typ, "/v1/executions", x.GetId(),
 		map[string]any{"execution_id": x.GetId(), "plan_id": x.GetPlanId(), "status": enumWire(x.GetStatus()),
 			"receipt_id": rid, "finished_at": finished})
 	if err == nil {
-		err = add(DerivedEventID(rid+"/"+EventReceiptCreated, at), EventReceiptCreated, "/v1/receipts", rid,
+		err = add(derivedEventID(rid+"/"+EventReceiptCreated, at), EventReceiptCreated, "/v1/receipts", rid,
 			map[string]any{"receipt_id": rid, "execution_id": x.GetId(), "status": enumWire(x.GetStatus()), "finished_at": finished})
 	}
 	if st := p.GetState(); err == nil && (st == svcv1.PlanState_PLAN_STATE_EXECUTED || st == svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED) {
 		typ := "svc.plan." + enumWire(st)
-		err = add(DerivedEventID(rid+"/"+typ, at), typ, "/v1/plans", p.GetPlanId(), PlanEventData(p))
+		err = add(derivedEventID(rid+"/"+typ, at), typ, "/v1/plans", p.GetPlanId(), PlanEventData(p))
 	}
 	return out, err
 }

@@ -10,14 +10,14 @@ import (
 // asset: a vault write redone after a crash (its object written, the manifest not yet stored)
 // names the same manifest the second time.
 func TestManifestIDOfIsDerived(t *testing.T) {
-	a := ManifestIDOf("test:usr_1", "ast_01")
+	a := manifestIDOf("test:usr_1", "ast_01")
 	if !id.Valid("mfs", a) {
 		t.Fatalf("%q is not an mfs_ id", a)
 	}
-	if b := ManifestIDOf("test:usr_1", "ast_01"); b != a {
+	if b := manifestIDOf("test:usr_1", "ast_01"); b != a {
 		t.Fatalf("the same asset got %s, then %s", a, b)
 	}
-	for _, other := range []string{ManifestIDOf("live:usr_1", "ast_01"), ManifestIDOf("test:usr_1", "ast_02")} {
+	for _, other := range []string{manifestIDOf("live:usr_1", "ast_01"), manifestIDOf("test:usr_1", "ast_02")} {
 		if other == a {
 			t.Fatalf("another tenant or asset got the same manifest id %s", a)
 		}

@@ -159,11 +159,6 @@ func (s *Scope) Plan(ctx context.Context, id string) (*svcv1.Plan, error) {
 	return p, s.c.store.Plans().Fill(ctx, s.key(), p)
 }
 
-// FillPlan reads the objects of a plan header into it.
-func (s *Scope) FillPlan(ctx context.Context, p *svcv1.Plan) error {
-	return s.c.store.Plans().Fill(ctx, s.key(), p)
-}
-
 // PlanObjects returns up to limit objects of plan h from index start, and whether more follow.
 func (s *Scope) PlanObjects(ctx context.Context, h *svcv1.Plan, start, limit int) ([]*svcv1.PlanObject, bool, error) {
 	return s.c.store.Plans().Page(ctx, s.key(), h, start, limit)
@@ -220,24 +215,24 @@ func (s *Scope) CancelPlan(ctx context.Context, id string) (*svcv1.Plan, error) 
 	return s.SetPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_CANCELLED, nil, EventPlanCancelled)
 }
 
-// MarkStale makes a plan stale because a source moved, and returns the plan_stale Error.
-func (s *Scope) MarkStale(ctx context.Context, p *svcv1.Plan, sourceID string) error {
+// markStale makes a plan stale because a source moved, and returns the plan_stale Error.
+func (s *Scope) markStale(ctx context.Context, p *svcv1.Plan, sourceID string) error {
 	if _, err := s.SetPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_STALE, nil, EventPlanStale); err != nil {
 		return err
 	}
 	return refused(CodePlanStale, "Source "+sourceID+" changed since the plan was built; make a new plan.")
 }
 
-// CheckSources makes the plan stale, and returns the plan_stale Error, when one of its
+// checkSources makes the plan stale, and returns the plan_stale Error, when one of its
 // sources changed since it was built.
-func (s *Scope) CheckSources(ctx context.Context, p *svcv1.Plan) error {
+func (s *Scope) checkSources(ctx context.Context, p *svcv1.Plan) error {
 	for _, m := range p.GetSourceMarkers() {
-		moved, err := s.SourceMoved(ctx, m)
+		moved, err := s.sourceMoved(ctx, m)
 		if err != nil {
 			return err
 		}
 		if moved {
-			return s.MarkStale(ctx, p, m.GetSourceId())
+			return s.markStale(ctx, p, m.GetSourceId())
 		}
 	}
 	return nil
@@ -281,7 +276,7 @@ func (s *Scope) AuthorizePlan(ctx context.Context, planID, hash string, opts *Au
 	if hash != p.GetHash() {
 		return nil, refused(CodePlanStale, "The plan hash is not the plan's current hash; review the plan again.")
 	}
-	if err := s.CheckSources(ctx, p); err != nil {
+	if err := s.checkSources(ctx, p); err != nil {
 		return nil, err
 	}
 	status := map[string]svcv1.SourceStatus{}

@@ -93,7 +93,7 @@ func (s *Scope) ConnectSource(ctx context.Context, spec SourceSpec) (*svcv1.Sour
 			src.Quota = sourceQuota(quota)
 		}
 	}
-	if err := s.SealSourceConfig(ctx, src.Id, spec.Provider, spec.SourceRef, spec.Config); err != nil {
+	if err := s.sealSourceConfig(ctx, src.Id, spec.Provider, spec.SourceRef, spec.Config); err != nil {
 		return nil, err
 	}
 	if err := c.store.Sources().Put(ctx, s.key(), src); err != nil {
@@ -103,9 +103,9 @@ func (s *Scope) ConnectSource(ctx context.Context, spec SourceSpec) (*svcv1.Sour
 	return src, nil
 }
 
-// SealSourceConfig stores how to open the source or destination id (its provider, reference
+// sealSourceConfig stores how to open the source or destination id (its provider, reference
 // and configuration), sealed under the tenant and id.
-func (s *Scope) SealSourceConfig(ctx context.Context, id string, provider providers.Name, ref string, cfg providers.Config) error {
+func (s *Scope) sealSourceConfig(ctx context.Context, id string, provider providers.Name, ref string, cfg providers.Config) error {
 	raw, err := json.Marshal(sourceConfig{Provider: provider, SourceRef: ref, Config: cfg})
 	if err != nil {
 		return err
@@ -284,9 +284,9 @@ func (s *Scope) planSource(ctx context.Context, src *svcv1.Source) (plan.Source,
 	return ps, nil
 }
 
-// SourceMoved reports whether a source changed since a plan's marker (the plan is stale). A
+// sourceMoved reports whether a source changed since a plan's marker (the plan is stale). A
 // marker of kind none cannot tell, and is taken as unmoved.
-func (s *Scope) SourceMoved(ctx context.Context, m *svcv1.SourceMarker) (bool, error) {
+func (s *Scope) sourceMoved(ctx context.Context, m *svcv1.SourceMarker) (bool, error) {
 	if m.GetKind() == svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_NONE {
 		return false, nil
 	}

@@ -46,15 +46,15 @@ type RestoreOptions struct {
 	Billing *plan.Billing
 }
 
-// MaxRestorePath bounds a restore path, in bytes.
-const MaxRestorePath = 1024
+// maxRestorePath bounds a restore path, in bytes.
+const maxRestorePath = 1024
 
 // CheckRestorePath refuses a restore path that could not name a place inside the source:
 // empty, absolute, not clean, climbing out with "..", or inside a trash folder (".Trash...").
 func CheckRestorePath(p string) error {
 	switch {
-	case p == "" || len(p) > MaxRestorePath:
-		return invalid("path", fmt.Sprintf("must be 1 to %d bytes", MaxRestorePath))
+	case p == "" || len(p) > maxRestorePath:
+		return invalid("path", fmt.Sprintf("must be 1 to %d bytes", maxRestorePath))
 	case strings.HasPrefix(p, "/") || strings.Contains(p, "\\"):
 		return invalid("path", "must be a relative path with / separators")
 	case path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):

@@ -83,14 +83,29 @@ func (s *Seam) Close() error {
 	return nil
 }
 
-func (s *Seam) Plans() storage.Plans           { return s.plans }
+// Plans keeps plans as a header and object chunks (res_plans, res_plan_objects).
+func (s *Seam) Plans() storage.Plans { return s.plans }
+
+// Executions keeps executions (res_executions, owner-indexed).
 func (s *Seam) Executions() storage.Executions { return seamExecutions{s.executions} }
-func (s *Seam) Journal() storage.Journal       { return seamJournal{s.db} }
-func (s *Seam) Sources() storage.Sources       { return seamSources{s.db, s.sources} }
-func (s *Seam) Receipts() storage.Receipts     { return seamReceipts{s.db} }
-func (s *Seam) Manifests() storage.Manifests   { return seamManifests{s.manifests} }
-func (s *Seam) Events() storage.Events         { return seamEvents{s.events} }
-func (s *Seam) VaultMeta() storage.VaultMeta   { return s.db.VaultMeta() }
+
+// Journal keeps the executions' journals in the group-committed "journal" log.
+func (s *Seam) Journal() storage.Journal { return seamJournal{s.db} }
+
+// Sources keeps sources (res_sources) and their sealed configurations (blob_source_configs).
+func (s *Seam) Sources() storage.Sources { return seamSources{s.db, s.sources} }
+
+// Receipts keeps receipts' signed bytes (blob_receipts, owner-indexed).
+func (s *Seam) Receipts() storage.Receipts { return seamReceipts{s.db} }
+
+// Manifests keeps manifests by asset id (res_manifests).
+func (s *Seam) Manifests() storage.Manifests { return seamManifests{s.manifests} }
+
+// Events keeps event streams (res_events).
+func (s *Seam) Events() storage.Events { return seamEvents{s.events} }
+
+// VaultMeta is the vault's records and wrapped keys.
+func (s *Seam) VaultMeta() storage.VaultMeta { return s.db.VaultMeta() }
 
 // PlanStore is the concrete plan store, for the server's streamed responses and lists.
 func (s *Seam) PlanStore() *Plans { return s.plans }
