@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/job"
@@ -166,7 +166,7 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 		}
 	}
 	if !opts.NoExecution {
-		if err := s.seedExecution(ctx, u, test); err != nil {
+		if err := s.seedExecution(ctx, test); err != nil {
 			return nil, fmt.Errorf("seed execution: %w", err)
 		}
 	}
@@ -197,37 +197,34 @@ func (s *Server) seedDestination(ctx context.Context, tenant platform.Tenant) (*
 		Label: "Local export folder"})
 }
 
-// seedExecution runs a clean-up of a small simulated mailbox through the same handlers the API
-// uses (as the dev user): plan, authorize, execute; and waits for its receipt, so the dev
-// tenant starts with an executed plan, vault objects, manifests and a signed receipt.
-func (s *Server) seedExecution(ctx context.Context, u *platform.User, tenant platform.Tenant) error {
-	src, err := s.ConnectSource(ctx, tenant, SourceSpec{Provider: providers.Simulated, SourceRef: "mail/archive", Kind: "mail",
+// seedExecution runs a clean-up of a small simulated mailbox through the embedding package, as
+// the dev user (the tenant's owner): plan, authorize, execute; and waits for its receipt, so
+// the dev tenant starts with an executed plan, vault objects, manifests and a signed receipt.
+func (s *Server) seedExecution(ctx context.Context, tenant platform.Tenant) error {
+	t := s.core.Tenant(tenant)
+	src, err := t.ConnectSource(ctx, SourceSpec{Provider: providers.Simulated, SourceRef: "mail/archive", Kind: "mail",
 		DisplayName: "Simulated archive mailbox", Config: providers.Config{"seed": "7", "objects": "60"}})
 	if err != nil {
 		return err
 	}
-	cctx := context.WithValue(ctx, callerKey{}, &Caller{RequestID: id.New("req"), User: u, Tenant: tenant, Header: http.Header{}})
-	p, err := s.createPlan(cctx, &svcv1.CreatePlanRequest{Intent: svcv1.PlanIntent_PLAN_INTENT_SVC, SourceIds: []string{src.Id},
+	p, err := t.BuildPlan(ctx, svc.PlanRequest{Intent: svcv1.PlanIntent_PLAN_INTENT_SVC, SourceIDs: []string{src.Id},
 		Policy: &svcv1.SourcePolicy{MinAgeDays: proto.Int64(30), RemovePromotional: proto.Bool(true)}})
 	if err != nil {
 		return err
 	}
-	if p, err = s.authorizePlan(cctx, &svcv1.AuthorizePlanRequest{Id: p.PlanId, PlanHash: p.Hash}); err != nil {
+	if p, err = t.AuthorizePlan(ctx, p.PlanId, p.Hash, nil); err != nil {
 		return err
 	}
-	x, err := s.executePlan(cctx, &svcv1.ExecutePlanRequest{Id: p.PlanId})
+	x, err := t.Execute(ctx, p.PlanId, nil)
 	if err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if x, err = s.executions.Get(ctx, tenant.String(), x.Id); err != nil {
-			return err
-		}
-		if x.GetReceiptId() != "" {
-			return nil
-		}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if _, err := t.Wait(wctx, x.Id); err != nil {
+		return fmt.Errorf("execution %s did not finish: %w", x.Id, err)
 	}
-	return fmt.Errorf("execution %s did not finish", x.Id)
+	return nil
 }
 
 // writeFileSync writes a file atomically: temp file, fsync, rename.
