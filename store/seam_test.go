@@ -3,11 +3,13 @@ package store_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/storage"
+	"svc.dev/svc/storage/storagetest"
 	"svc.dev/svc/store"
 )
 
@@ -60,4 +62,15 @@ func TestSeamWritesWithAChange(t *testing.T) {
 	if _, err := seam.Receipts().Get(ctx, "live:usr_a", "rcp_1"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("another tenant reads the receipt: %v", err)
 	}
+}
+
+// The bbolt store passes the seam's conformance suite.
+func TestSeamConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		s, err := store.OpenSeam(filepath.Join(t.TempDir(), "svc.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
