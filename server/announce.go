@@ -118,6 +118,3 @@ func (s *Server) wake(pe preparedEvent) {
 
 // appStream is the stream of events an application's keys of one mode read.
 func appStream(appID string, mode platform.Mode) string { return "app:" + appID + ":" + string(mode) }
-
-// planEventData is the data of a plan's events: its id, state, intent, hash and size.
-func planEventData(p *svcv1.Plan) map[string]any { return svc.PlanEventData(p) }

@@ -91,16 +91,8 @@ func (s *Server) planSources(ctx context.Context, c *Caller, ids []string) ([]*s
 	return out, err
 }
 
-// loadPlan reads a whole plan and lets it expire when its time has passed.
-func (s *Server) loadPlan(ctx context.Context, planID string) (*svcv1.Plan, error) {
-	p, err := s.loadPlanHeader(ctx, planID)
-	if err != nil {
-		return nil, err
-	}
-	return p, s.plans.Fill(ctx, callerFrom(ctx).Tenant.String(), p)
-}
-
-// loadPlanHeader is loadPlan without the plan's objects, after the grant check.
+// loadPlanHeader reads a plan without its objects, after the grant check, and lets it expire
+// when its time has passed.
 func (s *Server) loadPlanHeader(ctx context.Context, planID string) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
 	p, err := s.plans.Header(ctx, c.Tenant.String(), planID)

@@ -234,7 +234,7 @@ func writeFileSync(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err == nil {
+	if err = tmp.Chmod(perm); err == nil {
 		_, err = tmp.Write(data)
 		if err == nil {
 			err = tmp.Sync()

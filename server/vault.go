@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -170,8 +169,6 @@ func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRe
 	c.Stream = pr
 	return &svcv1.ManifestBundle{}, nil
 }
-
-var errVaultCorrupt = errors.New("vault object failed verification")
 
 // restoreVaultObject builds a draft plan that restores a vault object (spec #19): to its
 // original source, at the original path or at path; or, with destination_id, to that
