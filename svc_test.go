@@ -15,6 +15,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/manifest"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/storage/storagetest"
 )
 
 // folder makes a folder of n small files and returns its path and contents by name.
@@ -54,10 +55,18 @@ func snapshot(t *testing.T, root string) map[string]string {
 // TestVaultAFolder runs the whole loop in process: connect, plan (rescue: preserve only),
 // authorize by hash, execute, watch, wait, verify the receipt, read the vault copies back,
 // export the manifests, and restore one object next to its original.
-func TestVaultAFolder(t *testing.T) {
+func TestVaultAFolder(t *testing.T) { vaultAFolder(t, nil) }
+
+// TestVaultAFolderOnAnotherStore runs the same loop on the seam's in-memory store: nothing in
+// the package depends on bbolt.
+func TestVaultAFolderOnAnotherStore(t *testing.T) {
+	vaultAFolder(t, &svc.Options{Store: storagetest.NewMemory()})
+}
+
+func vaultAFolder(t *testing.T, opts *svc.Options) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sv, err := svc.OpenMemory(ctx, nil)
+	sv, err := svc.OpenMemory(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,449 @@
+package storagetest
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/storage"
+	"svc.dev/svc/vault/vaulttest"
+)
+
+// Memory is a storage.Store in memory, for tests: records are kept encoded, as a database
+// would keep them, and every change (with its writes) is applied under one lock, so it is
+// atomic. It shows the seam needs no particular database, and lets the embedding package be
+// tested on a store that is not bbolt. Nothing survives the process.
+type Memory struct {
+	mu      sync.Mutex
+	records map[string][]byte   // kind + "\x00" + tenant + "\x00" + id
+	journal map[string][][]byte // tenant + "/" + execution id
+	meta    vaultMeta
+}
+
+// vaultMeta is vaulttest's in-memory records and keys.
+type vaultMeta struct {
+	*vaulttest.Meta
+	*vaulttest.KeyStore
+}
+
+var _ storage.Store = (*Memory)(nil)
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	return &Memory{records: map[string][]byte{}, journal: map[string][][]byte{}, meta: vaultMeta{vaulttest.NewMeta(), vaulttest.NewKeyStore()}}
+}
+
+// memWrite is a Write of a Memory: applied with the lock held.
+type memWrite struct {
+	m     *Memory
+	apply func() error
+}
+
+func (memWrite) StoreWrite() {}
+
+func key(kind, tenant, id string) string { return kind + "\x00" + tenant + "\x00" + id }
+
+func (m *Memory) own(ws []storage.Write) ([]memWrite, error) {
+	out := make([]memWrite, 0, len(ws))
+	for _, w := range ws {
+		mw, ok := w.(memWrite)
+		if !ok || mw.m != m {
+			return nil, fmt.Errorf("storagetest: a write of type %T is not this store's", w)
+		}
+		out = append(out, mw)
+	}
+	return out, nil
+}
+
+// change runs fn and then the writes, atomically: a failure of either stores nothing.
+func (m *Memory) change(ws []storage.Write, fn func() error) error {
+	own, err := m.own(ws)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	saved := maps(m.records)
+	err = fn()
+	for _, w := range own {
+		if err != nil {
+			break
+		}
+		err = w.apply()
+	}
+	if err != nil {
+		m.records = saved
+	}
+	return err
+}
+
+func maps(in map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *Memory) put(kind, tenant, id string, v proto.Message) error {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(v)
+	if err != nil {
+		return err
+	}
+	m.records[key(kind, tenant, id)] = b
+	return nil
+}
+
+func get[T proto.Message](m *Memory, kind, tenant, id string, v T) (T, error) {
+	b, ok := m.records[key(kind, tenant, id)]
+	if !ok {
+		return v, fmt.Errorf("%s %s: %w", kind, id, storage.ErrNotFound)
+	}
+	return v, proto.Unmarshal(b, v)
+}
+
+// scan calls fn with the records of a kind and tenant in id order.
+func scan[T proto.Message](m *Memory, kind, tenant string, newT func() T, fn func(id string, v T) bool) error {
+	prefix := kind + "\x00" + tenant + "\x00"
+	var keys []string
+	for k := range m.records {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := newT()
+		if err := proto.Unmarshal(m.records[k], v); err != nil {
+			return err
+		}
+		if !fn(strings.TrimPrefix(k, prefix), v) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Close does nothing.
+func (m *Memory) Close() error { return nil }
+
+// Apply stores writes on their own, atomically.
+func (m *Memory) Apply(_ context.Context, ws ...storage.Write) error {
+	return m.change(ws, func() error { return nil })
+}
+
+// Plans are stored whole; a header is a plan without its objects.
+func (m *Memory) Plans() storage.Plans { return memPlans{m} }
+
+// Executions are kept by id.
+func (m *Memory) Executions() storage.Executions { return memExecutions{m} }
+
+// Journal keeps each execution's entries in order.
+func (m *Memory) Journal() storage.Journal { return memJournal{m} }
+
+// Sources are kept by id, their configurations apart.
+func (m *Memory) Sources() storage.Sources { return memSources{m} }
+
+// Receipts are kept as bytes.
+func (m *Memory) Receipts() storage.Receipts { return memReceipts{m} }
+
+// Manifests are kept by asset id.
+func (m *Memory) Manifests() storage.Manifests { return memManifests{m} }
+
+// Events are kept by stream.
+func (m *Memory) Events() storage.Events { return memEvents{m} }
+
+// VaultMeta is vaulttest's in-memory Meta.
+func (m *Memory) VaultMeta() storage.VaultMeta { return m.meta }
+
+type memPlans struct{ m *Memory }
+
+func newPlan() *svcv1.Plan { return &svcv1.Plan{} }
+
+func (x memPlans) Put(_ context.Context, tenant string, p *svcv1.Plan, also ...storage.Write) error {
+	return x.m.change(also, func() error { return x.m.put("plan", tenant, p.GetPlanId(), p) })
+}
+
+func (x memPlans) Get(_ context.Context, tenant, id string) (*svcv1.Plan, error) {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return get(x.m, "plan", tenant, id, newPlan())
+}
+
+func (x memPlans) Header(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+	p, err := x.Get(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	p.Objects = nil
+	return p, nil
+}
+
+func (x memPlans) Fill(ctx context.Context, tenant string, p *svcv1.Plan) error {
+	if len(p.Objects) > 0 {
+		return nil
+	}
+	whole, err := x.Get(ctx, tenant, p.GetPlanId())
+	if err != nil {
+		return err
+	}
+	p.Objects = whole.Objects
+	return nil
+}
+
+func (x memPlans) Objects(ctx context.Context, tenant, id string) iter.Seq2[[]*svcv1.PlanObject, error] {
+	return func(yield func([]*svcv1.PlanObject, error) bool) {
+		p, err := x.Get(ctx, tenant, id)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for objs := range slices.Chunk(p.Objects, 1024) {
+			if !yield(objs, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (x memPlans) Page(ctx context.Context, tenant string, h *svcv1.Plan, start, limit int) ([]*svcv1.PlanObject, bool, error) {
+	p, err := x.Get(ctx, tenant, h.GetPlanId())
+	if err != nil {
+		return nil, false, err
+	}
+	if start >= len(p.Objects) {
+		return nil, false, nil
+	}
+	end := min(len(p.Objects), start+limit)
+	return p.Objects[start:end], end < len(p.Objects), nil
+}
+
+func (x memPlans) Update(_ context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...storage.Write) error {
+	return x.m.change(also, func() error {
+		p, err := get(x.m, "plan", tenant, id, newPlan())
+		if err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+		return x.m.put("plan", tenant, id, p)
+	})
+}
+
+func (x memPlans) Scan(_ context.Context, tenant string, fn func(*svcv1.Plan) bool) error {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return scan(x.m, "plan", tenant, newPlan, func(_ string, p *svcv1.Plan) bool { p.Objects = nil; return fn(p) })
+}
+
+type memExecutions struct{ m *Memory }
+
+func newExecution() *svcv1.Execution { return &svcv1.Execution{} }
+
+func (x memExecutions) Get(_ context.Context, tenant, id string) (*svcv1.Execution, error) {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return get(x.m, "execution", tenant, id, newExecution())
+}
+
+func (x memExecutions) Update(_ context.Context, tenant, id string, fn func(*svcv1.Execution) error, also ...storage.Write) error {
+	return x.m.change(also, func() error {
+		e, err := get(x.m, "execution", tenant, id, newExecution())
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+		return x.m.put("execution", tenant, id, e)
+	})
+}
+
+func (x memExecutions) PutWrite(tenant string, e *svcv1.Execution) storage.Write {
+	return memWrite{x.m, func() error { return x.m.put("execution", tenant, e.GetId(), e) }}
+}
+
+func (x memExecutions) ScanAll(_ context.Context, fn func(string, *svcv1.Execution) bool) error {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	var keys []string
+	for k := range x.m.records {
+		if strings.HasPrefix(k, "execution\x00") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		parts := strings.Split(k, "\x00")
+		e := newExecution()
+		if err := proto.Unmarshal(x.m.records[k], e); err != nil {
+			return err
+		}
+		if !fn(parts[1], e) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (x memExecutions) Scan(_ context.Context, tenant string, fn func(*svcv1.Execution) bool) error {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return scan(x.m, "execution", tenant, newExecution, func(_ string, e *svcv1.Execution) bool { return fn(e) })
+}
+
+type memJournal struct{ m *Memory }
+
+func (j memJournal) Append(_ context.Context, tenant, exeID string, entries [][]byte) error {
+	j.m.mu.Lock()
+	defer j.m.mu.Unlock()
+	for _, e := range entries {
+		j.m.journal[tenant+"/"+exeID] = append(j.m.journal[tenant+"/"+exeID], slices.Clone(e))
+	}
+	return nil
+}
+
+func (j memJournal) Read(_ context.Context, tenant, exeID string) ([][]byte, error) {
+	j.m.mu.Lock()
+	defer j.m.mu.Unlock()
+	return slices.Clone(j.m.journal[tenant+"/"+exeID]), nil
+}
+
+type memSources struct{ m *Memory }
+
+func newSource() *svcv1.Source { return &svcv1.Source{} }
+
+func (x memSources) Get(_ context.Context, tenant, id string) (*svcv1.Source, error) {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return get(x.m, "source", tenant, id, newSource())
+}
+
+func (x memSources) Put(_ context.Context, tenant string, src *svcv1.Source) error {
+	return x.m.change(nil, func() error { return x.m.put("source", tenant, src.GetId(), src) })
+}
+
+func (x memSources) Update(_ context.Context, tenant, id string, fn func(*svcv1.Source) error) error {
+	return x.m.change(nil, func() error {
+		src, err := get(x.m, "source", tenant, id, newSource())
+		if err != nil {
+			return err
+		}
+		if err := fn(src); err != nil {
+			return err
+		}
+		return x.m.put("source", tenant, id, src)
+	})
+}
+
+func (x memSources) Scan(_ context.Context, tenant string, fn func(*svcv1.Source) bool) error {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return scan(x.m, "source", tenant, newSource, func(_ string, s *svcv1.Source) bool { return fn(s) })
+}
+
+func (x memSources) PutConfig(_ context.Context, tenant, id string, sealed []byte) error {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	x.m.records[key("source_config", tenant, id)] = slices.Clone(sealed)
+	return nil
+}
+
+func (x memSources) Config(_ context.Context, tenant, id string) ([]byte, error) {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	b, ok := x.m.records[key("source_config", tenant, id)]
+	if !ok {
+		return nil, fmt.Errorf("source %s configuration: %w", id, storage.ErrNotFound)
+	}
+	return slices.Clone(b), nil
+}
+
+type memReceipts struct{ m *Memory }
+
+func (r memReceipts) Get(_ context.Context, tenant, id string) ([]byte, error) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	b, ok := r.m.records[key("receipt", tenant, id)]
+	if !ok {
+		return nil, fmt.Errorf("receipt %s: %w", id, storage.ErrNotFound)
+	}
+	return slices.Clone(b), nil
+}
+
+func (r memReceipts) Put(_ context.Context, tenant, id string, raw []byte) error {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	r.m.records[key("receipt", tenant, id)] = slices.Clone(raw)
+	return nil
+}
+
+type memManifests struct{ m *Memory }
+
+func newManifest() *svcv1.Manifest { return &svcv1.Manifest{} }
+
+func (x memManifests) Get(_ context.Context, tenant, assetID string) (*svcv1.Manifest, error) {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return get(x.m, "manifest", tenant, assetID, newManifest())
+}
+
+func (x memManifests) Put(_ context.Context, tenant, assetID string, v *svcv1.Manifest) error {
+	return x.m.change(nil, func() error { return x.m.put("manifest", tenant, assetID, v) })
+}
+
+func (x memManifests) Update(ctx context.Context, tenant, assetID string, fn func(*svcv1.Manifest) error) error {
+	return x.m.change(nil, func() error {
+		v, err := get(x.m, "manifest", tenant, assetID, newManifest())
+		if err != nil {
+			return err
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+		return x.m.put("manifest", tenant, assetID, v)
+	})
+}
+
+func (x memManifests) Upsert(_ context.Context, tenant, assetID string, create func() (*svcv1.Manifest, error), fn func(*svcv1.Manifest) error, also ...storage.Write) error {
+	return x.m.change(also, func() error {
+		v, err := get(x.m, "manifest", tenant, assetID, newManifest())
+		if err != nil {
+			if v, err = create(); err != nil {
+				return err
+			}
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+		return x.m.put("manifest", tenant, assetID, v)
+	})
+}
+
+func (x memManifests) Scan(_ context.Context, tenant string, fn func(*svcv1.Manifest) bool) error {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return scan(x.m, "manifest", tenant, newManifest, func(_ string, v *svcv1.Manifest) bool { return fn(v) })
+}
+
+type memEvents struct{ m *Memory }
+
+func (e memEvents) Write(ev *svcv1.Event, streams ...string) (storage.Write, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	return memWrite{e.m, func() error {
+		for _, s := range streams {
+			e.m.records[key("event", s, ev.GetId())] = b
+		}
+		return nil
+	}}, nil
+}
