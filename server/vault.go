@@ -127,42 +127,22 @@ func readWhole(rc io.ReadCloser) ([]byte, error) {
 // export costs constant memory; Connect and gRPC clients get the message built in memory.
 func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRequest) (*svcv1.ManifestBundle, error) {
 	c := callerFrom(ctx)
-	tenant := c.Tenant.String()
+	t := s.core.Tenant(c.Tenant)
 	keep := func(m *svcv1.Manifest) bool { return c.sourceInGrant(m.GetSource().GetSourceRef()) == nil }
 	if !c.REST {
-		var ms []*svcv1.Manifest
-		for m, err := range s.manifests.All(ctx, tenant, keep) {
-			if err != nil {
-				return nil, err
-			}
-			ms = append(ms, m)
+		ms, err := t.Manifests(ctx, keep)
+		if err != nil {
+			return nil, err
 		}
-		return manifest.Bundle(tenant, s.cfg.Now().UTC(), ms)
+		return manifest.Bundle(c.Tenant.String(), s.cfg.Now().UTC(), ms)
 	}
-	// The count comes first in the bundle: one pass to count, one to write, which stops at
-	// the count. Manifests are never deleted, so the second pass finds at least as many; when
-	// some were added in between, the bundle holds the first n in asset id order, and is
-	// still a valid bundle (count, order and hashes agree).
-	n, err := s.manifests.Count(ctx, tenant, keep)
+	exp, err := t.PrepareManifestExport(ctx, keep) // the count, before the response starts
 	if err != nil {
 		return nil, err
 	}
-	head := manifest.BundleHeader{TenantRef: tenant, GeneratedAt: s.cfg.Now().UTC(), Count: int64(n)}
 	pr, pw := io.Pipe()
 	go func() {
-		seq := func(yield func(*svcv1.Manifest, error) bool) {
-			i := 0
-			for m, err := range s.manifests.All(context.WithoutCancel(ctx), tenant, keep) {
-				if i == n && err == nil {
-					return // added after the count
-				}
-				i++
-				if !yield(m, err) {
-					return
-				}
-			}
-		}
-		_, err := manifest.WriteBundle(pw, head, seq)
+		_, err := exp.WriteTo(context.WithoutCancel(ctx), pw)
 		pw.CloseWithError(err)
 	}()
 	c.Header.Set("Content-Type", "application/json")

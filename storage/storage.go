@@ -136,8 +136,12 @@ type Manifests interface {
 	// Upsert applies fn to the asset's manifest, made by create when there is none, with
 	// also, in one transaction; a store may commit it together with other upserts.
 	Upsert(ctx context.Context, tenant, assetID string, create func() (*svcv1.Manifest, error), fn func(*svcv1.Manifest) error, also ...Write) error
-	// Scan calls fn with each of the tenant's manifests until it returns false.
+	// Scan calls fn with each of the tenant's manifests, in asset id order, until it returns
+	// false.
 	Scan(ctx context.Context, tenant string, fn func(*svcv1.Manifest) bool) error
+	// All yields the tenant's manifests in asset id order, read in short transactions (a slow
+	// consumer holds none open); manifests added meanwhile may or may not be seen.
+	All(ctx context.Context, tenant string) iter.Seq2[*svcv1.Manifest, error]
 }
 
 // Events keeps each tenant's stream of events.

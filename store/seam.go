@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"iter"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/storage"
@@ -214,6 +215,10 @@ func (m seamManifests) Upsert(ctx context.Context, tenant, assetID string, creat
 		return err
 	}
 	return m.c.UpsertBatched(ctx, tenant, assetID, create, fn, extras...)
+}
+
+func (m seamManifests) All(ctx context.Context, tenant string) iter.Seq2[*svcv1.Manifest, error] {
+	return m.c.All(ctx, tenant, nil)
 }
 
 func (m seamManifests) Scan(ctx context.Context, tenant string, fn func(*svcv1.Manifest) bool) error {

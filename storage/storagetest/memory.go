@@ -433,6 +433,21 @@ func (x memManifests) Scan(_ context.Context, tenant string, fn func(*svcv1.Mani
 	return scan(x.m, "manifest", tenant, newManifest, func(_ string, v *svcv1.Manifest) bool { return fn(v) })
 }
 
+func (x memManifests) All(ctx context.Context, tenant string) iter.Seq2[*svcv1.Manifest, error] {
+	return func(yield func(*svcv1.Manifest, error) bool) {
+		var ms []*svcv1.Manifest
+		if err := x.Scan(ctx, tenant, func(m *svcv1.Manifest) bool { ms = append(ms, m); return true }); err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, m := range ms {
+			if !yield(m, nil) {
+				return
+			}
+		}
+	}
+}
+
 type memEvents struct{ m *Memory }
 
 func (e memEvents) Write(ev *svcv1.Event, streams ...string) (storage.Write, error) {

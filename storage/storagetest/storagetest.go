@@ -313,6 +313,20 @@ func testManifests(t *testing.T, s storage.Store) {
 	if len(order) != 2 || order[0] != "ast_0" || order[1] != "ast_1" {
 		t.Fatalf("scan order %v, want asset id order", order)
 	}
+	order = nil
+	for m, err := range s.Manifests().All(ctx, tenantA) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, m.GetAssetId())
+		// The consumer may use the store while it reads: All holds no transaction open.
+		if _, err := s.Manifests().Get(ctx, tenantA, m.GetAssetId()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(order) != 2 || order[0] != "ast_0" || order[1] != "ast_1" {
+		t.Fatalf("All: %v, want asset id order", order)
+	}
 	_, err = s.Manifests().Get(ctx, tenantB, "ast_1")
 	notFound(t, "another tenant's manifest", err)
 }
