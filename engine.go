@@ -176,7 +176,7 @@ func (c *core) journal(ctx context.Context, tenant, exeID string) ([]execute.Tra
 	return out, nil
 }
 
-// engineSources opens sources (and, through Options.Destinations, destinations) for the engine.
+// engineSources opens sources and destinations for the engine.
 type engineSources struct{ c *core }
 
 func (e engineSources) Source(ctx context.Context, tenant, sourceID string) (providers.Provider, string, error) {
@@ -185,10 +185,8 @@ func (e engineSources) Source(ctx context.Context, tenant, sourceID string) (pro
 		return nil, "", err
 	}
 	if id.Prefix(sourceID) == "dst" { // a plan's destination
-		if e.c.opts.Destinations == nil {
-			return nil, "", fmt.Errorf("destination %s: no destinations configured: %w", sourceID, storage.ErrNotFound)
-		}
-		return e.c.opts.Destinations(ctx, s.t, sourceID)
+		_, p, ref, err := s.OpenDestination(ctx, sourceID)
+		return p, ref, err
 	}
 	return s.OpenSource(ctx, sourceID)
 }

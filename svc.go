@@ -66,8 +66,6 @@ type Options struct {
 	Announcer Announcer
 	// Charger meters an execution's usage and returns its receipt's charges (default: none).
 	Charger Charger
-	// Destinations opens a plan's destination (dst_...) for the engine (default: none).
-	Destinations func(ctx context.Context, tenant Tenant, id string) (providers.Provider, string, error)
 	// Unsubscribe sends a one-click unsubscribe for the engine (default: refused).
 	Unsubscribe func(ctx context.Context, url string) error
 	// DeferResume leaves executions that were running when the directory was last closed

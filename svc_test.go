@@ -347,3 +347,54 @@ func TestUndoByReceipt(t *testing.T) {
 		}
 	}
 }
+
+// TestExportToADestination: a folder is exported into another through a destination; the
+// copies are written, read back and checked, and the source is left as it was.
+func TestExportToADestination(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sv, err := svc.OpenMemory(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	root, files := folder(t, 3)
+	out := t.TempDir()
+	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": root}, Kind: "folder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sv.AddDestination(ctx, svc.DestinationSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": out}}); err == nil {
+		t.Fatal("a destination without a label was added")
+	}
+	dst, err := sv.AddDestination(ctx, svc.DestinationSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": out}, Label: "Backup",
+		PathTemplate: "{path}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_EXPORT}); !errors.Is(err, svc.ErrInvalidArgument) {
+		t.Fatalf("an export without a destination: %v", err)
+	}
+	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_EXPORT, Destination: dst})
+	if err == nil {
+		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
+	}
+	var x *svcv1.Execution
+	if err == nil {
+		x, err = sv.Execute(ctx, p.PlanId, nil)
+	}
+	if err == nil {
+		x, err = sv.Wait(ctx, x.Id)
+	}
+	if err != nil || x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+		t.Fatalf("export: %v (%v, errors %v)", err, x.GetStatus(), x.GetErrors())
+	}
+	for name, body := range files {
+		if got, err := os.ReadFile(filepath.Join(out, name)); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("%s at the destination: %v", name, err)
+		}
+		if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, body) {
+			t.Errorf("%s at the source: %v", name, err)
+		}
+	}
+}

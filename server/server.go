@@ -187,7 +187,7 @@ func New(cfg Config) (*Server, error) {
 	core, err := svc.Open(context.Background(), cfg.DataDir, &svc.Options{
 		Store: seam, MasterKey: master, Providers: cfg.Providers, Now: cfg.Now, Logger: cfg.Logger,
 		VaultHot: cfg.Vault.Hot, VaultCold: cfg.Vault.Cold, OnVaultChange: ix.changed,
-		Announcer: announcer{s}, Charger: charger{s}, Destinations: s.engineDestination,
+		Announcer: announcer{s}, Charger: charger{s},
 		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send,
 		DeferResume: true, // after the webhooks and handlers are ready (below)
 	})

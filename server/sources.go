@@ -7,7 +7,6 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
-	"svc.dev/svc/providers"
 )
 
 // SourceSpec describes a source to connect (svc.SourceSpec).
@@ -17,12 +16,6 @@ type SourceSpec = svc.SourceSpec
 // with its configuration sealed, and returns it. The connect flow and the seed job call it.
 func (s *Server) ConnectSource(ctx context.Context, tenant platform.Tenant, spec SourceSpec) (*svcv1.Source, error) {
 	return s.core.Tenant(tenant).ConnectSource(ctx, spec)
-}
-
-// openSource returns the provider behind a source (or destination) and its reference at it,
-// opened once and cached by the embedding package.
-func (s *Server) openSource(ctx context.Context, tenant platform.Tenant, sourceID string) (providers.Provider, string, error) {
-	return s.core.Tenant(tenant).OpenSource(ctx, sourceID)
 }
 
 func (s *Server) getSource(ctx context.Context, req *svcv1.GetSourceRequest) (*svcv1.Source, error) {

@@ -50,6 +50,7 @@ type Store interface {
 	Executions() Executions
 	Journal() Journal
 	Sources() Sources
+	Destinations() Destinations
 	Receipts() Receipts
 	Manifests() Manifests
 	Events() Events
@@ -120,6 +121,17 @@ type Sources interface {
 	Scan(ctx context.Context, tenant string, fn func(*svcv1.Source) bool) error
 	PutConfig(ctx context.Context, tenant, id string, sealed []byte) error
 	Config(ctx context.Context, tenant, id string) ([]byte, error)
+}
+
+// Destinations keeps destinations (their configurations are kept like sources', by
+// Sources.PutConfig under the destination's id) and, apart, the source each was made from.
+type Destinations interface {
+	Get(ctx context.Context, tenant, id string) (*svcv1.Destination, error)
+	Put(ctx context.Context, tenant string, d *svcv1.Destination) error
+	// PutOrigin records the source a destination was made from.
+	PutOrigin(ctx context.Context, tenant, id, sourceID string) error
+	// Origin returns the source a destination was made from (ErrNotFound: none).
+	Origin(ctx context.Context, tenant, id string) (string, error)
 }
 
 // Receipts keeps receipts as the exact signed bytes that were issued.

@@ -30,9 +30,10 @@ func extrasOf(ws []storage.Write) ([]Extra, error) {
 
 // Blob buckets and logs of the embedding package's records.
 const (
-	sourceConfigs = "source_configs"
-	receiptBlobs  = "receipts"
-	journalLog    = "journal"
+	sourceConfigs      = "source_configs"
+	destinationOrigins = "destination_origins"
+	receiptBlobs       = "receipts"
+	journalLog         = "journal"
 )
 
 // Seam is the bbolt implementation of the embedding package's storage seam (storage.Store).
@@ -42,6 +43,7 @@ type Seam struct {
 	plans      *Plans
 	executions *Collection[*svcv1.Execution]
 	sources    *Collection[*svcv1.Source]
+	dsts       *Collection[*svcv1.Destination]
 	manifests  *Collection[*svcv1.Manifest]
 	events     *Collection[*svcv1.Event]
 	closeDB    bool
@@ -56,6 +58,7 @@ func NewSeam(db *DB) *Seam {
 		plans:      NewPlans(db),
 		executions: NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
 		sources:    NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
+		dsts:       NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }).WithOwnerIndex(),
 		manifests:  NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
 		events:     NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
 	}
@@ -95,6 +98,10 @@ func (s *Seam) Journal() storage.Journal { return seamJournal{s.db} }
 
 // Sources keeps sources (res_sources) and their sealed configurations (blob_source_configs).
 func (s *Seam) Sources() storage.Sources { return seamSources{s.db, s.sources} }
+
+// Destinations keeps destinations (res_destinations, owner-indexed) and their origins
+// (blob_destination_origins).
+func (s *Seam) Destinations() storage.Destinations { return seamDestinations{s.db, s.dsts} }
 
 // Receipts keeps receipts' signed bytes (blob_receipts, owner-indexed).
 func (s *Seam) Receipts() storage.Receipts { return seamReceipts{s.db} }
@@ -183,6 +190,28 @@ func (x seamSources) PutConfig(ctx context.Context, tenant, id string, sealed []
 
 func (x seamSources) Config(ctx context.Context, tenant, id string) ([]byte, error) {
 	return x.db.GetBlob(ctx, sourceConfigs, tenant+"/"+id)
+}
+
+type seamDestinations struct {
+	db *DB
+	c  *Collection[*svcv1.Destination]
+}
+
+func (x seamDestinations) Get(ctx context.Context, tenant, id string) (*svcv1.Destination, error) {
+	return x.c.Get(ctx, tenant, id)
+}
+
+func (x seamDestinations) Put(ctx context.Context, tenant string, d *svcv1.Destination) error {
+	return x.c.Put(ctx, tenant, d.GetDestinationId(), d)
+}
+
+func (x seamDestinations) PutOrigin(ctx context.Context, tenant, id, sourceID string) error {
+	return x.db.PutBlob(ctx, destinationOrigins, tenant+"/"+id, []byte(sourceID))
+}
+
+func (x seamDestinations) Origin(ctx context.Context, tenant, id string) (string, error) {
+	b, err := x.db.GetBlob(ctx, destinationOrigins, tenant+"/"+id)
+	return string(b), err
 }
 
 type seamReceipts struct{ db *DB }

@@ -150,6 +150,9 @@ func (m *Memory) Journal() storage.Journal { return memJournal{m} }
 // Sources are kept by id, their configurations apart.
 func (m *Memory) Sources() storage.Sources { return memSources{m} }
 
+// Destinations are kept by id, their origins apart.
+func (m *Memory) Destinations() storage.Destinations { return memDestinations{m} }
+
 // Receipts are kept as bytes.
 func (m *Memory) Receipts() storage.Receipts { return memReceipts{m} }
 
@@ -364,6 +367,35 @@ func (x memSources) Config(_ context.Context, tenant, id string) ([]byte, error)
 		return nil, fmt.Errorf("source %s configuration: %w", id, storage.ErrNotFound)
 	}
 	return slices.Clone(b), nil
+}
+
+type memDestinations struct{ m *Memory }
+
+func (x memDestinations) Get(_ context.Context, tenant, id string) (*svcv1.Destination, error) {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	return get(x.m, "destination", tenant, id, &svcv1.Destination{})
+}
+
+func (x memDestinations) Put(_ context.Context, tenant string, d *svcv1.Destination) error {
+	return x.m.change(nil, func() error { return x.m.put("destination", tenant, d.GetDestinationId(), d) })
+}
+
+func (x memDestinations) PutOrigin(_ context.Context, tenant, id, sourceID string) error {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	x.m.records[key("destination_origin", tenant, id)] = []byte(sourceID)
+	return nil
+}
+
+func (x memDestinations) Origin(_ context.Context, tenant, id string) (string, error) {
+	x.m.mu.Lock()
+	defer x.m.mu.Unlock()
+	b, ok := x.m.records[key("destination_origin", tenant, id)]
+	if !ok {
+		return "", fmt.Errorf("destination %s origin: %w", id, storage.ErrNotFound)
+	}
+	return string(b), nil
 }
 
 type memReceipts struct{ m *Memory }

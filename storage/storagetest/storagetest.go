@@ -29,6 +29,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"Executions", testExecutions},
 		{"Journal", testJournal},
 		{"Sources", testSources},
+		{"Destinations", testDestinations},
 		{"Receipts", testReceipts},
 		{"Manifests", testManifests},
 		{"ForeignWrite", testForeignWrite},
@@ -275,6 +276,28 @@ func testSources(t *testing.T, s storage.Store) {
 	if err := s.Sources().Scan(ctx, tenantA, func(*svcv1.Source) bool { n++; return true }); err != nil || n != 1 {
 		t.Fatalf("scan: %d, %v", n, err)
 	}
+}
+
+func testDestinations(t *testing.T, s storage.Store) {
+	d := &svcv1.Destination{DestinationId: id.New("dst"), Label: "Export"}
+	if err := s.Destinations().Put(ctx, tenantA, d); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Destinations().Get(ctx, tenantA, d.DestinationId); err != nil || got.GetLabel() != "Export" {
+		t.Fatalf("destination: %v, %v", got, err)
+	}
+	_, err := s.Destinations().Get(ctx, tenantB, d.DestinationId)
+	notFound(t, "another tenant's destination", err)
+	_, err = s.Destinations().Origin(ctx, tenantA, d.DestinationId)
+	notFound(t, "the origin of a destination made from no source", err)
+	if err := s.Destinations().PutOrigin(ctx, tenantA, d.DestinationId, "src_1"); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.Destinations().Origin(ctx, tenantA, d.DestinationId); err != nil || o != "src_1" {
+		t.Fatalf("origin: %q, %v", o, err)
+	}
+	_, err = s.Destinations().Origin(ctx, tenantB, d.DestinationId)
+	notFound(t, "another tenant's destination origin", err)
 }
 
 func testReceipts(t *testing.T, s storage.Store) {
