@@ -16,6 +16,7 @@ import (
 	"svc.dev/svc/manifest"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage/storagetest"
+	"svc.dev/svc/vault"
 )
 
 // folder makes a folder of n small files and returns its path and contents by name.
@@ -396,5 +397,63 @@ func TestExportToADestination(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, body) {
 			t.Errorf("%s at the source: %v", name, err)
 		}
+	}
+}
+
+// TestScrubFindsCorruptContent: a vault copy changed on disk is found by the scrub and marked
+// corrupt; intact content scrubs clean.
+func TestScrubFindsCorruptContent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	sv, err := svc.Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	root, _ := folder(t, 4)
+	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": root}, Kind: "folder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_RESCUE})
+	if err == nil {
+		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
+	}
+	var x *svcv1.Execution
+	if err == nil {
+		x, err = sv.Execute(ctx, p.PlanId, nil)
+	}
+	if err == nil {
+		_, err = sv.Wait(ctx, x.Id)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, err := sv.ScrubVault(ctx, nil)
+	if err != nil || clean.Objects != 4 || len(clean.Corrupt) != 0 {
+		t.Fatalf("scrub of intact content: %+v, %v", clean, err)
+	}
+	changed := 0
+	filepath.WalkDir(filepath.Join(dir, "vault"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Base(filepath.Dir(path)) == "tmp" {
+			return nil
+		}
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			b[len(b)/2] ^= 0xff
+			changed++
+			return os.WriteFile(path, b, 0o600)
+		}
+		return nil
+	})
+	if changed == 0 {
+		t.Fatal("no vault file to change")
+	}
+	r, err := sv.ScrubVault(ctx, &vault.ScrubOptions{NoRepair: true})
+	if err != nil || len(r.Corrupt) == 0 {
+		t.Fatalf("scrub of changed content: %+v, %v", r, err)
+	}
+	if o, err := sv.VaultObject(ctx, r.Corrupt[0]); err != nil || o.State != vault.StateCorrupt {
+		t.Fatalf("%s after the scrub: %v, %v", r.Corrupt[0], o.State, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/vault"
 )
 
@@ -202,4 +203,15 @@ func (s *Scope) MoveCold(ctx context.Context, ids []string, progress func(moved,
 		}
 	}
 	return moved, nil
+}
+
+// ScrubVault re-reads and re-hashes every stored copy of the tenant's vault objects
+// (vault.Scrub): a copy that no longer matches is marked corrupt and repaired from the other
+// tier where possible. Every object left corrupt is announced (svc.vault.object.corrupt).
+func (s *Scope) ScrubVault(ctx context.Context, opts *vault.ScrubOptions) (vault.ScrubReport, error) {
+	r, err := s.c.vault.Scrub(ctx, s.key(), opts)
+	for _, vid := range r.Corrupt {
+		s.emit(ctx, event.VaultObjectCorrupt, "/v1/vault/objects", vid, map[string]any{"vault_object_id": vid, "found_by": "scrub"})
+	}
+	return r, err
 }

@@ -12,7 +12,6 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/job"
 	"svc.dev/svc/platform"
-	"svc.dev/svc/platform/event"
 	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
 )
@@ -36,7 +35,8 @@ type ScrubResult struct {
 // marked corrupt and repaired from the other tier where possible (vault.Scrub). Progress is the
 // share of the tenant's objects examined. The job's result holds the report's figures and the
 // corrupt object ids.
-func scrubJob(ctx context.Context, runner *job.Runner, vlt *vault.Vault, tenant string, opts *vault.ScrubOptions) ScrubResult {
+func scrubJob(ctx context.Context, runner *job.Runner, vlt *vault.Vault, tenant string, opts *vault.ScrubOptions,
+	scrub func(context.Context, *vault.ScrubOptions) (vault.ScrubReport, error)) ScrubResult {
 	res := ScrubResult{Tenant: tenant}
 	var o vault.ScrubOptions
 	if opts != nil {
@@ -55,7 +55,7 @@ func scrubJob(ctx context.Context, runner *job.Runner, vlt *vault.Vault, tenant 
 			}
 		}
 		var err error
-		res.Report, err = vlt.Scrub(ctx, tenant, &o)
+		res.Report, err = scrub(ctx, &o)
 		if err != nil {
 			return nil, err
 		}
@@ -71,14 +71,10 @@ func scrubJob(ctx context.Context, runner *job.Runner, vlt *vault.Vault, tenant 
 	return res
 }
 
-// ScrubVault scrubs one tenant's vault now (see scrubJob), with svc.job.* events, and emits
-// svc.vault.object.corrupt for every object left corrupt.
+// ScrubVault scrubs one tenant's vault now as a job (see scrubJob), with svc.job.* events; the
+// embedding package's scrub emits svc.vault.object.corrupt for every object left corrupt.
 func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *vault.ScrubOptions) ScrubResult {
-	res := scrubJob(ctx, s.jobRunner, s.vault, tenant.String(), opts)
-	for _, vid := range res.Report.Corrupt {
-		s.emit(ctx, tenant, event.VaultObjectCorrupt, "/v1/vault/objects", vid, map[string]any{"vault_object_id": vid, "found_by": "scrub"})
-	}
-	return res
+	return scrubJob(ctx, s.jobRunner, s.vault, tenant.String(), opts, s.core.Tenant(tenant).ScrubVault)
 }
 
 // TierVault moves a tenant's committed vault objects to the cold tier once they were committed
@@ -165,7 +161,10 @@ func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant 
 	defer runner.Close()
 	var out []ScrubResult
 	for _, tn := range tenants {
-		out = append(out, scrubJob(ctx, runner, vlt, tn, opts))
+		scrub := func(ctx context.Context, o *vault.ScrubOptions) (vault.ScrubReport, error) {
+			return vlt.Scrub(ctx, tn, o)
+		}
+		out = append(out, scrubJob(ctx, runner, vlt, tn, opts, scrub))
 	}
 	return out, nil
 }
