@@ -1,15 +1,18 @@
 package svc_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/manifest"
 	"svc.dev/svc/providers"
 )
 
@@ -139,4 +142,75 @@ func ExampleInstance_Tenant() {
 	fmt.Println("not found:", errors.Is(err, svc.ErrNotFound))
 	// Output:
 	// not found: true
+}
+
+// An execution that trashed files is undone from its receipt: the restore plan brings every
+// file back from its verified vault copy, and is authorized and executed like any other.
+func ExampleScope_UndoReceipt() {
+	ctx := context.Background()
+	folder := exampleFolder()
+	defer os.RemoveAll(folder)
+	old := time.Now().AddDate(-1, 0, 0)
+	for _, f := range []string{"notes.txt", "todo.txt"} {
+		os.Chtimes(filepath.Join(folder, f), old, old)
+	}
+	sv, err := svc.OpenMemory(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sv.Close()
+	run := func(p *svcv1.Plan, err error) *svcv1.Execution {
+		if err == nil {
+			p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
+		}
+		var x *svcv1.Execution
+		if err == nil {
+			x, err = sv.Execute(ctx, p.PlanId, nil)
+		}
+		if err == nil {
+			x, err = sv.Wait(ctx, x.Id)
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		return x
+	}
+	src, _ := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": folder}, Kind: "folder"})
+	days := int64(30)
+	x := run(sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_SVC,
+		Policy: &svcv1.SourcePolicy{MinAgeDays: &days}})) // clean up what is older than 30 days
+	_, err = os.Stat(filepath.Join(folder, "notes.txt"))
+	fmt.Println("after the clean-up, notes.txt is there:", err == nil)
+	run(sv.UndoReceipt(ctx, x.GetReceiptId(), nil))
+	b, _ := os.ReadFile(filepath.Join(folder, "notes.txt"))
+	fmt.Printf("after the undo: %q\n", b)
+	// Output:
+	// after the clean-up, notes.txt is there: false
+	// after the undo: "call the bank\n"
+}
+
+// The manifests of everything preserved, as one bundle anyone can check offline.
+func ExampleScope_ExportManifests() {
+	ctx := context.Background()
+	folder := exampleFolder()
+	defer os.RemoveAll(folder)
+	sv, err := svc.OpenMemory(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sv.Close()
+	src, _ := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": folder}, Kind: "folder"})
+	p, _ := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_RESCUE})
+	p, _ = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
+	x, _ := sv.Execute(ctx, p.PlanId, nil)
+	if _, err := sv.Wait(ctx, x.Id); err != nil {
+		log.Fatal(err)
+	}
+	var bundle bytes.Buffer
+	if _, err := sv.ExportManifests(ctx, &bundle, nil); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("bundle verifies:", manifest.VerifyBundle(bundle.Bytes()) == nil)
+	// Output:
+	// bundle verifies: true
 }
