@@ -28,8 +28,8 @@ func TestDependencies(t *testing.T) {
 		}
 	}
 	check("svc imports", list("-f", `{{join .Imports " "}}`, "svc.dev/svc"),
-		[]string{"net/http", "connectrpc.com", "svc.dev/svc/server", "go.etcd.io/bbolt"})
-	check("svc depends on", list("-deps", "svc.dev/svc"), []string{"connectrpc.com", "svc.dev/svc/server"})
+		[]string{"net/http", "connectrpc.com", "svc.dev/svc/internal/server", "go.etcd.io/bbolt"})
+	check("svc depends on", list("-deps", "svc.dev/svc"), []string{"connectrpc.com", "svc.dev/svc/internal/server"})
 	check("storage depends on", list("-deps", "svc.dev/svc/storage", "svc.dev/svc/storage/storagetest"),
-		[]string{"net/http", "connectrpc.com", "svc.dev/svc/server", "svc.dev/svc/store", "go.etcd.io/bbolt", "svc.dev/svc"})
+		[]string{"net/http", "connectrpc.com", "svc.dev/svc/internal/server", "svc.dev/svc/internal/store", "go.etcd.io/bbolt", "svc.dev/svc"})
 }

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"svc.dev/svc/execute"
-	"svc.dev/svc/platform"
+	"svc.dev/svc/internal/platform"
+	"svc.dev/svc/internal/store"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
-	"svc.dev/svc/store"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
 )

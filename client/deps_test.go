@@ -14,7 +14,7 @@ func TestClientDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, f := range []string{"svc.dev/svc/server", "svc.dev/svc/store", "go.etcd.io/bbolt", "svc.dev/svc/vault", "svc.dev/svc/execute"} {
+		for _, f := range []string{"svc.dev/svc/internal/server", "svc.dev/svc/internal/store", "go.etcd.io/bbolt", "svc.dev/svc/vault", "svc.dev/svc/execute"} {
 			if dep == f || strings.HasPrefix(dep, f+"/") {
 				t.Errorf("client depends on %s", dep)
 			}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"svc.dev/svc/internal/corpus"
 	"svc.dev/svc/mail"
-	"svc.dev/svc/mail/corpus"
 )
 
 // BenchmarkRead reads the corpus's varied messages (the reader's cost per listed message).

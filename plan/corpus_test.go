@@ -11,9 +11,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/mail/corpus"
+	"svc.dev/svc/internal/corpus"
+	"svc.dev/svc/internal/discover"
 	"svc.dev/svc/plan"
-	"svc.dev/svc/plan/discover"
 	"svc.dev/svc/providers"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"svc.dev/svc/archive"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/internal/archive"
 	"svc.dev/svc/wire"
 )
 

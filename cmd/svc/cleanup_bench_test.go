@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"svc.dev/svc/store"
+	"svc.dev/svc/internal/store"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/vaulttest"
 )

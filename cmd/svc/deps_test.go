@@ -11,7 +11,7 @@ import (
 func TestDomainDependencies(t *testing.T) {
 	domain := []string{"platform", "platform/webhook", "platform/event", "wire", "id", "plan", "plan/discover", "execute", "receipt",
 		"manifest", "vault", "intel", "creator", "providers", "storage"}
-	forbidden := []string{"svc.dev/svc/server", "svc.dev/svc/store", "go.etcd.io/bbolt", "connectrpc.com/connect"}
+	forbidden := []string{"svc.dev/svc/internal/server", "svc.dev/svc/internal/store", "go.etcd.io/bbolt", "connectrpc.com/connect"}
 	for _, pkg := range domain {
 		out, err := exec.Command("go", "list", "-deps", "svc.dev/svc/"+pkg).Output()
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"svc.dev/svc/server"
+	"svc.dev/svc/internal/server"
 )
 
 // svcBinary builds the real binary once per test run.

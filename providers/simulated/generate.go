@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"svc.dev/svc/mail/corpus"
+	"svc.dev/svc/internal/corpus"
 	"svc.dev/svc/providers"
 )
 
@@ -176,7 +176,7 @@ const (
 	poolChunks = 8
 )
 
-// pooled is a message of the labelled corpus (mail/corpus), read by svc's mail reader on first
+// pooled is a message of the labelled corpus (internal/corpus), read by svc's mail reader on first
 // use.
 type pooled struct {
 	raw     []byte

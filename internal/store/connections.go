@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"svc.dev/svc/internal/platform"
+)
+
+// Bucket names of the connect flow's records.
+const (
+	bConnectSessions = "connect_sessions"
+	bOAuthStates     = "oauth_states"
+)
+
+var _ platform.ConnectStore = (*DB)(nil)
+
+// UpdateConnection implements platform.ConnectionUpdater.
+func (db *DB) UpdateConnection(ctx context.Context, id string, fn func(*platform.Connection) error) (*platform.Connection, error) {
+	return updateJSON(db, ctx, bConnections, id, fn)
+}
+
+// CreateConnectSession implements platform.ConnectStore.
+func (db *DB) CreateConnectSession(ctx context.Context, c *platform.ConnectSession) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return db.update(func(tx *bolt.Tx) error { return putJSON(tx, bConnectSessions, c.ID, c) })
+}
+
+// ConnectSession implements platform.ConnectStore.
+func (db *DB) ConnectSession(ctx context.Context, id string) (*platform.ConnectSession, error) {
+	var c platform.ConnectSession
+	err := db.view(func(tx *bolt.Tx) error { return getJSON(tx, bConnectSessions, id, &c, platform.ErrNotFound) })
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// UpdateConnectSession implements platform.ConnectStore.
+func (db *DB) UpdateConnectSession(ctx context.Context, id string, fn func(*platform.ConnectSession) error) (*platform.ConnectSession, error) {
+	return updateJSON(db, ctx, bConnectSessions, id, fn)
+}
+
+// PutOAuthState implements platform.ConnectStore. States live minutes and few are in flight,
+// so sweeping the expired ones on every put keeps the bucket small without a janitor.
+func (db *DB) PutOAuthState(ctx context.Context, s *platform.OAuthState, now time.Time) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bOAuthStates)
+		if err != nil {
+			return err
+		}
+		var doomed [][]byte
+		err = b.ForEach(func(k, v []byte) error {
+			var old platform.OAuthState
+			if err := jsonUnmarshal(v, &old); err != nil || !now.Before(old.ExpiresAt) {
+				doomed = append(doomed, slices.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range doomed {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return putJSON(tx, bOAuthStates, s.Hash, s)
+	})
+}
+
+// TakeOAuthState implements platform.ConnectStore: the read and the delete are one write
+// transaction, so of two callbacks with the same state exactly one gets the record.
+func (db *DB) TakeOAuthState(ctx context.Context, hash string) (*platform.OAuthState, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	var s platform.OAuthState
+	err := db.update(func(tx *bolt.Tx) error {
+		if err := getJSON(tx, bOAuthStates, hash, &s, platform.ErrNotFound); err != nil {
+			return err
+		}
+		b, err := bucket(tx, bOAuthStates)
+		if err != nil {
+			return err
+		}
+		return b.Delete([]byte(hash))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// bConnectionsByApp indexes connections by application and end user: keys "app/user/cxn", so
+// that the connections of one application to one user are found without reading them all.
+// Connections never change application or user, so only CreateConnection writes it.
+const bConnectionsByApp = "connections_by_app"
+
+func connectionIndexKey(c *platform.Connection) []byte {
+	return []byte(c.AppID + "/" + c.UserID + "/" + c.ID)
+}
+
+// ConnectionsOfAppUser lists the connections of an application to one end user, whatever
+// their state, in id order.
+func (db *DB) ConnectionsOfAppUser(ctx context.Context, appID, userID string) ([]*platform.Connection, error) {
+	if err := ctxErr(ctx); err != nil {
+		return nil, err
+	}
+	var out []*platform.Connection
+	prefix := []byte(appID + "/" + userID + "/")
+	err := db.view(func(tx *bolt.Tx) error {
+		idx := tx.Bucket([]byte(bConnectionsByApp))
+		if idx == nil {
+			return nil
+		}
+		cur := idx.Cursor()
+		for k, _ := cur.Seek(prefix); k != nil && prefixed(k, prefix); k, _ = cur.Next() {
+			var c platform.Connection
+			if err := getJSON(tx, bConnections, string(k[len(prefix):]), &c, platform.ErrNotFound); err != nil {
+				return err
+			}
+			out = append(out, &c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// buildConnectionIndex makes bConnectionsByApp from the stored connections, once.
+func (db *DB) buildConnectionIndex() error {
+	return db.update(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(bConnectionsByApp)) != nil {
+			return nil
+		}
+		idx, err := tx.CreateBucket([]byte(bConnectionsByApp))
+		if err != nil {
+			return err
+		}
+		b := tx.Bucket([]byte(bConnections))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var c platform.Connection
+			if err := jsonUnmarshal(v, &c); err != nil {
+				return err
+			}
+			return idx.Put(connectionIndexKey(&c), nil)
+		})
+	})
+}
