@@ -249,6 +249,13 @@ func (e *Engine) Cancel(ctx context.Context, tenant, executionID string) error {
 	return nil
 }
 
+// Running returns how many executions this engine is running now.
+func (e *Engine) Running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
+}
+
 // Wait blocks until every running execution has ended (for shutdown and tests).
 func (e *Engine) Wait() { e.wg.Wait() }
 

@@ -244,7 +244,7 @@ func New(cfg Config) (*Server, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
-	ix.vlt, ix.manifests = vlt, s.manifests
+	ix.vlt, ix.manifests, ix.feed = vlt, s.manifests, db.VaultChanges()
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
 	if s.usage, err = newUsageMeter(s); err != nil {
 		db.Close()
@@ -264,6 +264,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.engine = execute.New(execStore{s}, engineSources{s}, engineVault{s}, finisher{s}, execute.Options{Now: cfg.Now, Logger: cfg.Logger,
 		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send})
+	ix.busy = func() bool { return s.engine.Running() > 0 }
 	hooksCtx, stopHooks := context.WithCancel(context.Background())
 	if s.webhooks, err = s.newWebhooks(hooksCtx); err != nil {
 		stopHooks()

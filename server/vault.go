@@ -91,7 +91,9 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	if err != nil {
 		return execute.VaultRef{}, fmt.Errorf("vault event: %w", err)
 	}
-	extras = append(extras, pe.extra)
+	// The manifest's transaction announces the object to the search index (the vault's
+	// commit left that to it, as the object names a manifest): it is indexed once, complete.
+	extras = append(extras, pe.extra, s.db.VaultChanges().Extra(tenant, obj.ID))
 	err = s.manifests.UpsertBatched(ctx, tenant, o.GetAssetId(), func() (*svcv1.Manifest, error) { return proto.Clone(fresh).(*svcv1.Manifest), nil },
 		func(m *svcv1.Manifest) error {
 			return manifest.Apply(m, &manifest.Update{ExecutionID: a.ExecutionID, At: s.cfg.Now().UTC(), Observed: &observed,
@@ -101,8 +103,6 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
-	// The search index was told of the object when the vault committed it, which can be before
-	// this manifest (the source's dates, the message's headers) was stored: tell it again.
 	if s.search != nil {
 		s.search.changed(ctx, tenant, obj)
 	}
