@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"os"
 	"slices"
@@ -108,12 +109,41 @@ func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
 	return out, err
 }
 
-func (x execStore) Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
-	return x.s.plans.get(ctx, tenant, id)
+func (x execStore) PlanHeader(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+	return x.s.plans.header(ctx, tenant, id)
 }
 
+// PlanObjects yields the plan's chunks as stored, or, for a plan stored whole (before plans
+// were split), its objects in chunks of the same size.
+func (x execStore) PlanObjects(ctx context.Context, tenant, id string) iter.Seq2[[]*svcv1.PlanObject, error] {
+	return func(yield func([]*svcv1.PlanObject, error) bool) {
+		h, err := x.s.plans.header(ctx, tenant, id)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for objs := h.GetObjects(); len(objs) > 0; {
+			n := min(planChunk, len(objs))
+			if !yield(objs[:n], nil) {
+				return
+			}
+			objs = objs[n:]
+		}
+		if len(h.GetObjects()) > 0 {
+			return
+		}
+		for objs, err := range x.s.plans.objects(ctx, tenant, id) {
+			if !yield(objs, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// UpdatePlan changes the plan's header only: the engine changes its state, never its objects,
+// and reading them all for that would cost a large plan's size in memory.
 func (x execStore) UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error {
-	return x.s.plans.updateWith(ctx, tenant, id, fn)
+	return x.s.plans.headers.Update(ctx, tenant, id, fn)
 }
 
 // Record appends an execution's group of transitions in one transaction, group-committed with
@@ -149,6 +179,19 @@ func crashPoint() {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}
+}
+
+// ScanJournal decodes an execution's journal entry by entry, in one read transaction.
+func (x execStore) ScanJournal(ctx context.Context, tenant, exeID string, fn func(execute.Transition) error) error {
+	i := 0
+	return x.s.db.ScanLog(ctx, journalLog, tenant+"/"+exeID, func(b []byte) error {
+		var t execute.Transition
+		if err := json.Unmarshal(b, &t); err != nil {
+			return fmt.Errorf("journal entry %d: %w", i, err)
+		}
+		i++
+		return fn(t)
+	})
 }
 
 func (x execStore) Journal(ctx context.Context, tenant, exeID string) ([]execute.Transition, error) {
