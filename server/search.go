@@ -61,7 +61,7 @@ type vaultIndex struct {
 // an offline command).
 const (
 	indexGather   = time.Second
-	indexMaxDefer = 30 * time.Second
+	indexMaxDefer = 10 * time.Minute
 	indexBatch    = 1024
 	indexPoll     = 30 * time.Second
 )

@@ -94,8 +94,8 @@ func BenchmarkCleanup(b *testing.B) {
 		b.Logf("peak RSS (VmHWM, with the store's mapped file): server %.1f MiB, plugins %.1f MiB; CPU during the execution: server %v (%.0f us/message), plugins %v (%.0f us/message)",
 			float64(run.rssServer)/(1<<20), float64(run.rssPlugins)/(1<<20), run.cpuServer.Round(time.Millisecond),
 			float64(run.cpuServer.Microseconds())/float64(n), run.cpuPlugins.Round(time.Millisecond), float64(run.cpuPlugins.Microseconds())/float64(n))
-		b.Logf("after the receipt the server worked %v more (the search index catching up): CPU %v (%.0f us/message)",
-			run.after.Round(100*time.Millisecond), run.cpuAfter.Round(time.Millisecond), float64(run.cpuAfter.Microseconds())/float64(n))
+		b.Logf("after the receipt the server worked %v more (the search index catching up): CPU %v (%.0f us/message), peak anonymous RSS %.1f MiB",
+			run.after.Round(100*time.Millisecond), run.cpuAfter.Round(time.Millisecond), float64(run.cpuAfter.Microseconds())/float64(n), float64(run.anonAfter)/(1<<20))
 		if res["restic"] > 0 {
 			b.Logf("svc / restic = %.2f (target >= 0.5); svc = %.0f messages/s (target >= 2,000)", res["svc"]/res["restic"], res["svc"])
 			b.ReportMetric(res["svc"]/res["restic"], "svc/restic")
@@ -300,6 +300,7 @@ type cleanupRun struct {
 	// after is how long the server kept working after the receipt (the search index catching
 	// up), and cpuAfter its CPU time then.
 	after, cpuAfter time.Duration
+	anonAfter       int64 // the server's peak anonymous RSS then
 	// anonServer and anonPlugins are the highest anonymous RSS (heap, stacks: not the store's
 	// memory-mapped file) seen while the execution ran, sampled every 250 ms.
 	anonServer, anonPlugins int64
@@ -465,7 +466,9 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 	}
 	var peakServer, peakPlugins int64
 	var profiling sync.WaitGroup
-	if profDir != "" {
+	// SVC_BENCH_PROFILE_AT=after profiles the server's work after the receipt instead.
+	profileAfter := os.Getenv("SVC_BENCH_PROFILE_AT") == "after"
+	if profDir != "" && !profileAfter {
 		profiling.Go(func() { profile(tb, profDir, debugAddr) })
 	}
 	for x.ReceiptID == nil {
@@ -479,6 +482,9 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 	}
 	run.execute = time.Since(t0)
 	profiling.Wait()
+	if profDir != "" && profileAfter {
+		profiling.Go(func() { profile(tb, profDir, debugAddr) })
+	}
 	cpu1s, cpu1p := groupCPU(cmd.Process.Pid)
 	run.cpuServer, run.cpuPlugins = cpu1s-cpu0s, cpu1p-cpu0p
 	// What the server still does once the receipt is out, mostly indexing the vaulted
@@ -486,7 +492,11 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 	// core over a second.
 	t1, prev := time.Now(), cpu1s
 	for time.Since(t1) < 10*time.Minute {
-		time.Sleep(time.Second)
+		for range 4 {
+			time.Sleep(250 * time.Millisecond)
+			s, _ := groupRSS(cmd.Process.Pid, "RssAnon:")
+			run.anonAfter = max(run.anonAfter, s)
+		}
 		now, _ := groupCPU(cmd.Process.Pid)
 		if now-prev < 50*time.Millisecond {
 			run.after = time.Since(t1) - time.Second
@@ -495,6 +505,7 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 		}
 		prev = now
 	}
+	profiling.Wait()
 	peakServer, peakPlugins = groupRSS(cmd.Process.Pid, "VmHWM:")
 	run.rssServer, run.rssPlugins = peakServer, peakPlugins
 	run.failed = x.Failed
