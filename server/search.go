@@ -123,12 +123,15 @@ func (ix *vaultIndex) drain(stop, ctx context.Context) {
 		ix.mu.Lock()
 		after := ix.applied
 		ix.mu.Unlock()
-		batch, _, err := ix.feed.Read(ctx, after, indexBatch)
+		batch, last, err := ix.feed.Read(ctx, after, indexBatch)
 		if err != nil {
 			ix.log.Error("search index: read the vault's change feed", "err", err)
 			return
 		}
 		if len(batch) == 0 {
+			// Nothing is left up to the feed's last sequence number (entries applied by an
+			// earlier process were deleted, and their numbers are not reused).
+			ix.advance(last)
 			return
 		}
 		upTo := batch[len(batch)-1].Seq
@@ -136,12 +139,20 @@ func (ix *vaultIndex) drain(stop, ctx context.Context) {
 		if err := ix.feed.Ack(ctx, upTo); err != nil {
 			ix.log.Error("search index: acknowledge the vault's change feed", "err", err)
 		}
-		ix.mu.Lock()
-		ix.applied = upTo
-		close(ix.progress)
-		ix.progress = make(chan struct{})
-		ix.mu.Unlock()
+		ix.advance(upTo)
 	}
+}
+
+// advance records that the feed is applied up to seq and wakes the searches waiting for it.
+func (ix *vaultIndex) advance(seq uint64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if seq <= ix.applied {
+		return
+	}
+	ix.applied = seq
+	close(ix.progress)
+	ix.progress = make(chan struct{})
 }
 
 // apply indexes or removes the objects of a batch of feed entries.
