@@ -8,7 +8,7 @@ import (
 
 // The embedding package reaches neither the hosted edge nor a storage engine in its own
 // files: no HTTP, no Connect, no server, no bbolt (bbolt comes only through the store it
-// opens by default, svc.dev/svc/store, behind the storage seam). The seam package itself
+// opens by default, svc.dev/svc/internal/store, behind the storage seam). The seam package itself
 // depends on no store at all.
 func TestDependencies(t *testing.T) {
 	list := func(args ...string) []string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -115,12 +116,20 @@ func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
 	return out, err
 }
 
-func (x execStore) Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
-	return x.c.store.Plans().Get(ctx, tenant, id)
+func (x execStore) PlanHeader(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+	return x.c.store.Plans().Header(ctx, tenant, id)
 }
 
+// PlanObjects yields the plan's chunks as stored, or, for a plan stored whole (before plans
+// were split), its objects in chunks of the same size.
+func (x execStore) PlanObjects(ctx context.Context, tenant, id string) iter.Seq2[[]*svcv1.PlanObject, error] {
+	return x.c.store.Plans().Objects(ctx, tenant, id)
+}
+
+// UpdatePlan changes the plan's header only: the engine changes its state, never its objects,
+// and reading them all for that would cost a large plan's size in memory.
 func (x execStore) UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error {
-	return x.c.store.Plans().Update(ctx, tenant, id, fn)
+	return x.c.store.Plans().UpdateHeader(ctx, tenant, id, fn)
 }
 
 // Record appends an execution's group of transitions in one transaction, group-committed with
@@ -158,8 +167,17 @@ func crashPoint() {
 	}
 }
 
-func (x execStore) Journal(ctx context.Context, tenant, exeID string) ([]execute.Transition, error) {
-	return x.c.journal(ctx, tenant, exeID)
+// ScanJournal decodes an execution's journal entry by entry, in one read.
+func (x execStore) ScanJournal(ctx context.Context, tenant, exeID string, fn func(execute.Transition) error) error {
+	i := 0
+	return x.c.store.Journal().Scan(ctx, tenant, exeID, func(b []byte) error {
+		var t execute.Transition
+		if err := json.Unmarshal(b, &t); err != nil {
+			return fmt.Errorf("journal entry %d: %w", i, err)
+		}
+		i++
+		return fn(t)
+	})
 }
 
 func (c *core) journal(ctx context.Context, tenant, exeID string) ([]execute.Transition, error) {
@@ -259,12 +277,13 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 			return manifest.Apply(m, &manifest.Update{ExecutionID: a.ExecutionID, At: c.now().UTC(), Observed: &observed,
 				Vault: &manifest.Vault{VaultObjectID: obj.ID, StorageKey: obj.StorageKey(), SHA256: obj.SHA256.String(), SizeBytes: obj.SizeBytes,
 					CommittedAt: obj.CommittedAt, VerifiedAt: obj.VerifiedAt}})
-		}, pe.write)
+		}, pe.write, c.store.VaultChanged(tenant, obj.ID))
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
-	// The search index was told of the object when the vault committed it, which can be before
-	// this manifest (the source's dates, the message's headers) was stored: tell it again.
+	// The manifest's transaction announced the object to the search index (the vault's commit
+	// left that to it, as the object names a manifest), so it is indexed once, complete; the
+	// hook only wakes the indexer.
 	if c.opts.OnVaultChange != nil {
 		c.opts.OnVaultChange(ctx, tenant, obj)
 	}

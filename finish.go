@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -30,7 +31,8 @@ var _ execute.Finisher = finisher{}
 // receiptID is the id of the receipt an execution ends with.
 func receiptID(executionID string) string { return "rcp_" + strings.TrimPrefix(executionID, "exe_") }
 
-func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Execution, p *svcv1.Plan, journal []execute.Transition) (execute.Receipt, error) {
+func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Execution, p *svcv1.Plan, objects iter.Seq2[[]*svcv1.PlanObject, error],
+	journal func(func(execute.Transition) error) error) (execute.Receipt, error) {
 	c := f.c
 	rid := receiptID(x.GetId())
 	s, err := c.scope(tenantRef)
@@ -55,11 +57,24 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 		in.StartedAt = in.FinishedAt
 	}
 	in.Errors = x.GetErrors()
-	in.Objects = receiptObjects(p, journal)
+	outcomes, err := assetOutcomes(journal)
+	if err != nil {
+		return execute.Receipt{}, err
+	}
 	// Manifests record the destination writes before the receipt exists: a finish repeated
 	// after a crash stops at the stored receipt.
-	if err := c.recordDestinations(ctx, tenantRef, x.GetId(), p, journal); err != nil {
-		return execute.Receipt{}, err
+	for objs, err := range objects {
+		if err != nil {
+			return execute.Receipt{}, err
+		}
+		for _, o := range objs {
+			a := outcomes[o.GetAssetId()]
+			if err := c.recordDestination(ctx, tenantRef, x.GetId(), p, o, a); err != nil {
+				return execute.Receipt{}, err
+			}
+			in.Objects = append(in.Objects, receiptObject(o, a))
+			delete(outcomes, o.GetAssetId())
+		}
 	}
 	for _, o := range in.Objects {
 		if o.Restorable {
@@ -125,102 +140,100 @@ func (s *Scope) endEvents(ctx context.Context, x *svcv1.Execution, p *svcv1.Plan
 	return out, err
 }
 
-// receiptObjects turns each asset's journal into what the receipt says of it.
-func receiptObjects(p *svcv1.Plan, journal []execute.Transition) []receipt.Object {
-	type acc struct {
-		vault, removed, restored *execute.Transition
-		last                     execute.Transition
-	}
-	by := map[string]*acc{}
-	for i := range journal {
-		t := &journal[i]
-		a := by[t.AssetID]
-		if a == nil {
-			a = &acc{}
-			by[t.AssetID] = a
-		}
-		a.last = *t
-		switch t.To {
-		case svcv1.StepState_STEP_STATE_VAULT_COMMITTED:
-			a.vault = t
-		case svcv1.StepState_STEP_STATE_SOURCE_TRASHED_OR_REMOVED:
-			a.removed = t
-		case svcv1.StepState_STEP_STATE_RESTORED:
-			a.restored = t
-		}
-	}
-	var out []receipt.Object
-	for _, o := range p.GetObjects() {
-		a := by[o.GetAssetId()]
-		ro := receipt.Object{AssetID: o.GetAssetId(), ProviderObjectID: o.GetProviderObjectId(), Actions: o.GetActions(), Bytes: o.GetExpectedSizeBytes()}
-		if a == nil {
-			ro.Status, ro.Error = receipt.Skipped, "not processed"
-			out = append(out, ro)
-			continue
-		}
-		if a.vault != nil {
-			ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Bytes = true, a.vault.VaultID, a.vault.VaultSHA256, a.vault.Bytes
-			ro.Restorable = true
-		}
-		if a.restored != nil { // written to a destination (copy, move) or restored
-			ro.Transferred, ro.ProviderResultID, ro.Bytes = true, a.restored.ResultID, a.restored.Bytes
-			if a.restored.VaultID != "" {
-				ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Restorable = true, a.restored.VaultID, a.restored.VaultSHA256, true
-			}
-		}
-		if a.removed != nil { // its result id is what an untrash needs
-			ro.Removed, ro.ProviderResultID = true, a.removed.ResultID
-			ro.Restorable = ro.Restorable || a.removed.Restorable
-		}
-		last := a.last.To
-		switch {
-		case last == svcv1.StepState_STEP_STATE_EXCLUDED || (last == svcv1.StepState_STEP_STATE_SKIPPED && !ro.Preserved):
-			ro.Status, ro.Error = receipt.Skipped, cmp.Or(a.last.Error, "skipped")
-		case last == svcv1.StepState_STEP_STATE_SKIPPED || (last == svcv1.StepState_STEP_STATE_FAILED && ro.Preserved):
-			ro.Status, ro.Error = receipt.Partial, cmp.Or(a.last.Error, "not completed")
-		case last == svcv1.StepState_STEP_STATE_FAILED:
-			ro.Status, ro.Error = receipt.Failed, cmp.Or(a.last.Error, "failed")
-		default:
-			ro.Status = receipt.Completed
-		}
-		out = append(out, ro)
-	}
-	return out
+// assetOutcome is what an execution's journal says of one asset, as the receipt and the manifests
+// need it: its latest state, and the transitions that preserved, removed or wrote it, without
+// the rest of its journal.
+type assetOutcome struct {
+	last                     svcv1.StepState
+	err                      string
+	vault, removed, restored *execute.Transition
 }
 
-// recordDestinations adds every verified write to a destination (copy, move, restore) to the
-// asset's manifest: a destinations entry and its copied_to, moved_to or restored_to edge. An
-// asset copied without a vault copy gets its manifest here.
-func (c *core) recordDestinations(ctx context.Context, tenant, exeID string, p *svcv1.Plan, journal []execute.Transition) error {
-	objs := make(map[string]*svcv1.PlanObject, len(p.GetObjects()))
-	for _, o := range p.GetObjects() {
-		objs[o.GetAssetId()] = o
+// assetOutcomes reads an execution's journal once and keeps each asset's outcome.
+func assetOutcomes(journal func(func(execute.Transition) error) error) (map[string]*assetOutcome, error) {
+	by := map[string]*assetOutcome{}
+	err := journal(func(t execute.Transition) error {
+		a := by[t.AssetID]
+		if a == nil {
+			a = &assetOutcome{}
+			by[t.AssetID] = a
+		}
+		a.last, a.err = t.To, t.Error
+		switch t.To {
+		case svcv1.StepState_STEP_STATE_VAULT_COMMITTED:
+			a.vault = &t
+		case svcv1.StepState_STEP_STATE_SOURCE_TRASHED_OR_REMOVED:
+			a.removed = &t
+		case svcv1.StepState_STEP_STATE_RESTORED:
+			a.restored = &t
+		}
+		return nil
+	})
+	return by, err
+}
+
+// receiptObject is what the receipt says of a plan object, from its outcome (nil: the journal
+// never mentions it).
+func receiptObject(o *svcv1.PlanObject, a *assetOutcome) receipt.Object {
+	ro := receipt.Object{AssetID: o.GetAssetId(), ProviderObjectID: o.GetProviderObjectId(), Actions: o.GetActions(), Bytes: o.GetExpectedSizeBytes()}
+	if a == nil {
+		ro.Status, ro.Error = receipt.Skipped, "not processed"
+		return ro
 	}
-	for _, t := range journal {
-		o := objs[t.AssetID]
-		if t.To != svcv1.StepState_STEP_STATE_RESTORED || o == nil {
-			continue
+	if a.vault != nil {
+		ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Bytes = true, a.vault.VaultID, a.vault.VaultSHA256, a.vault.Bytes
+		ro.Restorable = true
+	}
+	if a.restored != nil { // written to a destination (copy, move) or restored
+		ro.Transferred, ro.ProviderResultID, ro.Bytes = true, a.restored.ResultID, a.restored.Bytes
+		if a.restored.VaultID != "" {
+			ro.Preserved, ro.VaultObjectID, ro.VaultSHA256, ro.Restorable = true, a.restored.VaultID, a.restored.VaultSHA256, true
 		}
-		d := manifest.Destination{DestinationID: o.GetSourceId(), Provider: o.GetProvider(), ObjectID: t.ResultID, Path: t.Path,
-			Mode: svcv1.DestinationMode_DESTINATION_MODE_RESTORE, WrittenAt: t.At, Verified: true}
-		if dst := p.GetDestination(); dst != nil {
-			d.DestinationID, d.Provider, d.Lossiness = dst.GetDestinationId(), dst.GetProvider(), dst.GetKnownLossiness()
-		}
-		switch {
-		case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_MOVE):
-			d.Mode = svcv1.DestinationMode_DESTINATION_MODE_MOVE
-		case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_COPY):
-			d.Mode = svcv1.DestinationMode_DESTINATION_MODE_COPY
-		}
-		if _, err := c.assetManifest(ctx, tenant, o, providers.Object{ID: o.GetProviderObjectId(), SizeBytes: o.GetExpectedSizeBytes()}); err != nil {
-			return err
-		}
-		err := c.store.Manifests().Update(ctx, tenant, t.AssetID, func(m *svcv1.Manifest) error {
-			return manifest.Apply(m, &manifest.Update{ExecutionID: exeID, At: t.At, Destinations: []manifest.Destination{d}})
-		})
-		if err != nil {
-			return fmt.Errorf("manifest of %s: %w", t.AssetID, err)
-		}
+	}
+	if a.removed != nil { // its result id is what an untrash needs
+		ro.Removed, ro.ProviderResultID = true, a.removed.ResultID
+		ro.Restorable = ro.Restorable || a.removed.Restorable
+	}
+	switch last := a.last; {
+	case last == svcv1.StepState_STEP_STATE_EXCLUDED || (last == svcv1.StepState_STEP_STATE_SKIPPED && !ro.Preserved):
+		ro.Status, ro.Error = receipt.Skipped, cmp.Or(a.err, "skipped")
+	case last == svcv1.StepState_STEP_STATE_SKIPPED || (last == svcv1.StepState_STEP_STATE_FAILED && ro.Preserved):
+		ro.Status, ro.Error = receipt.Partial, cmp.Or(a.err, "not completed")
+	case last == svcv1.StepState_STEP_STATE_FAILED:
+		ro.Status, ro.Error = receipt.Failed, cmp.Or(a.err, "failed")
+	default:
+		ro.Status = receipt.Completed
+	}
+	return ro
+}
+
+// recordDestination adds an asset's verified write to a destination (copy, move, restore), if
+// it had one, to its manifest: a destinations entry and its copied_to, moved_to or
+// restored_to edge. An asset copied without a vault copy gets its manifest here.
+func (c *core) recordDestination(ctx context.Context, tenant, exeID string, p *svcv1.Plan, o *svcv1.PlanObject, a *assetOutcome) error {
+	if a == nil || a.restored == nil {
+		return nil
+	}
+	t := a.restored
+	d := manifest.Destination{DestinationID: o.GetSourceId(), Provider: o.GetProvider(), ObjectID: t.ResultID, Path: t.Path,
+		Mode: svcv1.DestinationMode_DESTINATION_MODE_RESTORE, WrittenAt: t.At, Verified: true}
+	if dst := p.GetDestination(); dst != nil {
+		d.DestinationID, d.Provider, d.Lossiness = dst.GetDestinationId(), dst.GetProvider(), dst.GetKnownLossiness()
+	}
+	switch {
+	case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_MOVE):
+		d.Mode = svcv1.DestinationMode_DESTINATION_MODE_MOVE
+	case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_COPY):
+		d.Mode = svcv1.DestinationMode_DESTINATION_MODE_COPY
+	}
+	if _, err := c.assetManifest(ctx, tenant, o, providers.Object{ID: o.GetProviderObjectId(), SizeBytes: o.GetExpectedSizeBytes()}); err != nil {
+		return err
+	}
+	err := c.store.Manifests().Update(ctx, tenant, t.AssetID, func(m *svcv1.Manifest) error {
+		return manifest.Apply(m, &manifest.Update{ExecutionID: exeID, At: t.At, Destinations: []manifest.Destination{d}})
+	})
+	if err != nil {
+		return fmt.Errorf("manifest of %s: %w", t.AssetID, err)
 	}
 	return nil
 }

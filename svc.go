@@ -234,6 +234,10 @@ func (sv *Instance) Resume(ctx context.Context) error { return sv.core.engine.Re
 // stopped by Shutdown).
 func (sv *Instance) WaitExecutions() { sv.core.engine.Wait() }
 
+// RunningExecutions returns how many executions run now (background work such as indexing
+// defers to them).
+func (sv *Instance) RunningExecutions() int { return sv.core.engine.Running() }
+
 // Shutdown stops running executions where they are (they resume at the next Open), without
 // closing anything else.
 func (sv *Instance) Shutdown() { sv.core.engine.Shutdown() }

@@ -20,34 +20,32 @@ type counts struct {
 	errors                                           []string
 }
 
-// count derives the counters from the journal: the latest state of every asset decides
-// whether it completed, failed or was skipped; bytes come from the commit and trash steps.
-func count(p *svcv1.Plan, journal []Transition) counts {
-	t := newTally()
-	for _, tr := range journal {
-		t.add(tr)
-	}
-	return t.counts(p)
-}
-
-// tally is what count needs of a journal, kept as transitions are recorded, so that a running
-// execution's counters are known without reading its journal back.
+// tally is what the counters need of a journal, kept as transitions are recorded (and read
+// once when an execution resumes), so that they are known without reading the journal back:
+// each asset's latest state, small, and the byte totals. It never holds the plan.
 type tally struct {
 	latest                                         map[string]last
 	preserved                                      int64
 	bytesPreserved, bytesRemoved, bytesTransferred int64
 }
 
-// last is an asset's latest state (and why, when it failed).
+// last is an asset's latest state, whether the asset has nothing left to do in it (done,
+// known once the asset's plan object was seen), and why it failed.
 type last struct {
 	to    svcv1.StepState
+	done  bool
 	error string
 }
 
 func newTally() *tally { return &tally{latest: map[string]last{}} }
 
-func (tl *tally) add(t Transition) {
+// add counts t; o is its plan object, or nil when it is not at hand (a journal read back on
+// resume: the asset's done flag is then set when its object is seen, see see).
+func (tl *tally) add(t Transition, o *svcv1.PlanObject) {
 	l := last{to: t.To}
+	if o != nil {
+		l.done = done(o, t.To)
+	}
 	if t.To == failed {
 		l.error = t.Error
 	}
@@ -63,32 +61,52 @@ func (tl *tally) add(t Transition) {
 	}
 }
 
-func (tl *tally) counts(p *svcv1.Plan) counts {
-	c := counts{preserved: tl.preserved, bytesPreserved: tl.bytesPreserved, bytesRemoved: tl.bytesRemoved, bytesTransferred: tl.bytesTransferred}
-	latest := tl.latest
-	for _, o := range p.GetObjects() {
-		t, ok := latest[o.GetAssetId()]
-		if !ok || t.to == excluded {
-			continue
-		}
-		if t.to == skipped {
-			// Not attempted, as receipts count: skipped objects were not acted on (a copy
-			// vaulted before the skip stays, and the receipt says so).
-			c.skipped++
-			continue
-		}
-		c.attempted++
-		switch {
-		case t.to == failed:
-			c.failed++
-			if len(c.errors) < MaxErrors {
-				c.errors = append(c.errors, o.GetAssetId()+": "+t.error)
-			}
-		case done(o, t.to):
-			c.completed++
-		}
+// see notes an asset's plan object and returns its latest state.
+func (tl *tally) see(o *svcv1.PlanObject) (last, bool) {
+	l, ok := tl.latest[o.GetAssetId()]
+	if ok && !l.done && done(o, l.to) {
+		l.done = true
+		tl.latest[o.GetAssetId()] = l
+	}
+	return l, ok
+}
+
+// counts returns the counters of what was recorded so far, for an execution in progress
+// (without errors: those are listed at the end, in plan order).
+func (tl *tally) counts() counts {
+	c := tl.totals()
+	for _, l := range tl.latest {
+		c.add(l, "")
 	}
 	return c
+}
+
+func (tl *tally) totals() counts {
+	return counts{preserved: tl.preserved, bytesPreserved: tl.bytesPreserved, bytesRemoved: tl.bytesRemoved, bytesTransferred: tl.bytesTransferred}
+}
+
+// add counts one asset in its latest state l: excluded assets are not counted, skipped ones
+// are skipped (not attempted, as receipts count: a copy vaulted before the skip stays, and
+// the receipt says so), the others attempted, and completed when done or failed. The first
+// MaxErrors failures are listed, with the asset.
+func (c *counts) add(l last, assetID string) {
+	switch l.to {
+	case excluded:
+		return
+	case skipped:
+		c.skipped++
+		return
+	}
+	c.attempted++
+	switch {
+	case l.to == failed:
+		c.failed++
+		if assetID != "" && len(c.errors) < MaxErrors {
+			c.errors = append(c.errors, assetID+": "+l.error)
+		}
+	case l.done:
+		c.completed++
+	}
 }
 
 func (c counts) apply(x *svcv1.Execution) {
@@ -96,11 +114,8 @@ func (c counts) apply(x *svcv1.Execution) {
 	x.BytesPreserved, x.BytesRemoved, x.BytesTransferred = c.bytesPreserved, c.bytesRemoved, c.bytesTransferred
 }
 
-// steps renders the journal as the Execution's steps, the most recent MaxSteps.
+// steps renders transitions as the Execution's steps.
 func steps(journal []Transition) []*svcv1.ExecutionStep {
-	if len(journal) > MaxSteps {
-		journal = journal[len(journal)-MaxSteps:]
-	}
 	out := make([]*svcv1.ExecutionStep, len(journal))
 	for i, t := range journal {
 		s := &svcv1.ExecutionStep{AssetId: t.AssetID, Step: t.Step, Status: t.Status, At: timestamppb.New(t.At)}
@@ -109,6 +124,26 @@ func steps(journal []Transition) []*svcv1.ExecutionStep {
 		out[i] = s
 	}
 	return out
+}
+
+// recent keeps the last MaxSteps transitions of a journal, in order.
+type recent struct {
+	buf  []Transition
+	next int // where the next one goes once buf is full
+}
+
+func (rc *recent) add(t Transition) {
+	if len(rc.buf) < MaxSteps {
+		rc.buf = append(rc.buf, t)
+		return
+	}
+	rc.buf[rc.next] = t
+	rc.next = (rc.next + 1) % MaxSteps
+}
+
+// list returns the transitions kept, oldest first.
+func (rc *recent) list() []Transition {
+	return append(append([]Transition(nil), rc.buf[rc.next:]...), rc.buf[:rc.next]...)
 }
 
 // status is the terminal status these counts give an execution.

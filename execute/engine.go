@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"sync"
 	"time"
@@ -64,14 +65,21 @@ type Store interface {
 	EndExecution(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error) error
 	// Unfinished lists the executions that are queued or running, as tenant and id.
 	Unfinished(ctx context.Context) ([][2]string, error)
-	Plan(ctx context.Context, tenant, id string) (*svcv1.Plan, error)
-	// UpdatePlan applies fn to the stored plan atomically.
+	// PlanHeader returns a plan without its objects (a store may include them; the engine
+	// reads them through PlanObjects).
+	PlanHeader(ctx context.Context, tenant, id string) (*svcv1.Plan, error)
+	// PlanObjects yields a plan's objects in order, a chunk at a time, so that an execution of
+	// any size holds one chunk of its plan, not all of it.
+	PlanObjects(ctx context.Context, tenant, id string) iter.Seq2[[]*svcv1.PlanObject, error]
+	// UpdatePlan applies fn to the stored plan atomically; fn changes only the header (the
+	// plan's state), and the plan it is given may be without its objects.
 	UpdatePlan(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error) error
 	// Record appends transitions, in order, to an execution's journal, and returns once they
 	// are durable. After a crash the journal holds a prefix of what was appended.
 	Record(ctx context.Context, tenant, executionID string, ts ...Transition) error
-	// Journal returns an execution's transitions in order.
-	Journal(ctx context.Context, tenant, executionID string) ([]Transition, error)
+	// ScanJournal calls fn with an execution's transitions in order, reading them as it goes;
+	// it stops at fn's first error and returns it. fn must not call the store.
+	ScanJournal(ctx context.Context, tenant, executionID string, fn func(Transition) error) error
 }
 
 // Sources opens the provider behind a source of a tenant, with the source's reference at it.
@@ -108,10 +116,14 @@ type VaultRef struct {
 
 // Finisher makes an execution's receipt: it builds, signs and stores it (and updates the
 // assets' manifests), and returns its id and finishedAt. e carries the terminal status the
-// execution is about to get. It is called once per execution, and again when a crash came
-// before the execution recorded its end: it must then return the receipt already made.
+// execution is about to get; p is the plan's header (without objects); objects yields the
+// plan's objects a chunk at a time and journal scans the execution's transitions in order
+// (fn must not call the store), so that neither need be held whole. It is called once per
+// execution, and again when a crash came before the execution recorded its end: it must then
+// return the receipt already made.
 type Finisher interface {
-	Finish(ctx context.Context, tenant string, e *svcv1.Execution, p *svcv1.Plan, journal []Transition) (Receipt, error)
+	Finish(ctx context.Context, tenant string, e *svcv1.Execution, p *svcv1.Plan, objects iter.Seq2[[]*svcv1.PlanObject, error],
+		journal func(fn func(Transition) error) error) (Receipt, error)
 }
 
 // Receipt is what a Finisher made: the receipt's id and the finishedAt it records, which
@@ -247,6 +259,13 @@ func (e *Engine) Cancel(ctx context.Context, tenant, executionID string) error {
 		cancel(context.Canceled)
 	}
 	return nil
+}
+
+// Running returns how many executions this engine is running now.
+func (e *Engine) Running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
 }
 
 // Wait blocks until every running execution has ended (for shutdown and tests).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -122,10 +123,40 @@ func (m *memStore) Unfinished(context.Context) ([][2]string, error) {
 	return out, nil
 }
 
-func (m *memStore) Plan(_ context.Context, _, id string) (*svcv1.Plan, error) {
+func (m *memStore) PlanHeader(_ context.Context, _, id string) (*svcv1.Plan, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return proto.Clone(m.plans[id]).(*svcv1.Plan), nil
+	p := proto.Clone(m.plans[id]).(*svcv1.Plan)
+	p.Objects = nil
+	return p, nil
+}
+
+// memChunk is how many objects a chunk of PlanObjects holds: small, so that tests cross chunks.
+const memChunk = 3
+
+func (m *memStore) PlanObjects(_ context.Context, _, id string) iter.Seq2[[]*svcv1.PlanObject, error] {
+	return func(yield func([]*svcv1.PlanObject, error) bool) {
+		m.mu.Lock()
+		objs := proto.Clone(m.plans[id]).(*svcv1.Plan).GetObjects()
+		m.mu.Unlock()
+		for len(objs) > 0 {
+			n := min(memChunk, len(objs))
+			if !yield(objs[:n], nil) {
+				return
+			}
+			objs = objs[n:]
+		}
+	}
+}
+
+func (m *memStore) ScanJournal(ctx context.Context, tenant, exe string, fn func(execute.Transition) error) error {
+	j, _ := m.Journal(ctx, tenant, exe)
+	for _, t := range j {
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (m *memStore) UpdatePlan(_ context.Context, _, id string, fn func(*svcv1.Plan) error) error {
@@ -323,7 +354,8 @@ type countingFinisher struct {
 	last  *svcv1.Execution
 }
 
-func (f *countingFinisher) Finish(_ context.Context, _ string, x *svcv1.Execution, _ *svcv1.Plan, _ []execute.Transition) (execute.Receipt, error) {
+func (f *countingFinisher) Finish(_ context.Context, _ string, x *svcv1.Execution, _ *svcv1.Plan, _ iter.Seq2[[]*svcv1.PlanObject, error],
+	_ func(func(execute.Transition) error) error) (execute.Receipt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++

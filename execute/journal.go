@@ -34,6 +34,7 @@ type journal struct {
 	err       error
 	closed    bool
 	writerEnd chan struct{}
+	recent    recent // the last MaxSteps transitions appended, for the Execution's steps
 }
 
 func newJournal(store Store, tenant, exeID string) *journal {
@@ -57,6 +58,7 @@ func (j *journal) append(t Transition, durable bool) error {
 		return errJournalClosed
 	}
 	j.pending = append(j.pending, t)
+	j.recent.add(t)
 	j.recorded++
 	seq := j.recorded
 	j.cond.Broadcast()
@@ -67,6 +69,13 @@ func (j *journal) append(t Transition, durable bool) error {
 		j.cond.Wait()
 	}
 	return j.err
+}
+
+// steps returns the last MaxSteps transitions appended (with those read back on resume).
+func (j *journal) steps() []Transition {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.recent.list()
 }
 
 // flush returns once every transition recorded so far is durable.

@@ -86,27 +86,27 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	if err != nil {
 		return err
 	}
-	p, err := e.store.Plan(ctx, tenant, x.GetPlanId())
+	p, err := e.store.PlanHeader(ctx, tenant, x.GetPlanId())
 	if err != nil {
 		return err
 	}
-	journal, err := e.store.Journal(ctx, tenant, exeID)
-	if err != nil {
-		return err
-	}
-	latest := map[string]Transition{}
-	for _, t := range journal {
-		latest[t.AssetID] = t
-	}
+	p.Objects = nil // read chunk by chunk (PlanObjects), never held whole
 	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
 
 	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(),
 		journal: newJournal(e.store, tenant, exeID)}
 	defer r.journal.close()
-	for _, t := range journal {
-		r.tally.add(t)
+	// A resumed execution: each asset's latest transition, to continue from, and the counters.
+	resume := map[string]Transition{}
+	err = e.store.ScanJournal(ctx, tenant, exeID, func(t Transition) error {
+		resume[t.AssetID] = t
+		r.tally.add(t, nil)
+		r.journal.recent.add(t)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	journal = nil
 	if !cancelled {
 		work := make(chan *svcv1.PlanObject)
 		mem := newBudget(e.opts.InFlightBytes)
@@ -116,87 +116,109 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 			go func() {
 				defer wg.Done()
 				for o := range work {
-					r.asset(ctx, o, latest[o.GetAssetId()])
+					r.asset(ctx, o, resume[o.GetAssetId()]) // read only while workers run
 					mem.release(inFlightBytes(o))
 				}
 			}()
 		}
 		stopProgress := r.progress(ctx)
-	feed:
-		for _, o := range p.GetObjects() {
-			if t, ok := latest[o.GetAssetId()]; ok && done(o, t.To) {
+		err := r.feed(ctx, work, mem)
+		close(work)
+		wg.Wait()
+		stopProgress()
+		if err != nil {
+			return err
+		}
+		if errors.Is(context.Cause(ctx), errShutdown) {
+			return r.journal.close() // resumes on the next start
+		}
+		cancelled = ctx.Err() != nil
+	}
+	resume = nil
+	return e.finishRun(context.WithoutCancel(ctx), r, cancelled)
+}
+
+// feed hands the plan's objects that have something left to do to the workers, reading the
+// plan a chunk at a time, within the memory budget of assets in flight.
+func (r *runner) feed(ctx context.Context, work chan<- *svcv1.PlanObject, mem *budget) error {
+	for objs, err := range r.e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		for _, o := range objs {
+			r.mu.Lock()
+			l, ok := r.tally.see(o)
+			r.mu.Unlock()
+			if ok && l.done {
 				continue
 			}
 			for !mem.tryAcquire(inFlightBytes(o)) {
 				select {
 				case <-mem.freed:
 				case <-ctx.Done():
-					break feed
+					return nil
 				}
 			}
 			select {
 			case work <- o:
 			case <-ctx.Done():
 				mem.release(inFlightBytes(o))
-				break feed
+				return nil
 			}
 		}
-		close(work)
-		wg.Wait()
-		stopProgress()
-		if errors.Is(context.Cause(ctx), errShutdown) {
-			return r.journal.close() // resumes on the next start
-		}
-		cancelled = ctx.Err() != nil
 	}
-	return e.finishRun(context.WithoutCancel(ctx), r, cancelled)
+	return nil
 }
 
 // finishRun skips what a cancel left undone, sets the counters, status and plan state, and has
-// the receipt made.
+// the receipt made. It reads the plan a chunk at a time and never reads the journal whole:
+// what it needs of the journal was kept as it was recorded (tally, the recent steps).
 func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error {
 	if err := r.journal.flush(); err != nil {
 		return err
 	}
-	journal, err := e.store.Journal(ctx, r.tenant, r.exeID)
-	if err != nil {
-		return err
+	reason := "the execution ended before this asset was processed"
+	if cancelled {
+		reason = "cancelled before this asset was processed"
 	}
-	latest := map[string]Transition{}
-	for _, t := range journal {
-		latest[t.AssetID] = t
-	}
-	for _, o := range r.plan.GetObjects() {
-		t, ok := latest[o.GetAssetId()]
-		if ok && done(o, t.To) {
-			continue
-		}
-		from := discovered
-		if ok {
-			from = t.To
-		}
-		reason := "the execution ended before this asset was processed"
-		if cancelled {
-			reason = "cancelled before this asset was processed"
-		}
-		if err := r.record(o, Transition{From: from, To: skipped, Step: "skip", Status: "skipped", Error: reason}); err != nil {
+	c := r.tally.totals()
+	for objs, err := range e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()) {
+		if err != nil {
 			return err
+		}
+		for _, o := range objs {
+			r.mu.Lock()
+			l, ok := r.tally.see(o)
+			r.mu.Unlock()
+			if !ok || !l.done {
+				from := discovered
+				if ok {
+					from = l.to
+				}
+				if err := r.record(o, Transition{From: from, To: skipped, Step: "skip", Status: "skipped", Error: reason}); err != nil {
+					return err
+				}
+				r.mu.Lock()
+				l, _ = r.tally.see(o)
+				r.mu.Unlock()
+			}
+			c.add(l, o.GetAssetId())
 		}
 	}
 	if err := r.journal.flush(); err != nil {
 		return err
 	}
-	if journal, err = e.store.Journal(ctx, r.tenant, r.exeID); err != nil {
-		return err
-	}
-	c := count(r.plan, journal)
+	recent := r.journal.steps()
 	// The counters and steps are stored now; the terminal status only with the receipt
 	// (EndExecution), so that no one ever sees an execution ended without its receipt, and a
 	// crash before the end resumes here (the execution is still running) to the same receipt.
 	var x *svcv1.Execution
-	err = e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
+	err := e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
 		c.apply(stored)
-		stored.Steps = steps(journal)
+		stored.Steps = steps(recent)
 		stored.UpdatedAt = timestamppb.New(e.now())
 		x = proto.Clone(stored).(*svcv1.Execution)
 		return nil
@@ -206,7 +228,7 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 	}
 	end := func(x *svcv1.Execution) {
 		c.apply(x)
-		x.Steps = steps(journal)
+		x.Steps = steps(recent)
 		x.Status = c.status(cancelled)
 		x.Errors = append(x.Errors, c.errors...)
 	}
@@ -224,13 +246,19 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		if plan.Final(p.GetState()) {
 			return nil // a resumed finish: already done
 		}
-		r.plan = p
-		return plan.Transition(p, final)
+		if err := plan.Transition(p, final); err != nil {
+			return err
+		}
+		r.plan = proto.Clone(p).(*svcv1.Plan)
+		r.plan.Objects = nil
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	rc, err := e.finish.Finish(ctx, r.tenant, x, r.plan, journal)
+	objects := e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId())
+	journal := func(fn func(Transition) error) error { return e.store.ScanJournal(ctx, r.tenant, r.exeID, fn) }
+	rc, err := e.finish.Finish(ctx, r.tenant, x, r.plan, objects, journal)
 	if err != nil {
 		return fmt.Errorf("receipt: %w", err)
 	}
@@ -271,7 +299,7 @@ func (r *runner) record(o *svcv1.PlanObject, t Transition) error {
 		return err
 	}
 	r.mu.Lock()
-	r.tally.add(t)
+	r.tally.add(t, o)
 	r.mu.Unlock()
 	return nil
 }
@@ -299,7 +327,7 @@ func (r *runner) progress(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 				r.mu.Lock()
-				c := r.tally.counts(r.plan)
+				c := r.tally.counts()
 				r.mu.Unlock()
 				r.e.store.UpdateExecution(ctx, r.tenant, r.exeID, func(x *svcv1.Execution) error {
 					c.apply(x)

@@ -58,6 +58,10 @@ type Store interface {
 	VaultMeta() VaultMeta
 	// Apply stores writes on their own, in one transaction.
 	Apply(ctx context.Context, writes ...Write) error
+	// VaultChanged is the Write that tells what is derived from the vault (the search index)
+	// that a vault object changed, in the transaction of the change: a store that keeps such
+	// a feed appends to it; one that keeps none may make it a no-op.
+	VaultChanged(tenant, objectID string) Write
 	Close() error
 }
 
@@ -85,6 +89,10 @@ type Plans interface {
 	// Update applies fn to the whole stored plan and stores its header, with also, in one
 	// transaction; the plan fn changed keeps its objects after Update returns.
 	Update(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...Write) error
+	// UpdateHeader applies fn to the plan's header (its objects may be absent) and stores it,
+	// with also, in one transaction; a plan's objects never change, so a state change need
+	// not read them.
+	UpdateHeader(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...Write) error
 	// Scan calls fn with each of the tenant's plan headers, newest first, until it returns false.
 	Scan(ctx context.Context, tenant string, fn func(*svcv1.Plan) bool) error
 }
@@ -109,6 +117,10 @@ type Journal interface {
 	Append(ctx context.Context, tenant, executionID string, entries [][]byte) error
 	// Read returns an execution's entries in the order they were appended.
 	Read(ctx context.Context, tenant, executionID string) ([][]byte, error)
+	// Scan calls fn with an execution's entries in the order they were appended, without
+	// holding them all; it stops at fn's first error and returns it. An entry is valid only
+	// during the call, and fn must not call the store.
+	Scan(ctx context.Context, tenant, executionID string, fn func(entry []byte) error) error
 }
 
 // Sources keeps connected sources and, apart, their configurations (sealed by the caller:

@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,11 +89,14 @@ func BenchmarkCleanup(b *testing.B) {
 		row("svc clean-up (execute to receipt)", res["svc"])
 		b.Logf("svc plan of the mailbox: %v (%.0f messages/s); execution: %v; %d trashed, %d preserved only, %d failed",
 			run.plan.Round(time.Millisecond), float64(n)/run.plan.Seconds(), run.execute.Round(time.Millisecond), run.trashed, run.kept, run.failed)
-		b.Logf("peak anonymous RSS during the execution (sampled every 250 ms): server %.1f MiB, plugins %.1f MiB", float64(run.anonServer)/(1<<20), float64(run.anonPlugins)/(1<<20))
+		b.Logf("anonymous RSS when the execution started: server %.1f MiB, plugins %.1f MiB; peak during the execution (sampled every 250 ms): server %.1f MiB, plugins %.1f MiB",
+			float64(run.anonStartServer)/(1<<20), float64(run.anonStartPlugins)/(1<<20), float64(run.anonServer)/(1<<20), float64(run.anonPlugins)/(1<<20))
 		b.ReportMetric(float64(run.anonServer)/(1<<20), "server-peak-anon-MiB")
 		b.Logf("peak RSS (VmHWM, with the store's mapped file): server %.1f MiB, plugins %.1f MiB; CPU during the execution: server %v (%.0f us/message), plugins %v (%.0f us/message)",
 			float64(run.rssServer)/(1<<20), float64(run.rssPlugins)/(1<<20), run.cpuServer.Round(time.Millisecond),
 			float64(run.cpuServer.Microseconds())/float64(n), run.cpuPlugins.Round(time.Millisecond), float64(run.cpuPlugins.Microseconds())/float64(n))
+		b.Logf("after the receipt the server worked %v more (the search index catching up): CPU %v (%.0f us/message), peak anonymous RSS %.1f MiB",
+			run.after.Round(100*time.Millisecond), run.cpuAfter.Round(time.Millisecond), float64(run.cpuAfter.Microseconds())/float64(n), float64(run.anonAfter)/(1<<20))
 		if res["restic"] > 0 {
 			b.Logf("svc / restic = %.2f (target >= 0.5); svc = %.0f messages/s (target >= 2,000)", res["svc"]/res["restic"], res["svc"])
 			b.ReportMetric(res["svc"]/res["restic"], "svc/restic")
@@ -292,17 +298,33 @@ type cleanupRun struct {
 	trashed, kept, failed int
 	rssServer, rssPlugins int64
 	cpuServer, cpuPlugins time.Duration // user + system time during the execution
+	// after is how long the server kept working after the receipt (the search index catching
+	// up), and cpuAfter its CPU time then.
+	after, cpuAfter time.Duration
+	anonAfter       int64 // the server's peak anonymous RSS then
 	// anonServer and anonPlugins are the highest anonymous RSS (heap, stacks: not the store's
 	// memory-mapped file) seen while the execution ran, sampled every 250 ms.
 	anonServer, anonPlugins int64
+	// anonStartServer and anonStartPlugins are the anonymous RSS when the execution started
+	// (what planning left: the Go runtime returns freed memory to the system slowly).
+	anonStartServer, anonStartPlugins int64
 }
 
 // runCleanup runs svc serve --dev on the Maildir, plans a clean-up of it, authorizes it and
 // times its execution to the receipt.
 func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 	tb.Helper()
-	cmd := exec.Command(bin, "serve", "--dev", "--dev-source", "vendor_d_local:"+root, "--addr", "127.0.0.1:0", "--data", data)
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+home)
+	args := []string{"serve", "--dev", "--dev-source", "vendor_d_local:" + root, "--addr", "127.0.0.1:0", "--data", data}
+	env := append(os.Environ(), "XDG_DATA_HOME="+home)
+	profDir := os.Getenv("SVC_BENCH_PROFILE")
+	var debugAddr string
+	if profDir != "" {
+		debugAddr = freeLoopbackAddr(tb)
+		args = append(args, "--debug-addr", debugAddr)
+		env = append(env, "SVC_PLUGIN_DEBUG_DIR="+profDir)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -442,11 +464,18 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 		Status    string  `json:"status"`
 	}
 	cpu0s, cpu0p := groupCPU(cmd.Process.Pid)
+	run.anonStartServer, run.anonStartPlugins = groupRSS(cmd.Process.Pid, "RssAnon:")
 	t0 = time.Now()
 	if st := call("POST", "/v1/plans/"+p.PlanID+"/execute", "", &x); st != 202 {
 		fail("execute: %d", st)
 	}
 	var peakServer, peakPlugins int64
+	var profiling sync.WaitGroup
+	// SVC_BENCH_PROFILE_AT=after profiles the server's work after the receipt instead.
+	profileAfter := os.Getenv("SVC_BENCH_PROFILE_AT") == "after"
+	if profDir != "" && !profileAfter {
+		profiling.Go(func() { profile(tb, profDir, debugAddr) })
+	}
 	for x.ReceiptID == nil {
 		time.Sleep(250 * time.Millisecond) // as often as svc apply polls by default
 		s, o := groupRSS(cmd.Process.Pid, "RssAnon:")
@@ -457,8 +486,31 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 		}
 	}
 	run.execute = time.Since(t0)
+	profiling.Wait()
+	if profDir != "" && profileAfter {
+		profiling.Go(func() { profile(tb, profDir, debugAddr) })
+	}
 	cpu1s, cpu1p := groupCPU(cmd.Process.Pid)
 	run.cpuServer, run.cpuPlugins = cpu1s-cpu0s, cpu1p-cpu0p
+	// What the server still does once the receipt is out, mostly indexing the vaulted
+	// messages for search (deferred while the execution ran): until it uses less than 5% of a
+	// core over a second.
+	t1, prev := time.Now(), cpu1s
+	for time.Since(t1) < 10*time.Minute {
+		for range 4 {
+			time.Sleep(250 * time.Millisecond)
+			s, _ := groupRSS(cmd.Process.Pid, "RssAnon:")
+			run.anonAfter = max(run.anonAfter, s)
+		}
+		now, _ := groupCPU(cmd.Process.Pid)
+		if now-prev < 50*time.Millisecond {
+			run.after = time.Since(t1) - time.Second
+			run.cpuAfter = now - cpu1s
+			break
+		}
+		prev = now
+	}
+	profiling.Wait()
 	peakServer, peakPlugins = groupRSS(cmd.Process.Pid, "VmHWM:")
 	run.rssServer, run.rssPlugins = peakServer, peakPlugins
 	run.failed = x.Failed
@@ -557,4 +609,56 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+func freeLoopbackAddr(tb testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// profile takes CPU profiles of the server (its --debug-addr) and of every plugin process
+// that wrote its debug address to dir (SVC_PLUGIN_DEBUG_DIR), for SVC_BENCH_PROFILE_SECONDS
+// (default 10) starting one second into the execution, then heap profiles of each, into dir.
+func profile(tb testing.TB, dir, server string) {
+	secs := 10
+	if v, err := strconv.Atoi(os.Getenv("SVC_BENCH_PROFILE_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	time.Sleep(time.Second)
+	targets := map[string]string{"server": server}
+	addrs, _ := filepath.Glob(filepath.Join(dir, "plugin-*.addr"))
+	for _, a := range addrs {
+		raw, err := os.ReadFile(a)
+		if err == nil {
+			targets[strings.TrimSuffix(filepath.Base(a), ".addr")] = string(raw)
+		}
+	}
+	get := func(name, addr, path, file string) {
+		res, err := http.Get("http://" + addr + path)
+		if err != nil {
+			tb.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer res.Body.Close()
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			tb.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer f.Close()
+		io.Copy(f, res.Body)
+	}
+	var wg sync.WaitGroup
+	for name, addr := range targets {
+		wg.Go(func() {
+			get(name, addr, "/debug/pprof/profile?seconds="+strconv.Itoa(secs), name+".cpu.pprof")
+			get(name, addr, "/debug/pprof/heap", name+".heap.pprof")
+		})
+	}
+	wg.Wait()
+	tb.Logf("profiles of %v written to %s", slices.Sorted(maps.Keys(targets)), dir)
 }

@@ -26,117 +26,185 @@ import (
 	"svc.dev/svc/vault/search"
 )
 
-// vaultIndex keeps the search index in step with the vault: the vault tells it of every
-// commit, tiering and deletion (vault.Options.OnChange), and a worker (run) indexes or removes
-// the objects in batches, off the commit path (a bleve batch is made durable before it
-// returns: one per change would cost a commit tens of milliseconds). A search first waits for
-// the changes told before it (sync), so it sees what was committed before it was asked. The
-// index is derived data: an update that fails is logged, and the index job (ReindexVault)
-// rebuilds it from the vault.
+// vaultIndex keeps the search index in step with the vault from the vault's durable change
+// feed (store.VaultChanges): every commit, tier move and deletion, and every manifest stored
+// for a preserved asset, writes an entry in its own transaction, so a crash cannot leave the
+// index behind what was stored. A background worker (run) reads the feed in order, indexes or
+// removes the objects in large bleve batches, off the execution's path, then deletes the
+// entries it applied; an entry applied twice (a crash in between) is harmless. A search first
+// waits until every entry written before it was applied (sync), so it sees what was committed
+// before it was asked. The index is derived data: an update that fails is logged, and the
+// index job (ReindexVault) rebuilds it from the vault.
 type vaultIndex struct {
 	index *search.Index
 	log   interface{ Error(string, ...any) }
 
-	// vlt and manifests are set once the server is made; the vault changes nothing before.
+	// vlt, manifests and feed are set once the server is made; the vault changes nothing
+	// before.
 	vlt       *vault.Vault
 	manifests *store.Collection[*svcv1.Manifest]
+	feed      *store.VaultChanges
 
 	mu       sync.Mutex
-	queue    []indexChange
-	told     uint64        // changes told so far
-	applied  uint64        // changes applied (or given up on) so far
+	applied  uint64        // the feed's entries up to this sequence number are applied
 	progress chan struct{} // closed and replaced when applied moves
-	wake     chan struct{}
+	wake     chan struct{} // something was written to the feed
+	hurry    chan struct{} // a search waits: apply now, without gathering a larger batch
+	busy     func() bool   // reports whether an execution runs (the worker then defers)
 }
 
-type indexChange struct {
-	tenant string
-	obj    vault.Object
-}
+// Indexing pace. After it is woken, the worker gathers entries for indexGather, and longer
+// while an execution runs (busy), up to indexMaxDefer: indexing is CPU-heavy (word analysis,
+// segment building and merging) and would take it from the clean-up; the entries wait in the
+// feed, durable. A search does not wait for either (hurry). It then applies up to indexBatch
+// entries per bleve batch: larger batches make fewer segments to merge, but hold more in
+// memory while they are analysed. indexPoll picks up entries nobody woke it for (written by
+// an offline command).
+const (
+	indexGather   = time.Second
+	indexMaxDefer = 10 * time.Minute
+	indexBatch    = 1024
+	indexPoll     = 30 * time.Second
+)
 
-// changed is vault.Options.OnChange: it queues the change for the worker.
-func (ix *vaultIndex) changed(_ context.Context, tenant string, o vault.Object) {
-	ix.mu.Lock()
-	ix.queue = append(ix.queue, indexChange{tenant, o})
-	ix.told++
-	ix.mu.Unlock()
+// changed is vault.Options.OnChange: the change is in the feed already; it wakes the worker.
+func (ix *vaultIndex) changed(context.Context, string, vault.Object) { ix.poke(ix.wake) }
+
+func (ix *vaultIndex) poke(ch chan struct{}) {
 	select {
-	case ix.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-// run applies queued changes until ctx ends, then applies what is left.
+// run applies the feed until ctx ends. What is left then stays in the feed for the next start.
 func (ix *vaultIndex) run(ctx context.Context) {
+	work := context.WithoutCancel(ctx)
+	poll := time.NewTicker(indexPoll)
+	defer poll.Stop()
+	ix.drain(ctx, work) // what a previous process left
 	for {
 		select {
 		case <-ix.wake:
-			ix.drain(context.WithoutCancel(ctx))
+			ix.hold(ctx)
+		case <-ix.hurry:
+		case <-poll.C:
 		case <-ctx.Done():
-			ix.drain(context.WithoutCancel(ctx))
 			return
 		}
+		ix.drain(ctx, work)
 	}
 }
 
-// drain applies every queued change: per tenant, one batch of documents and one of removals;
-// an object changed twice is indexed as it was last.
-func (ix *vaultIndex) drain(ctx context.Context) {
+// hold waits before a drain: indexGather, and while an execution runs up to indexMaxDefer,
+// unless a search hurries it.
+func (ix *vaultIndex) hold(ctx context.Context) {
+	start := time.Now()
+	tick := time.NewTicker(indexGather)
+	defer tick.Stop()
 	for {
-		ix.mu.Lock()
-		batch, upTo := ix.queue, ix.told
-		ix.queue = nil
-		ix.mu.Unlock()
-		if len(batch) == 0 {
+		select {
+		case <-ix.hurry:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if ix.busy == nil || !ix.busy() || time.Since(start) >= indexMaxDefer {
 			return
 		}
-		last := map[string]indexChange{} // by tenant and object
-		var order []string
-		for _, c := range batch {
-			k := c.tenant + "\x00" + c.obj.ID
-			if _, ok := last[k]; !ok {
-				order = append(order, k)
-			}
-			last[k] = c
-		}
-		puts, removes := map[string][]search.Doc{}, map[string][]string{}
-		for _, k := range order {
-			c := last[k]
-			switch c.obj.State {
-			case vault.StateCommitted, vault.StateCold:
-				d, err := ix.doc(ctx, c.tenant, c.obj)
-				if err != nil {
-					ix.log.Error("search index: read vault object", "tenant", c.tenant, "vault_object_id", c.obj.ID, "err", err)
-					continue
-				}
-				puts[c.tenant] = append(puts[c.tenant], d)
-			case vault.StateDeleting, vault.StateDeleted:
-				removes[c.tenant] = append(removes[c.tenant], c.obj.ID)
-			}
-		}
-		for tenant, docs := range puts {
-			if err := ix.index.Put(ctx, tenant, docs...); err != nil {
-				ix.log.Error("search index update", "tenant", tenant, "objects", len(docs), "err", err)
-			}
-		}
-		for tenant, ids := range removes {
-			if err := ix.index.Remove(ctx, tenant, ids...); err != nil {
-				ix.log.Error("search index update", "tenant", tenant, "objects", len(ids), "err", err)
-			}
-		}
-		ix.mu.Lock()
-		ix.applied = upTo
-		close(ix.progress)
-		ix.progress = make(chan struct{})
-		ix.mu.Unlock()
 	}
 }
 
-// sync waits until every change told before it was applied.
-func (ix *vaultIndex) sync(ctx context.Context) error {
+// drain applies the feed's entries until none is left (or stop ends): per batch and tenant,
+// one bleve batch of documents and one of removals; an object named twice is indexed once, as
+// it is now.
+func (ix *vaultIndex) drain(stop, ctx context.Context) {
+	for stop.Err() == nil {
+		ix.mu.Lock()
+		after := ix.applied
+		ix.mu.Unlock()
+		batch, last, err := ix.feed.Read(ctx, after, indexBatch)
+		if err != nil {
+			ix.log.Error("search index: read the vault's change feed", "err", err)
+			return
+		}
+		if len(batch) == 0 {
+			// Nothing is left up to the feed's last sequence number (entries applied by an
+			// earlier process were deleted, and their numbers are not reused).
+			ix.advance(last)
+			return
+		}
+		upTo := batch[len(batch)-1].Seq
+		ix.apply(ctx, batch)
+		if err := ix.feed.Ack(ctx, upTo); err != nil {
+			ix.log.Error("search index: acknowledge the vault's change feed", "err", err)
+		}
+		ix.advance(upTo)
+	}
+}
+
+// advance records that the feed is applied up to seq and wakes the searches waiting for it.
+func (ix *vaultIndex) advance(seq uint64) {
 	ix.mu.Lock()
-	target := ix.told
-	ix.mu.Unlock()
+	defer ix.mu.Unlock()
+	if seq <= ix.applied {
+		return
+	}
+	ix.applied = seq
+	close(ix.progress)
+	ix.progress = make(chan struct{})
+}
+
+// apply indexes or removes the objects of a batch of feed entries.
+func (ix *vaultIndex) apply(ctx context.Context, batch []store.VaultChange) {
+	seen := map[[2]string]bool{}
+	puts, removes := map[string][]search.Doc{}, map[string][]string{}
+	for _, c := range batch {
+		k := [2]string{c.Tenant, c.ObjectID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		o, err := ix.vlt.Get(ctx, c.Tenant, c.ObjectID)
+		switch {
+		case errors.Is(err, vault.ErrNotFound):
+			removes[c.Tenant] = append(removes[c.Tenant], c.ObjectID)
+			continue
+		case err != nil:
+			ix.log.Error("search index: read vault object", "tenant", c.Tenant, "vault_object_id", c.ObjectID, "err", err)
+			continue
+		}
+		switch o.State {
+		case vault.StateCommitted, vault.StateCold:
+			d, err := ix.doc(ctx, c.Tenant, o)
+			if err != nil {
+				ix.log.Error("search index: read vault object", "tenant", c.Tenant, "vault_object_id", o.ID, "err", err)
+				continue
+			}
+			puts[c.Tenant] = append(puts[c.Tenant], d)
+		case vault.StateDeleting, vault.StateDeleted:
+			removes[c.Tenant] = append(removes[c.Tenant], o.ID)
+		}
+	}
+	for tenant, docs := range puts {
+		if err := ix.index.Put(ctx, tenant, docs...); err != nil {
+			ix.log.Error("search index update", "tenant", tenant, "objects", len(docs), "err", err)
+		}
+	}
+	for tenant, ids := range removes {
+		if err := ix.index.Remove(ctx, tenant, ids...); err != nil {
+			ix.log.Error("search index update", "tenant", tenant, "objects", len(ids), "err", err)
+		}
+	}
+}
+
+// sync waits until every entry written to the feed before it was applied.
+func (ix *vaultIndex) sync(ctx context.Context) error {
+	target, err := ix.feed.Last(ctx)
+	if err != nil {
+		return err
+	}
 	for {
 		ix.mu.Lock()
 		done, ch := ix.applied >= target, ix.progress
@@ -144,6 +212,7 @@ func (ix *vaultIndex) sync(ctx context.Context) error {
 		if done {
 			return nil
 		}
+		ix.poke(ix.hurry)
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -483,7 +552,7 @@ func ReindexDataDir(ctx context.Context, dataDir string, be VaultBackends, tenan
 		return nil, err
 	}
 	defer vlt.Close()
-	ix.vlt, ix.manifests = vlt, store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} })
+	ix.vlt, ix.manifests, ix.feed = vlt, store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }), db.VaultChanges()
 	tenants := []string{tenant}
 	if tenant == "" {
 		if tenants, err = db.VaultMeta().Tenants(ctx); err != nil {
@@ -504,7 +573,7 @@ func openSearch(dataDir string) (*vaultIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &vaultIndex{index: idx, log: discardLog{}, progress: make(chan struct{}), wake: make(chan struct{}, 1)}, nil
+	return &vaultIndex{index: idx, log: discardLog{}, progress: make(chan struct{}), wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}, nil
 }
 
 type discardLog struct{}

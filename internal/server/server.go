@@ -244,7 +244,8 @@ func New(cfg Config) (*Server, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
-	ix.vlt, ix.manifests = vlt, s.manifests
+	ix.vlt, ix.manifests, ix.feed = vlt, s.manifests, db.VaultChanges()
+	ix.busy = func() bool { return core.RunningExecutions() > 0 }
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
 	if s.usage, err = newUsageMeter(s); err != nil {
 		core.Close()

@@ -52,6 +52,29 @@ func (db *DB) ReadLog(ctx context.Context, name, stream string) ([][]byte, error
 	return out, err
 }
 
+// ScanLog calls fn with the values of a stream in the order they were appended, in one read
+// transaction, without holding them all; it stops at fn's first error and returns it. The value
+// is only valid during the call, and fn must not call the store (a transaction is open).
+func (db *DB) ScanLog(ctx context.Context, name, stream string, fn func(value []byte) error) error {
+	prefix := []byte(stream + "/")
+	return db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("log_" + name))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && prefixed(k, prefix); k, v = c.Next() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			if err := fn(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // ScanAll calls fn with the tenant, id and resource of every resource of the collection, in
 // every tenant, until fn returns false.
 func (c *Collection[T]) ScanAll(ctx context.Context, fn func(tenant, id string, m T) bool) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -139,9 +140,23 @@ func (ps *Plans) FillSmall(ctx context.Context, tenant string, plans []*svcv1.Pl
 	return true, nil
 }
 
-// Objects yields a plan's objects chunk by chunk, each read in its own short transaction.
+// Objects yields a plan's objects chunk by chunk, each read in its own short transaction; a
+// plan stored whole (before plans were split) yields its objects in chunks of the same size.
 func (ps *Plans) Objects(ctx context.Context, tenant, planID string) iter.Seq2[[]*svcv1.PlanObject, error] {
 	return func(yield func([]*svcv1.PlanObject, error) bool) {
+		h, err := ps.headers.Get(ctx, tenant, planID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if len(h.Objects) > 0 {
+			for objs := range slices.Chunk(h.Objects, planChunk) {
+				if !yield(objs, nil) {
+					return
+				}
+			}
+			return
+		}
 		for i := 0; ; i++ {
 			c, err := ps.chunks.Get(ctx, tenant, chunkID(planID, i))
 			if errors.Is(err, ErrNotFound) {
@@ -193,6 +208,16 @@ func (ps *Plans) Page(ctx context.Context, tenant string, h *svcv1.Plan, start, 
 // Update applies fn to the whole stored plan and stores its header, with also, in one
 // transaction. The objects are read before the transaction (they never change); fn runs on
 // the plan with them, and the plan it changed keeps them after Update returns.
+// UpdateHeader applies fn to the stored header (a plan stored whole, from before plans were
+// split, comes with its objects) and stores it, with also, in one transaction.
+func (ps *Plans) UpdateHeader(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...storage.Write) error {
+	extras, err := extrasOf(also)
+	if err != nil {
+		return err
+	}
+	return ps.headers.UpdateWith(ctx, tenant, id, fn, extras...)
+}
+
 func (ps *Plans) Update(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...storage.Write) error {
 	extras, err := extrasOf(also)
 	if err != nil {

@@ -118,6 +118,12 @@ func (s *Seam) VaultMeta() storage.VaultMeta { return s.db.VaultMeta() }
 // PlanStore is the concrete plan store, for the server's streamed responses and lists.
 func (s *Seam) PlanStore() *Plans { return s.plans }
 
+// VaultChanged is the vault change feed's entry for the object (VaultChanges), which the
+// hosted server's search index drains.
+func (s *Seam) VaultChanged(tenant, objectID string) storage.Write {
+	return s.db.VaultChanges().Extra(tenant, objectID)
+}
+
 // Apply stores writes on their own, in one transaction.
 func (s *Seam) Apply(ctx context.Context, writes ...storage.Write) error {
 	extras, err := extrasOf(writes)
@@ -161,6 +167,10 @@ func (j seamJournal) Append(ctx context.Context, tenant, exeID string, entries [
 
 func (j seamJournal) Read(ctx context.Context, tenant, exeID string) ([][]byte, error) {
 	return j.db.ReadLog(ctx, journalLog, tenant+"/"+exeID)
+}
+
+func (j seamJournal) Scan(ctx context.Context, tenant, exeID string, fn func([]byte) error) error {
+	return j.db.ScanLog(ctx, journalLog, tenant+"/"+exeID, fn)
 }
 
 type seamSources struct {

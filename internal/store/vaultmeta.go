@@ -171,9 +171,29 @@ func (t *metaTx) Object(id string) (vault.Object, error) {
 	return o, t.get(bVaultObjects, id, &o)
 }
 
+// PutObject stores o and, when the change matters to what is derived from the vault (it
+// becomes or stops being searchable), announces it in the vault's change feed in the same
+// transaction (VaultChanges).
 func (t *metaTx) PutObject(o vault.Object) error {
+	var prev *vault.Object
+	if b := t.tx.Bucket([]byte(bVaultObjects)); b != nil {
+		if data := b.Get(t.key(o.ID)); data != nil {
+			var p struct {
+				State vault.State `json:"state"`
+			}
+			if err := json.Unmarshal(data, &p); err != nil {
+				return fmt.Errorf("vault object %s: %w", o.ID, err)
+			}
+			prev = &vault.Object{State: p.State}
+		}
+	}
 	if err := t.put(bVaultObjects, o.ID, o); err != nil {
 		return err
+	}
+	if announced(prev, o) {
+		if err := logChange(t.tx, t.tenant, o.ID); err != nil {
+			return err
+		}
 	}
 	return indexOwner(t.tx, t.tenant, o.ID)
 }

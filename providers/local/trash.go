@@ -43,11 +43,19 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 	if err != nil {
 		return providers.ActionResult{}, err
 	}
-	o, err := p.object(req.ObjectID, e)
-	if err != nil {
-		return providers.ActionResult{}, err
+	// A file's or a Maildir message's version is its file's (fileVersion): checking it needs
+	// no parse of the message, which a trash of a large mailbox would repeat per message.
+	version := ""
+	if e.kind == 'x' {
+		o, err := p.object(req.ObjectID, e)
+		if err != nil {
+			return providers.ActionResult{}, err
+		}
+		version = o.Version
+	} else {
+		version = fileVersion(e.fi)
 	}
-	if err := checkVersion(req.ObjectID, req.ExpectedVersion, o); err != nil {
+	if err := checkVersion(req.ObjectID, req.ExpectedVersion, providers.Object{Version: version}); err != nil {
 		return providers.ActionResult{}, err
 	}
 	switch e.kind {

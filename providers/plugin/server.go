@@ -344,8 +344,15 @@ func (s *server) Fetch(req *pluginpb.FetchRequest, stream grpc.ServerStreamingSe
 	if lane != nil {
 		return lane.send(stream.Context(), req.GetContentLane().GetTransfer(), c.Body)
 	}
-	// One buffer serves the whole stream: Send marshals before returning.
-	buf := make([]byte, chunkSize)
+	// One buffer serves the whole stream: Send marshals before returning. It is no larger
+	// than the object (plus one byte, to see its end in one read) when its size is known: a
+	// mailbox's messages are a few KiB, and a chunk-sized buffer per fetch was most of what a
+	// plugin allocated during a clean-up.
+	size := chunkSize
+	if n := c.Object.SizeBytes; n >= 0 && n < chunkSize {
+		size = int(n) + 1
+	}
+	buf := make([]byte, size)
 	msg := &pluginpb.FetchResponse{}
 	chunk := &pluginpb.FetchResponse_Chunk{}
 	msg.Part = chunk

@@ -1,12 +1,16 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
 	"svc.dev/svc/providers"
@@ -122,5 +126,56 @@ func badDescription() providers.Description {
 		OperationClasses: []providers.OperationClass{providers.Discover},
 		ObjectKinds:      []providers.Kind{providers.KindFile},
 		MarkerKinds:      []providers.MarkerKind{providers.MarkerNone},
+	}
+}
+
+// smallProvider serves one small object.
+type smallProvider struct {
+	stubProvider
+	data []byte
+}
+
+func (p smallProvider) List(context.Context, providers.ListRequest) (providers.Page, error) {
+	return providers.Page{}, nil
+}
+
+func (p smallProvider) Fetch(context.Context, providers.FetchRequest) (*providers.Content, error) {
+	return &providers.Content{Object: providers.Object{ID: "m", Kind: providers.KindMessage, SizeBytes: int64(len(p.data))},
+		Body: io.NopCloser(bytes.NewReader(p.data))}, nil
+}
+
+// fetchStream collects what a Fetch sends.
+type fetchStream struct {
+	grpc.ServerStream
+	got []byte
+}
+
+func (f *fetchStream) Context() context.Context { return context.Background() }
+func (f *fetchStream) Send(m *pluginpb.FetchResponse) error {
+	f.got = append(f.got, m.GetChunk()...)
+	return nil
+}
+
+// A fetch sent in messages allocates a buffer the size of a small object, not a whole chunk:
+// a clean-up fetches hundreds of thousands of messages of a few KiB.
+func TestFetchOfASmallObjectAllocatesLittle(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 500)
+	s := newServer(providers.Description{}, nil)
+	s.instances[1] = smallProvider{data: data}
+	const n = 50
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		st := &fetchStream{}
+		if err := s.Fetch(&pluginpb.FetchRequest{InstanceId: 1, ObjectId: "m"}, st); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(st.got, data) {
+			t.Fatalf("fetched %d bytes, want %d", len(st.got), len(data))
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > chunkSize/4 {
+		t.Fatalf("%d bytes allocated per fetch of a %d-byte object", per, len(data))
 	}
 }

@@ -138,6 +138,12 @@ func (m *Memory) Apply(_ context.Context, ws ...storage.Write) error {
 	return m.change(ws, func() error { return nil })
 }
 
+// VaultChanged is a no-op: the in-memory store keeps no change feed (nothing derived from
+// the vault, like the hosted server's search index, runs on it).
+func (m *Memory) VaultChanged(tenant, objectID string) storage.Write {
+	return memWrite{m: m, apply: func() error { return nil }}
+}
+
 // Plans are stored whole; a header is a plan without its objects.
 func (m *Memory) Plans() storage.Plans { return memPlans{m} }
 
@@ -240,6 +246,10 @@ func (x memPlans) Update(_ context.Context, tenant, id string, fn func(*svcv1.Pl
 	})
 }
 
+func (x memPlans) UpdateHeader(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...storage.Write) error {
+	return x.Update(ctx, tenant, id, fn, also...)
+}
+
 func (x memPlans) Scan(_ context.Context, tenant string, fn func(*svcv1.Plan) bool) error {
 	x.m.mu.Lock()
 	defer x.m.mu.Unlock()
@@ -317,6 +327,19 @@ func (j memJournal) Read(_ context.Context, tenant, exeID string) ([][]byte, err
 	j.m.mu.Lock()
 	defer j.m.mu.Unlock()
 	return slices.Clone(j.m.journal[tenant+"/"+exeID]), nil
+}
+
+func (j memJournal) Scan(ctx context.Context, tenant, exeID string, fn func([]byte) error) error {
+	entries, err := j.Read(ctx, tenant, exeID)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type memSources struct{ m *Memory }

@@ -1,5 +1,5 @@
 // Package storagetest is the conformance suite of the embedding package's storage seam
-// (svc.dev/svc/storage): every Store implementation (the bbolt one in svc.dev/svc/store, a
+// (svc.dev/svc/storage): every Store implementation (the bbolt one in svc.dev/svc/internal/store, a
 // PostgreSQL one) runs Run against fresh, empty stores. The vault's records have their own
 // suite, vaulttest.RunMeta.
 package storagetest
@@ -185,6 +185,25 @@ func testPlanWrites(t *testing.T, s storage.Store) {
 	}
 	err = s.Plans().Update(ctx, tenantB, p.PlanId, func(*svcv1.Plan) error { return nil })
 	notFound(t, "updating another tenant's plan", err)
+
+	// UpdateHeader changes the state, keeps the objects, stores its writes with it (a vault
+	// change announcement among them), and refuses another tenant's plan.
+	x3 := &svcv1.Execution{Id: id.New("exe")}
+	err = s.Plans().UpdateHeader(ctx, tenantA, p.PlanId, func(q *svcv1.Plan) error {
+		q.State = svcv1.PlanState_PLAN_STATE_EXECUTED
+		return nil
+	}, s.Executions().PutWrite(tenantA, x3), s.VaultChanged(tenantA, "vob_x"))
+	if err != nil {
+		t.Fatalf("UpdateHeader: %v", err)
+	}
+	if got, err := s.Plans().Get(ctx, tenantA, p.PlanId); err != nil || got.GetState() != svcv1.PlanState_PLAN_STATE_EXECUTED || len(got.GetObjects()) != 3 {
+		t.Fatalf("after UpdateHeader: %v, %v, %d objects", got.GetState(), err, len(got.GetObjects()))
+	}
+	if _, err := s.Executions().Get(ctx, tenantA, x3.Id); err != nil {
+		t.Fatalf("the write of UpdateHeader: %v", err)
+	}
+	err = s.Plans().UpdateHeader(ctx, tenantB, p.PlanId, func(*svcv1.Plan) error { return nil })
+	notFound(t, "updating another tenant's plan header", err)
 }
 
 func testExecutions(t *testing.T, s storage.Store) {
@@ -248,6 +267,24 @@ func testJournal(t *testing.T, s storage.Store) {
 	}
 	if got, err := s.Journal().Read(ctx, tenantB, "exe_0"); err != nil || len(got) != 0 {
 		t.Fatalf("another tenant's journal: %d entries, %v", len(got), err)
+	}
+	// Scan yields what Read returns, in order, and stops at the function's error.
+	var scanned []string
+	if err := s.Journal().Scan(ctx, tenantA, "exe_2", func(b []byte) error { scanned = append(scanned, string(b)); return nil }); err != nil || len(scanned) != 50 {
+		t.Fatalf("scan: %d entries, %v", len(scanned), err)
+	}
+	for i, v := range scanned {
+		if v != fmt.Sprintf("2-%d", i) {
+			t.Fatalf("scan entry %d is %q", i, v)
+		}
+	}
+	stop, n := errors.New("stop"), 0
+	if err := s.Journal().Scan(ctx, tenantA, "exe_2", func([]byte) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("scan stopped by its function: %v after %d entries", err, n)
+	}
+	n = 0
+	if err := s.Journal().Scan(ctx, tenantB, "exe_2", func([]byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("another tenant's journal scanned: %d entries, %v", n, err)
 	}
 }
 
