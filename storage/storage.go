@@ -58,10 +58,13 @@ type Store interface {
 	VaultMeta() VaultMeta
 	// Apply stores writes on their own, in one transaction.
 	Apply(ctx context.Context, writes ...Write) error
-	// VaultChanged is the Write that tells what is derived from the vault (the search index)
-	// that a vault object changed, in the transaction of the change: a store that keeps such
-	// a feed appends to it; one that keeps none may make it a no-op.
+	// VaultChanged is the Write that appends an entry for a vault object to the vault's
+	// change feed (VaultChanges), in the transaction of the change it is passed to (the
+	// object's manifest).
 	VaultChanged(tenant, objectID string) Write
+	// VaultChanges is the vault's change feed, which what is derived from the vault (the
+	// search index) follows.
+	VaultChanges() VaultChanges
 	Close() error
 }
 
@@ -121,6 +124,61 @@ type Journal interface {
 	// holding them all; it stops at fn's first error and returns it. An entry is valid only
 	// during the call, and fn must not call the store.
 	Scan(ctx context.Context, tenant, executionID string, fn func(entry []byte) error) error
+	// ScanAfter is Scan from a position: it calls fn with the entries appended after the one
+	// at position after (0: from the first), each with its own position. Positions are
+	// opaque, increase along an execution's journal and never change, so a reader that
+	// follows a journal reads each entry once (not the whole journal on every look).
+	ScanAfter(ctx context.Context, tenant, executionID string, after uint64, fn func(pos uint64, entry []byte) error) error
+}
+
+// VaultChanges is the vault's change feed: a durable outbox of vault objects to consider
+// again, for what is derived from the vault (the search index). An entry is written in the
+// transaction of the change it announces: by the vault's records (VaultMeta: an object written
+// so that FeedsVaultChange holds) or by the transaction a VaultChanged Write is passed to. A
+// crash therefore cannot lose an announcement. A consumer reads entries in order (Read),
+// applies them, then deletes them (Ack); applying an entry twice (a crash between the two)
+// must be harmless.
+type VaultChanges interface {
+	// Read returns up to limit entries with sequence numbers greater than after, in order, and
+	// the feed's last sequence number (every entry written so far has one at most that).
+	Read(ctx context.Context, after uint64, limit int) ([]VaultChange, uint64, error)
+	// Last returns the feed's last sequence number: an entry written before the call has a
+	// sequence number at most this. Numbers are never reused, even once their entries are
+	// deleted.
+	Last(ctx context.Context) (uint64, error)
+	// Ack deletes every entry up to and including sequence number upTo.
+	Ack(ctx context.Context, upTo uint64) error
+}
+
+// VaultChange is one entry of the vault's change feed: a vault object of a tenant to index
+// or remove again.
+type VaultChange struct {
+	Seq      uint64
+	Tenant   string
+	ObjectID string
+}
+
+// FeedsVaultChange reports whether writing a vault object as o, over prev (nil when it is
+// new), puts an entry in the change feed in the write's transaction: when the object enters
+// or leaves what is searchable (committed, cold, deleted), except a first commit of an object
+// that names a manifest: that manifest's transaction announces it (VaultChanged), once the
+// object is complete, so that it is indexed once.
+func FeedsVaultChange(prev *vault.Object, o vault.Object) bool {
+	was := vault.State("")
+	if prev != nil {
+		was = prev.State
+	}
+	if was == o.State {
+		return false
+	}
+	switch o.State {
+	case vault.StateCommitted, vault.StateCold:
+		fresh := was != vault.StateCommitted && was != vault.StateCold
+		return !fresh || o.ManifestID == ""
+	case vault.StateDeleted:
+		return true
+	}
+	return false
 }
 
 // Sources keeps connected sources and, apart, their configurations (sealed by the caller:

@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 )
 
@@ -28,11 +29,9 @@ type VaultChanges struct{ db *DB }
 func (db *DB) VaultChanges() *VaultChanges { return &VaultChanges{db: db} }
 
 // VaultChange is one entry of the feed: a vault object of a tenant to index or remove again.
-type VaultChange struct {
-	Seq      uint64
-	Tenant   string
-	ObjectID string
-}
+type VaultChange = storage.VaultChange
+
+var _ storage.VaultChanges = (*VaultChanges)(nil)
 
 // logChange appends an entry to the feed in tx.
 func logChange(tx *bolt.Tx, tenant, objectID string) error {
@@ -115,24 +114,5 @@ func (f *VaultChanges) Ack(ctx context.Context, upTo uint64) error {
 	})
 }
 
-// announced reports whether a vault object written as o, after prev (nil when it is new),
-// goes into the change feed with the write: when it enters or leaves what is searchable
-// (committed, cold, deleted), except a first commit of an object that names a manifest: that
-// manifest's transaction announces it (Extra), once the object is complete.
-func announced(prev *vault.Object, o vault.Object) bool {
-	was := vault.State("")
-	if prev != nil {
-		was = prev.State
-	}
-	if was == o.State {
-		return false
-	}
-	switch o.State {
-	case vault.StateCommitted, vault.StateCold:
-		fresh := was != vault.StateCommitted && was != vault.StateCold
-		return !(fresh && o.ManifestID != "")
-	case vault.StateDeleted:
-		return true
-	}
-	return false
-}
+// announced is the seam's rule (storage.FeedsVaultChange).
+func announced(prev *vault.Object, o vault.Object) bool { return storage.FeedsVaultChange(prev, o) }

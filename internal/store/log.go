@@ -75,6 +75,33 @@ func (db *DB) ScanLog(ctx context.Context, name, stream string, fn func(value []
 	})
 }
 
+// ScanLogAfter is ScanLog from a position: it calls fn with the values appended after the one
+// at position after (0: from the first), each with its position (its sequence number in the
+// log, which increases along a stream and never changes).
+func (db *DB) ScanLogAfter(ctx context.Context, name, stream string, after uint64, fn func(pos uint64, value []byte) error) error {
+	prefix := []byte(stream + "/")
+	return db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("log_" + name))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		start := binary.BigEndian.AppendUint64(slices.Clip(prefix), after+1)
+		for k, v := c.Seek(start); k != nil && prefixed(k, prefix); k, v = c.Next() {
+			if err := ctxErr(ctx); err != nil {
+				return err
+			}
+			if len(k) != len(prefix)+8 {
+				continue // another stream whose name starts with this one's
+			}
+			if err := fn(binary.BigEndian.Uint64(k[len(prefix):]), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // ScanAll calls fn with the tenant, id and resource of every resource of the collection, in
 // every tenant, until fn returns false.
 func (c *Collection[T]) ScanAll(ctx context.Context, fn func(tenant, id string, m T) bool) error {

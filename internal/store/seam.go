@@ -119,10 +119,13 @@ func (s *Seam) VaultMeta() storage.VaultMeta { return s.db.VaultMeta() }
 func (s *Seam) PlanStore() *Plans { return s.plans }
 
 // VaultChanged is the vault change feed's entry for the object (VaultChanges), which the
-// hosted server's search index drains.
+// embedding package's search index drains.
 func (s *Seam) VaultChanged(tenant, objectID string) storage.Write {
 	return s.db.VaultChanges().Extra(tenant, objectID)
 }
+
+// VaultChanges is the vault's change feed (bucket vault_changes).
+func (s *Seam) VaultChanges() storage.VaultChanges { return s.db.VaultChanges() }
 
 // Apply stores writes on their own, in one transaction.
 func (s *Seam) Apply(ctx context.Context, writes ...storage.Write) error {
@@ -171,6 +174,10 @@ func (j seamJournal) Read(ctx context.Context, tenant, exeID string) ([][]byte, 
 
 func (j seamJournal) Scan(ctx context.Context, tenant, exeID string, fn func([]byte) error) error {
 	return j.db.ScanLog(ctx, journalLog, tenant+"/"+exeID, fn)
+}
+
+func (j seamJournal) ScanAfter(ctx context.Context, tenant, exeID string, after uint64, fn func(uint64, []byte) error) error {
+	return j.db.ScanLogAfter(ctx, journalLog, tenant+"/"+exeID, after, fn)
 }
 
 type seamSources struct {

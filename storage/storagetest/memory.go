@@ -1,7 +1,9 @@
 package storagetest
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -12,6 +14,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/storage"
+	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/vaulttest"
 )
 
@@ -24,19 +27,73 @@ type Memory struct {
 	records map[string][]byte   // kind + "\x00" + tenant + "\x00" + id
 	journal map[string][][]byte // tenant + "/" + execution id
 	meta    vaultMeta
+	feed    []storage.VaultChange // the vault's change feed, in order
+	feedSeq uint64                // the feed's last sequence number
 }
 
-// vaultMeta is vaulttest's in-memory records and keys.
+// vaultMeta is vaulttest's in-memory records and keys, whose updates append to the change
+// feed (storage.FeedsVaultChange) before they return.
 type vaultMeta struct {
 	*vaulttest.Meta
 	*vaulttest.KeyStore
+	m *Memory
+}
+
+// Update runs fn on vaulttest's records and, once they are stored, appends the feed entries
+// of the objects fn wrote. Nothing is lost by appending after the commit: nothing in memory
+// survives a crash, and the entries are in the feed before Update returns.
+func (v vaultMeta) Update(ctx context.Context, tenant string, fn func(vault.MetaTx) error) error {
+	var changed []string
+	err := v.Meta.Update(ctx, tenant, func(tx vault.MetaTx) error {
+		changed = changed[:0] // fn may run more than once
+		return fn(feedTx{tx, &changed})
+	})
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	v.m.mu.Lock()
+	defer v.m.mu.Unlock()
+	for _, id := range changed {
+		v.m.logChange(tenant, id)
+	}
+	return nil
+}
+
+// feedTx notes the objects whose writes feed the change feed.
+type feedTx struct {
+	vault.MetaTx
+	changed *[]string
+}
+
+func (t feedTx) PutObject(o vault.Object) error {
+	var prev *vault.Object
+	if p, err := t.Object(o.ID); err == nil {
+		prev = &p
+	} else if !errors.Is(err, vault.ErrNotFound) {
+		return err
+	}
+	if err := t.MetaTx.PutObject(o); err != nil {
+		return err
+	}
+	if storage.FeedsVaultChange(prev, o) {
+		*t.changed = append(*t.changed, o.ID)
+	}
+	return nil
+}
+
+// logChange appends an entry to the feed; m.mu is held.
+func (m *Memory) logChange(tenant, objectID string) {
+	m.feedSeq++
+	m.feed = append(m.feed, storage.VaultChange{Seq: m.feedSeq, Tenant: tenant, ObjectID: objectID})
 }
 
 var _ storage.Store = (*Memory)(nil)
 
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
-	return &Memory{records: map[string][]byte{}, journal: map[string][][]byte{}, meta: vaultMeta{vaulttest.NewMeta(), vaulttest.NewKeyStore()}}
+	m := &Memory{records: map[string][]byte{}, journal: map[string][][]byte{}}
+	m.meta = vaultMeta{vaulttest.NewMeta(), vaulttest.NewKeyStore(), m}
+	return m
 }
 
 // memWrite is a Write of a Memory: applied with the lock held.
@@ -69,7 +126,7 @@ func (m *Memory) change(ws []storage.Write, fn func() error) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	saved := maps(m.records)
+	saved, savedFeed, savedSeq := maps(m.records), slices.Clone(m.feed), m.feedSeq
 	err = fn()
 	for _, w := range own {
 		if err != nil {
@@ -78,7 +135,7 @@ func (m *Memory) change(ws []storage.Write, fn func() error) error {
 		err = w.apply()
 	}
 	if err != nil {
-		m.records = saved
+		m.records, m.feed, m.feedSeq = saved, savedFeed, savedSeq
 	}
 	return err
 }
@@ -138,10 +195,45 @@ func (m *Memory) Apply(_ context.Context, ws ...storage.Write) error {
 	return m.change(ws, func() error { return nil })
 }
 
-// VaultChanged is a no-op: the in-memory store keeps no change feed (nothing derived from
-// the vault, like the hosted server's search index, runs on it).
+// VaultChanged appends an entry to the change feed with the change it is passed to.
 func (m *Memory) VaultChanged(tenant, objectID string) storage.Write {
-	return memWrite{m: m, apply: func() error { return nil }}
+	return memWrite{m: m, apply: func() error { m.logChange(tenant, objectID); return nil }}
+}
+
+// VaultChanges is the vault's change feed, kept in order in memory.
+func (m *Memory) VaultChanges() storage.VaultChanges { return memFeed{m} }
+
+type memFeed struct{ m *Memory }
+
+func (f memFeed) Read(ctx context.Context, after uint64, limit int) ([]storage.VaultChange, uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(f.m.feed, after+1, func(c storage.VaultChange, seq uint64) int { return cmp.Compare(c.Seq, seq) })
+	out := slices.Clone(f.m.feed[i:min(len(f.m.feed), i+max(limit, 0))])
+	return out, f.m.feedSeq, nil
+}
+
+func (f memFeed) Last(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	return f.m.feedSeq, nil
+}
+
+func (f memFeed) Ack(ctx context.Context, upTo uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(f.m.feed, upTo+1, func(c storage.VaultChange, seq uint64) int { return cmp.Compare(c.Seq, seq) })
+	f.m.feed = slices.Delete(f.m.feed, 0, i)
+	return nil
 }
 
 // Plans are stored whole; a header is a plan without its objects.
@@ -327,6 +419,20 @@ func (j memJournal) Read(_ context.Context, tenant, exeID string) ([][]byte, err
 	j.m.mu.Lock()
 	defer j.m.mu.Unlock()
 	return slices.Clone(j.m.journal[tenant+"/"+exeID]), nil
+}
+
+// ScanAfter's positions are an entry's index plus one.
+func (j memJournal) ScanAfter(ctx context.Context, tenant, exeID string, after uint64, fn func(uint64, []byte) error) error {
+	j.m.mu.Lock()
+	all := j.m.journal[tenant+"/"+exeID]
+	entries := slices.Clone(all[min(uint64(len(all)), after):])
+	j.m.mu.Unlock()
+	for i, e := range entries {
+		if err := fn(after+uint64(i)+1, e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (j memJournal) Scan(ctx context.Context, tenant, exeID string, fn func([]byte) error) error {

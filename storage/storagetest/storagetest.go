@@ -16,6 +16,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/storage"
+	"svc.dev/svc/vault"
 )
 
 // Run runs the suite; open returns a new, empty store, which Run closes.
@@ -33,6 +34,8 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"Receipts", testReceipts},
 		{"Manifests", testManifests},
 		{"ForeignWrite", testForeignWrite},
+		{"JournalAfter", testJournalAfter},
+		{"VaultChanges", testVaultChanges},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
@@ -405,5 +408,156 @@ func testForeignWrite(t *testing.T, s storage.Store) {
 	notFound(t, "a plan put with a foreign write", err)
 	if err := s.Apply(ctx, foreignWrite{}); err == nil {
 		t.Fatal("Apply accepted a foreign write")
+	}
+}
+
+// testJournalAfter: ScanAfter yields the entries after a position, each once, in order, with
+// increasing positions, including entries appended after an earlier scan; it stops at the
+// function's error; another execution's or tenant's entries never show.
+func testJournalAfter(t *testing.T, s storage.Store) {
+	j := s.Journal()
+	var pos uint64
+	var got []string
+	follow := func() {
+		t.Helper()
+		err := j.ScanAfter(ctx, tenantA, "exe_f", pos, func(p uint64, b []byte) error {
+			if p <= pos {
+				t.Fatalf("position %d after %d", p, pos)
+			}
+			pos = p
+			got = append(got, string(b))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	follow()
+	if len(got) != 0 || pos != 0 {
+		t.Fatalf("an empty journal yielded %v", got)
+	}
+	for round := range 5 {
+		var batch [][]byte
+		for i := range round + 1 {
+			batch = append(batch, []byte(fmt.Sprintf("%d-%d", round, i)))
+		}
+		if err := j.Append(ctx, tenantA, "exe_f", batch); err != nil {
+			t.Fatal(err)
+		}
+		// Entries of other executions and tenants, appended in between.
+		if err := j.Append(ctx, tenantA, "exe_f2", [][]byte{[]byte("other")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Append(ctx, tenantB, "exe_f", [][]byte{[]byte("other tenant")}); err != nil {
+			t.Fatal(err)
+		}
+		follow()
+	}
+	all, err := j.Read(ctx, tenantA, "exe_f")
+	if err != nil || len(all) != 15 || len(got) != 15 {
+		t.Fatalf("followed %d entries, read %d (%v), want 15", len(got), len(all), err)
+	}
+	for i := range all {
+		if got[i] != string(all[i]) {
+			t.Fatalf("entry %d followed as %q, read as %q", i, got[i], all[i])
+		}
+	}
+	follow()
+	if len(got) != 15 {
+		t.Fatalf("a scan from the last position yielded again: %v", got[15:])
+	}
+	// From 0 is from the first; a function's error stops the scan.
+	stop, n := errors.New("stop"), 0
+	if err := j.ScanAfter(ctx, tenantA, "exe_f", 0, func(uint64, []byte) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("scan stopped by its function: %v after %d entries", err, n)
+	}
+}
+
+// testVaultChanges: the vault's records feed the change feed in their own transaction when an
+// object becomes or stops being searchable (a first commit of an object that names a manifest
+// is left to the manifest's VaultChanged write); VaultChanged is stored with its change or not
+// at all; Read is in order, after a sequence number, up to a limit; Ack deletes entries, and
+// their numbers are not reused.
+func testVaultChanges(t *testing.T, s storage.Store) {
+	feed, meta := s.VaultChanges(), s.VaultMeta()
+	put := func(tenant string, o vault.Object) {
+		t.Helper()
+		if err := meta.Update(ctx, tenant, func(tx vault.MetaTx) error { return tx.PutObject(o) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := func(after uint64) []storage.VaultChange {
+		t.Helper()
+		got, _, err := feed.Read(ctx, after, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if last, err := feed.Last(ctx); err != nil || last != 0 || len(entries(0)) != 0 {
+		t.Fatalf("a new feed: last %d (%v), entries %v", last, err, entries(0))
+	}
+	plain := vault.Object{ID: "vlt_01JD00000000000000000000A1"}
+	named := vault.Object{ID: "vlt_01JD00000000000000000000B2", ManifestID: "mfs_01JD0000000000000000000001"}
+	for _, st := range []vault.State{vault.StateUploading, vault.StateVerifying, vault.StateCommitted} {
+		plain.State, named.State = st, st
+		put(tenantA, plain)
+		put(tenantB, named)
+	}
+	got := entries(0)
+	if len(got) != 1 || got[0].Tenant != tenantA || got[0].ObjectID != plain.ID || got[0].Seq == 0 {
+		t.Fatalf("after the commits: %+v, want only %s of %s", got, plain.ID, tenantA)
+	}
+	put(tenantA, plain) // the same state again: nothing new
+	if len(entries(0)) != 1 {
+		t.Fatalf("a write that changes no state fed the feed: %+v", entries(0))
+	}
+	// The manifest's transaction announces the named object, with the change or not at all.
+	fail := errors.New("refused")
+	err := s.Manifests().Upsert(ctx, tenantB, "ast_1", func() (*svcv1.Manifest, error) { return &svcv1.Manifest{AssetId: "ast_1"}, nil },
+		func(*svcv1.Manifest) error { return fail }, s.VaultChanged(tenantB, named.ID))
+	if !errors.Is(err, fail) || len(entries(0)) != 1 {
+		t.Fatalf("a failed change fed the feed: %v, %+v", err, entries(0))
+	}
+	if err := s.Manifests().Upsert(ctx, tenantB, "ast_1", func() (*svcv1.Manifest, error) { return &svcv1.Manifest{AssetId: "ast_1"}, nil },
+		func(*svcv1.Manifest) error { return nil }, s.VaultChanged(tenantB, named.ID)); err != nil {
+		t.Fatal(err)
+	}
+	plain.State, named.State = vault.StateCold, vault.StateDeleted
+	put(tenantA, plain)
+	put(tenantB, named)
+	got = entries(0)
+	want := []string{tenantA + " " + plain.ID, tenantB + " " + named.ID, tenantA + " " + plain.ID, tenantB + " " + named.ID}
+	if len(got) != len(want) {
+		t.Fatalf("feed: %+v, want %v", got, want)
+	}
+	for i, c := range got {
+		if c.Tenant+" "+c.ObjectID != want[i] || (i > 0 && c.Seq <= got[i-1].Seq) {
+			t.Fatalf("entry %d: %+v, want %s after %d", i, c, want[i], got[max(i-1, 0)].Seq)
+		}
+	}
+	last, err := feed.Last(ctx)
+	if err != nil || last < got[3].Seq {
+		t.Fatalf("last %d (%v), below the last entry %d", last, err, got[3].Seq)
+	}
+	if page, l, err := feed.Read(ctx, got[0].Seq, 2); err != nil || len(page) != 2 || page[0] != got[1] || page[1] != got[2] || l != last {
+		t.Fatalf("read after %d, 2: %+v last %d (%v)", got[0].Seq, page, l, err)
+	}
+	if err := feed.Ack(ctx, got[1].Seq); err != nil {
+		t.Fatal(err)
+	}
+	if rest := entries(0); len(rest) != 2 || rest[0] != got[2] {
+		t.Fatalf("after acknowledging two: %+v", rest)
+	}
+	if err := feed.Ack(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if rest, l, err := feed.Read(ctx, 0, 100); err != nil || len(rest) != 0 || l != last {
+		t.Fatalf("after acknowledging all: %+v, last %d (%v), want last %d", rest, l, err, last)
+	}
+	plain.State = vault.StateDeleted
+	put(tenantA, plain)
+	if got := entries(0); len(got) != 1 || got[0].Seq <= last {
+		t.Fatalf("a number reused after Ack: %+v (last was %d)", got, last)
 	}
 }
