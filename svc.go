@@ -59,8 +59,9 @@ type Options struct {
 	Logger *slog.Logger
 	// VaultHot and VaultCold are the vault's tiers; nil ones are local disk under DIR/vault.
 	VaultHot, VaultCold backend.Backend
-	// OnVaultChange follows the vault's changes (a search index); it is also told of an
-	// object again once its manifest is stored.
+	// OnVaultChange follows the vault's changes; it is also told of an object again once its
+	// manifest is stored. (The search index follows them without it, from the store's
+	// change feed.)
 	OnVaultChange func(ctx context.Context, tenant string, o vault.Object)
 	// Announcer records the events of domain changes (default: in the tenant's own stream).
 	Announcer Announcer
@@ -92,6 +93,7 @@ type core struct {
 	keyring   *receipt.Keyring
 	sealer    *platform.Sealer
 	vault     *vault.Vault
+	search    *vaultIndex
 	engine    *execute.Engine
 	now       func() time.Time
 	log       *slog.Logger
@@ -152,8 +154,21 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	if c.keyring, err = receipt.OpenKeyring(filepath.Join(dir, "keys")); err != nil {
 		return nil, err
 	}
+	if c.search, err = openSearch(dir, c); err != nil {
+		return nil, err
+	}
+	// Every vault change is in the store's change feed already (written in its transaction);
+	// the hook wakes the index worker, then tells the embedder's hook. The engine calls it too
+	// once an object's manifest is stored.
+	user := o.OnVaultChange
+	c.opts.OnVaultChange = func(ctx context.Context, tenant string, obj vault.Object) {
+		c.search.changed()
+		if user != nil {
+			user(ctx, tenant, obj)
+		}
+	}
 	if c.vault, err = OpenVault(dir, c.store.VaultMeta(), master,
-		&vault.Options{Now: o.Now, Hot: o.VaultHot, Cold: o.VaultCold, OnChange: o.OnVaultChange}); err != nil {
+		&vault.Options{Now: o.Now, Hot: o.VaultHot, Cold: o.VaultCold, OnChange: c.opts.OnVaultChange}); err != nil {
 		return nil, err
 	}
 	if c.providers == nil {
@@ -173,6 +188,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		tenant = *o.Tenant
 	}
 	sv := &Instance{Scope: &Scope{c: c, t: tenant}, core: c}
+	c.search.start()
 	if !o.DeferResume {
 		if err := c.engine.Resume(ctx); err != nil {
 			return nil, fmt.Errorf("resume executions: %w", err)
@@ -242,13 +258,17 @@ func (sv *Instance) RunningExecutions() int { return sv.core.engine.Running() }
 // closing anything else.
 func (sv *Instance) Shutdown() { sv.core.engine.Shutdown() }
 
-// Close stops running executions where they are (they resume at the next Open), closes the
-// sources it opened, the vault, the providers and the store it opened.
+// Close stops running executions where they are (they resume at the next Open) and the search
+// index worker (what it had not applied waits in the change feed), closes the sources it
+// opened, the search index, the vault, the providers and the store it opened.
 func (sv *Instance) Close() error { return sv.core.close() }
 
 func (c *core) close() error {
 	if c.engine != nil {
 		c.engine.Shutdown()
+	}
+	if c.search != nil {
+		c.search.close()
 	}
 	if c.vault != nil {
 		c.vault.Close()

@@ -127,7 +127,6 @@ type Server struct {
 	stopHooks context.CancelFunc
 	keyring   *receipt.Keyring
 	vault     *vault.Vault
-	search    *vaultIndex
 	manifests *store.Collection[*svcv1.Manifest]
 
 	background sync.WaitGroup // work that Close waits for (the scrub loop)
@@ -177,22 +176,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	db := seam.DB()
-	ix, err := openSearch(cfg.DataDir)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	ix.log = cfg.Logger
 	s := &Server{}
 	core, err := svc.Open(context.Background(), cfg.DataDir, &svc.Options{
 		Store: seam, MasterKey: master, Providers: cfg.Providers, Now: cfg.Now, Logger: cfg.Logger,
-		VaultHot: cfg.Vault.Hot, VaultCold: cfg.Vault.Cold, OnVaultChange: ix.changed,
+		VaultHot: cfg.Vault.Hot, VaultCold: cfg.Vault.Cold,
 		Announcer: announcer{s}, Charger: charger{s},
 		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send,
 		DeferResume: true, // after the webhooks and handlers are ready (below)
 	})
 	if err != nil {
-		ix.index.Close()
 		db.Close()
 		return nil, err
 	}
@@ -232,7 +224,6 @@ func New(cfg Config) (*Server, error) {
 		providers:    core.Providers(),
 		keyring:      core.ReceiptKeys(),
 		vault:        vlt,
-		search:       ix,
 		manifests:    store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
 		sealer:       sealer,
 		exportKey:    keys.Derive("export-url"),
@@ -244,8 +235,6 @@ func New(cfg Config) (*Server, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
-	ix.vlt, ix.manifests, ix.feed = vlt, s.manifests, db.VaultChanges()
-	ix.busy = func() bool { return core.RunningExecutions() > 0 }
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
 	if s.usage, err = newUsageMeter(s); err != nil {
 		core.Close()
@@ -280,7 +269,6 @@ func New(cfg Config) (*Server, error) {
 	// Tenants with vault content and no search index (a data directory from before search)
 	// get one built by an index job.
 	s.background.Go(func() { s.indexMissing(hooksCtx) })
-	s.background.Go(func() { s.search.run(hooksCtx) })
 	if err := s.loadMethods(); err != nil {
 		core.Close()
 		db.Close()
@@ -310,8 +298,7 @@ func (s *Server) Close() error {
 	s.jobRunner.Close()
 	s.stopHooks()
 	s.background.Wait() // the scrub loop stops between objects
-	s.core.Close()      // the vault, the sources it opened, the built-in providers it made
-	s.search.index.Close()
+	s.core.Close()      // the search index, the vault, the sources it opened, the built-in providers it made
 	s.usage.close()
 	s.audit.close()
 	return s.db.Close()

@@ -267,13 +267,13 @@ func encodePosition(sortValues []string) string {
 func decodePosition(s string) ([]string, error) {
 	var enc []string
 	if err := json.Unmarshal([]byte(s), &enc); err != nil || len(enc) != 1 {
-		return nil, fmt.Errorf("%w: bad position", ErrInvalidQuery)
+		return nil, ErrInvalidPosition
 	}
 	out := make([]string, len(enc))
 	for i, v := range enc {
 		b, err := base64.RawURLEncoding.DecodeString(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: bad position", ErrInvalidQuery)
+			return nil, ErrInvalidPosition
 		}
 		out[i] = string(b)
 	}

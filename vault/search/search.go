@@ -28,6 +28,9 @@ var (
 	// ErrInvalidQuery is returned when a query string does not parse, or names a field that
 	// is not in Fields. Its message says what is wrong and may be shown to the user.
 	ErrInvalidQuery = errors.New("invalid query")
+	// ErrInvalidPosition is returned (it wraps ErrInvalidQuery) when Query.After is not a
+	// position a search returned.
+	ErrInvalidPosition = fmt.Errorf("%w: bad position", ErrInvalidQuery)
 	// ErrClosed is returned when the index was closed.
 	ErrClosed = errors.New("search index closed")
 )

@@ -1,7 +1,8 @@
-package server
+package svc
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,39 +18,38 @@ import (
 )
 
 // feedRig is what the index worker needs, on a data directory that survives a "crash": the
-// store, the vault and the search index, opened again by reopen.
+// bbolt store, the vault and the search index, opened again by openFeedRig; its worker never
+// runs on its own (the test drains the feed).
 type feedRig struct {
-	dir string
-	db  *store.DB
-	vlt *vault.Vault
-	ix  *vaultIndex
+	dir  string
+	seam *store.Seam
+	vlt  *vault.Vault
+	ix   *vaultIndex
 }
 
 func openFeedRig(t *testing.T, dir string) *feedRig {
 	t.Helper()
-	db, err := store.Open(filepath.Join(dir, "svc.db"))
+	seam, err := store.OpenSeam(filepath.Join(dir, "svc.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vlt, err := vault.Open(filepath.Join(dir, "vault"), db.VaultMeta(), db.VaultMeta(), vaulttest.KEK, nil)
+	vlt, err := vault.Open(filepath.Join(dir, "vault"), seam.VaultMeta(), seam.VaultMeta(), vaulttest.KEK, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := openSearch(dir)
-	if err != nil {
+	c := &core{store: seam, vault: vlt, log: slog.New(slog.DiscardHandler)}
+	if c.search, err = openSearch(dir, c); err != nil {
 		t.Fatal(err)
 	}
-	ix.vlt, ix.feed = vlt, db.VaultChanges()
-	ix.manifests = store.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} })
-	return &feedRig{dir: dir, db: db, vlt: vlt, ix: ix}
+	return &feedRig{dir: dir, seam: seam, vlt: vlt, ix: c.search}
 }
 
 // crash closes everything without applying the feed, as a process killed before its index
 // worker ran.
 func (r *feedRig) crash() {
-	r.ix.index.Close()
+	r.ix.close()
 	r.vlt.Close()
-	r.db.Close()
+	r.seam.Close()
 }
 
 func (r *feedRig) found(t *testing.T, tenant, q string) []string {
@@ -92,8 +92,8 @@ func TestSearchFeedSurvivesACrash(t *testing.T) {
 		Content: &svcv1.ManifestContent{Kind: svcv1.ContentKind_CONTENT_KIND_MESSAGE,
 			Message: &svcv1.ManifestMessage{Subject: "Quarterly harbour dues", From: "harbourmaster@example.com",
 				Date: timestamppb.New(msg.CommittedAt)}}}
-	err = r.ix.manifests.UpsertBatched(ctx, tenant, assetID, func() (*svcv1.Manifest, error) { return m, nil },
-		func(*svcv1.Manifest) error { return nil }, r.db.VaultChanges().Extra(tenant, msg.ID))
+	err = r.seam.Manifests().Upsert(ctx, tenant, assetID, func() (*svcv1.Manifest, error) { return m, nil },
+		func(*svcv1.Manifest) error { return nil }, r.seam.VaultChanged(tenant, msg.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

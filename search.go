@@ -1,0 +1,517 @@
+package svc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/mail"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/storage"
+	"svc.dev/svc/vault"
+	"svc.dev/svc/vault/search"
+)
+
+// SearchQuery is a search of a tenant's vault: Q in the query syntax of docs/search.md
+// (words, "phrases", -exclusions, field:value), and filters.
+type SearchQuery struct {
+	// Q is the query; empty, or one that does not parse, is refused (field "q").
+	Q string
+	// Provider keeps the objects of one provider (zero: any).
+	Provider svcv1.Provider
+	// Type is a content kind (message, file, photo, ...), a MIME type, or a family (image/*).
+	Type string
+	// From (inclusive) and To (exclusive) bound the object's date (a message's Date, else the
+	// file's modification time, else when it was committed); zero: unbounded.
+	From, To time.Time
+	// Sources keeps the objects of these sources only (empty: any).
+	Sources []string
+	// Limit is the page size: 0 means 50, at most MaxSearchLimit.
+	Limit int
+	// Cursor continues after the last hit of a page: a previous SearchResult.Next.
+	Cursor string
+}
+
+// MaxSearchLimit is the largest page a search returns.
+const MaxSearchLimit = 200
+
+// SearchHit is a vault object a search found.
+type SearchHit struct {
+	// Object is the vault object as it is now (committed or cold).
+	Object vault.Object
+	// Score is the relevance of the object for the query.
+	Score float64
+	// Matched are the fields the query matched, sorted.
+	Matched []string
+	// Snippet is a passage of the best matching text field with the matched words in
+	// <mark>...</mark>, the rest HTML-escaped; empty when only other fields matched.
+	Snippet string
+}
+
+// SearchResult is a page of hits, newest first (by date, then id).
+type SearchResult struct {
+	Hits []SearchHit
+	// Next continues the search after this page (SearchQuery.Cursor); empty at the end.
+	Next string
+}
+
+// maxIndexWait bounds how long a search waits for the index to catch up with the vault.
+const maxIndexWait = 5 * time.Second
+
+// SearchVault searches the tenant's vault: the text and metadata of its committed and cold
+// objects, newest first. It first waits (up to 5 s) until the index holds every vault change
+// made before it was asked, so it finds what was just committed; past that it answers from
+// what is indexed. A hit whose object has gone since it was indexed is dropped.
+func (s *Scope) SearchVault(ctx context.Context, q SearchQuery) (SearchResult, error) {
+	switch {
+	case q.Limit < 0 || q.Limit > MaxSearchLimit:
+		return SearchResult{}, invalid("limit", fmt.Sprintf("must be 1 to %d", MaxSearchLimit))
+	case q.Limit == 0:
+		q.Limit = 50
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
+		return SearchResult{}, invalid("to", "must be after from")
+	}
+	sq := search.Query{Q: q.Q, Type: q.Type, From: q.From, To: q.To, Sources: q.Sources, Limit: q.Limit, After: q.Cursor}
+	if q.Provider != svcv1.Provider_PROVIDER_UNSPECIFIED {
+		sq.Provider = enumWire(q.Provider)
+	}
+	ix, tenant := s.c.search, s.key()
+	// Read-your-writes, within reason: a worker that is far behind (or stuck) delays a search
+	// by at most maxIndexWait, which then answers from what is indexed.
+	wait, cancel := context.WithTimeout(ctx, maxIndexWait)
+	err := ix.sync(wait)
+	cancel()
+	if ctx.Err() != nil {
+		return SearchResult{}, ctx.Err()
+	}
+	if err != nil {
+		s.c.log.Warn("search: the index is behind the vault", "tenant", tenant, "waited", maxIndexWait)
+	}
+	res, err := ix.index.Search(ctx, tenant, sq)
+	switch {
+	case errors.Is(err, search.ErrInvalidPosition):
+		return SearchResult{}, invalid("cursor", "is not a cursor of this search")
+	case errors.Is(err, search.ErrInvalidQuery):
+		return SearchResult{}, invalid("q", strings.TrimPrefix(err.Error(), search.ErrInvalidQuery.Error()+": "))
+	case err != nil:
+		return SearchResult{}, fmt.Errorf("search the vault: %w", err)
+	}
+	out := SearchResult{Hits: []SearchHit{}, Next: res.Next}
+	var stale []string
+	for _, h := range res.Hits {
+		o, err := s.c.vault.Get(ctx, tenant, h.ID)
+		if errors.Is(err, vault.ErrNotFound) || err == nil && !searchable(o) {
+			stale = append(stale, h.ID) // deleted since it was indexed (by a tool, say)
+			continue
+		}
+		if err != nil {
+			return SearchResult{}, err
+		}
+		out.Hits = append(out.Hits, SearchHit{Object: o, Score: h.Score, Matched: h.Matched, Snippet: h.Snippet})
+	}
+	if len(stale) > 0 {
+		if err := ix.index.Remove(context.WithoutCancel(ctx), tenant, stale...); err != nil {
+			s.c.log.Error("search index: remove stale hits", "err", err)
+		}
+	}
+	return out, nil
+}
+
+// IndexStats is what a rebuild of a tenant's search index did.
+type IndexStats struct {
+	// Indexed is how many vault objects the index holds.
+	Indexed int
+	// IndexBytes is the index's size on disk.
+	IndexBytes int64
+}
+
+// ReindexVault rebuilds the tenant's search index from its vault: built aside while searches
+// use the old one, updates made meanwhile carried over, then swapped in. progress, if not
+// nil, is told how many objects were indexed so far out of total (the searchable objects when
+// it started; 0 if they could not be counted).
+func (s *Scope) ReindexVault(ctx context.Context, progress func(indexed int, total int64)) (IndexStats, error) {
+	ix, tenant := s.c.search, s.key()
+	total, err := ix.count(ctx, tenant)
+	if err != nil {
+		s.c.log.Error("reindex: count objects", "tenant", tenant, "err", err)
+		total = 0
+	}
+	var report func(int)
+	if progress != nil {
+		report = func(n int) { progress(n, total) }
+	}
+	var st IndexStats
+	st.Indexed, err = ix.index.Rebuild(ctx, tenant, ix.docs(ctx, tenant), report)
+	st.IndexBytes, _ = ix.index.Size(tenant)
+	return st, err
+}
+
+// SearchIndexed reports whether the tenant has a search index (a data directory from before
+// search, or whose index was removed, has none: ReindexVault makes it).
+func (s *Scope) SearchIndexed() bool { return s.c.search.index.Exists(s.key()) }
+
+// vaultIndex keeps the search index (DIR/search) in step with the vault from the store's
+// durable change feed (storage.VaultChanges): every commit, tier move and deletion, and every
+// manifest stored for a preserved asset, writes an entry in its own transaction, so a crash
+// cannot leave the index behind what was stored. A background worker (run) reads the feed in
+// order, indexes or removes the objects in large bleve batches, off the execution's path, then
+// deletes the entries it applied; an entry applied twice (a crash in between) is harmless. A
+// search first waits until every entry written before it was applied (sync). The index is
+// derived data: an update that fails is logged, and ReindexVault rebuilds it from the vault.
+type vaultIndex struct {
+	index *search.Index
+	c     *core
+	feed  storage.VaultChanges
+
+	mu       sync.Mutex
+	applied  uint64        // the feed's entries up to this sequence number are applied
+	progress chan struct{} // closed and replaced when applied moves
+	wake     chan struct{} // something was written to the feed
+	hurry    chan struct{} // a search waits: apply now, without gathering a larger batch
+
+	stop context.CancelFunc // ends run
+	done chan struct{}      // closed when run returned
+}
+
+// Indexing pace. After it is woken, the worker gathers entries for indexGather, and longer
+// while an execution runs, up to indexMaxDefer: indexing is CPU-heavy (word analysis, segment
+// building and merging) and would take it from the clean-up; the entries wait in the feed,
+// durable. A search does not wait for either (hurry). It then applies up to indexBatch entries
+// per bleve batch: larger batches make fewer segments to merge, but hold more in memory while
+// they are analysed. indexPoll picks up entries nobody woke it for (written by an offline
+// command).
+const (
+	indexGather   = time.Second
+	indexMaxDefer = 10 * time.Minute
+	indexBatch    = 1024
+	indexPoll     = 30 * time.Second
+)
+
+// openSearch opens the search index of data directory dir (dir/search) on c's feed.
+func openSearch(dir string, c *core) (*vaultIndex, error) {
+	idx, err := search.Open(filepath.Join(dir, "search"))
+	if err != nil {
+		return nil, fmt.Errorf("open the search index: %w", err)
+	}
+	return &vaultIndex{index: idx, c: c, feed: c.store.VaultChanges(), progress: make(chan struct{}),
+		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}, nil
+}
+
+// start runs the worker until close.
+func (ix *vaultIndex) start() {
+	ctx, stop := context.WithCancel(context.Background())
+	ix.stop, ix.done = stop, make(chan struct{})
+	go func() {
+		defer close(ix.done)
+		ix.run(ctx)
+	}()
+}
+
+// close stops the worker (what is left stays in the feed for the next start) and closes the
+// index.
+func (ix *vaultIndex) close() {
+	if ix.stop != nil {
+		ix.stop()
+		<-ix.done
+	}
+	ix.index.Close()
+}
+
+// changed wakes the worker: a vault change is in the feed already.
+func (ix *vaultIndex) changed() { ix.poke(ix.wake) }
+
+func (ix *vaultIndex) poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// run applies the feed until ctx ends.
+func (ix *vaultIndex) run(ctx context.Context) {
+	work := context.WithoutCancel(ctx)
+	poll := time.NewTicker(indexPoll)
+	defer poll.Stop()
+	ix.drain(ctx, work) // what a previous process left
+	for {
+		select {
+		case <-ix.wake:
+			ix.hold(ctx)
+		case <-ix.hurry:
+		case <-poll.C:
+		case <-ctx.Done():
+			return
+		}
+		ix.drain(ctx, work)
+	}
+}
+
+// hold waits before a drain: indexGather, and while an execution runs up to indexMaxDefer,
+// unless a search hurries it.
+func (ix *vaultIndex) hold(ctx context.Context) {
+	start := time.Now()
+	tick := time.NewTicker(indexGather)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ix.hurry:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if ix.c.engine == nil || ix.c.engine.Running() == 0 || time.Since(start) >= indexMaxDefer {
+			return
+		}
+	}
+}
+
+// drain applies the feed's entries until none is left (or stop ends): per batch and tenant,
+// one bleve batch of documents and one of removals; an object named twice is indexed once, as
+// it is now.
+func (ix *vaultIndex) drain(stop, ctx context.Context) {
+	for stop.Err() == nil {
+		ix.mu.Lock()
+		after := ix.applied
+		ix.mu.Unlock()
+		batch, last, err := ix.feed.Read(ctx, after, indexBatch)
+		if err != nil {
+			ix.c.log.Error("search index: read the vault's change feed", "err", err)
+			return
+		}
+		if len(batch) == 0 {
+			// Nothing is left up to the feed's last sequence number (entries applied by an
+			// earlier process were deleted, and their numbers are not reused).
+			ix.advance(last)
+			return
+		}
+		upTo := batch[len(batch)-1].Seq
+		ix.apply(ctx, batch)
+		if err := ix.feed.Ack(ctx, upTo); err != nil {
+			ix.c.log.Error("search index: acknowledge the vault's change feed", "err", err)
+		}
+		ix.advance(upTo)
+	}
+}
+
+// advance records that the feed is applied up to seq and wakes the searches waiting for it.
+func (ix *vaultIndex) advance(seq uint64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if seq <= ix.applied {
+		return
+	}
+	ix.applied = seq
+	close(ix.progress)
+	ix.progress = make(chan struct{})
+}
+
+// apply indexes or removes the objects of a batch of feed entries.
+func (ix *vaultIndex) apply(ctx context.Context, batch []storage.VaultChange) {
+	seen := map[[2]string]bool{}
+	puts, removes := map[string][]search.Doc{}, map[string][]string{}
+	for _, c := range batch {
+		k := [2]string{c.Tenant, c.ObjectID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		o, err := ix.c.vault.Get(ctx, c.Tenant, c.ObjectID)
+		switch {
+		case errors.Is(err, vault.ErrNotFound):
+			removes[c.Tenant] = append(removes[c.Tenant], c.ObjectID)
+			continue
+		case err != nil:
+			ix.c.log.Error("search index: read vault object", "tenant", c.Tenant, "vault_object_id", c.ObjectID, "err", err)
+			continue
+		}
+		switch o.State {
+		case vault.StateCommitted, vault.StateCold:
+			d, err := ix.doc(ctx, c.Tenant, o)
+			if err != nil {
+				ix.c.log.Error("search index: read vault object", "tenant", c.Tenant, "vault_object_id", o.ID, "err", err)
+				continue
+			}
+			puts[c.Tenant] = append(puts[c.Tenant], d)
+		case vault.StateDeleting, vault.StateDeleted:
+			removes[c.Tenant] = append(removes[c.Tenant], o.ID)
+		}
+	}
+	for tenant, docs := range puts {
+		if err := ix.index.Put(ctx, tenant, docs...); err != nil {
+			ix.c.log.Error("search index update", "tenant", tenant, "objects", len(docs), "err", err)
+		}
+	}
+	for tenant, ids := range removes {
+		if err := ix.index.Remove(ctx, tenant, ids...); err != nil {
+			ix.c.log.Error("search index update", "tenant", tenant, "objects", len(ids), "err", err)
+		}
+	}
+}
+
+// sync waits until every entry written to the feed before it was applied.
+func (ix *vaultIndex) sync(ctx context.Context) error {
+	target, err := ix.feed.Last(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		ix.mu.Lock()
+		done, ch := ix.applied >= target, ix.progress
+		ix.mu.Unlock()
+		if done {
+			return nil
+		}
+		ix.poke(ix.hurry)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// searchable reports whether an object belongs in the index.
+func searchable(o vault.Object) bool {
+	return o.State == vault.StateCommitted || o.State == vault.StateCold
+}
+
+// doc is what the index holds of a vault object: its metadata, the text extracted at commit,
+// and for a message its headers, from its manifest or else from the message itself.
+func (ix *vaultIndex) doc(ctx context.Context, tenant string, o vault.Object) (search.Doc, error) {
+	d := search.Doc{ID: o.ID, Name: o.Name, Type: o.Kind, MIMEType: o.MIMEType, SourceID: o.SourceID,
+		State: enumWire(o.State.Proto()), Date: o.CommittedAt}
+	if d.Date.IsZero() {
+		d.Date = o.CreatedAt
+	}
+	if o.Provider != svcv1.Provider_PROVIDER_UNSPECIFIED {
+		d.Provider = enumWire(o.Provider)
+	}
+	if o.AssetID != "" {
+		m, err := ix.c.store.Manifests().Get(ctx, tenant, o.AssetID)
+		switch {
+		case err == nil:
+			c := m.GetContent()
+			if c.GetKind() != svcv1.ContentKind_CONTENT_KIND_UNSPECIFIED {
+				d.Type = enumWire(c.GetKind())
+			}
+			if t := m.GetSource().GetModifiedAt(); t != nil {
+				d.Date = t.AsTime()
+			}
+			if msg := c.GetMessage(); msg != nil {
+				d.Subject, d.From = msg.GetSubject(), msg.GetFrom()
+				d.To, d.Cc = strings.Join(msg.GetTo(), ", "), strings.Join(msg.GetCc(), ", ")
+				if msg.GetDate() != nil {
+					d.Date = msg.GetDate().AsTime()
+				}
+			}
+		case !errors.Is(err, storage.ErrNotFound):
+			return d, err
+		}
+	}
+	switch {
+	case isMessage(o): // a .eml file is a message too
+		d.Type = "message"
+	case d.Type == "":
+		d.Type = "file"
+	}
+	if isMessage(o) && d.Subject == "" && d.From == "" {
+		if err := ix.headers(ctx, tenant, o, &d); err != nil {
+			return d, err
+		}
+	}
+	if o.HasText {
+		rc, err := ix.c.vault.OpenText(ctx, tenant, o.ID)
+		if err != nil {
+			return d, fmt.Errorf("text of %s: %w", o.ID, err)
+		}
+		text, err := io.ReadAll(io.LimitReader(rc, search.MaxBodyBytes))
+		rc.Close()
+		if err != nil {
+			return d, fmt.Errorf("text of %s: %w", o.ID, err)
+		}
+		d.Body = string(text)
+	}
+	return d, nil
+}
+
+func isMessage(o vault.Object) bool {
+	mt, _, _ := mime.ParseMediaType(o.MIMEType)
+	return o.Kind == "message" || mt == "message/rfc822" || strings.EqualFold(filepath.Ext(o.Name), ".eml")
+}
+
+// headers reads a message's headers from its content (the first 64 KiB at most).
+func (ix *vaultIndex) headers(ctx context.Context, tenant string, o vault.Object, d *search.Doc) error {
+	rc, _, err := ix.c.vault.Open(ctx, tenant, o.ID)
+	if err != nil {
+		return fmt.Errorf("headers of %s: %w", o.ID, err)
+	}
+	defer rc.Close()
+	msg, err := mail.ReadMessage(bufio.NewReader(io.LimitReader(rc, 64<<10)))
+	if err != nil {
+		return nil // not a parseable message: its text is still indexed
+	}
+	dec := new(mime.WordDecoder)
+	get := func(k string) string {
+		v := msg.Header.Get(k)
+		if s, err := dec.DecodeHeader(v); err == nil {
+			return s
+		}
+		return v
+	}
+	d.Subject, d.From, d.To, d.Cc = get("Subject"), get("From"), get("To"), get("Cc")
+	if t, err := msg.Header.Date(); err == nil {
+		d.Date = t
+	}
+	return nil
+}
+
+// count returns how many objects of a tenant are searchable (for a rebuild's progress).
+func (ix *vaultIndex) count(ctx context.Context, tenant string) (int64, error) {
+	var n int64
+	after := ""
+	for {
+		page, more, err := ix.c.vault.List(ctx, tenant, after, 1000, searchable)
+		if err != nil {
+			return n, err
+		}
+		n += int64(len(page))
+		if !more || len(page) == 0 {
+			return n, nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// docs yields the search document of every searchable object of a tenant, reading the vault a
+// page at a time (no transaction is open while a document is made).
+func (ix *vaultIndex) docs(ctx context.Context, tenant string) func(yield func(search.Doc, error) bool) {
+	return func(yield func(search.Doc, error) bool) {
+		after := ""
+		for {
+			page, more, err := ix.c.vault.List(ctx, tenant, after, 256, searchable)
+			if err != nil {
+				yield(search.Doc{}, err)
+				return
+			}
+			for _, o := range page {
+				d, err := ix.doc(ctx, tenant, o)
+				if !yield(d, err) || err != nil {
+					return
+				}
+				after = o.ID
+			}
+			if !more || len(page) == 0 {
+				return
+			}
+		}
+	}
+}
