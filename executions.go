@@ -2,12 +2,16 @@ package svc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
+	"sync"
 	"time"
 
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/storage"
 )
 
 // ExecuteOptions are who executes.
@@ -78,6 +82,7 @@ func Ended(x *svcv1.Execution) bool {
 func (s *Scope) Wait(ctx context.Context, id string) (*svcv1.Execution, error) {
 	delay := 5 * time.Millisecond
 	for {
+		changed := s.c.changes.next() // before the read: a change after it is not missed
 		x, err := s.Execution(ctx, id)
 		if err != nil || Ended(x) {
 			return x, err
@@ -85,9 +90,10 @@ func (s *Scope) Wait(ctx context.Context, id string) (*svcv1.Execution, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-changed:
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 250*time.Millisecond)
+		delay = min(2*delay, maxWatchPoll)
 	}
 }
 
@@ -100,27 +106,37 @@ func (s *Scope) Steps(ctx context.Context, id string) ([]execute.Transition, err
 	return s.c.journal(ctx, s.key(), id)
 }
 
-// Watch yields an execution's step transitions as they are recorded, from the first, until
-// the execution has ended and all its transitions were yielded (or ctx ends, yielded as the
-// error). It polls the journal; a consumer that stops early just breaks.
+// Watch yields an execution's step transitions as they are recorded, from the first, each
+// once and in order, until the execution has ended and all its transitions were yielded (or
+// ctx ends, yielded as the error). It reads only the entries recorded since its last look
+// (storage.Journal.ScanAfter), up to watchBatch at a time, and looks again when this
+// process's engine records a step or changes an execution (or after a poll interval, for a
+// store shared with another process). A consumer that stops early just breaks.
 func (s *Scope) Watch(ctx context.Context, id string) iter.Seq2[execute.Transition, error] {
 	return func(yield func(execute.Transition, error) bool) {
-		seen := 0
+		var pos uint64
 		delay := 5 * time.Millisecond
 		for {
+			changed := s.c.changes.next()
 			x, err := s.Execution(ctx, id) // before the journal: an ended execution's journal is complete
 			if err != nil {
 				yield(execute.Transition{}, err)
 				return
 			}
-			ts, err := s.c.journal(ctx, s.key(), id)
-			if err != nil {
-				yield(execute.Transition{}, err)
-				return
-			}
-			for ; seen < len(ts); seen++ {
-				if !yield(ts[seen], nil) {
+			for {
+				ts, next, err := s.c.journalAfter(ctx, s.key(), id, pos, watchBatch)
+				if err != nil {
+					yield(execute.Transition{}, err)
 					return
+				}
+				pos = next
+				for _, t := range ts {
+					if !yield(t, nil) {
+						return
+					}
+				}
+				if len(ts) < watchBatch {
+					break
 				}
 				delay = 5 * time.Millisecond
 			}
@@ -131,9 +147,109 @@ func (s *Scope) Watch(ctx context.Context, id string) iter.Seq2[execute.Transiti
 			case <-ctx.Done():
 				yield(execute.Transition{}, ctx.Err())
 				return
+			case <-changed:
+				delay = 5 * time.Millisecond
 			case <-time.After(delay):
+				delay = min(2*delay, maxWatchPoll)
 			}
-			delay = min(2*delay, 250*time.Millisecond)
 		}
 	}
+}
+
+// watchBatch is how many journal entries Watch holds at a time; maxWatchPoll is the longest it
+// waits between looks when nothing in this process tells it of a change.
+const (
+	watchBatch   = 256
+	maxWatchPoll = time.Second
+)
+
+// errBatchFull stops a journal scan once a batch is full.
+var errBatchFull = errors.New("batch full")
+
+// journalAfter decodes up to limit journal entries after position after, and returns the
+// position of the last one (after itself when there is none). The entries are collected in
+// the scan and handed out after it: the scan may hold a transaction, and a consumer may call
+// the store.
+func (c *core) journalAfter(ctx context.Context, tenant, exeID string, after uint64, limit int) ([]execute.Transition, uint64, error) {
+	var out []execute.Transition
+	pos := after
+	err := c.store.Journal().ScanAfter(ctx, tenant, exeID, after, func(p uint64, b []byte) error {
+		var t execute.Transition
+		if err := json.Unmarshal(b, &t); err != nil {
+			return fmt.Errorf("journal entry at %d: %w", p, err)
+		}
+		out, pos = append(out, t), p
+		if len(out) == limit {
+			return errBatchFull
+		}
+		return nil
+	})
+	if errors.Is(err, errBatchFull) {
+		err = nil
+	}
+	return out, pos, err
+}
+
+// changes tells waiters that an execution's journal or record changed in this process: next
+// returns a channel closed at the next change.
+type changes struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *changes) next() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+func (n *changes) notify() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
+}
+
+// signalling is the store an Instance uses: the store it was given, whose journal appends and
+// execution updates also tell Wait and Watch (changes).
+type signalling struct {
+	storage.Store
+	changes *changes
+}
+
+func (s signalling) Journal() storage.Journal { return signallingJournal{s.Store.Journal(), s.changes} }
+
+func (s signalling) Executions() storage.Executions {
+	return signallingExecutions{s.Store.Executions(), s.changes}
+}
+
+type signallingJournal struct {
+	storage.Journal
+	changes *changes
+}
+
+func (j signallingJournal) Append(ctx context.Context, tenant, executionID string, entries [][]byte) error {
+	err := j.Journal.Append(ctx, tenant, executionID, entries)
+	if err == nil {
+		j.changes.notify()
+	}
+	return err
+}
+
+type signallingExecutions struct {
+	storage.Executions
+	changes *changes
+}
+
+func (x signallingExecutions) Update(ctx context.Context, tenant, id string, fn func(*svcv1.Execution) error, also ...storage.Write) error {
+	err := x.Executions.Update(ctx, tenant, id, fn, also...)
+	if err == nil {
+		x.changes.notify()
+	}
+	return err
 }

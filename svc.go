@@ -98,7 +98,8 @@ type core struct {
 	now       func() time.Time
 	log       *slog.Logger
 	opts      Options
-	tempDir   string // OpenMemory's directory, removed by Close
+	tempDir   string   // OpenMemory's directory, removed by Close
+	changes   *changes // an execution's journal or record changed (Wait, Watch)
 
 	openMu sync.Mutex
 	opened map[string]openedSource
@@ -151,6 +152,8 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		}
 		c.ownStore = true
 	}
+	c.changes = &changes{}
+	c.store = signalling{c.store, c.changes}
 	if c.keyring, err = receipt.OpenKeyring(filepath.Join(dir, "keys")); err != nil {
 		return nil, err
 	}
@@ -240,7 +243,12 @@ func (sv *Instance) ReceiptKeys() *receipt.Keyring { return sv.core.keyring }
 func (sv *Instance) Providers() *providers.Registry { return sv.core.providers }
 
 // Store is the storage the Instance keeps its records in.
-func (sv *Instance) Store() Store { return sv.core.store }
+func (sv *Instance) Store() Store {
+	if s, ok := sv.core.store.(signalling); ok {
+		return s.Store
+	}
+	return sv.core.store
+}
 
 // Resume continues executions left running (Open already did; a host that stopped the
 // engine with Shutdown calls it again).
