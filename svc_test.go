@@ -299,10 +299,14 @@ func mapsEqual(a, b map[string]string) bool {
 
 // TestUndoByReceipt: an execution that trashed files at the source is undone from its
 // receipt, through a restore plan, and the files come back as they were.
-func TestUndoByReceipt(t *testing.T) {
+func TestUndoByReceipt(t *testing.T) { undoByReceipt(t, nil, nil) }
+
+// undoByReceipt runs the undo test on opts; undoing, when not nil, is told when the undo plan
+// is being built and when it was.
+func undoByReceipt(t *testing.T, opts *svc.Options, undoing func(bool)) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sv, err := svc.OpenMemory(ctx, nil)
+	sv, err := svc.OpenMemory(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +345,17 @@ func TestUndoByReceipt(t *testing.T) {
 			t.Fatalf("%s is still at the source after the clean-up", name)
 		}
 	}
-	run(sv.UndoReceipt(ctx, x.GetReceiptId(), nil))
+	if undoing != nil {
+		undoing(true)
+	}
+	undo, err := sv.UndoReceipt(ctx, x.GetReceiptId(), nil)
+	if undoing != nil {
+		undoing(false)
+	}
+	if err == nil && len(undo.GetObjects()) != len(files) {
+		t.Fatalf("the undo plan restores %d objects, want %d", len(undo.GetObjects()), len(files))
+	}
+	run(undo, err)
 	for name, body := range files {
 		if got, err := os.ReadFile(filepath.Join(root, name)); err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("%s after the undo: %v", name, err)

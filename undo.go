@@ -31,25 +31,37 @@ func (s *Scope) UndoReceipt(ctx context.Context, receiptID string, opts *Restore
 	if err != nil {
 		return nil, err
 	}
-	orig, err := s.c.store.Plans().Get(ctx, tenant, r.GetPlanId())
-	if err != nil {
+	if _, err := s.Execution(ctx, r.GetExecutionId()); err != nil {
 		return nil, err
 	}
-	journal, err := s.Steps(ctx, r.GetExecutionId())
-	if err != nil {
-		return nil, err
-	}
-	// What the journal says was taken from the source: the trash's result, and whether the
-	// provider can take it back.
+	// Memory follows what was taken from the source, not the size of the execution: the
+	// journal and the plan's objects are streamed, and only the entries of removed assets are
+	// kept. What the journal says was taken: the trash's result, and whether the provider
+	// can take it back.
 	removed := map[string]execute.Transition{}
-	for _, t := range journal {
+	err = execStore{s.c}.ScanJournal(ctx, tenant, r.GetExecutionId(), func(t execute.Transition) error {
 		if t.To == svcv1.StepState_STEP_STATE_SOURCE_TRASHED_OR_REMOVED {
 			removed[t.AssetID] = t
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	orig, err := s.c.store.Plans().Header(ctx, tenant, r.GetPlanId())
+	if err != nil {
+		return nil, err
 	}
 	planned := map[string]*svcv1.PlanObject{}
-	for _, o := range orig.GetObjects() {
-		planned[o.GetAssetId()] = o
+	for objs, err := range s.c.store.Plans().Objects(ctx, tenant, r.GetPlanId()) {
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if _, ok := removed[o.GetAssetId()]; ok {
+				planned[o.GetAssetId()] = o
+			}
+		}
 	}
 	dst := ro.Destination
 

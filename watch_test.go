@@ -105,3 +105,37 @@ func TestWatchYieldsEachStepOnce(t *testing.T) {
 		t.Fatalf("the watch read the whole journal %d times and scanned %d entries, want 0 and %d", whole, scanned, len(steps))
 	}
 }
+
+// wholePlanRefusing refuses to read a plan whole while refuse is set.
+type wholePlanRefusing struct {
+	*storagetest.Memory
+	refuse atomic.Bool
+}
+
+func (s *wholePlanRefusing) Plans() storage.Plans { return refusingPlans{s.Memory.Plans(), s} }
+
+type refusingPlans struct {
+	storage.Plans
+	s *wholePlanRefusing
+}
+
+func (p refusingPlans) Get(ctx context.Context, tenant, id string) (*svcv1.Plan, error) {
+	if p.s.refuse.Load() {
+		return nil, fmt.Errorf("plan %s read whole", id)
+	}
+	return p.Plans.Get(ctx, tenant, id)
+}
+
+func (p refusingPlans) Fill(ctx context.Context, tenant string, h *svcv1.Plan) error {
+	if p.s.refuse.Load() {
+		return fmt.Errorf("plan %s read whole", h.GetPlanId())
+	}
+	return p.Plans.Fill(ctx, tenant, h)
+}
+
+// TestUndoStreamsThePlan: undoing a receipt reads the executed plan's objects chunk by chunk,
+// never the whole plan at once (a 100,000-object plan would be held whole).
+func TestUndoStreamsThePlan(t *testing.T) {
+	st := &wholePlanRefusing{Memory: storagetest.NewMemory()}
+	undoByReceipt(t, &svc.Options{Store: st}, st.refuse.Store)
+}
