@@ -214,3 +214,47 @@ func ExampleScope_ExportManifests() {
 	// Output:
 	// bundle verifies: true
 }
+
+// Search what the vault holds, by words in the content or by field: a search right after an
+// execution finds what it vaulted (it waits for the index to follow the vault).
+func ExampleScope_SearchVault() {
+	ctx := context.Background()
+	folder := exampleFolder()
+	defer os.RemoveAll(folder)
+	sv, err := svc.OpenMemory(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sv.Close()
+	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": folder}, Kind: "folder"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_RESCUE})
+	if err == nil {
+		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
+	}
+	var x *svcv1.Execution
+	if err == nil {
+		x, err = sv.Execute(ctx, p.PlanId, nil)
+	}
+	if err == nil {
+		_, err = sv.Wait(ctx, x.Id)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, q := range []string{"passport", "name:notes.txt", "bank -passport"} {
+		res, err := sv.SearchVault(ctx, svc.SearchQuery{Q: q})
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, h := range res.Hits {
+			fmt.Printf("%s: %s %v\n", q, h.Object.Name, h.Matched)
+		}
+	}
+	// Output:
+	// passport: todo.txt [body]
+	// name:notes.txt: notes.txt [name]
+	// bank -passport: notes.txt [body]
+}

@@ -106,8 +106,10 @@ type core struct {
 }
 
 // Open opens (creating it if needed) svc's data directory dir: the store (svc.db unless
-// opts.Store), the master key (master.key), the receipt signing keys (keys/) and the vault
-// (vault/). Executions that were running when the directory was last closed resume.
+// opts.Store), the master key (master.key), the receipt signing keys (keys/), the vault
+// (vault/) and its search index (search/, kept in step by a background worker from the
+// store's change feed). Executions that were running when the directory was last closed
+// resume.
 func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	var o Options
 	if opts != nil {
