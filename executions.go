@@ -160,7 +160,7 @@ func (s *Scope) Watch(ctx context.Context, id string) iter.Seq2[execute.Transiti
 // waits between looks when nothing in this process tells it of a change.
 const (
 	watchBatch   = 256
-	maxWatchPoll = time.Second
+	maxWatchPoll = 250 * time.Millisecond
 )
 
 // errBatchFull stops a journal scan once a batch is full.
