@@ -35,9 +35,6 @@ func (s *Server) searchVault(ctx context.Context, req *svcv1.SearchVaultRequest)
 	if req.To != nil {
 		q.To = req.GetTo().AsTime()
 	}
-	if req.From != nil && req.To != nil && !q.To.After(q.From) {
-		return nil, invalid("to", "must be after from")
-	}
 	if c.Connection != nil && len(c.Connection.Grant.SourceIDs) > 0 {
 		q.Sources = c.Connection.Grant.SourceIDs
 	}

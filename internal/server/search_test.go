@@ -158,6 +158,11 @@ func TestVaultSearchPagesAndBadInput(t *testing.T) {
 	if !strings.Contains(string(r.body), `"path":"q"`) {
 		t.Fatalf("problem %s", r.body)
 	}
+	// The embedding package's refusal names the field; the problem carries it.
+	_, r = e.search(t, q("a")+"&from=2026-03-02T00:00:00Z&to=2026-03-01T00:00:00Z")
+	if !strings.Contains(string(r.body), `"path":"to"`) {
+		t.Fatalf("problem %s", r.body)
+	}
 	// Without connection_id under a key: 400 (the endpoint is CX).
 	checkProblem(t, e.do("GET", "/v1/vault/search?"+q("invoice"), "", e.key()...), 400, "validation_failed")
 }
