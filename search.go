@@ -98,7 +98,7 @@ func (s *Scope) SearchVault(ctx context.Context, q SearchQuery) (SearchResult, e
 	res, err := ix.index.Search(ctx, tenant, sq)
 	switch {
 	case errors.Is(err, search.ErrInvalidPosition):
-		return SearchResult{}, invalid("cursor", "is not a cursor of this search")
+		return SearchResult{}, invalid("cursor", "is not a search cursor")
 	case errors.Is(err, search.ErrInvalidQuery):
 		return SearchResult{}, invalid("q", strings.TrimPrefix(err.Error(), search.ErrInvalidQuery.Error()+": "))
 	case err != nil:
