@@ -1,8 +1,9 @@
 // Package storage is the storage seam of the embedding package (svc.dev/svc): the records an
 // embedded svc keeps (plans as a header and object chunks, executions, their journals,
-// sources and their sealed configurations, receipts, manifests, events, vault metadata),
-// behind narrow interfaces that a store implements. svc.dev/svc/internal/store implements them on
-// bbolt; a PostgreSQL store implements the same interfaces.
+// sources and their sealed configurations, receipts, manifests, events, vault metadata, the
+// vault's change feed), behind narrow interfaces that a store implements.
+// svc.dev/svc/internal/store implements them on bbolt; a PostgreSQL store implements the same
+// interfaces.
 //
 // The interfaces live in a package of their own, as database/sql/driver does for
 // database/sql, so that an implementation imports only this package and the domain
