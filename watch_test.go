@@ -101,6 +101,7 @@ func TestWatchYieldsEachStepOnce(t *testing.T) {
 			t.Fatalf("transition %d watched as %s, recorded as %s", i, watched[i], want)
 		}
 	}
+	t.Logf("%d files: %d transitions watched, %d journal entries scanned, %d whole reads", files, len(watched), scanned, whole)
 	if whole != 0 || scanned != int64(len(steps)) {
 		t.Fatalf("the watch read the whole journal %d times and scanned %d entries, want 0 and %d", whole, scanned, len(steps))
 	}
