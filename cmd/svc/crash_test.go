@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,20 +71,44 @@ func (r *crashRig) start(env ...string) {
 		r.t.Fatal(err)
 	}
 	found := make(chan string, 1)
+	var (
+		mu      sync.Mutex
+		logs    []string // what it said before it started listening, for a failure
+		started bool
+		done    = make(chan struct{})
+	)
 	go func() {
+		defer close(done)
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
 		re := regexp.MustCompile(`base_url=(\S+)`)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
+				continue
 			}
+			mu.Lock()
+			if !started && len(logs) < 5000 {
+				logs = append(logs, sc.Text())
+			}
+			mu.Unlock()
 		}
 	}()
 	select {
 	case r.base = <-found:
+		mu.Lock()
+		started = true
+		mu.Unlock()
 	case <-time.After(60 * time.Second):
+		cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, to see where it is stuck
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
 		cmd.Process.Kill()
-		r.t.Fatal("svc serve did not start")
+		mu.Lock()
+		defer mu.Unlock()
+		r.t.Fatalf("svc serve did not start within 60 s; it wrote:\n%s", strings.Join(logs, "\n"))
 	}
 	r.cmd = cmd
 	raw, err := os.ReadFile(filepath.Join(r.data, "dev-credentials.json"))
