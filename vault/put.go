@@ -111,7 +111,7 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 	}
 	mode := extract.ModeOf(req.MIMEType, req.Kind, req.Name)
 	if limit := v.opts.PackThreshold; limit > 0 && req.SizeBytes <= limit {
-		data, err := io.ReadAll(io.LimitReader(body, limit+1))
+		data, err := readAllSized(io.LimitReader(body, limit+1), req.SizeBytes)
 		if err != nil {
 			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
 		}
@@ -124,6 +124,29 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 		body = io.MultiReader(bytes.NewReader(data), body)
 	}
 	return v.putLarge(ctx, t, draft, &req, body, mode)
+}
+
+// readAllSized reads r to EOF into a buffer sized for the expected size (when it is known,
+// >= 0) and one byte more, so that content of the announced size is read without the
+// buffer growing and copying (io.ReadAll starts at 512 bytes).
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		size = 511
+	}
+	data := make([]byte, 0, size+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+	}
 }
 
 // confirm answers a Put into an object that is already committed: the
