@@ -32,6 +32,10 @@ type PutRequest struct {
 	// SizeBytes is the expected size, or -1 when unknown. (0 expects empty
 	// content.)
 	SizeBytes int64
+	// SizeHint is the size the caller expects (a provider's reported size) when it does not
+	// require it (SizeBytes -1): it only sizes the buffer small content is read into, and
+	// content of another size is stored all the same. 0 or less: no hint.
+	SizeHint int64
 	// SHA256 is the expected digest, or zero when unknown.
 	SHA256 Digest
 }
@@ -111,7 +115,11 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 	}
 	mode := extract.ModeOf(req.MIMEType, req.Kind, req.Name)
 	if limit := v.opts.PackThreshold; limit > 0 && req.SizeBytes <= limit {
-		data, err := readAllSized(io.LimitReader(body, limit+1), req.SizeBytes)
+		hint := req.SizeBytes
+		if hint < 0 && req.SizeHint > 0 {
+			hint = min(req.SizeHint, limit)
+		}
+		data, err := readAllSized(io.LimitReader(body, limit+1), hint)
 		if err != nil {
 			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
 		}
