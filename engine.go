@@ -242,16 +242,17 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	o := a.Object
 	m, err := c.store.Manifests().Get(ctx, tenant, o.GetAssetId())
 	if errors.Is(err, storage.ErrNotFound) {
-		m, err = manifest.New(&manifest.Asset{ManifestID: manifestIDOf(tenant, o.GetAssetId()), AssetID: o.GetAssetId(), TenantRef: tenant,
+		// A draft: the Apply below seals it (New would hash it once more).
+		m, err = manifest.Draft(&manifest.Asset{ManifestID: manifestIDOf(tenant, o.GetAssetId()), AssetID: o.GetAssetId(), TenantRef: tenant,
 			Provider: o.GetProvider(), SourceRef: o.GetSourceId(), Object: a.Content, ObservedAt: c.now().UTC()})
 	}
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
-	fresh := m // stored as is when the asset has no manifest yet
+	fresh := m // the asset's first manifest when it has none yet, sealed by the Apply below
 	req := vault.PutRequest{ID: vaultObjectID(a.ExecutionID, o.GetAssetId()), AssetID: o.GetAssetId(), Name: a.Content.Name,
 		Provider: o.GetProvider(), SourceID: o.GetSourceId(), MIMEType: a.Content.MIMEType, Kind: string(a.Content.Kind),
-		ManifestID: m.GetManifestId(), SizeBytes: -1}
+		ManifestID: m.GetManifestId(), SizeBytes: -1, SizeHint: a.Content.SizeBytes}
 	if o.ExpectedSha256 != nil {
 		if d, err := vault.ParseDigest(o.GetExpectedSha256()); err == nil {
 			req.SHA256 = d

@@ -45,6 +45,7 @@ type rig struct {
 	finish *countingFinisher
 	plan   *svcv1.Plan
 	shas   map[string]string // original content hashes by object id
+	batch  *batchSource      // set when the source trashes in batches
 }
 
 func newRig(t interface{ Fatal(...any) }, n int) *rig {
@@ -60,7 +61,7 @@ func newRig(t interface{ Fatal(...any) }, n int) *rig {
 }
 
 func (r *rig) engine() *execute.Engine {
-	return execute.New(r.store, fakeSources{src: r.src}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
+	return execute.New(r.store, fakeSources{src: r.src, batch: r.batch}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
 }
 
 // check asserts the guarantee: every trashed object was trashed once and has a committed vault
@@ -124,6 +125,41 @@ func TestExecuteHappyPath(t *testing.T) {
 	// A plan runs once.
 	if _, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1"); err == nil {
 		t.Fatal("an executed plan started again")
+	}
+}
+
+// batched makes the rig's source trash in batches.
+func (r *rig) batched(wholeFail int) *batchSource {
+	b := &batchSource{fakeSource: r.src, store: r.store, wholeFail: wholeFail}
+	r.batch = b
+	return b
+}
+
+func TestTrashInBatches(t *testing.T) {
+	r := newRig(t, 200)
+	b := r.batched(0)
+	r.src.version["obj-007"] = "v2" // refused in its batch, the others go on
+	e := execute.New(r.store, fakeSources{src: r.src, batch: b}, r.vault, r.finish, execute.Options{Concurrency: 64, Backoff: time.Millisecond})
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	x = r.check(t, x.Id)
+	if x.Completed != 199 || len(r.src.trash) != 199 {
+		t.Fatalf("%v: %d completed, %d trashed, errors %v", x.Status, x.Completed, len(r.src.trash), x.Errors)
+	}
+	if _, ok := r.src.content["obj-007"]; !ok {
+		t.Fatal("an object whose version moved was trashed")
+	}
+	if len(b.violations) > 0 {
+		t.Fatal(b.violations)
+	}
+	if b.singles.Load() != 0 {
+		t.Fatalf("%d trashes one at a time; want all in batches", b.singles.Load())
+	}
+	if len(b.sizes) >= 199 {
+		t.Fatalf("%d batch calls for 199 trashes: nothing was batched (sizes %v)", len(b.sizes), b.sizes)
 	}
 }
 
@@ -197,6 +233,9 @@ func TestCrashAtAnyJournalWrite(t *testing.T) {
 		// no asset may end failed.
 		if n := rapid.IntRange(2, 9).Draw(rt, "transient"); n > 2 {
 			r.src.transient = n
+		}
+		if rapid.Bool().Draw(rt, "batched") {
+			r.batched(rapid.IntRange(0, 3).Draw(rt, "wholeFail"))
 		}
 		crashes := rapid.SliceOfN(rapid.IntRange(1, 150), 1, 4).Draw(rt, "crashes")
 		exeID := runWithCrashes(rt, r.store, r.plan.PlanId, crashes, r.engine)

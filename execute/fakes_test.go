@@ -292,8 +292,9 @@ func (f *fakeSource) sha(id string) string {
 
 // fakeSources opens the fake source for every source id, and dst for destination ids.
 type fakeSources struct {
-	src *fakeSource
-	dst providers.Provider
+	src   *fakeSource
+	dst   providers.Provider
+	batch *batchSource // when set, the source trashes in batches
 }
 
 func (s fakeSources) Source(_ context.Context, _ string, id string) (providers.Provider, string, error) {
@@ -302,6 +303,9 @@ func (s fakeSources) Source(_ context.Context, _ string, id string) (providers.P
 			return nil, "", providers.ErrNotFound
 		}
 		return s.dst, "", nil
+	}
+	if s.batch != nil {
+		return s.batch, "ref", nil
 	}
 	return s.src, "ref", nil
 }
@@ -383,4 +387,60 @@ func (v *memVault) Read(_ context.Context, _, assetID string) (io.ReadCloser, ex
 	}
 	data := v.blobs[h]
 	return io.NopCloser(bytes.NewReader(data)), execute.VaultRef{ID: "vlt_" + h[:26], SHA256: h, Size: int64(len(data))}, nil
+}
+
+// batchSource is a fakeSource that also trashes in batches. At each batch call it checks the
+// journal rule: every object in the batch has its ACTION_QUEUED durable. wholeFail > 0 makes
+// every wholeFail-th batch call trash its first half and then fail as a whole.
+type batchSource struct {
+	*fakeSource
+	store     *memStore
+	wholeFail int
+
+	mu         sync.Mutex
+	calls      int
+	sizes      []int
+	singles    atomic.Int64
+	violations []string
+}
+
+func (b *batchSource) Trash(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
+	b.singles.Add(1)
+	return b.fakeSource.Trash(ctx, req)
+}
+
+func (b *batchSource) TrashBatch(ctx context.Context, reqs []providers.ActionRequest) ([]providers.ActionOutcome, error) {
+	b.mu.Lock()
+	b.calls++
+	n := b.calls
+	b.sizes = append(b.sizes, len(reqs))
+	b.mu.Unlock()
+	queued := map[string]bool{}
+	b.store.mu.Lock()
+	for _, ts := range b.store.journal {
+		for _, t := range ts {
+			if t.To == svcv1.StepState_STEP_STATE_SOURCE_ACTION_QUEUED {
+				queued["obj-"+strings.TrimPrefix(t.AssetID, "ast_")] = true
+			}
+		}
+	}
+	b.store.mu.Unlock()
+	for _, q := range reqs {
+		if !queued[q.ObjectID] {
+			b.mu.Lock()
+			b.violations = append(b.violations, q.ObjectID+" sent to a batch trash before its ACTION_QUEUED was durable")
+			b.mu.Unlock()
+		}
+	}
+	if b.wholeFail > 0 && n%b.wholeFail == 0 {
+		for _, q := range reqs[:len(reqs)/2] {
+			_, _ = b.fakeSource.Trash(ctx, q)
+		}
+		return nil, fmt.Errorf("batch call lost: %w", providers.ErrTransient)
+	}
+	outs := make([]providers.ActionOutcome, len(reqs))
+	for i, q := range reqs {
+		outs[i].Result, outs[i].Err = b.fakeSource.Trash(ctx, q)
+	}
+	return outs, nil
 }

@@ -286,6 +286,8 @@ type runner struct {
 	tally   *tally // of what was recorded, for the counters shown while it runs
 
 	processed, bytes atomic.Int64
+
+	batchers map[string]*trashBatcher // by source id, under mu
 }
 
 // record journals an asset's transition. A transition that guards a side effect is durable
@@ -491,14 +493,28 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 		fail("trash", fmt.Errorf("the provider cannot trash: %w", providers.ErrUnsupported))
 		return
 	}
+	req := providers.ActionRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()}
+	// mayBeTrashed: an earlier attempt may have trashed the object (before an interruption, or
+	// in a batch call that failed as a whole), so its absence now means it was trashed.
+	mayBeTrashed := resumedQueued
 	var res providers.ActionResult
-	err = r.retry(work, pace, func() error {
-		var err error
-		res, err = tr.Trash(work, providers.ActionRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()})
-		return err
-	})
+	done := false
+	if b := r.trashBatcher(o.GetSourceId(), src, pace); b != nil {
+		out, whole := b.trash(work, req)
+		res, err = out.Result, out.Err
+		// A transient failure of this object, or of the whole call, is retried alone below.
+		done = !whole && (err == nil || !providers.IsRetryable(err))
+		mayBeTrashed = mayBeTrashed || whole
+	}
+	if !done {
+		err = r.retry(work, pace, func() error {
+			var err error
+			res, err = tr.Trash(work, req)
+			return err
+		})
+	}
 	switch {
-	case errors.Is(err, providers.ErrNotFound) && resumedQueued:
+	case errors.Is(err, providers.ErrNotFound) && mayBeTrashed:
 		// Trashed before the interruption (or removed meanwhile): either way it is gone from the
 		// source and its copy is in the vault.
 		res = providers.ActionResult{Restorable: false}

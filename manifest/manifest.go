@@ -129,6 +129,17 @@ func ObjectRef(placeID, objectID string) string { return placeID + "/" + objectI
 // provider's metadata, permissions, an originated_from edge (asset -> its object at the
 // source), no vault copy, not restorable. It is sealed (hash set).
 func New(a *Asset) (*svcv1.Manifest, error) {
+	m, err := Draft(a)
+	if err != nil {
+		return nil, err
+	}
+	return m, Seal(m)
+}
+
+// Draft is New without the hash: a manifest that the caller passes to Apply, which seals
+// it, before it is stored or shown. It spares computing the hash twice when a new manifest
+// is updated at once (a first preservation).
+func Draft(a *Asset) (*svcv1.Manifest, error) {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidInput, field, fmt.Sprintf(format, args...))
 	}
@@ -178,7 +189,7 @@ func New(a *Asset) (*svcv1.Manifest, error) {
 		From: a.AssetID, To: ObjectRef(m.Source.SourceRef, m.Source.ObjectId),
 		Relation: svcv1.LineageRelation_LINEAGE_RELATION_ORIGINATED_FROM, At: at,
 	}}
-	return m, Seal(m)
+	return m, nil
 }
 
 // observe sets the source (but provider, sourceRef, accountLabel) and content sections from a

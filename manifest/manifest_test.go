@@ -495,3 +495,34 @@ func TestInvalidUTF8(t *testing.T) {
 		t.Errorf("path %q", m.Destinations[0].GetPath())
 	}
 }
+
+func TestDraftIsNewWithoutTheHash(t *testing.T) {
+	d, err := manifest.Draft(newAsset(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.GetHash() != "" {
+		t.Fatalf("a draft has a hash: %q", d.GetHash())
+	}
+	m := mustNew(t, newAsset(3))
+	withoutHash := proto.Clone(m).(*svcv1.Manifest)
+	withoutHash.Hash = ""
+	if !proto.Equal(d, withoutHash) {
+		t.Fatalf("the draft differs from New's manifest beyond the hash:\n%v\n%v", d, withoutHash)
+	}
+	// Applying the same updates to both gives the same sealed manifest.
+	for _, u := range fullUpdates(m) {
+		if err := manifest.Apply(d, u); err != nil {
+			t.Fatal(err)
+		}
+		if err := manifest.Apply(m, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h, err := manifest.Hash(d); err != nil || d.GetHash() != h || !proto.Equal(d, m) {
+		t.Fatalf("draft + updates: hash %q (recomputed %q, %v); equal to New + updates: %v", d.GetHash(), h, err, proto.Equal(d, m))
+	}
+	if _, err := manifest.Draft(&manifest.Asset{}); !errors.Is(err, manifest.ErrInvalidInput) {
+		t.Fatalf("a draft of nothing: %v", err)
+	}
+}

@@ -24,6 +24,15 @@ func AsTrasher(p Provider) (Trasher, bool) {
 	return t, ok && supports(p, CapTrash)
 }
 
+// AsBatchTrasher returns p's BatchTrasher if it has one and can trash.
+func AsBatchTrasher(p Provider) (BatchTrasher, bool) {
+	b, ok := p.(BatchTrasher)
+	if _, trash := AsTrasher(p); !ok || !trash {
+		return nil, false
+	}
+	return b, supports(p, CapTrashBatch)
+}
+
 // AsRemover returns p's Remover if it has one.
 func AsRemover(p Provider) (Remover, bool) {
 	r, ok := p.(Remover)
@@ -66,6 +75,9 @@ func CapabilitiesOf(p Provider) []Capability {
 	}
 	if _, ok := AsQuotaer(p); ok {
 		caps = append(caps, CapQuota)
+	}
+	if _, ok := AsBatchTrasher(p); ok {
+		caps = append(caps, CapTrashBatch)
 	}
 	return caps
 }

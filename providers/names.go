@@ -105,10 +105,13 @@ const (
 	CapUntrash Capability = "untrash" // Untrasher
 	CapWrite   Capability = "write"   // Writer
 	CapQuota   Capability = "quota"   // Quotaer
+	// CapTrashBatch: BatchTrasher. A provider that declares it declares
+	// CapTrash too.
+	CapTrashBatch Capability = "trash_batch"
 )
 
 // Capabilities lists every capability.
-var Capabilities = []Capability{CapTrash, CapRemove, CapUntrash, CapWrite, CapQuota}
+var Capabilities = []Capability{CapTrash, CapRemove, CapUntrash, CapWrite, CapQuota, CapTrashBatch}
 
 // Valid reports whether c is a known capability.
 func (c Capability) Valid() bool { return slices.Contains(Capabilities, c) }

@@ -65,6 +65,28 @@ type Trasher interface {
 	Trash(ctx context.Context, req ActionRequest) (ActionResult, error)
 }
 
+// BatchTrasher is implemented by providers that can trash several objects
+// in one call (one round trip to a plugin process or a remote API). Each
+// request is handled as Trash would handle it on its own, with its own
+// version check; TrashBatch returns one outcome per request, in the
+// requests' order. It returns an error only when the call as a whole
+// failed, and then any of the objects may or may not have been trashed.
+// Callers send at most MaxBatchSize requests; a provider refuses more with
+// ErrInvalidArgument.
+type BatchTrasher interface {
+	TrashBatch(ctx context.Context, reqs []ActionRequest) ([]ActionOutcome, error)
+}
+
+// MaxBatchSize is the most requests one batch call carries.
+const MaxBatchSize = 1000
+
+// ActionOutcome is the outcome of one request of a batch: its result, or
+// the error Trash would have returned for it alone.
+type ActionOutcome struct {
+	Result ActionResult
+	Err    error
+}
+
 // Remover is implemented by providers that can delete an object
 // permanently. Remove must refuse (with a *VersionMismatchError) when
 // ExpectedVersion is set and differs.

@@ -32,6 +32,10 @@ type PutRequest struct {
 	// SizeBytes is the expected size, or -1 when unknown. (0 expects empty
 	// content.)
 	SizeBytes int64
+	// SizeHint is the size the caller expects (a provider's reported size) when it does not
+	// require it (SizeBytes -1): it only sizes the buffer small content is read into, and
+	// content of another size is stored all the same. 0 or less: no hint.
+	SizeHint int64
 	// SHA256 is the expected digest, or zero when unknown.
 	SHA256 Digest
 }
@@ -111,7 +115,11 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 	}
 	mode := extract.ModeOf(req.MIMEType, req.Kind, req.Name)
 	if limit := v.opts.PackThreshold; limit > 0 && req.SizeBytes <= limit {
-		data, err := io.ReadAll(io.LimitReader(body, limit+1))
+		hint := req.SizeBytes
+		if hint < 0 && req.SizeHint > 0 {
+			hint = min(req.SizeHint, limit)
+		}
+		data, err := readAllSized(io.LimitReader(body, limit+1), hint)
 		if err != nil {
 			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
 		}
@@ -124,6 +132,29 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 		body = io.MultiReader(bytes.NewReader(data), body)
 	}
 	return v.putLarge(ctx, t, draft, &req, body, mode)
+}
+
+// readAllSized reads r to EOF into a buffer sized for the expected size (when it is known,
+// >= 0) and one byte more, so that content of the announced size is read without the
+// buffer growing and copying (io.ReadAll starts at 512 bytes).
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		size = 511
+	}
+	data := make([]byte, 0, size+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return data, err
+		}
+	}
 }
 
 // confirm answers a Put into an object that is already committed: the

@@ -463,6 +463,11 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 		Failed    int     `json:"failed"`
 		Status    string  `json:"status"`
 	}
+	if profDir != "" {
+		// What planning left in the server: its live heap (after a collection) and the runtime's
+		// memory statistics, before the execution starts.
+		planHeap(tb, profDir, debugAddr)
+	}
 	cpu0s, cpu0p := groupCPU(cmd.Process.Pid)
 	run.anonStartServer, run.anonStartPlugins = groupRSS(cmd.Process.Pid, "RssAnon:")
 	t0 = time.Now()
@@ -618,6 +623,27 @@ func freeLoopbackAddr(tb testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// planHeap saves the server's heap profile after a collection (server-plan.heap.pprof) and
+// its runtime memory statistics (server-plan.heap.txt) into dir.
+func planHeap(tb testing.TB, dir, server string) {
+	for path, file := range map[string]string{"/debug/pprof/heap?gc=1": "server-plan.heap.pprof", "/debug/pprof/heap?debug=1": "server-plan.heap.txt"} {
+		res, err := http.Get("http://" + server + path)
+		if err != nil {
+			tb.Logf("plan heap: %v", err)
+			return
+		}
+		f, err := os.Create(filepath.Join(dir, file))
+		if err == nil {
+			_, err = io.Copy(f, res.Body)
+			f.Close()
+		}
+		res.Body.Close()
+		if err != nil {
+			tb.Logf("plan heap: %v", err)
+		}
+	}
 }
 
 // profile takes CPU profiles of the server (its --debug-addr) and of every plugin process

@@ -24,7 +24,7 @@ import (
 	"svc.dev/svc/providers"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapTrashBatch}
 
 // Description is the vendor_d_local provider's description.
 var Description = providers.Description{

@@ -77,6 +77,20 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 	return providers.ActionResult{ResultID: info, Restorable: true}, nil
 }
 
+// TrashBatch implements providers.BatchTrasher: each object is trashed as
+// Trash trashes it, in order, and fails or succeeds on its own. Its worth
+// is in the calls it saves a plugin host (one round trip for a batch).
+func (p *Provider) TrashBatch(ctx context.Context, reqs []providers.ActionRequest) ([]providers.ActionOutcome, error) {
+	if len(reqs) > providers.MaxBatchSize {
+		return nil, fmt.Errorf("local: trash batch of %d, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument)
+	}
+	outs := make([]providers.ActionOutcome, len(reqs))
+	for i, req := range reqs {
+		outs[i].Result, outs[i].Err = p.Trash(ctx, req)
+	}
+	return outs, nil
+}
+
 func addFlag(flags string, f byte) string {
 	if strings.IndexByte(flags, f) >= 0 {
 		return flags

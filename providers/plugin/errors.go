@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -107,19 +108,47 @@ func laneRejected(err error) bool {
 // ErrorInfo. It returns nil when the status has none (a transport failure).
 func errorFromStatus(st *status.Status) error {
 	for _, d := range st.Details() {
-		info, ok := d.(*pluginpb.ErrorInfo)
-		if !ok {
-			continue
+		if info, ok := d.(*pluginpb.ErrorInfo); ok {
+			return errorFromInfo(info, st.Message())
 		}
-		if info.GetCode() == "version_mismatch" {
-			return &providers.VersionMismatchError{ObjectID: info.GetObjectId(), Expected: info.GetExpectedVersion(), Actual: info.GetActualVersion()}
-		}
-		for _, c := range errorCodes {
-			if c.code == info.GetCode() {
-				return &providerError{msg: st.Message(), err: c.err}
-			}
-		}
-		return errors.New(st.Message())
 	}
 	return nil
+}
+
+// errorFromInfo rebuilds a provider error from its ErrorInfo and message.
+func errorFromInfo(info *pluginpb.ErrorInfo, msg string) error {
+	if info.GetCode() == "version_mismatch" {
+		return &providers.VersionMismatchError{ObjectID: info.GetObjectId(), Expected: info.GetExpectedVersion(), Actual: info.GetActualVersion()}
+	}
+	for _, c := range errorCodes {
+		if c.code == info.GetCode() {
+			return &providerError{msg: msg, err: c.err}
+		}
+	}
+	return errors.New(msg)
+}
+
+// maxItemMessage bounds the message of one item's error in a batch
+// response (the protocol's limit).
+const maxItemMessage = 8192
+
+// itemError encodes the error of one item of a batch: its ErrorInfo, as
+// statusFromError would carry it, and its message.
+func itemError(err error) (*pluginpb.ErrorInfo, string) {
+	info := &pluginpb.ErrorInfo{Code: "internal"}
+	for _, c := range errorCodes {
+		if errors.Is(err, c.err) {
+			info.Code = c.code
+			break
+		}
+	}
+	var vm *providers.VersionMismatchError
+	if errors.As(err, &vm) {
+		info.ObjectId, info.ExpectedVersion, info.ActualVersion = vm.ObjectID, vm.Expected, vm.Actual
+	}
+	msg := err.Error()
+	if len(msg) > maxItemMessage {
+		msg = strings.ToValidUTF8(msg[:maxItemMessage], "")
+	}
+	return info, msg
 }

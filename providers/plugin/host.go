@@ -415,6 +415,7 @@ type remote struct {
 var (
 	_ providers.Provider         = (*remote)(nil)
 	_ providers.Trasher          = (*remote)(nil)
+	_ providers.BatchTrasher     = (*remote)(nil)
 	_ providers.Remover          = (*remote)(nil)
 	_ providers.Untrasher        = (*remote)(nil)
 	_ providers.Writer           = (*remote)(nil)
@@ -819,6 +820,45 @@ func (r *remote) Trash(ctx context.Context, req providers.ActionRequest) (provid
 		return nil
 	})
 	return res, err
+}
+
+// TrashBatch trashes the requests' objects in one call to the plugin.
+func (r *remote) TrashBatch(ctx context.Context, reqs []providers.ActionRequest) ([]providers.ActionOutcome, error) {
+	if err := r.unsupported("trash batch", providers.CapTrashBatch); err != nil {
+		return nil, err
+	}
+	if len(reqs) > providers.MaxBatchSize {
+		return nil, &providers.Error{Op: "trash batch", Provider: r.desc.Name,
+			Err: fmt.Errorf("%d requests, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument)}
+	}
+	in := &pluginpb.TrashBatchRequest{Items: make([]*pluginpb.TrashBatchItem, len(reqs))}
+	for i, q := range reqs {
+		in.Items[i] = &pluginpb.TrashBatchItem{SourceRef: q.SourceRef, ObjectId: q.ObjectID, ExpectedVersion: q.ExpectedVersion}
+	}
+	var outs []providers.ActionOutcome
+	err := r.call(ctx, "trash batch", "", func(ctx context.Context, proc *process, id uint64) error {
+		in.InstanceId = id
+		resp, err := proc.rpc.TrashBatch(ctx, in)
+		if err != nil {
+			return err
+		}
+		if err := validate(resp); err != nil {
+			return err
+		}
+		if len(resp.GetResults()) != len(reqs) {
+			return fmt.Errorf("plugin answered %d results for %d requests: %w", len(resp.GetResults()), len(reqs), providers.ErrInvalidData)
+		}
+		outs = make([]providers.ActionOutcome, len(reqs))
+		for i, res := range resp.GetResults() {
+			if res.GetError() != nil {
+				outs[i].Err = &providers.Error{Op: "trash", Provider: r.desc.Name, ObjectID: reqs[i].ObjectID, Err: errorFromInfo(res.GetError(), res.GetErrorMessage())}
+				continue
+			}
+			outs[i].Result = providers.ActionResult{ResultID: res.GetResultId(), Restorable: res.GetRestorable()}
+		}
+		return nil
+	})
+	return outs, err
 }
 
 func (r *remote) Remove(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {

@@ -389,6 +389,38 @@ func (s *server) Trash(ctx context.Context, req *pluginpb.TrashRequest) (*plugin
 	return &pluginpb.TrashResponse{ResultId: res.ResultID, Restorable: res.Restorable}, nil
 }
 
+func (s *server) TrashBatch(ctx context.Context, req *pluginpb.TrashBatchRequest) (*pluginpb.TrashBatchResponse, error) {
+	p, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	b, ok := providers.AsBatchTrasher(p)
+	if !ok {
+		return nil, statusFromError(fmt.Errorf("trash batch: %w", providers.ErrUnsupported))
+	}
+	reqs := make([]providers.ActionRequest, len(req.GetItems()))
+	for i, it := range req.GetItems() {
+		reqs[i] = providers.ActionRequest{SourceRef: it.GetSourceRef(), ObjectID: it.GetObjectId(), ExpectedVersion: it.GetExpectedVersion()}
+	}
+	outs, err := b.TrashBatch(ctx, reqs)
+	if err != nil {
+		return nil, statusFromError(err)
+	}
+	if len(outs) != len(reqs) {
+		return nil, statusFromError(fmt.Errorf("trash batch: %d outcomes for %d requests: %w", len(outs), len(reqs), providers.ErrInvalidData))
+	}
+	resp := &pluginpb.TrashBatchResponse{Results: make([]*pluginpb.TrashBatchResult, len(outs))}
+	for i, o := range outs {
+		r := &pluginpb.TrashBatchResult{ResultId: o.Result.ResultID, Restorable: o.Result.Restorable}
+		if o.Err != nil {
+			r = &pluginpb.TrashBatchResult{}
+			r.Error, r.ErrorMessage = itemError(o.Err)
+		}
+		resp.Results[i] = r
+	}
+	return resp, nil
+}
+
 func (s *server) Remove(ctx context.Context, req *pluginpb.RemoveRequest) (*pluginpb.RemoveResponse, error) {
 	p, err := s.instance(req.GetInstanceId())
 	if err != nil {

@@ -82,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"Concurrent", h.testConcurrent},
 		{"Write", h.testWrite},
 		{"Trash", h.testTrash},
+		{"TrashBatch", h.testTrashBatch},
 		{"Remove", h.testRemove},
 		{"Quota", h.testQuota},
 	}
@@ -484,6 +485,60 @@ func (h *Harness) testTrash(ctx context.Context, t *testing.T, p providers.Provi
 	}
 	if _, err := u.Untrash(ctx, providers.UntrashRequest{SourceRef: src, ObjectID: o.ID, ResultID: res.ResultID}); err != nil {
 		t.Errorf("second untrash (must be idempotent): %v", err)
+	}
+}
+
+// testTrashBatch checks BatchTrasher: one outcome per request in order, each
+// request judged on its own (a moved version, a missing object and a good one
+// in the same batch), and what it trashed gone from the listing.
+func (h *Harness) testTrashBatch(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	b, ok := providers.AsBatchTrasher(p)
+	if !ok {
+		t.Skip("provider does not trash in batches")
+	}
+	if outs, err := b.TrashBatch(ctx, nil); err != nil || len(outs) != 0 {
+		t.Fatalf("empty batch: %v, %d outcomes", err, len(outs))
+	}
+	objs, _ := ListAll(ctx, t, p, src, 0)
+	if len(objs) < 2 {
+		t.Skip("the source has fewer than two objects")
+	}
+	two := sample(objs, 2)
+	moved, good := two[0], two[1]
+	missing := "svc-providertest-missing-" + good.ID
+	outs, err := b.TrashBatch(ctx, []providers.ActionRequest{
+		{SourceRef: src, ObjectID: moved.ID, ExpectedVersion: moved.Version + "-moved"},
+		{SourceRef: src, ObjectID: good.ID, ExpectedVersion: good.Version},
+		{SourceRef: src, ObjectID: missing},
+	})
+	if err != nil {
+		t.Fatalf("trash batch: %v", err)
+	}
+	if len(outs) != 3 {
+		t.Fatalf("trash batch: %d outcomes for 3 requests", len(outs))
+	}
+	if !errors.Is(outs[0].Err, providers.ErrVersionMismatch) {
+		t.Errorf("moved version: got %v, want ErrVersionMismatch", outs[0].Err)
+	}
+	if outs[1].Err != nil {
+		t.Errorf("trash %q in a batch: %v", good.ID, outs[1].Err)
+	}
+	if !errors.Is(outs[2].Err, providers.ErrNotFound) {
+		t.Errorf("missing object: got %v, want ErrNotFound", outs[2].Err)
+	}
+	after, _ := ListAll(ctx, t, p, src, 0)
+	if slices.Contains(ids(after), good.ID) {
+		t.Errorf("object %q trashed in a batch is still listed", good.ID)
+	}
+	if !slices.Contains(ids(after), moved.ID) {
+		t.Errorf("object %q refused for its version is gone", moved.ID)
+	}
+	u, ok := providers.AsUntrasher(p)
+	if !ok {
+		return
+	}
+	if _, err := u.Untrash(ctx, providers.UntrashRequest{SourceRef: src, ObjectID: good.ID, ResultID: outs[1].Result.ResultID}); err != nil {
+		t.Errorf("untrash %q trashed in a batch: %v", good.ID, err)
 	}
 }
 

@@ -18,7 +18,7 @@ var Description = providers.Description{
 	Name:             providers.Simulated,
 	ProtocolVersion:  providers.ProtocolVersion,
 	DisplayName:      "Simulated mail and files",
-	Capabilities:     []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota},
+	Capabilities:     []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapTrashBatch},
 	OperationClasses: providers.OperationClassesFor([]providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota}),
 	ObjectKinds:      []providers.Kind{providers.KindMessage, providers.KindFile, providers.KindPhoto, providers.KindVideo, providers.KindStatement},
 	MarkerKinds:      []providers.MarkerKind{providers.MarkerHistoryID},
@@ -441,6 +441,19 @@ func (r *crashingReader) Read(b []byte) (int, error) {
 	n, err := r.ReadCloser.Read(b)
 	r.left -= int64(n)
 	return n, err
+}
+
+// TrashBatch implements providers.BatchTrasher: each request is trashed as
+// Trash trashes it, in order.
+func (p *Provider) TrashBatch(ctx context.Context, reqs []providers.ActionRequest) ([]providers.ActionOutcome, error) {
+	if len(reqs) > providers.MaxBatchSize {
+		return nil, fmt.Errorf("simulated: trash batch of %d, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument)
+	}
+	outs := make([]providers.ActionOutcome, len(reqs))
+	for i, req := range reqs {
+		outs[i].Result, outs[i].Err = p.Trash(ctx, req)
+	}
+	return outs, nil
 }
 
 // Trash implements providers.Trasher.

@@ -116,6 +116,7 @@ const (
 	Capability_CAPABILITY_UNTRASH     Capability = 3
 	Capability_CAPABILITY_WRITE       Capability = 4
 	Capability_CAPABILITY_QUOTA       Capability = 5
+	Capability_CAPABILITY_TRASH_BATCH Capability = 6
 )
 
 // Enum value maps for Capability.
@@ -127,6 +128,7 @@ var (
 		3: "CAPABILITY_UNTRASH",
 		4: "CAPABILITY_WRITE",
 		5: "CAPABILITY_QUOTA",
+		6: "CAPABILITY_TRASH_BATCH",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED": 0,
@@ -135,6 +137,7 @@ var (
 		"CAPABILITY_UNTRASH":     3,
 		"CAPABILITY_WRITE":       4,
 		"CAPABILITY_QUOTA":       5,
+		"CAPABILITY_TRASH_BATCH": 6,
 	}
 )
 
@@ -2111,6 +2114,236 @@ func (x *TrashResponse) GetRestorable() bool {
 	return false
 }
 
+// TrashBatchRequest asks to trash several objects, each as a TrashRequest would.
+type TrashBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId    uint64                 `protobuf:"varint,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Items         []*TrashBatchItem      `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrashBatchRequest) Reset() {
+	*x = TrashBatchRequest{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrashBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrashBatchRequest) ProtoMessage() {}
+
+func (x *TrashBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrashBatchRequest.ProtoReflect.Descriptor instead.
+func (*TrashBatchRequest) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *TrashBatchRequest) GetInstanceId() uint64 {
+	if x != nil {
+		return x.InstanceId
+	}
+	return 0
+}
+
+func (x *TrashBatchRequest) GetItems() []*TrashBatchItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// TrashBatchItem names one object of a TrashBatchRequest.
+type TrashBatchItem struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SourceRef       string                 `protobuf:"bytes,1,opt,name=source_ref,json=sourceRef,proto3" json:"source_ref,omitempty"`
+	ObjectId        string                 `protobuf:"bytes,2,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	ExpectedVersion string                 `protobuf:"bytes,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TrashBatchItem) Reset() {
+	*x = TrashBatchItem{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrashBatchItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrashBatchItem) ProtoMessage() {}
+
+func (x *TrashBatchItem) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrashBatchItem.ProtoReflect.Descriptor instead.
+func (*TrashBatchItem) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *TrashBatchItem) GetSourceRef() string {
+	if x != nil {
+		return x.SourceRef
+	}
+	return ""
+}
+
+func (x *TrashBatchItem) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+func (x *TrashBatchItem) GetExpectedVersion() string {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return ""
+}
+
+// TrashBatchResponse has one result per item, in the items' order.
+type TrashBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*TrashBatchResult    `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrashBatchResponse) Reset() {
+	*x = TrashBatchResponse{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrashBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrashBatchResponse) ProtoMessage() {}
+
+func (x *TrashBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrashBatchResponse.ProtoReflect.Descriptor instead.
+func (*TrashBatchResponse) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *TrashBatchResponse) GetResults() []*TrashBatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// TrashBatchResult is one item's result, or its error (error set).
+type TrashBatchResult struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ResultId   string                 `protobuf:"bytes,1,opt,name=result_id,json=resultId,proto3" json:"result_id,omitempty"`
+	Restorable bool                   `protobuf:"varint,2,opt,name=restorable,proto3" json:"restorable,omitempty"`
+	// error is set when the item failed: its code and details.
+	Error *ErrorInfo `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// error_message is the failed item's error message.
+	ErrorMessage  string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrashBatchResult) Reset() {
+	*x = TrashBatchResult{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrashBatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrashBatchResult) ProtoMessage() {}
+
+func (x *TrashBatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrashBatchResult.ProtoReflect.Descriptor instead.
+func (*TrashBatchResult) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *TrashBatchResult) GetResultId() string {
+	if x != nil {
+		return x.ResultId
+	}
+	return ""
+}
+
+func (x *TrashBatchResult) GetRestorable() bool {
+	if x != nil {
+		return x.Restorable
+	}
+	return false
+}
+
+func (x *TrashBatchResult) GetError() *ErrorInfo {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *TrashBatchResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 // RemoveRequest asks to remove an object permanently.
 type RemoveRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -2124,7 +2357,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2369,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[23]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2382,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{23}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RemoveRequest) GetInstanceId() uint64 {
@@ -2190,7 +2423,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2435,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[24]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2448,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{24}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RemoveResponse) GetResultId() string {
@@ -2238,7 +2471,7 @@ type UntrashRequest struct {
 
 func (x *UntrashRequest) Reset() {
 	*x = UntrashRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2483,7 @@ func (x *UntrashRequest) String() string {
 func (*UntrashRequest) ProtoMessage() {}
 
 func (x *UntrashRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[25]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2496,7 @@ func (x *UntrashRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrashRequest.ProtoReflect.Descriptor instead.
 func (*UntrashRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{25}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UntrashRequest) GetInstanceId() uint64 {
@@ -2304,7 +2537,7 @@ type UntrashResponse struct {
 
 func (x *UntrashResponse) Reset() {
 	*x = UntrashResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2549,7 @@ func (x *UntrashResponse) String() string {
 func (*UntrashResponse) ProtoMessage() {}
 
 func (x *UntrashResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[26]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2562,7 @@ func (x *UntrashResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrashResponse.ProtoReflect.Descriptor instead.
 func (*UntrashResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{26}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UntrashResponse) GetObject() *Object {
@@ -2358,7 +2591,7 @@ type WriteHeader struct {
 
 func (x *WriteHeader) Reset() {
 	*x = WriteHeader{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2603,7 @@ func (x *WriteHeader) String() string {
 func (*WriteHeader) ProtoMessage() {}
 
 func (x *WriteHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2616,7 @@ func (x *WriteHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteHeader.ProtoReflect.Descriptor instead.
 func (*WriteHeader) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WriteHeader) GetInstanceId() uint64 {
@@ -2470,7 +2703,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2482,7 +2715,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2495,7 +2728,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{28}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WriteRequest) GetPart() isWriteRequest_Part {
@@ -2549,7 +2782,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2794,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2807,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{29}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WriteResponse) GetObject() *Object {
@@ -2595,7 +2828,7 @@ type QuotaRequest struct {
 
 func (x *QuotaRequest) Reset() {
 	*x = QuotaRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2840,7 @@ func (x *QuotaRequest) String() string {
 func (*QuotaRequest) ProtoMessage() {}
 
 func (x *QuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2853,7 @@ func (x *QuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaRequest.ProtoReflect.Descriptor instead.
 func (*QuotaRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{30}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *QuotaRequest) GetInstanceId() uint64 {
@@ -2652,7 +2885,7 @@ type QuotaResponse struct {
 
 func (x *QuotaResponse) Reset() {
 	*x = QuotaResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2664,7 +2897,7 @@ func (x *QuotaResponse) String() string {
 func (*QuotaResponse) ProtoMessage() {}
 
 func (x *QuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2677,7 +2910,7 @@ func (x *QuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaResponse.ProtoReflect.Descriptor instead.
 func (*QuotaResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{31}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *QuotaResponse) GetUsedBytes() int64 {
@@ -2864,7 +3097,25 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\tresult_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03(\x80 R\bresultId\x12\x1e\n" +
 	"\n" +
 	"restorable\x18\x02 \x01(\bR\n" +
-	"restorable\"\x97\x01\n" +
+	"restorable\"t\n" +
+	"\x11TrashBatchRequest\x12\x1f\n" +
+	"\vinstance_id\x18\x01 \x01(\x04R\n" +
+	"instanceId\x12>\n" +
+	"\x05items\x18\x02 \x03(\v2\x1d.svc.plugin.v1.TrashBatchItemB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\x05items\"w\n" +
+	"\x0eTrashBatchItem\x12\x1d\n" +
+	"\n" +
+	"source_ref\x18\x01 \x01(\tR\tsourceRef\x12\x1b\n" +
+	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12)\n" +
+	"\x10expected_version\x18\x03 \x01(\tR\x0fexpectedVersion\"Z\n" +
+	"\x12TrashBatchResponse\x12D\n" +
+	"\aresults\x18\x01 \x03(\v2\x1f.svc.plugin.v1.TrashBatchResultB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\aresults\"\xb8\x01\n" +
+	"\x10TrashBatchResult\x12%\n" +
+	"\tresult_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03(\x80 R\bresultId\x12\x1e\n" +
+	"\n" +
+	"restorable\x18\x02 \x01(\bR\n" +
+	"restorable\x12.\n" +
+	"\x05error\x18\x03 \x01(\v2\x18.svc.plugin.v1.ErrorInfoR\x05error\x12-\n" +
+	"\rerror_message\x18\x04 \x01(\tB\b\xbaH\x05r\x03(\x80@R\ferrorMessage\"\x97\x01\n" +
 	"\rRemoveRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\x04R\n" +
 	"instanceId\x12\x1d\n" +
@@ -2935,7 +3186,7 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x17OPERATION_CLASS_MIGRATE\x10\x06\x12\x1b\n" +
 	"\x17OPERATION_CLASS_MONITOR\x10\a\x12\x1c\n" +
 	"\x18OPERATION_CLASS_AUTOMATE\x10\b\x12$\n" +
-	" OPERATION_CLASS_BILLABLE_EXECUTE\x10\t*\x99\x01\n" +
+	" OPERATION_CLASS_BILLABLE_EXECUTE\x10\t*\xb5\x01\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -2943,7 +3194,8 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x11CAPABILITY_REMOVE\x10\x02\x12\x16\n" +
 	"\x12CAPABILITY_UNTRASH\x10\x03\x12\x14\n" +
 	"\x10CAPABILITY_WRITE\x10\x04\x12\x14\n" +
-	"\x10CAPABILITY_QUOTA\x10\x05*\xec\x01\n" +
+	"\x10CAPABILITY_QUOTA\x10\x05\x12\x1a\n" +
+	"\x16CAPABILITY_TRASH_BATCH\x10\x06*\xec\x01\n" +
 	"\n" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -2989,7 +3241,7 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x16WRITE_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fWRITE_MODE_COPY\x10\x01\x12\x13\n" +
 	"\x0fWRITE_MODE_MOVE\x10\x02\x12\x16\n" +
-	"\x12WRITE_MODE_RESTORE\x10\x032\xfe\x06\n" +
+	"\x12WRITE_MODE_RESTORE\x10\x032\xd1\a\n" +
 	"\x0fProviderService\x12K\n" +
 	"\bDescribe\x12\x1e.svc.plugin.v1.DescribeRequest\x1a\x1f.svc.plugin.v1.DescribeResponse\x12?\n" +
 	"\x04Open\x12\x1a.svc.plugin.v1.OpenRequest\x1a\x1b.svc.plugin.v1.OpenResponse\x12B\n" +
@@ -2999,7 +3251,9 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x05Fetch\x12\x1b.svc.plugin.v1.FetchRequest\x1a\x1c.svc.plugin.v1.FetchResponse0\x01\x12i\n" +
 	"\x12OpenContentChannel\x12(.svc.plugin.v1.OpenContentChannelRequest\x1a).svc.plugin.v1.OpenContentChannelResponse\x12B\n" +
 	"\x05Trash\x12\x1b.svc.plugin.v1.TrashRequest\x1a\x1c.svc.plugin.v1.TrashResponse\x12E\n" +
-	"\x06Remove\x12\x1c.svc.plugin.v1.RemoveRequest\x1a\x1d.svc.plugin.v1.RemoveResponse\x12H\n" +
+	"\x06Remove\x12\x1c.svc.plugin.v1.RemoveRequest\x1a\x1d.svc.plugin.v1.RemoveResponse\x12Q\n" +
+	"\n" +
+	"TrashBatch\x12 .svc.plugin.v1.TrashBatchRequest\x1a!.svc.plugin.v1.TrashBatchResponse\x12H\n" +
 	"\aUntrash\x12\x1d.svc.plugin.v1.UntrashRequest\x1a\x1e.svc.plugin.v1.UntrashResponse\x12D\n" +
 	"\x05Write\x12\x1b.svc.plugin.v1.WriteRequest\x1a\x1c.svc.plugin.v1.WriteResponse(\x01\x12B\n" +
 	"\x05Quota\x12\x1b.svc.plugin.v1.QuotaRequest\x1a\x1c.svc.plugin.v1.QuotaResponseB2Z0svc.dev/svc/providers/internal/pluginpb;pluginpbb\x06proto3"
@@ -3017,7 +3271,7 @@ func file_svc_plugin_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_plugin_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_svc_plugin_v1_provider_proto_goTypes = []any{
 	(OperationClass)(0),                // 0: svc.plugin.v1.OperationClass
 	(Capability)(0),                    // 1: svc.plugin.v1.Capability
@@ -3050,39 +3304,43 @@ var file_svc_plugin_v1_provider_proto_goTypes = []any{
 	(*FetchResponse)(nil),              // 28: svc.plugin.v1.FetchResponse
 	(*TrashRequest)(nil),               // 29: svc.plugin.v1.TrashRequest
 	(*TrashResponse)(nil),              // 30: svc.plugin.v1.TrashResponse
-	(*RemoveRequest)(nil),              // 31: svc.plugin.v1.RemoveRequest
-	(*RemoveResponse)(nil),             // 32: svc.plugin.v1.RemoveResponse
-	(*UntrashRequest)(nil),             // 33: svc.plugin.v1.UntrashRequest
-	(*UntrashResponse)(nil),            // 34: svc.plugin.v1.UntrashResponse
-	(*WriteHeader)(nil),                // 35: svc.plugin.v1.WriteHeader
-	(*WriteRequest)(nil),               // 36: svc.plugin.v1.WriteRequest
-	(*WriteResponse)(nil),              // 37: svc.plugin.v1.WriteResponse
-	(*QuotaRequest)(nil),               // 38: svc.plugin.v1.QuotaRequest
-	(*QuotaResponse)(nil),              // 39: svc.plugin.v1.QuotaResponse
-	nil,                                // 40: svc.plugin.v1.Object.MetadataEntry
-	nil,                                // 41: svc.plugin.v1.OpenRequest.ConfigEntry
-	nil,                                // 42: svc.plugin.v1.WriteHeader.MetadataEntry
-	nil,                                // 43: svc.plugin.v1.QuotaResponse.BreakdownEntry
-	(*timestamppb.Timestamp)(nil),      // 44: google.protobuf.Timestamp
+	(*TrashBatchRequest)(nil),          // 31: svc.plugin.v1.TrashBatchRequest
+	(*TrashBatchItem)(nil),             // 32: svc.plugin.v1.TrashBatchItem
+	(*TrashBatchResponse)(nil),         // 33: svc.plugin.v1.TrashBatchResponse
+	(*TrashBatchResult)(nil),           // 34: svc.plugin.v1.TrashBatchResult
+	(*RemoveRequest)(nil),              // 35: svc.plugin.v1.RemoveRequest
+	(*RemoveResponse)(nil),             // 36: svc.plugin.v1.RemoveResponse
+	(*UntrashRequest)(nil),             // 37: svc.plugin.v1.UntrashRequest
+	(*UntrashResponse)(nil),            // 38: svc.plugin.v1.UntrashResponse
+	(*WriteHeader)(nil),                // 39: svc.plugin.v1.WriteHeader
+	(*WriteRequest)(nil),               // 40: svc.plugin.v1.WriteRequest
+	(*WriteResponse)(nil),              // 41: svc.plugin.v1.WriteResponse
+	(*QuotaRequest)(nil),               // 42: svc.plugin.v1.QuotaRequest
+	(*QuotaResponse)(nil),              // 43: svc.plugin.v1.QuotaResponse
+	nil,                                // 44: svc.plugin.v1.Object.MetadataEntry
+	nil,                                // 45: svc.plugin.v1.OpenRequest.ConfigEntry
+	nil,                                // 46: svc.plugin.v1.WriteHeader.MetadataEntry
+	nil,                                // 47: svc.plugin.v1.QuotaResponse.BreakdownEntry
+	(*timestamppb.Timestamp)(nil),      // 48: google.protobuf.Timestamp
 }
 var file_svc_plugin_v1_provider_proto_depIdxs = []int32{
 	3,  // 0: svc.plugin.v1.Marker.kind:type_name -> svc.plugin.v1.MarkerKind
 	4,  // 1: svc.plugin.v1.Permission.role:type_name -> svc.plugin.v1.PermissionRole
 	5,  // 2: svc.plugin.v1.Permission.type:type_name -> svc.plugin.v1.PermissionType
-	44, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
+	48, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
 	2,  // 4: svc.plugin.v1.Object.kind:type_name -> svc.plugin.v1.ObjectKind
-	44, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
-	44, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
+	48, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
+	48, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
 	10, // 7: svc.plugin.v1.Object.message:type_name -> svc.plugin.v1.MessageHeaders
 	9,  // 8: svc.plugin.v1.Object.permissions:type_name -> svc.plugin.v1.Permission
-	40, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
+	44, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
 	6,  // 10: svc.plugin.v1.Change.type:type_name -> svc.plugin.v1.ChangeType
 	11, // 11: svc.plugin.v1.Change.object:type_name -> svc.plugin.v1.Object
 	0,  // 12: svc.plugin.v1.DescribeResponse.operation_classes:type_name -> svc.plugin.v1.OperationClass
 	1,  // 13: svc.plugin.v1.DescribeResponse.capabilities:type_name -> svc.plugin.v1.Capability
 	2,  // 14: svc.plugin.v1.DescribeResponse.object_kinds:type_name -> svc.plugin.v1.ObjectKind
 	3,  // 15: svc.plugin.v1.DescribeResponse.marker_kinds:type_name -> svc.plugin.v1.MarkerKind
-	41, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
+	45, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
 	25, // 17: svc.plugin.v1.ListRequest.content_lane:type_name -> svc.plugin.v1.ContentLane
 	11, // 18: svc.plugin.v1.ListResponse.objects:type_name -> svc.plugin.v1.Object
 	8,  // 19: svc.plugin.v1.ListResponse.marker:type_name -> svc.plugin.v1.Marker
@@ -3091,43 +3349,48 @@ var file_svc_plugin_v1_provider_proto_depIdxs = []int32{
 	8,  // 22: svc.plugin.v1.ChangesResponse.marker:type_name -> svc.plugin.v1.Marker
 	25, // 23: svc.plugin.v1.FetchRequest.content_lane:type_name -> svc.plugin.v1.ContentLane
 	11, // 24: svc.plugin.v1.FetchResponse.object:type_name -> svc.plugin.v1.Object
-	11, // 25: svc.plugin.v1.UntrashResponse.object:type_name -> svc.plugin.v1.Object
-	2,  // 26: svc.plugin.v1.WriteHeader.kind:type_name -> svc.plugin.v1.ObjectKind
-	7,  // 27: svc.plugin.v1.WriteHeader.mode:type_name -> svc.plugin.v1.WriteMode
-	42, // 28: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
-	35, // 29: svc.plugin.v1.WriteRequest.header:type_name -> svc.plugin.v1.WriteHeader
-	11, // 30: svc.plugin.v1.WriteResponse.object:type_name -> svc.plugin.v1.Object
-	43, // 31: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
-	44, // 32: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
-	14, // 33: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
-	16, // 34: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
-	18, // 35: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
-	20, // 36: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
-	22, // 37: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
-	24, // 38: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
-	26, // 39: svc.plugin.v1.ProviderService.OpenContentChannel:input_type -> svc.plugin.v1.OpenContentChannelRequest
-	29, // 40: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
-	31, // 41: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
-	33, // 42: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
-	36, // 43: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
-	38, // 44: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
-	15, // 45: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
-	17, // 46: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
-	19, // 47: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
-	21, // 48: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
-	23, // 49: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
-	28, // 50: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
-	27, // 51: svc.plugin.v1.ProviderService.OpenContentChannel:output_type -> svc.plugin.v1.OpenContentChannelResponse
-	30, // 52: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
-	32, // 53: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
-	34, // 54: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
-	37, // 55: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
-	39, // 56: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
-	45, // [45:57] is the sub-list for method output_type
-	33, // [33:45] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	32, // 25: svc.plugin.v1.TrashBatchRequest.items:type_name -> svc.plugin.v1.TrashBatchItem
+	34, // 26: svc.plugin.v1.TrashBatchResponse.results:type_name -> svc.plugin.v1.TrashBatchResult
+	13, // 27: svc.plugin.v1.TrashBatchResult.error:type_name -> svc.plugin.v1.ErrorInfo
+	11, // 28: svc.plugin.v1.UntrashResponse.object:type_name -> svc.plugin.v1.Object
+	2,  // 29: svc.plugin.v1.WriteHeader.kind:type_name -> svc.plugin.v1.ObjectKind
+	7,  // 30: svc.plugin.v1.WriteHeader.mode:type_name -> svc.plugin.v1.WriteMode
+	46, // 31: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
+	39, // 32: svc.plugin.v1.WriteRequest.header:type_name -> svc.plugin.v1.WriteHeader
+	11, // 33: svc.plugin.v1.WriteResponse.object:type_name -> svc.plugin.v1.Object
+	47, // 34: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
+	48, // 35: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
+	14, // 36: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
+	16, // 37: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
+	18, // 38: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
+	20, // 39: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
+	22, // 40: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
+	24, // 41: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
+	26, // 42: svc.plugin.v1.ProviderService.OpenContentChannel:input_type -> svc.plugin.v1.OpenContentChannelRequest
+	29, // 43: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
+	35, // 44: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
+	31, // 45: svc.plugin.v1.ProviderService.TrashBatch:input_type -> svc.plugin.v1.TrashBatchRequest
+	37, // 46: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
+	40, // 47: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
+	42, // 48: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
+	15, // 49: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
+	17, // 50: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
+	19, // 51: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
+	21, // 52: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
+	23, // 53: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
+	28, // 54: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
+	27, // 55: svc.plugin.v1.ProviderService.OpenContentChannel:output_type -> svc.plugin.v1.OpenContentChannelResponse
+	30, // 56: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
+	36, // 57: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
+	33, // 58: svc.plugin.v1.ProviderService.TrashBatch:output_type -> svc.plugin.v1.TrashBatchResponse
+	38, // 59: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
+	41, // 60: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
+	43, // 61: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
+	49, // [49:62] is the sub-list for method output_type
+	36, // [36:49] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_svc_plugin_v1_provider_proto_init() }
@@ -3139,7 +3402,7 @@ func file_svc_plugin_v1_provider_proto_init() {
 		(*FetchResponse_Object)(nil),
 		(*FetchResponse_Chunk)(nil),
 	}
-	file_svc_plugin_v1_provider_proto_msgTypes[28].OneofWrappers = []any{
+	file_svc_plugin_v1_provider_proto_msgTypes[32].OneofWrappers = []any{
 		(*WriteRequest_Header)(nil),
 		(*WriteRequest_Chunk)(nil),
 	}
@@ -3149,7 +3412,7 @@ func file_svc_plugin_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_plugin_v1_provider_proto_rawDesc), len(file_svc_plugin_v1_provider_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   36,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

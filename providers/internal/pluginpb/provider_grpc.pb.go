@@ -40,6 +40,7 @@ const (
 	ProviderService_OpenContentChannel_FullMethodName = "/svc.plugin.v1.ProviderService/OpenContentChannel"
 	ProviderService_Trash_FullMethodName              = "/svc.plugin.v1.ProviderService/Trash"
 	ProviderService_Remove_FullMethodName             = "/svc.plugin.v1.ProviderService/Remove"
+	ProviderService_TrashBatch_FullMethodName         = "/svc.plugin.v1.ProviderService/TrashBatch"
 	ProviderService_Untrash_FullMethodName            = "/svc.plugin.v1.ProviderService/Untrash"
 	ProviderService_Write_FullMethodName              = "/svc.plugin.v1.ProviderService/Write"
 	ProviderService_Quota_FullMethodName              = "/svc.plugin.v1.ProviderService/Quota"
@@ -74,6 +75,8 @@ type ProviderServiceClient interface {
 	Trash(ctx context.Context, in *TrashRequest, opts ...grpc.CallOption) (*TrashResponse, error)
 	// Remove deletes an object permanently.
 	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
+	// TrashBatch trashes several objects in one call (CAPABILITY_TRASH_BATCH).
+	TrashBatch(ctx context.Context, in *TrashBatchRequest, opts ...grpc.CallOption) (*TrashBatchResponse, error)
 	// Untrash restores a trashed object to its original place.
 	Untrash(ctx context.Context, in *UntrashRequest, opts ...grpc.CallOption) (*UntrashResponse, error)
 	// Write stores content at a destination: the first message carries the
@@ -190,6 +193,16 @@ func (c *providerServiceClient) Remove(ctx context.Context, in *RemoveRequest, o
 	return out, nil
 }
 
+func (c *providerServiceClient) TrashBatch(ctx context.Context, in *TrashBatchRequest, opts ...grpc.CallOption) (*TrashBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrashBatchResponse)
+	err := c.cc.Invoke(ctx, ProviderService_TrashBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *providerServiceClient) Untrash(ctx context.Context, in *UntrashRequest, opts ...grpc.CallOption) (*UntrashResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UntrashResponse)
@@ -252,6 +265,8 @@ type ProviderServiceServer interface {
 	Trash(context.Context, *TrashRequest) (*TrashResponse, error)
 	// Remove deletes an object permanently.
 	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
+	// TrashBatch trashes several objects in one call (CAPABILITY_TRASH_BATCH).
+	TrashBatch(context.Context, *TrashBatchRequest) (*TrashBatchResponse, error)
 	// Untrash restores a trashed object to its original place.
 	Untrash(context.Context, *UntrashRequest) (*UntrashResponse, error)
 	// Write stores content at a destination: the first message carries the
@@ -295,6 +310,9 @@ func (UnimplementedProviderServiceServer) Trash(context.Context, *TrashRequest) 
 }
 func (UnimplementedProviderServiceServer) Remove(context.Context, *RemoveRequest) (*RemoveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Remove not implemented")
+}
+func (UnimplementedProviderServiceServer) TrashBatch(context.Context, *TrashBatchRequest) (*TrashBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TrashBatch not implemented")
 }
 func (UnimplementedProviderServiceServer) Untrash(context.Context, *UntrashRequest) (*UntrashResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Untrash not implemented")
@@ -481,6 +499,24 @@ func _ProviderService_Remove_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProviderService_TrashBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrashBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServiceServer).TrashBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProviderService_TrashBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServiceServer).TrashBatch(ctx, req.(*TrashBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ProviderService_Untrash_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UntrashRequest)
 	if err := dec(in); err != nil {
@@ -562,6 +598,10 @@ var ProviderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Remove",
 			Handler:    _ProviderService_Remove_Handler,
+		},
+		{
+			MethodName: "TrashBatch",
+			Handler:    _ProviderService_TrashBatch_Handler,
 		},
 		{
 			MethodName: "Untrash",

@@ -20,6 +20,7 @@ import (
 	"net/mail"
 	"path"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -186,8 +187,14 @@ func (w *walker) part(contentType, encoding string, body io.Reader, depth int) e
 	return nil
 }
 
+// copyBuffers hold copyLimited's buffers (io.Copy allocated 32 KiB for every part of every
+// message).
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 func copyLimited(dst *bytes.Buffer, r io.Reader, limit int) error {
-	_, err := io.Copy(&limitWriter{w: dst, n: limit}, r)
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	_, err := io.CopyBuffer(&limitWriter{w: dst, n: limit}, r, *buf)
 	if err == errLimit {
 		return nil
 	}
