@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -288,7 +289,16 @@ func readBody(h textproto.Header, br *bufio.Reader, lim *limitReader, m *Message
 		if err != nil && !lim.cut {
 			m.problem("part %v: %v", path, err)
 		}
-		t, params, _ := p.Header.ContentType()
+		t, params, err := p.Header.ContentType()
+		if err != nil {
+			if _, _, perr := mime.ParseMediaType(t); t == "" || perr != nil {
+				// Unreadable (raw bytes, no subtype): RFC 2045's default applies.
+				t, params = "", nil
+				if len(path) > 0 { // the top level's is reported by readBody already
+					m.problem("part %v: Content-Type %q unreadable, read as text/plain", path, truncate(p.Header.Get("Content-Type"), 60))
+				}
+			}
+		}
 		if t == "" {
 			t = "text/plain"
 		}

@@ -204,3 +204,29 @@ func TestReadLargeAttachment(t *testing.T) {
 		t.Errorf("text %q attachments %+v problems %q", m.Text, m.Attachments, m.Problems)
 	}
 }
+
+// A Content-Type of raw bytes, at the top or in a part, is read as RFC 2045's default
+// (text/plain), reported as unreadable once, and never leaks its bytes into what Read returns.
+func TestReadUnreadableContentType(t *testing.T) {
+	for _, raw := range []string{
+		"Content-TYpe:\xff",
+		"Content-Type: multipart/mixed; boundary=a\n\n--a\nContent-Type: \xff\xfe\n\nhello\n--a--\n",
+	} {
+		m := mail.Read(strings.NewReader(raw))
+		assertUTF8(t, m)
+		for _, a := range m.Attachments {
+			if a.MIMEType != "text/plain" && a.MIMEType != "" {
+				t.Errorf("%q: attachment type %q", raw, a.MIMEType)
+			}
+		}
+		n := 0
+		for _, p := range m.Problems {
+			if strings.Contains(p, "Content-Type") && strings.Contains(p, "unreadable") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%q: %d Content-Type problems, want 1: %q", raw, n, m.Problems)
+		}
+	}
+}
