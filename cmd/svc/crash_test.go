@@ -99,6 +99,19 @@ func (r *crashRig) start(env ...string) {
 		mu.Lock()
 		started = true
 		mu.Unlock()
+	case <-done:
+		// It ended before it listened. With a crash point set, that is the crash point coming
+		// while it resumed the execution at start (server.New resumes before the listener
+		// opens): one more crash of the matrix; start it again without one.
+		r.cmd = cmd
+		r.exited()
+		<-done
+		if len(env) == 0 {
+			r.t.Fatalf("svc serve ended before it listened; it wrote:\n%s", strings.Join(logs, "\n"))
+		}
+		r.t.Logf("svc serve ended before it listened (its crash point came during its start); starting it again")
+		r.start()
+		return
 	case <-time.After(60 * time.Second):
 		cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, to see where it is stuck
 		select {
