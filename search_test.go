@@ -11,7 +11,6 @@ import (
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/providers"
 	"svc.dev/svc/storage/storagetest"
 )
 
@@ -46,23 +45,9 @@ func searchTheVault(t *testing.T, opts *svc.Options) {
 			t.Fatal(err)
 		}
 	}
-	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": root}, Kind: "folder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_RESCUE})
-	if err == nil {
-		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
-	}
-	var x *svcv1.Execution
-	if err == nil {
-		x, err = sv.Execute(ctx, p.PlanId, nil)
-	}
-	if err == nil {
-		x, err = sv.Wait(ctx, x.Id)
-	}
-	if err != nil || x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
-		t.Fatalf("execution: %v (%v)", err, x.GetStatus())
+	src, x := rescue(ctx, t, sv, root, true)
+	if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+		t.Fatalf("execution: %v", x.GetStatus())
 	}
 
 	// Right after the execution: the search waits for the index to follow the vault.

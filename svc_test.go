@@ -251,24 +251,7 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": root}, Kind: "folder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_RESCUE})
-	if err == nil {
-		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
-	}
-	var x *svcv1.Execution
-	if err == nil {
-		x, err = sv.Execute(ctx, p.PlanId, nil)
-	}
-	if err == nil {
-		x, err = sv.Wait(ctx, x.Id)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, x := rescue(ctx, t, sv, root, true)
 	if err := sv.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -426,24 +409,7 @@ func TestScrubFindsCorruptContent(t *testing.T) {
 	}
 	defer sv.Close()
 	root, _ := folder(t, 4)
-	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": root}, Kind: "folder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_RESCUE})
-	if err == nil {
-		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
-	}
-	var x *svcv1.Execution
-	if err == nil {
-		x, err = sv.Execute(ctx, p.PlanId, nil)
-	}
-	if err == nil {
-		_, err = sv.Wait(ctx, x.Id)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	rescue(ctx, t, sv, root, true)
 	clean, err := sv.ScrubVault(ctx, nil)
 	if err != nil || clean.Objects != 4 || len(clean.Corrupt) != 0 {
 		t.Fatalf("scrub of intact content: %+v, %v", clean, err)

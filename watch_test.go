@@ -11,7 +11,6 @@ import (
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/storagetest"
 )
@@ -60,21 +59,7 @@ func TestWatchYieldsEachStepOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": root}, Kind: "folder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_RESCUE})
-	if err == nil {
-		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
-	}
-	var x *svcv1.Execution
-	if err == nil {
-		x, err = sv.Execute(ctx, p.PlanId, nil)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, x := rescue(ctx, t, sv, root, false)
 	var watched []string
 	for tr, err := range sv.Watch(ctx, x.Id) {
 		if err != nil {
