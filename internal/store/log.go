@@ -34,50 +34,18 @@ func (db *DB) AppendLog(ctx context.Context, name, stream string, value []byte) 
 // ReadLog returns the values of a stream in the order they were appended.
 func (db *DB) ReadLog(ctx context.Context, name, stream string) ([][]byte, error) {
 	var out [][]byte
-	prefix := []byte(stream + "/")
-	err := db.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("log_" + name))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && prefixed(k, prefix); k, v = c.Next() {
-			if err := ctxErr(ctx); err != nil {
-				return err
-			}
-			out = append(out, slices.Clone(v))
-		}
+	err := db.ScanLogAfter(ctx, name, stream, 0, func(_ uint64, v []byte) error {
+		out = append(out, slices.Clone(v))
 		return nil
 	})
 	return out, err
 }
 
-// ScanLog calls fn with the values of a stream in the order they were appended, in one read
-// transaction, without holding them all; it stops at fn's first error and returns it. The value
-// is only valid during the call, and fn must not call the store (a transaction is open).
-func (db *DB) ScanLog(ctx context.Context, name, stream string, fn func(value []byte) error) error {
-	prefix := []byte(stream + "/")
-	return db.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("log_" + name))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && prefixed(k, prefix); k, v = c.Next() {
-			if err := ctxErr(ctx); err != nil {
-				return err
-			}
-			if err := fn(v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// ScanLogAfter is ScanLog from a position: it calls fn with the values appended after the one
-// at position after (0: from the first), each with its position (its sequence number in the
-// log, which increases along a stream and never changes).
+// ScanLogAfter calls fn with the values of a stream appended after the one at position after
+// (0: from the first), in order, each with its position (its sequence number in the log, which
+// increases along a stream and never changes), in one read transaction, without holding them
+// all; it stops at fn's first error and returns it. The value is only valid during the call,
+// and fn must not call the store (a transaction is open).
 func (db *DB) ScanLogAfter(ctx context.Context, name, stream string, after uint64, fn func(pos uint64, value []byte) error) error {
 	prefix := []byte(stream + "/")
 	return db.view(func(tx *bolt.Tx) error {

@@ -173,7 +173,7 @@ func (j seamJournal) Read(ctx context.Context, tenant, exeID string) ([][]byte, 
 }
 
 func (j seamJournal) Scan(ctx context.Context, tenant, exeID string, fn func([]byte) error) error {
-	return j.db.ScanLog(ctx, journalLog, tenant+"/"+exeID, fn)
+	return j.db.ScanLogAfter(ctx, journalLog, tenant+"/"+exeID, 0, func(_ uint64, v []byte) error { return fn(v) })
 }
 
 func (j seamJournal) ScanAfter(ctx context.Context, tenant, exeID string, after uint64, fn func(uint64, []byte) error) error {
