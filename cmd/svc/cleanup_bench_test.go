@@ -95,6 +95,7 @@ func BenchmarkCleanup(b *testing.B) {
 		b.Logf("peak RSS (VmHWM, with the store's mapped file): server %.1f MiB, plugins %.1f MiB; CPU during the execution: server %v (%.0f us/message), plugins %v (%.0f us/message)",
 			float64(run.rssServer)/(1<<20), float64(run.rssPlugins)/(1<<20), run.cpuServer.Round(time.Millisecond),
 			float64(run.cpuServer.Microseconds())/float64(n), run.cpuPlugins.Round(time.Millisecond), float64(run.cpuPlugins.Microseconds())/float64(n))
+		b.Logf("store file: %.1f MiB after the plan, %.1f MiB at the end", float64(run.dbPlan)/(1<<20), float64(run.dbEnd)/(1<<20))
 		b.Logf("after the receipt the server worked %v more (the search index catching up): CPU %v (%.0f us/message), peak anonymous RSS %.1f MiB",
 			run.after.Round(100*time.Millisecond), run.cpuAfter.Round(time.Millisecond), float64(run.cpuAfter.Microseconds())/float64(n), float64(run.anonAfter)/(1<<20))
 		if res["restic"] > 0 {
@@ -308,6 +309,9 @@ type cleanupRun struct {
 	// anonStartServer and anonStartPlugins are the anonymous RSS when the execution started
 	// (what planning left: the Go runtime returns freed memory to the system slowly).
 	anonStartServer, anonStartPlugins int64
+	// dbPlan and dbEnd are the size of the store's file when the plan was made and once the
+	// server was done after the receipt.
+	dbPlan, dbEnd int64
 }
 
 // runCleanup runs svc serve --dev on the Maildir, plans a clean-up of it, authorizes it and
@@ -445,6 +449,7 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 		fail("plan: %d, %d objects", st, len(p.Objects))
 	}
 	run.plan = time.Since(t0)
+	run.dbPlan = fileSize(filepath.Join(data, "svc.db"))
 	for _, o := range p.Objects {
 		if strings.Contains(strings.Join(o.Actions, ","), "trash") {
 			run.trashed++
@@ -516,6 +521,12 @@ func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
 		prev = now
 	}
 	profiling.Wait()
+	run.dbEnd = fileSize(filepath.Join(data, "svc.db"))
+	if keep := os.Getenv("SVC_BENCH_KEEP"); keep != "" { // the store file, to look into (bbolt stats)
+		if b, err := os.ReadFile(filepath.Join(data, "svc.db")); err == nil {
+			os.WriteFile(keep, b, 0o600)
+		}
+	}
 	peakServer, peakPlugins = groupRSS(cmd.Process.Pid, "VmHWM:")
 	run.rssServer, run.rssPlugins = peakServer, peakPlugins
 	run.failed = x.Failed
@@ -687,4 +698,13 @@ func profile(tb testing.TB, dir, server string) {
 	}
 	wg.Wait()
 	tb.Logf("profiles of %v written to %s", slices.Sorted(maps.Keys(targets)), dir)
+}
+
+// fileSize is the size of the file at path, 0 when it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }

@@ -28,6 +28,7 @@ func newPluginCmd() *cobra.Command {
 		Short: "Serve the built-in provider NAME over the provider plugin protocol",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			tuneGC(pluginMemoryLimit)
 			if dir := os.Getenv("SVC_PLUGIN_DEBUG_DIR"); dir != "" {
 				if err := servePluginDebug(dir, args[0]); err != nil {
 					return err

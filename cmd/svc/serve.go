@@ -43,12 +43,14 @@ func newServeCmd() *cobra.Command {
 		reqTimeout    time.Duration
 		drain         time.Duration
 		stripeURL     string
+		memoryLimit   = byteSize(defaultServeMemoryLimit)
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API (REST and Connect) on bbolt from a data directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC(int64(memoryLimit))
 			if dataDir == "" {
 				dataDir = defaultDataDir()
 			}
@@ -74,6 +76,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&reqTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request may take to start its response before it is answered 503 with Retry-After")
 	f.DurationVar(&drain, "drain", 30*time.Second, "on SIGTERM, how long in-flight requests may take before the process stops anyway")
 	vaultStore.register(f)
+	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
