@@ -104,6 +104,7 @@ type Vault interface {
 type Asset struct {
 	ExecutionID string
 	Object      *svcv1.PlanObject
+	Index       int64            // the object's position in its plan (0 the first)
 	Content     providers.Object // the object's metadata as fetched
 }
 

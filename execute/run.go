@@ -108,16 +108,16 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 		return err
 	}
 	if !cancelled {
-		work := make(chan *svcv1.PlanObject)
+		work := make(chan planned)
 		mem := newBudget(e.opts.InFlightBytes)
 		var wg sync.WaitGroup
 		for range e.opts.Concurrency {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for o := range work {
-					r.asset(ctx, o, resume[o.GetAssetId()]) // read only while workers run
-					mem.release(inFlightBytes(o))
+				for w := range work {
+					r.asset(ctx, w.o, w.index, resume[w.o.GetAssetId()]) // read only while workers run
+					mem.release(inFlightBytes(w.o))
 				}
 			}()
 		}
@@ -138,9 +138,16 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	return e.finishRun(context.WithoutCancel(ctx), r, cancelled)
 }
 
+// planned is a plan object handed to a worker, with its position in the plan.
+type planned struct {
+	o     *svcv1.PlanObject
+	index int64
+}
+
 // feed hands the plan's objects that have something left to do to the workers, reading the
 // plan a chunk at a time, within the memory budget of assets in flight.
-func (r *runner) feed(ctx context.Context, work chan<- *svcv1.PlanObject, mem *budget) error {
+func (r *runner) feed(ctx context.Context, work chan<- planned, mem *budget) error {
+	index := int64(-1)
 	for objs, err := range r.e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()) {
 		if err != nil {
 			if ctx.Err() != nil {
@@ -149,6 +156,7 @@ func (r *runner) feed(ctx context.Context, work chan<- *svcv1.PlanObject, mem *b
 			return err
 		}
 		for _, o := range objs {
+			index++
 			r.mu.Lock()
 			l, ok := r.tally.see(o)
 			r.mu.Unlock()
@@ -163,7 +171,7 @@ func (r *runner) feed(ctx context.Context, work chan<- *svcv1.PlanObject, mem *b
 				}
 			}
 			select {
-			case work <- o:
+			case work <- planned{o, index}:
 			case <-ctx.Done():
 				mem.release(inFlightBytes(o))
 				return nil
@@ -343,7 +351,7 @@ func (r *runner) progress(ctx context.Context) (stop func()) {
 }
 
 // asset walks one asset from its journaled state to the end of its actions.
-func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition) {
+func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, last Transition) {
 	state := discovered
 	if last.AssetID != "" {
 		state = last.To
@@ -414,7 +422,7 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, last Transition
 			if !step(vaulting, "vault", "ok", nil) {
 				return errJournal
 			}
-			ref2, err = r.e.vault.Store(work, r.tenant, Asset{ExecutionID: r.exeID, Object: o, Content: content.Object}, content.Body, func() error {
+			ref2, err = r.e.vault.Store(work, r.tenant, Asset{ExecutionID: r.exeID, Object: o, Index: index, Content: content.Object}, content.Body, func() error {
 				if !step(verifying, "verify", "ok", nil) {
 					return errJournal
 				}

@@ -371,31 +371,42 @@ func (c *Collection[T]) modify(tx *bolt.Tx, tenant, id string, create func() (T,
 	if err != nil {
 		return err
 	}
-	var m T
-	switch data := b.Get(resourceKey(tenant, id)); {
-	case data != nil:
-		m = c.new()
-		if err := proto.Unmarshal(data, m); err != nil {
-			return fmt.Errorf("decode %s %s: %w", c.bucket, id, err)
-		}
-	case create == nil:
-		return ErrNotFound
-	default:
-		if m, err = create(); err != nil {
-			return err
-		}
-	}
-	if err := fn(m); err != nil {
-		return err
-	}
-	out, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	out, err := c.apply(id, b.Get(resourceKey(tenant, id)), create, fn)
 	if err != nil {
-		return fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
+		return err
 	}
 	if err := c.put(tx, tenant, id, out); err != nil {
 		return err
 	}
 	return applyExtras(tx, extras)
+}
+
+// apply decodes data (the resource id as stored; nil when there is none, and then
+// create makes it), applies fn and encodes the result.
+func (c *Collection[T]) apply(id string, data []byte, create func() (T, error), fn func(T) error) ([]byte, error) {
+	var m T
+	switch {
+	case data != nil:
+		m = c.new()
+		if err := proto.Unmarshal(data, m); err != nil {
+			return nil, fmt.Errorf("decode %s %s: %w", c.bucket, id, err)
+		}
+	case create == nil:
+		return nil, ErrNotFound
+	default:
+		var err error
+		if m, err = create(); err != nil {
+			return nil, err
+		}
+	}
+	if err := fn(m); err != nil {
+		return nil, err
+	}
+	out, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s: %w", c.bucket, id, err)
+	}
+	return out, nil
 }
 
 // Item is one resource of a PutMany.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -141,9 +142,42 @@ func (db *DB) AppendLogs(ctx context.Context, name, stream string, values [][]by
 // is none, and stores the result and extras, in a transaction group-committed with concurrent
 // calls (batch): many assets' updates share one fsync. fn and create may run more than once;
 // each run starts from what is stored. If fn fails nothing is stored.
+//
+// The new value is made before the transaction, from what is stored then: decoding, fn and
+// encoding run in the caller's goroutine, in parallel with the other callers', not one after
+// the other in the group's transaction. The transaction stores it if the resource is still
+// as it was read; if another writer changed it meanwhile, fn runs again in the transaction.
 func (c *Collection[T]) UpsertBatched(ctx context.Context, tenant, id string, create func() (T, error), fn func(T) error, extras ...Extra) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return c.db.batch(func(tx *bolt.Tx) error { return c.modify(tx, tenant, id, create, fn, extras) })
+	var prev []byte
+	err := c.db.view(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte(c.bucket)); b != nil {
+			if v := b.Get(resourceKey(tenant, id)); v != nil {
+				prev = bytes.Clone(v)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	out, err := c.apply(id, prev, create, fn)
+	if err != nil {
+		return err
+	}
+	return c.db.batch(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, c.bucket)
+		if err != nil {
+			return err
+		}
+		if cur := b.Get(resourceKey(tenant, id)); (cur == nil) != (prev == nil) || !bytes.Equal(cur, prev) {
+			return c.modify(tx, tenant, id, create, fn, extras) // changed since it was read
+		}
+		if err := c.put(tx, tenant, id, out); err != nil {
+			return err
+		}
+		return applyExtras(tx, extras)
+	})
 }

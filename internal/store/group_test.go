@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
 )
 
 func openDB(t *testing.T) *DB {
@@ -101,5 +103,60 @@ func TestBatchFailureIsolated(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// UpsertBatched makes the new value before its transaction; when another writer changes the
+// resource in between, the transaction applies fn again to what is stored then, so that no
+// concurrent change is lost. Many concurrent upserts of one resource all count.
+func TestUpsertBatchedChangedMeanwhile(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	exes := NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} })
+	create := func() (*svcv1.Execution, error) { return &svcv1.Execution{Id: "job_1"}, nil }
+	// fn appends to the job's errors; the first run (before the transaction) lets another
+	// writer change the job first.
+	runs := 0
+	err := exes.UpsertBatched(ctx, "t", "job_1", create, func(j *svcv1.Execution) error {
+		runs++
+		if runs == 1 {
+			if err := exes.Put(ctx, "t", "job_1", &svcv1.Execution{Id: "job_1", Errors: []string{"other writer"}}); err != nil {
+				return err
+			}
+		}
+		j.Errors = append(j.Errors, "upsert")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := exes.Get(ctx, "t", "job_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 || fmt.Sprint(got.GetErrors()) != "[other writer upsert]" {
+		t.Fatalf("runs %d, stored %v: the other writer's change must be kept", runs, got.GetErrors())
+	}
+
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if err := exes.UpsertBatched(ctx, "t", "job_2", func() (*svcv1.Execution, error) { return &svcv1.Execution{Id: "job_2"}, nil },
+				func(j *svcv1.Execution) error { j.Errors = append(j.Errors, "x"); return nil }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got, err := exes.Get(ctx, "t", "job_2"); err != nil || len(got.GetErrors()) != 50 {
+		t.Fatalf("50 concurrent upserts stored %d: %v", len(got.GetErrors()), err)
+	}
+	// A failing fn stores nothing.
+	boom := errors.New("boom")
+	if err := exes.UpsertBatched(ctx, "t", "job_3", create, func(*svcv1.Execution) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := exes.Get(ctx, "t", "job_3"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("job_3 stored after a failed fn: %v", err)
 	}
 }
