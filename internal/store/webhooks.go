@@ -212,6 +212,10 @@ func (db *DB) Apply(ctx context.Context, extras ...Extra) error {
 func EventsExtra[T proto.Message](log *Collection[T], items []Item[T], queue []webhook.QueuedEvent) (Extra, error) {
 	enc := make([][]byte, len(items))
 	for i, it := range items {
+		if i > 0 && proto.Message(it.Value) == proto.Message(items[i-1].Value) {
+			enc[i] = enc[i-1] // one event in several streams is encoded once
+			continue
+		}
 		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(it.Value)
 		if err != nil {
 			return Extra{}, fmt.Errorf("encode %s %s: %w", log.bucket, it.ID, err)
