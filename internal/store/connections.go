@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"time"
@@ -101,31 +102,55 @@ func (db *DB) TakeOAuthState(ctx context.Context, hash string) (*platform.OAuthS
 }
 
 // bConnectionsByApp indexes connections by application and end user: keys "app/user/cxn", so
-// that the connections of one application to one user are found without reading them all.
-// Connections never change application or user, so only CreateConnection writes it.
-const bConnectionsByApp = "connections_by_app"
+// that the connections of one application (to one user) are found without reading them all;
+// bConnectionsByUser indexes them by end user: keys "user/cxn" (every event asks which
+// applications reach its tenant). Connections never change application or user, so only
+// CreateConnection writes them.
+const (
+	bConnectionsByApp  = "connections_by_app"
+	bConnectionsByUser = "connections_by_user"
+)
 
 func connectionIndexKey(c *platform.Connection) []byte {
 	return []byte(c.AppID + "/" + c.UserID + "/" + c.ID)
 }
 
-// ConnectionsOfAppUser lists the connections of an application to one end user, whatever
-// their state, in id order.
-func (db *DB) ConnectionsOfAppUser(ctx context.Context, appID, userID string) ([]*platform.Connection, error) {
+func connectionUserKey(c *platform.Connection) []byte { return []byte(c.UserID + "/" + c.ID) }
+
+// indexConnection writes c's keys in both indexes.
+func indexConnection(tx *bolt.Tx, c *platform.Connection) error {
+	byApp, err := bucket(tx, bConnectionsByApp)
+	if err != nil {
+		return err
+	}
+	byUser, err := bucket(tx, bConnectionsByUser)
+	if err != nil {
+		return err
+	}
+	if err := byApp.Put(connectionIndexKey(c), nil); err != nil {
+		return err
+	}
+	return byUser.Put(connectionUserKey(c), nil)
+}
+
+// connectionsUnder lists the connections whose ids end the keys of index under prefix, in key
+// order.
+func (db *DB) connectionsUnder(ctx context.Context, index, prefix string) ([]*platform.Connection, error) {
 	if err := ctxErr(ctx); err != nil {
 		return nil, err
 	}
 	var out []*platform.Connection
-	prefix := []byte(appID + "/" + userID + "/")
+	p := []byte(prefix)
 	err := db.view(func(tx *bolt.Tx) error {
-		idx := tx.Bucket([]byte(bConnectionsByApp))
+		idx := tx.Bucket([]byte(index))
 		if idx == nil {
 			return nil
 		}
 		cur := idx.Cursor()
-		for k, _ := cur.Seek(prefix); k != nil && prefixed(k, prefix); k, _ = cur.Next() {
+		for k, _ := cur.Seek(p); k != nil && prefixed(k, p); k, _ = cur.Next() {
+			id := k[bytes.LastIndexByte(k, '/')+1:]
 			var c platform.Connection
-			if err := getJSON(tx, bConnections, string(k[len(prefix):]), &c, platform.ErrNotFound); err != nil {
+			if err := getJSON(tx, bConnections, string(id), &c, platform.ErrNotFound); err != nil {
 				return err
 			}
 			out = append(out, &c)
@@ -135,15 +160,18 @@ func (db *DB) ConnectionsOfAppUser(ctx context.Context, appID, userID string) ([
 	return out, err
 }
 
-// buildConnectionIndex makes bConnectionsByApp from the stored connections, once.
+// ConnectionsOfAppUser lists the connections of an application to one end user, whatever
+// their state, in id order.
+func (db *DB) ConnectionsOfAppUser(ctx context.Context, appID, userID string) ([]*platform.Connection, error) {
+	return db.connectionsUnder(ctx, bConnectionsByApp, appID+"/"+userID+"/")
+}
+
+// buildConnectionIndex makes the connection indexes from the stored connections, once each
+// (a store from before an index existed gets it at its first open).
 func (db *DB) buildConnectionIndex() error {
 	return db.update(func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(bConnectionsByApp)) != nil {
+		if tx.Bucket([]byte(bConnectionsByApp)) != nil && tx.Bucket([]byte(bConnectionsByUser)) != nil {
 			return nil
-		}
-		idx, err := tx.CreateBucket([]byte(bConnectionsByApp))
-		if err != nil {
-			return err
 		}
 		b := tx.Bucket([]byte(bConnections))
 		if b == nil {
@@ -154,7 +182,7 @@ func (db *DB) buildConnectionIndex() error {
 			if err := jsonUnmarshal(v, &c); err != nil {
 				return err
 			}
-			return idx.Put(connectionIndexKey(&c), nil)
+			return indexConnection(tx, &c)
 		})
 	})
 }

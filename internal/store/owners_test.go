@@ -97,13 +97,36 @@ func TestConnectionsOfAppUser(t *testing.T) {
 	if got := ids(db, "app_A", ""); len(got) != 0 {
 		t.Fatalf("no user: %v", got)
 	}
+	// By user and by application, from the indexes.
+	idsOf := func(cs []*platform.Connection, err error) []string {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := idsOf(db.ConnectionsOf(ctx, "usr_1")); !slices.Equal(got, []string{"cxn_1", "cxn_3", "cxn_4"}) {
+		t.Fatalf("ConnectionsOf(usr_1): %v", got)
+	}
+	if got := idsOf(db.ConnectionsOf(ctx, "usr_")); len(got) != 0 {
+		t.Fatalf("ConnectionsOf(usr_) matched another user's prefix: %v", got)
+	}
+	if got := idsOf(db.ConnectionsOfApp(ctx, "app_A")); !slices.Equal(got, []string{"cxn_1", "cxn_2", "cxn_4"}) {
+		t.Fatalf("ConnectionsOfApp(app_A): %v", got)
+	}
 	// Built from the stored connections for a store written before the index existed.
 	db.Close()
 	raw, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("connections_by_app")) })
+	raw.Update(func(tx *bolt.Tx) error {
+		return errors.Join(tx.DeleteBucket([]byte("connections_by_app")), tx.DeleteBucket([]byte("connections_by_user")))
+	})
 	raw.Close()
 	db2, err := store.Open(path)
 	if err != nil {
@@ -112,5 +135,8 @@ func TestConnectionsOfAppUser(t *testing.T) {
 	defer db2.Close()
 	if got := ids(db2, "app_B", "usr_1"); !slices.Equal(got, []string{"cxn_3"}) {
 		t.Fatalf("after rebuild, app_B/usr_1: %v", got)
+	}
+	if got := idsOf(db2.ConnectionsOf(ctx, "usr_2")); !slices.Equal(got, []string{"cxn_2"}) {
+		t.Fatalf("after rebuild, ConnectionsOf(usr_2): %v", got)
 	}
 }

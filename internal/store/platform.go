@@ -203,11 +203,7 @@ func (db *DB) CreateConnection(ctx context.Context, c *platform.Connection) erro
 		if err := putJSON(tx, bConnections, c.ID, c); err != nil {
 			return err
 		}
-		idx, err := bucket(tx, bConnectionsByApp)
-		if err != nil {
-			return err
-		}
-		return idx.Put(connectionIndexKey(c), nil)
+		return indexConnection(tx, c)
 	})
 }
 
@@ -337,31 +333,10 @@ func (db *DB) UpdateKey(ctx context.Context, id string, fn func(*platform.APIKey
 
 // ConnectionsOf implements platform.DeveloperStore.
 func (db *DB) ConnectionsOf(ctx context.Context, userID string) ([]*platform.Connection, error) {
-	return db.connections(func(c *platform.Connection) bool { return c.UserID == userID })
+	return db.connectionsUnder(ctx, bConnectionsByUser, userID+"/")
 }
 
 // ConnectionsOfApp implements platform.DeveloperStore.
 func (db *DB) ConnectionsOfApp(ctx context.Context, appID string) ([]*platform.Connection, error) {
-	return db.connections(func(c *platform.Connection) bool { return c.AppID == appID })
-}
-
-func (db *DB) connections(keep func(*platform.Connection) bool) ([]*platform.Connection, error) {
-	var out []*platform.Connection
-	err := db.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bConnections))
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(_, v []byte) error {
-			var c platform.Connection
-			if err := jsonUnmarshal(v, &c); err != nil {
-				return err
-			}
-			if keep(&c) {
-				out = append(out, &c)
-			}
-			return nil
-		})
-	})
-	return out, err
+	return db.connectionsUnder(ctx, bConnectionsByApp, appID+"/")
 }
