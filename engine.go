@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -139,11 +138,7 @@ func (x execStore) UpdatePlan(ctx context.Context, tenant, id string, fn func(*s
 func (x execStore) Record(ctx context.Context, tenant, exeID string, ts ...execute.Transition) error {
 	vals := make([][]byte, len(ts))
 	for i, t := range ts {
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		vals[i] = b
+		vals[i] = encodeTransition(nil, t)
 	}
 	if err := x.c.store.Journal().Append(ctx, tenant, exeID, vals); err != nil {
 		return err
@@ -173,8 +168,8 @@ func crashPoint() {
 func (x execStore) ScanJournal(ctx context.Context, tenant, exeID string, fn func(execute.Transition) error) error {
 	i := 0
 	return x.c.store.Journal().Scan(ctx, tenant, exeID, func(b []byte) error {
-		var t execute.Transition
-		if err := json.Unmarshal(b, &t); err != nil {
+		t, err := decodeTransition(b)
+		if err != nil {
 			return fmt.Errorf("journal entry %d: %w", i, err)
 		}
 		i++
@@ -189,7 +184,7 @@ func (c *core) journal(ctx context.Context, tenant, exeID string) ([]execute.Tra
 	}
 	out := make([]execute.Transition, len(raw))
 	for i, b := range raw {
-		if err := json.Unmarshal(b, &out[i]); err != nil {
+		if out[i], err = decodeTransition(b); err != nil {
 			return nil, fmt.Errorf("journal entry %d: %w", i, err)
 		}
 	}

@@ -2,7 +2,6 @@ package svc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -174,8 +173,8 @@ func (c *core) journalAfter(ctx context.Context, tenant, exeID string, after uin
 	var out []execute.Transition
 	pos := after
 	err := c.store.Journal().ScanAfter(ctx, tenant, exeID, after, func(p uint64, b []byte) error {
-		var t execute.Transition
-		if err := json.Unmarshal(b, &t); err != nil {
+		t, err := decodeTransition(b)
+		if err != nil {
 			return fmt.Errorf("journal entry at %d: %w", p, err)
 		}
 		out, pos = append(out, t), p
