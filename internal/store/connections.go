@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -133,6 +134,16 @@ func indexConnection(tx *bolt.Tx, c *platform.Connection) error {
 	return byUser.Put(connectionUserKey(c), nil)
 }
 
+// unindexConnection deletes c's keys from both indexes (its record is being deleted).
+func unindexConnection(tx *bolt.Tx, c *platform.Connection) {
+	if idx := tx.Bucket([]byte(bConnectionsByApp)); idx != nil {
+		idx.Delete(connectionIndexKey(c))
+	}
+	if idx := tx.Bucket([]byte(bConnectionsByUser)); idx != nil {
+		idx.Delete(connectionUserKey(c))
+	}
+}
+
 // connectionsUnder lists the connections whose ids end the keys of index under prefix, in key
 // order.
 func (db *DB) connectionsUnder(ctx context.Context, index, prefix string) ([]*platform.Connection, error) {
@@ -150,7 +161,10 @@ func (db *DB) connectionsUnder(ctx context.Context, index, prefix string) ([]*pl
 		for k, _ := cur.Seek(p); k != nil && prefixed(k, p); k, _ = cur.Next() {
 			id := k[bytes.LastIndexByte(k, '/')+1:]
 			var c platform.Connection
-			if err := getJSON(tx, bConnections, string(id), &c, platform.ErrNotFound); err != nil {
+			switch err := getJSON(tx, bConnections, string(id), &c, platform.ErrNotFound); {
+			case errors.Is(err, platform.ErrNotFound):
+				continue // a key left by a store that erased connections without their keys
+			case err != nil:
 				return err
 			}
 			out = append(out, &c)

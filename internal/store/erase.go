@@ -84,7 +84,13 @@ func (db *DB) DeleteUser(ctx context.Context, userID string) error {
 		if err := deleteJSONWhere(tx, bSessions, func(s *platform.Session) bool { return s.UserID == userID }); err != nil {
 			return err
 		}
-		if err := deleteJSONWhere(tx, bConnections, func(c *platform.Connection) bool { return c.UserID == userID }); err != nil {
+		if err := deleteJSONWhere(tx, bConnections, func(c *platform.Connection) bool {
+			if c.UserID != userID {
+				return false
+			}
+			unindexConnection(tx, c)
+			return true
+		}); err != nil {
 			return err
 		}
 		if err := deleteJSONWhere(tx, bOAuthStates, func(s *platform.OAuthState) bool { return s.UserID == userID }); err != nil {

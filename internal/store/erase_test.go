@@ -95,4 +95,14 @@ func TestDeleteUser(t *testing.T) {
 	if _, err := db.Connection(ctx, "cxn_usr_B"); err != nil {
 		t.Errorf("B's connection: %v", err)
 	}
+	// The indexes forget A's connection: the application lists B's alone, A has none.
+	if cs, err := db.ConnectionsOfApp(ctx, "app_1"); err != nil || len(cs) != 1 || cs[0].ID != "cxn_usr_B" {
+		t.Errorf("app_1's connections after erasing A: %v, %v", cs, err)
+	}
+	if cs, err := db.ConnectionsOf(ctx, "usr_A"); err != nil || len(cs) != 0 {
+		t.Errorf("A's connections after erasing A: %v, %v", cs, err)
+	}
+	if cs, err := db.ConnectionsOfAppUser(ctx, "app_1", "usr_A"); err != nil || len(cs) != 0 {
+		t.Errorf("app_1's connections to A after erasing A: %v, %v", cs, err)
+	}
 }
