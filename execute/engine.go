@@ -136,7 +136,7 @@ type Receipt struct {
 
 // Options configure an Engine. Zero fields take defaults.
 type Options struct {
-	// Concurrency is the most assets in flight per execution, default 256, within
+	// Concurrency is the most assets in flight per execution, default 1024, within
 	// InFlightBytes: each asset counts its size up to 8 MiB (what a streamed write buffers)
 	// plus 64 KiB, default 128 MiB. Many small assets run together, so that the vault and the
 	// journal commit them in large groups; large files run a few at a time.
@@ -171,7 +171,7 @@ type Engine struct {
 // New returns an engine.
 func New(store Store, sources Sources, vault Vault, finish Finisher, opts Options) *Engine {
 	if opts.Concurrency <= 0 {
-		opts.Concurrency = 256
+		opts.Concurrency = 1024
 	}
 	if opts.InFlightBytes <= 0 {
 		opts.InFlightBytes = 128 << 20
