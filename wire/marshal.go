@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/base64"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -48,7 +49,42 @@ func Append(b []byte, m proto.Message) ([]byte, error) {
 	return appendMessage(b, m.ProtoReflect())
 }
 
+// writeAt is how much of a message Write holds before it writes it out.
+const writeAt = 64 << 10
+
+// Write writes the wire JSON of m to w, the same bytes Marshal returns, holding at most about
+// 64 KiB besides the largest element of a repeated field of m: the elements of m's own lists
+// (a plan's objects) are written out as they are encoded. A message that encodes in fewer
+// bytes reaches w in one Write, after it is whole, so an error comes before anything is
+// written; written reports whether anything was.
+func Write(w io.Writer, m proto.Message) (written bool, err error) {
+	bp := buffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 4<<20 {
+			buffers.Put(bp)
+		}
+	}()
+	flush := func(b []byte) ([]byte, error) {
+		written = true
+		_, err := w.Write(b)
+		return b[:0], err
+	}
+	b, err := appendFields((*bp)[:0], m.ProtoReflect(), flush)
+	if err == nil && len(b) > 0 {
+		b, err = flush(b)
+	}
+	*bp = b[:0]
+	return written, err
+}
+
 func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
+	return appendFields(b, m, nil)
+}
+
+// appendFields appends the JSON object of m; with flush, each element of m's lists is followed
+// by a call of flush (which writes out the buffer and returns it emptied) once the buffer
+// holds writeAt bytes.
+func appendFields(b []byte, m protoreflect.Message, flush func([]byte) ([]byte, error)) ([]byte, error) {
 	md := m.Descriptor()
 	switch md.FullName() {
 	case timestampName:
@@ -78,7 +114,7 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 		case unset:
 			b = append(b, "null"...)
 		case f.fd.IsList():
-			b, err = appendList(b, f, m.Get(f.fd).List())
+			b, err = appendList(b, f, m.Get(f.fd).List(), flush)
 		case f.fd.IsMap():
 			b, err = appendMap(b, f, m.Get(f.fd).Map())
 		default:
@@ -91,7 +127,7 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendList(b []byte, f *field, l protoreflect.List) ([]byte, error) {
+func appendList(b []byte, f *field, l protoreflect.List, flush func([]byte) ([]byte, error)) ([]byte, error) {
 	b = append(b, '[')
 	var err error
 	for i := range l.Len() {
@@ -100,6 +136,11 @@ func appendList(b []byte, f *field, l protoreflect.List) ([]byte, error) {
 		}
 		if b, err = appendSingular(b, f.fd, f.enum, l.Get(i)); err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		if flush != nil && len(b) >= writeAt {
+			if b, err = flush(b); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return append(b, ']'), nil

@@ -209,18 +209,40 @@ func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, out *outcome)
 		}
 		return
 	}
-	body, err := out.raw, error(nil)
-	if body == nil {
-		body, err = wire.Marshal(out.msg)
-	}
-	if err != nil {
-		s.log.ErrorContext(r.Context(), "encode response", "request_id", rid, "err", err)
-		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to encode the response."))
+	if out.raw != nil {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(out.status)
+		w.Write(out.raw)
 		return
 	}
-	h.Set("Content-Type", "application/json")
-	w.WriteHeader(out.status)
-	w.Write(body)
+	// Encoded as it is written (a large plan's objects are not held twice, as a message and
+	// as its JSON); a body under 64 KiB is written whole, so an encoding error can still be
+	// answered with a problem.
+	hw := &headerOnWrite{w: w, status: out.status}
+	if written, err := wire.Write(hw, out.msg); err != nil {
+		if written {
+			s.log.ErrorContext(r.Context(), "response aborted", "request_id", rid, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		s.log.ErrorContext(r.Context(), "encode response", "request_id", rid, "err", err)
+		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to encode the response."))
+	}
+}
+
+// headerOnWrite sends a JSON response's header with its first write.
+type headerOnWrite struct {
+	w       http.ResponseWriter
+	status  int
+	started bool
+}
+
+func (h *headerOnWrite) Write(p []byte) (int, error) {
+	if !h.started {
+		h.started = true
+		h.w.Header().Set("Content-Type", "application/json")
+		h.w.WriteHeader(h.status)
+	}
+	return h.w.Write(p)
 }
 
 // isJSON reports whether a Content-Type names JSON.
