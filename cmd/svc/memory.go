@@ -19,9 +19,9 @@ const (
 	gcPercent = 400
 
 	// DefaultServeMemoryLimit is svc serve's soft memory limit (--memory-limit).
-	defaultServeMemoryLimit = 1 << 30
+	defaultServeMemoryLimit = 512 << 20
 	// pluginMemoryLimit is a plugin process's soft memory limit.
-	pluginMemoryLimit = 512 << 20
+	pluginMemoryLimit = 256 << 20
 )
 
 // tuneGC applies gcPercent and the soft memory limit (bytes; 0 none) unless the environment
