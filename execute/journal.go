@@ -26,20 +26,25 @@ type journal struct {
 	store         Store
 	tenant, exeID string
 
-	mu        sync.Mutex
-	cond      *sync.Cond
-	pending   []Transition
-	recorded  int64 // transitions appended so far
-	durable   int64 // of which durable
-	err       error
-	closed    bool
-	writerEnd chan struct{}
-	recent    recent // the last MaxSteps transitions appended, for the Execution's steps
+	mu      sync.Mutex
+	more    *sync.Cond // the writer waits on it for transitions
+	room    *sync.Cond // appends wait on it for room under maxPending
+	pending []Transition
+	// done is closed once the group accumulating in pending is durable (or failed: then err is
+	// set); inflight is the done of the group being committed. A durable append waits on its
+	// group's channel alone: with a thousand assets in flight, waking every waiter at every
+	// append (one condition for all) cost more than the journal's writes.
+	done, inflight chan struct{}
+	err            error
+	closed         bool
+	writerEnd      chan struct{}
+	recent         recent // the last MaxSteps transitions appended, for the Execution's steps
 }
 
 func newJournal(store Store, tenant, exeID string) *journal {
-	j := &journal{store: store, tenant: tenant, exeID: exeID, writerEnd: make(chan struct{})}
-	j.cond = sync.NewCond(&j.mu)
+	j := &journal{store: store, tenant: tenant, exeID: exeID, writerEnd: make(chan struct{}), done: make(chan struct{})}
+	j.more = sync.NewCond(&j.mu)
+	j.room = sync.NewCond(&j.mu)
 	go j.write()
 	return j
 }
@@ -47,27 +52,35 @@ func newJournal(store Store, tenant, exeID string) *journal {
 // append records t; with durable, it returns once t is durable.
 func (j *journal) append(t Transition, durable bool) error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	for len(j.pending) >= maxPending && j.err == nil && !j.closed {
-		j.cond.Wait()
+		j.room.Wait()
 	}
-	if j.err != nil {
-		return j.err
-	}
-	if j.closed {
-		return errJournalClosed
+	if j.err != nil || j.closed {
+		err := j.err
+		j.mu.Unlock()
+		if err == nil {
+			err = errJournalClosed
+		}
+		return err
 	}
 	j.pending = append(j.pending, t)
 	j.recent.add(t)
-	j.recorded++
-	seq := j.recorded
-	j.cond.Broadcast()
+	if len(j.pending) == 1 {
+		j.more.Signal()
+	}
+	done := j.done
+	j.mu.Unlock()
 	if !durable {
 		return nil
 	}
-	for j.durable < seq && j.err == nil {
-		j.cond.Wait()
-	}
+	<-done
+	return j.failure()
+}
+
+// failure is the journal's sticky error.
+func (j *journal) failure() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	return j.err
 }
 
@@ -81,11 +94,15 @@ func (j *journal) steps() []Transition {
 // flush returns once every transition recorded so far is durable.
 func (j *journal) flush() error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	for j.durable < j.recorded && j.err == nil {
-		j.cond.Wait()
+	wait := j.inflight
+	if len(j.pending) > 0 {
+		wait = j.done // groups are committed in order: the last one's end is everyone's
 	}
-	return j.err
+	j.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	return j.failure()
 }
 
 // close flushes and stops the writer.
@@ -93,36 +110,38 @@ func (j *journal) close() error {
 	err := j.flush()
 	j.mu.Lock()
 	j.closed = true
-	j.cond.Broadcast()
+	j.more.Signal()
+	j.room.Broadcast()
 	j.mu.Unlock()
 	<-j.writerEnd
 	return err
 }
 
-// write commits what is pending, group after group, until the journal is closed.
+// write commits what is pending, group after group, until the journal is closed (and has
+// nothing left to write) or a write failed.
 func (j *journal) write() {
 	defer close(j.writerEnd)
 	ctx := context.Background() // a group in flight is finished even when the execution is cancelled
 	j.mu.Lock()
 	for {
 		for len(j.pending) == 0 && !j.closed && j.err == nil {
-			j.cond.Wait()
+			j.more.Wait()
 		}
-		if j.closed || j.err != nil {
+		if j.err != nil || (j.closed && len(j.pending) == 0) {
+			close(j.done) // nothing more is written: no one may wait for it
 			j.mu.Unlock()
 			return
 		}
-		group := j.pending
-		j.pending = nil
-		j.cond.Broadcast() // room for steps waiting on maxPending
+		group, done := j.pending, j.done
+		j.pending, j.done, j.inflight = nil, make(chan struct{}), done
+		j.room.Broadcast() // room for steps waiting on maxPending
 		j.mu.Unlock()
 		err := j.store.Record(ctx, j.tenant, j.exeID, group...)
 		j.mu.Lock()
 		if err != nil {
 			j.err = err
-		} else {
-			j.durable += int64(len(group))
+			j.room.Broadcast()
 		}
-		j.cond.Broadcast()
+		close(done)
 	}
 }
