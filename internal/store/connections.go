@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -22,7 +24,58 @@ var _ platform.ConnectStore = (*DB)(nil)
 
 // UpdateConnection implements platform.ConnectionUpdater.
 func (db *DB) UpdateConnection(ctx context.Context, id string, fn func(*platform.Connection) error) (*platform.Connection, error) {
+	defer db.conns.changed()
 	return updateJSON(db, ctx, bConnections, id, fn)
+}
+
+// connCache keeps the connections of the end users asked about lately: every event asks
+// which applications reach its tenant (ConnectionsOf), and a clean-up makes one per message.
+// Any write to the connections (create, update, erase) moves gen on once it committed; an
+// answer read under an older gen is not used.
+type connCache struct {
+	gen    atomic.Uint64
+	mu     sync.Mutex
+	at     uint64 // the gen of byUser
+	byUser map[string][]platform.Connection
+}
+
+// maxCachedUsers bounds the cache: past it, it starts over.
+const maxCachedUsers = 10_000
+
+// changed tells the cache that the connections changed (call it after the change committed).
+func (c *connCache) changed() { c.gen.Add(1) }
+
+// get returns the cached connections of user, read under gen g.
+func (c *connCache) get(g uint64, user string) ([]*platform.Connection, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at != g {
+		return nil, false
+	}
+	cs, ok := c.byUser[user]
+	if !ok {
+		return nil, false
+	}
+	out := make([]*platform.Connection, len(cs))
+	for i := range cs {
+		cp := cs[i]
+		out[i] = &cp
+	}
+	return out, true
+}
+
+// put keeps cs as the connections of user read under gen g.
+func (c *connCache) put(g uint64, user string, cs []*platform.Connection) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at != g || c.byUser == nil || len(c.byUser) >= maxCachedUsers {
+		c.at, c.byUser = g, map[string][]platform.Connection{}
+	}
+	kept := make([]platform.Connection, len(cs))
+	for i, x := range cs {
+		kept[i] = *x
+	}
+	c.byUser[user] = kept
 }
 
 // CreateConnectSession implements platform.ConnectStore.

@@ -65,6 +65,7 @@ func (db *DB) EraseTenant(ctx context.Context, tenant string, keep func(bucket, 
 // the application's record of its request): the account's credentials and links. Everything
 // else the user owned is erased per tenant (EraseTenant).
 func (db *DB) DeleteUser(ctx context.Context, userID string) error {
+	defer db.conns.changed()
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -138,5 +139,49 @@ func TestConnectionsOfAppUser(t *testing.T) {
 	}
 	if got := idsOf(db2.ConnectionsOf(ctx, "usr_2")); !slices.Equal(got, []string{"cxn_2"}) {
 		t.Fatalf("after rebuild, ConnectionsOf(usr_2): %v", got)
+	}
+}
+
+// ConnectionsOf answers from a cache that every change of the connections invalidates.
+func TestConnectionsOfSeesChanges(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	count := func(user string) int {
+		cs, err := db.ConnectionsOf(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cs)
+	}
+	if n := count("usr_1"); n != 0 {
+		t.Fatalf("%d connections before any", n)
+	}
+	if err := db.CreateConnection(ctx, &platform.Connection{ID: "cxn_1", AppID: "app_A", UserID: "usr_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("usr_1"); n != 1 {
+		t.Fatalf("%d connections after a create", n)
+	}
+	// A caller changing what it got does not change the cache.
+	cs, _ := db.ConnectionsOf(ctx, "usr_1")
+	cs[0].AppID = "app_X"
+	if cs, _ := db.ConnectionsOf(ctx, "usr_1"); cs[0].AppID != "app_A" {
+		t.Fatalf("the cache kept a caller's change: %+v", cs[0])
+	}
+	now := time.Now()
+	if _, err := db.UpdateConnection(ctx, "cxn_1", func(c *platform.Connection) error { c.RevokedAt = &now; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := db.ConnectionsOf(ctx, "usr_1"); cs[0].RevokedAt == nil {
+		t.Fatal("a revoke is not seen")
+	}
+	if err := db.CreateUser(ctx, &platform.User{ID: "usr_1", Email: "u1@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteUser(ctx, "usr_1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("usr_1"); n != 0 {
+		t.Fatalf("%d connections after the user's erasure", n)
 	}
 }

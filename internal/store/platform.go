@@ -199,6 +199,7 @@ func (db *DB) KeyBySecretHash(ctx context.Context, hash string) (*platform.APIKe
 
 // CreateConnection implements platform.DeveloperStore.
 func (db *DB) CreateConnection(ctx context.Context, c *platform.Connection) error {
+	defer db.conns.changed()
 	return db.update(func(tx *bolt.Tx) error {
 		if err := putJSON(tx, bConnections, c.ID, c); err != nil {
 			return err
@@ -333,7 +334,15 @@ func (db *DB) UpdateKey(ctx context.Context, id string, fn func(*platform.APIKey
 
 // ConnectionsOf implements platform.DeveloperStore.
 func (db *DB) ConnectionsOf(ctx context.Context, userID string) ([]*platform.Connection, error) {
-	return db.connectionsUnder(ctx, bConnectionsByUser, userID+"/")
+	g := db.conns.gen.Load()
+	if cs, ok := db.conns.get(g, userID); ok {
+		return cs, ctxErr(ctx)
+	}
+	cs, err := db.connectionsUnder(ctx, bConnectionsByUser, userID+"/")
+	if err == nil {
+		db.conns.put(g, userID, cs)
+	}
+	return cs, err
 }
 
 // ConnectionsOfApp implements platform.DeveloperStore.

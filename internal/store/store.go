@@ -26,6 +26,7 @@ type DB struct {
 	bolt  *bolt.DB
 	guard *txGuard
 	group groupCommit // batch's queue
+	conns connCache   // ConnectionsOf's answers
 }
 
 // Options tunes Open; nil means the defaults.
