@@ -302,6 +302,11 @@ func (m *mboxReader) next() (mboxMessage, bool, error) {
 
 func mboxObject(fileRel string, m mboxMessage) providers.Object {
 	h, facts := headers(bytes.NewReader(m.content))
+	return mboxObjectOf(fileRel, m, h, facts)
+}
+
+// mboxObjectOf is an mbox message's object from its content and its headers.
+func mboxObjectOf(fileRel string, m mboxMessage, h *providers.MessageHeaders, facts map[string]string) providers.Object {
 	sum := hashHex(m.content)
 	o := providers.Object{
 		ID:         fileRel + "#" + strconv.FormatInt(m.offset, 10),

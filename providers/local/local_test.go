@@ -186,3 +186,70 @@ func TestSourceEscape(t *testing.T) {
 		t.Errorf("escaping id: %v", err)
 	}
 }
+
+// TestFetchedMessageHeaders: a fetch parses only the header block, so a fetched message carries
+// the listing's headers and header facts but none of the body's signals; a Maildir message
+// larger than a batch carries is streamed by Fetch with its headers, and deferred by FetchBatch.
+func TestFetchedMessageHeaders(t *testing.T) {
+	ctx := context.Background()
+	p, root, _, _ := setup(t)
+	big := "From: Big Sender <big@example.org>\r\nSubject: a large message\r\nList-Id: <big.example.org>\r\n" +
+		"Content-Type: text/plain\r\n\r\n" + strings.Repeat("all work and no play\r\n", providers.MaxInlineBytes/20)
+	if err := os.WriteFile(filepath.Join(root, "home", "Mail", "Inbox", "cur", "1800000000.M9P9.host:2,S"), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, _ := providertest.ListAll(ctx, t, p, "home", 0)
+	bodyFacts := []string{"mail.attachments", "mail.text_tail"}
+	messages := 0
+	for _, o := range objs {
+		if o.Kind != providers.KindMessage {
+			continue
+		}
+		messages++
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "home", ObjectID: o.ID, ExpectedVersion: o.Version})
+		if err != nil {
+			t.Fatalf("fetch %q: %v", o.ID, err)
+		}
+		body, err := io.ReadAll(c.Body)
+		c.Body.Close()
+		if err != nil || int64(len(body)) != o.SizeBytes {
+			t.Fatalf("fetch %q: %d bytes, %v; listed %d", o.ID, len(body), err, o.SizeBytes)
+		}
+		got, want := *c.Object.Message, *o.Message
+		if got.Snippet != "" {
+			t.Errorf("fetch %q: snippet %q: the body was read", o.ID, got.Snippet)
+		}
+		want.Snippet = ""
+		if !reflectEqual(got, want) {
+			t.Errorf("fetch %q: headers %+v, listed %+v", o.ID, got, want)
+		}
+		for k, v := range c.Object.Metadata {
+			switch {
+			case slices.Contains(bodyFacts, k):
+				t.Errorf("fetch %q: body fact %s=%q", o.ID, k, v)
+			case k == "mail.problems": // the header's problems, without the body's
+			case o.Metadata[k] != v:
+				t.Errorf("fetch %q: metadata %s=%q, listed %q", o.ID, k, v, o.Metadata[k])
+			}
+		}
+		if c.Object.Version != o.Version || c.Object.SizeBytes != o.SizeBytes || c.Object.Name != o.Name || !c.Object.CreatedAt.Equal(o.CreatedAt) {
+			t.Errorf("fetch %q: %+v, listed %+v", o.ID, c.Object, o)
+		}
+	}
+	if messages < 3 {
+		t.Fatalf("%d messages listed, want Maildir and mbox ones", messages)
+	}
+	b := p.(providers.BatchFetcher)
+	var out providers.FetchOutcome
+	if err := b.FetchBatch(ctx, []providers.FetchRequest{{SourceRef: "home", ObjectID: "Mail/Inbox/1800000000.M9P9.host"}}, func(_ int, o providers.FetchOutcome) { out = o }); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Deferred || out.Err != nil || out.Content != nil {
+		t.Errorf("a message over MaxInlineBytes in a batch: %+v, want deferred", out)
+	}
+}
+
+func reflectEqual(a, b providers.MessageHeaders) bool {
+	return a.From == b.From && slices.Equal(a.To, b.To) && slices.Equal(a.Cc, b.Cc) && a.Subject == b.Subject && a.Date.Equal(b.Date) &&
+		a.ThreadID == b.ThreadID && a.ListID == b.ListID && a.ListUnsubscribe == b.ListUnsubscribe && a.ListUnsubscribePost == b.ListUnsubscribePost
+}

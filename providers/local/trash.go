@@ -39,6 +39,11 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 	if err != nil {
 		return providers.ActionResult{}, err
 	}
+	return p.trash(src, req)
+}
+
+// trash trashes an object of a source directory.
+func (p *Provider) trash(src string, req providers.ActionRequest) (providers.ActionResult, error) {
 	e, err := p.resolve(src, req.ObjectID)
 	if err != nil {
 		return providers.ActionResult{}, err
@@ -85,8 +90,19 @@ func (p *Provider) TrashBatch(ctx context.Context, reqs []providers.ActionReques
 		return nil, fmt.Errorf("local: trash batch of %d, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument)
 	}
 	outs := make([]providers.ActionOutcome, len(reqs))
+	dirs := map[string]string{} // source ref -> its directory, resolved once a batch
 	for i, req := range reqs {
-		outs[i].Result, outs[i].Err = p.Trash(ctx, req)
+		if outs[i].Err = p.fault("trash"); outs[i].Err != nil {
+			continue
+		}
+		src, ok := dirs[req.SourceRef]
+		if !ok {
+			if src, outs[i].Err = p.sourceDir(req.SourceRef); outs[i].Err != nil {
+				continue
+			}
+			dirs[req.SourceRef] = src
+		}
+		outs[i].Result, outs[i].Err = p.trash(src, req)
 	}
 	return outs, nil
 }

@@ -421,6 +421,61 @@ func (s *server) TrashBatch(ctx context.Context, req *pluginpb.TrashBatchRequest
 	return resp, nil
 }
 
+// fetchBatchMessageBytes is about how much content one message of a FetchBatch stream
+// carries: several small objects a message (each message costs both sides a few
+// microseconds), and the first ones reach the host while the plugin reads the rest.
+const fetchBatchMessageBytes = 128 << 10
+
+func (s *server) FetchBatch(req *pluginpb.FetchBatchRequest, stream grpc.ServerStreamingServer[pluginpb.FetchBatchResponse]) error {
+	p, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return err
+	}
+	b, ok := providers.AsBatchFetcher(p)
+	if !ok {
+		return statusFromError(fmt.Errorf("fetch batch: %w", providers.ErrUnsupported))
+	}
+	reqs := make([]providers.FetchRequest, len(req.GetItems()))
+	for i, it := range req.GetItems() {
+		reqs[i] = providers.FetchRequest{SourceRef: it.GetSourceRef(), ObjectID: it.GetObjectId(), ExpectedVersion: it.GetExpectedVersion()}
+	}
+	// Results are gathered into messages of about fetchBatchMessageBytes; Send marshals before
+	// it returns, so one message and its results are reused.
+	resp := &pluginpb.FetchBatchResponse{}
+	pending := 0
+	var sendErr error
+	send := func() {
+		if len(resp.Results) > 0 && sendErr == nil {
+			sendErr = stream.Send(resp)
+		}
+		clear(resp.Results)
+		resp.Results, pending = resp.Results[:0], 0
+	}
+	err = b.FetchBatch(stream.Context(), reqs, func(i int, out providers.FetchOutcome) {
+		if sendErr != nil {
+			return
+		}
+		r := &pluginpb.FetchBatchResult{Index: uint32(i)}
+		switch {
+		case out.Err != nil:
+			r.Error, r.ErrorMessage = itemError(out.Err)
+		case out.Deferred:
+			r.Deferred = true
+		default:
+			r.Object, r.Content = objectToProto(&out.Object), out.Content
+		}
+		resp.Results = append(resp.Results, r)
+		if pending += len(r.Content) + 512; pending >= fetchBatchMessageBytes {
+			send()
+		}
+	})
+	send()
+	if err != nil {
+		return statusFromError(err)
+	}
+	return sendErr
+}
+
 func (s *server) Remove(ctx context.Context, req *pluginpb.RemoveRequest) (*pluginpb.RemoveResponse, error) {
 	p, err := s.instance(req.GetInstanceId())
 	if err != nil {
