@@ -304,6 +304,13 @@ type entry struct {
 
 // resolve finds the object with the given id in a source directory.
 func (p *Provider) resolve(src, id string) (entry, error) {
+	return p.resolveAs(src, id, true)
+}
+
+// resolveAs is resolve; with stat false, a message of a Maildir this process has read before
+// is taken at its remembered file without checking that the file is still there (entry.fi is
+// then nil): the caller opens it, and resolves again if that fails because it moved.
+func (p *Provider) resolveAs(src, id string, stat bool) (entry, error) {
 	if _, err := relID(id); err != nil {
 		return entry{}, err
 	}
@@ -314,6 +321,14 @@ func (p *Provider) resolve(src, id string) (entry, error) {
 			return entry{}, notFound
 		}
 	}
+	// A message of a Maildir this process has read is found by its remembered file (at most
+	// one lstat), before anything else: a fetch and a trash of every message of a mailbox
+	// would otherwise pay for the checks below each time. (A file in the Maildir's own
+	// directory named like one of its messages would have the same id; the message wins.)
+	dir, unique := filepath.Dir(full), filepath.Base(full)
+	if m, ok := maildirs.known(dir, unique, stat); ok && !strings.Contains(m.flags, "T") {
+		return entry{kind: 'm', full: m.file, fi: m.fi, maildir: dir, msg: m}, nil
+	}
 	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
 		if isMaildir(filepath.Dir(filepath.Dir(full))) && (filepath.Base(filepath.Dir(full)) == "cur" || filepath.Base(filepath.Dir(full)) == "new") {
 			return entry{}, notFound // message files are addressed by Maildir and unique name
@@ -322,17 +337,11 @@ func (p *Provider) resolve(src, id string) (entry, error) {
 			return entry{kind: 'f', full: full, fi: fi}, nil
 		}
 	}
-	// A message of a Maildir this process has read is found by its remembered file (one
-	// lstat); any other by reading the directory once (maildirIndex).
-	dir := filepath.Dir(full)
-	m, ok := maildirs.known(dir, filepath.Base(full))
-	if !ok && isMaildir(dir) {
-		var err error
-		m, err = maildirs.find(dir, filepath.Base(full))
-		ok = err == nil
-	}
-	if ok && !strings.Contains(m.flags, "T") {
-		return entry{kind: 'm', full: m.file, fi: m.fi, maildir: dir, msg: m}, nil
+	if isMaildir(dir) {
+		m, err := maildirs.find(dir, unique)
+		if err == nil && !strings.Contains(m.flags, "T") {
+			return entry{kind: 'm', full: m.file, fi: m.fi, maildir: dir, msg: m}, nil
+		}
 	}
 	if i := strings.LastIndexByte(id, '#'); i > 0 {
 		file := filepath.Join(src, filepath.FromSlash(id[:i]))
@@ -454,7 +463,7 @@ type fetched struct {
 // fetch opens an object in a source directory, checks its version, and reads its content
 // whole when whole says its size may be (else it leaves body open on it).
 func (p *Provider) fetch(src string, req providers.FetchRequest, whole func(size int64) bool) (fetched, error) {
-	e, err := p.resolve(src, req.ObjectID)
+	e, err := p.resolveAs(src, req.ObjectID, false)
 	if err != nil {
 		return fetched{}, err
 	}
@@ -462,6 +471,13 @@ func (p *Provider) fetch(src string, req providers.FetchRequest, whole func(size
 		return p.fetchMbox(req, e, whole)
 	}
 	f, err := os.Open(e.full)
+	if err != nil && e.fi == nil && errors.Is(err, fs.ErrNotExist) {
+		// A remembered message file that moved (another client changed its flags).
+		if e, err = p.resolve(src, req.ObjectID); err != nil {
+			return fetched{}, err
+		}
+		f, err = os.Open(e.full)
+	}
 	if err != nil {
 		return fetched{}, fmt.Errorf("local: open %q: %w", req.ObjectID, mapErr(err))
 	}

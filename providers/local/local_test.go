@@ -253,3 +253,40 @@ func reflectEqual(a, b providers.MessageHeaders) bool {
 	return a.From == b.From && slices.Equal(a.To, b.To) && slices.Equal(a.Cc, b.Cc) && a.Subject == b.Subject && a.Date.Equal(b.Date) &&
 		a.ThreadID == b.ThreadID && a.ListID == b.ListID && a.ListUnsubscribe == b.ListUnsubscribe && a.ListUnsubscribePost == b.ListUnsubscribePost
 }
+
+// TestFetchFollowsAMessageAnotherClientRenamed: a fetch takes a message this process saw at its
+// remembered file without checking it first; when another client has renamed the file since (its
+// flags changed) the fetch finds it again, and once it is flagged trashed there it is gone.
+func TestFetchFollowsAMessageAnotherClientRenamed(t *testing.T) {
+	ctx := context.Background()
+	p, root, _, _ := setup(t)
+	cur := filepath.Join(root, "home", "Mail", "Inbox", "cur")
+	if err := os.WriteFile(filepath.Join(cur, "1900000000.M1P1.host:2,"), []byte("Subject: moving\r\n\r\nbody"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := "Mail/Inbox/1900000000.M1P1.host"
+	fetch := func() (string, error) {
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "home", ObjectID: id})
+		if err != nil {
+			return "", err
+		}
+		defer c.Body.Close()
+		b, err := io.ReadAll(c.Body)
+		return c.Object.Name + "|" + string(b) + "|" + c.Object.Metadata["maildir_flags"], err
+	}
+	if got, err := fetch(); err != nil || got != "moving|Subject: moving\r\n\r\nbody|" {
+		t.Fatalf("first fetch: %q, %v", got, err)
+	}
+	if err := os.Rename(filepath.Join(cur, "1900000000.M1P1.host:2,"), filepath.Join(cur, "1900000000.M1P1.host:2,S")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fetch(); err != nil || got != "moving|Subject: moving\r\n\r\nbody|S" {
+		t.Fatalf("fetch after another client flagged it seen: %q, %v", got, err)
+	}
+	if err := os.Rename(filepath.Join(cur, "1900000000.M1P1.host:2,S"), filepath.Join(cur, "1900000000.M1P1.host:2,ST")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fetch(); !errors.Is(err, providers.ErrNotFound) {
+		t.Fatalf("fetch after another client trashed it: %v, want ErrNotFound", err)
+	}
+}

@@ -61,10 +61,11 @@ func (x *maildirIndex) find(dir, unique string) (maildirMessage, error) {
 }
 
 // known returns a message of a Maildir that was read before, by its remembered file, when
-// that file still exists: a file under its cur/ or new/ proves the directory still a Maildir,
+// that file still exists (with stat false, without checking that: the message's fi is then
+// nil): a file under its cur/ or new/ proves the directory still a Maildir,
 // so the caller need not check. ok is false when the directory was not read yet or the
 // message's file moved (find then reads the directory again).
-func (x *maildirIndex) known(dir, unique string) (maildirMessage, bool) {
+func (x *maildirIndex) known(dir, unique string, stat bool) (maildirMessage, bool) {
 	x.mu.Lock()
 	d, ok := x.dirs[dir]
 	x.mu.Unlock()
@@ -76,6 +77,11 @@ func (x *maildirIndex) known(dir, unique string) (maildirMessage, bool) {
 	rel, ok := d.files[unique]
 	if !ok {
 		return maildirMessage{}, false
+	}
+	if !stat {
+		// Unchecked: the caller opens the file and finds out.
+		_, flags := splitMaildirName(filepath.Base(rel))
+		return maildirMessage{unique: unique, file: filepath.Join(dir, rel), flags: flags}, true
 	}
 	return existing(dir, unique, rel)
 }
