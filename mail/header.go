@@ -143,12 +143,28 @@ func addresses(v, key string, m *Message) []Address {
 	return out
 }
 
-var msgID = regexp.MustCompile(`<([^<>\s]+)>`)
-
+// ids returns the message ids of a Message-ID, In-Reply-To or References value: every
+// "<id>" with no white space or angle bracket inside (at most 100), else a bare first word
+// with an "@". It scans by hand what the regular expression <([^<>\s]+)> finds (a test holds
+// the two to the same answers): the expression was a twentieth of a fetch's parse.
 func ids(v string) []string {
 	var out []string
-	for _, m := range msgID.FindAllStringSubmatch(v, 100) {
-		out = append(out, m[1])
+	for i := 0; i < len(v) && len(out) < 100; {
+		j := strings.IndexByte(v[i:], '<')
+		if j < 0 {
+			break
+		}
+		start := i + j + 1
+		k := start
+		for k < len(v) && v[k] != '>' && v[k] != '<' && !idSpace(v[k]) {
+			k++
+		}
+		if k < len(v) && v[k] == '>' && k > start {
+			out = append(out, v[start:k])
+			i = k + 1
+			continue
+		}
+		i = start
 	}
 	if len(out) == 0 {
 		if f := strings.Fields(v); len(f) > 0 && strings.Contains(f[0], "@") {
@@ -157,6 +173,9 @@ func ids(v string) []string {
 	}
 	return out
 }
+
+// idSpace is RE2's \s.
+func idSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
 
 func firstID(v string) string {
 	if l := ids(v); len(l) > 0 {

@@ -67,8 +67,11 @@ func (p *Provider) trash(src string, req providers.ActionRequest) (providers.Act
 	case 'm':
 		unique, flags := splitMaildirName(filepath.Base(e.full))
 		to := filepath.Join(e.maildir, "cur", unique+":2,"+addFlag(flags, 'T'))
-		if err := os.Rename(e.full, to); err != nil {
-			return providers.ActionResult{}, fmt.Errorf("local: trash %q: %w", req.ObjectID, mapErr(err))
+		// rename(2) itself: os.Rename first lstats the target to refuse a directory there,
+		// one more system call per message, and rename(2) refuses to put a file over a
+		// directory anyway (EISDIR).
+		if err := syscall.Rename(e.full, to); err != nil {
+			return providers.ActionResult{}, fmt.Errorf("local: trash %q: %w", req.ObjectID, mapErr(&os.LinkError{Op: "rename", Old: e.full, New: to, Err: err}))
 		}
 		maildirs.moved(e.maildir, unique, to)
 		return providers.ActionResult{ResultID: "maildir:T", Restorable: true}, nil
