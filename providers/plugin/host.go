@@ -891,15 +891,25 @@ func (r *remote) FetchBatch(ctx context.Context, reqs []providers.FetchRequest, 
 	wd := newWatchdog(r.p.opts.CallTimeout, cancel)
 	defer wd.disarm()
 	wd.arm()
-	stream, err := proc.rpc.FetchBatch(sctx, in)
+	// The responses are decoded and checked by listCodec (decodeFetchBatch), not through the
+	// generated messages and protovalidate.
+	stream, err := proc.rpc.conn.NewStream(sctx, &fetchBatchStream, pluginpb.ProviderService_FetchBatch_FullMethodName, grpc.ForceCodecV2(listCodec{}))
+	if err == nil {
+		err = stream.SendMsg(in)
+	}
+	if err == nil {
+		err = stream.CloseSend()
+	}
+	wd.disarm()
 	if err != nil {
 		return wrap(r.streamError(ctx, proc, wd, err))
 	}
 	next := 0
 	var budget providers.InlineBudget
 	for {
+		var msg batchMessage
 		wd.arm()
-		resp, err := stream.Recv()
+		err := stream.RecvMsg(&msg)
 		wd.disarm()
 		if errors.Is(err, io.EOF) {
 			break
@@ -907,12 +917,13 @@ func (r *remote) FetchBatch(ctx context.Context, reqs []providers.FetchRequest, 
 		if err != nil {
 			return wrap(r.streamError(ctx, proc, wd, err))
 		}
-		if err := validate(resp); err != nil {
-			return wrap(err)
+		if msg.err != nil {
+			return wrap(msg.err)
 		}
-		for _, res := range resp.GetResults() {
-			if int(res.GetIndex()) != next || next >= len(reqs) {
-				return wrap(fmt.Errorf("%w: fetch batch result for item %d, expected %d of %d", providers.ErrInvalidResponse, res.GetIndex(), next, len(reqs)))
+		for i := range msg.results {
+			res := &msg.results[i]
+			if res.index != uint64(next) || next >= len(reqs) {
+				return wrap(fmt.Errorf("%w: fetch batch result for item %d, expected %d of %d", providers.ErrInvalidResponse, res.index, next, len(reqs)))
 			}
 			out, err := r.fetchResult(reqs[next], res, &budget)
 			if err != nil {
@@ -928,29 +939,27 @@ func (r *remote) FetchBatch(ctx context.Context, reqs []providers.FetchRequest, 
 	return nil
 }
 
+// fetchBatchStream describes FetchBatch for NewStream.
+var fetchBatchStream = grpc.StreamDesc{StreamName: "FetchBatch", ServerStreams: true}
+
 // fetchResult checks one result of a batch fetch and turns it into an outcome.
-func (r *remote) fetchResult(req providers.FetchRequest, res *pluginpb.FetchBatchResult, budget *providers.InlineBudget) (providers.FetchOutcome, error) {
-	om := res.GetObject()
+func (r *remote) fetchResult(req providers.FetchRequest, res *batchResult, budget *providers.InlineBudget) (providers.FetchOutcome, error) {
 	switch {
-	case res.GetError() != nil:
-		if om != nil || res.GetDeferred() || len(res.GetContent()) > 0 {
-			return providers.FetchOutcome{}, fmt.Errorf("%w: fetch batch result %d has an error and more", providers.ErrInvalidResponse, res.GetIndex())
+	case res.errInfo != nil:
+		if res.object != nil || res.deferred || len(res.content) > 0 {
+			return providers.FetchOutcome{}, fmt.Errorf("%w: fetch batch result %d has an error and more", providers.ErrInvalidResponse, res.index)
 		}
 		return providers.FetchOutcome{Err: &providers.Error{Op: "fetch", Provider: r.desc.Name, ObjectID: req.ObjectID,
-			Err: errorFromInfo(res.GetError(), res.GetErrorMessage())}}, nil
-	case res.GetDeferred():
-		if om != nil || len(res.GetContent()) > 0 {
-			return providers.FetchOutcome{}, fmt.Errorf("%w: deferred fetch batch result %d has content", providers.ErrInvalidResponse, res.GetIndex())
+			Err: errorFromInfo(res.errInfo, res.errMsg)}}, nil
+	case res.deferred:
+		if res.object != nil || len(res.content) > 0 {
+			return providers.FetchOutcome{}, fmt.Errorf("%w: deferred fetch batch result %d has content", providers.ErrInvalidResponse, res.index)
 		}
 		return providers.FetchOutcome{Deferred: true}, nil
-	case om == nil:
-		return providers.FetchOutcome{}, fmt.Errorf("%w: fetch batch result %d has no object", providers.ErrInvalidResponse, res.GetIndex())
+	case res.object == nil:
+		return providers.FetchOutcome{}, fmt.Errorf("%w: fetch batch result %d has no object", providers.ErrInvalidResponse, res.index)
 	}
-	if err := checkItems(om); err != nil {
-		return providers.FetchOutcome{}, err
-	}
-	obj := objectFromProto(om)
-	content := res.GetContent()
+	obj, content := *res.object, res.content
 	switch {
 	case obj.ID != req.ObjectID:
 		return providers.FetchOutcome{}, fmt.Errorf("%w: fetched object %q, asked for %q", providers.ErrInvalidResponse, obj.ID, req.ObjectID)

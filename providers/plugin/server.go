@@ -439,33 +439,29 @@ func (s *server) FetchBatch(req *pluginpb.FetchBatchRequest, stream grpc.ServerS
 	for i, it := range req.GetItems() {
 		reqs[i] = providers.FetchRequest{SourceRef: it.GetSourceRef(), ObjectID: it.GetObjectId(), ExpectedVersion: it.GetExpectedVersion()}
 	}
-	// Results are gathered into messages of about fetchBatchMessageBytes; Send marshals before
-	// it returns, so one message and its results are reused.
+	// Results are written straight into the wire format of a FetchBatchResponse
+	// (fetchwire.go), gathered into messages of about fetchBatchMessageBytes, and handed to
+	// gRPC as a message's unknown fields, which it copies out verbatim. Send marshals before
+	// it returns, so one buffer serves every message.
 	resp := &pluginpb.FetchBatchResponse{}
-	pending := 0
+	var buf []byte
 	var sendErr error
 	send := func() {
-		if len(resp.Results) > 0 && sendErr == nil {
+		if len(buf) > 0 && sendErr == nil {
+			resp.ProtoReflect().SetUnknown(buf)
 			sendErr = stream.Send(resp)
 		}
-		clear(resp.Results)
-		resp.Results, pending = resp.Results[:0], 0
+		buf = buf[:0]
 	}
 	err = b.FetchBatch(stream.Context(), reqs, func(i int, out providers.FetchOutcome) {
 		if sendErr != nil {
 			return
 		}
-		r := &pluginpb.FetchBatchResult{Index: uint32(i)}
-		switch {
-		case out.Err != nil:
-			r.Error, r.ErrorMessage = itemError(out.Err)
-		case out.Deferred:
-			r.Deferred = true
-		default:
-			r.Object, r.Content = objectToProto(&out.Object), out.Content
+		if buf == nil {
+			buf = make([]byte, 0, fetchBatchMessageBytes+64<<10)
 		}
-		resp.Results = append(resp.Results, r)
-		if pending += len(r.Content) + 512; pending >= fetchBatchMessageBytes {
+		buf = appendFetchBatchResult(buf, i, &out)
+		if len(buf) >= fetchBatchMessageBytes {
 			send()
 		}
 	})
