@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -288,5 +289,46 @@ func TestFetchFollowsAMessageAnotherClientRenamed(t *testing.T) {
 	}
 	if _, err := fetch(); !errors.Is(err, providers.ErrNotFound) {
 		t.Fatalf("fetch after another client trashed it: %v, want ErrNotFound", err)
+	}
+}
+
+// TestChangesRecognisesTheListedMarker: Changes computes the snapshot without reading the
+// messages, and must still agree with the listing's marker, and expire when a Maildir message
+// or an mbox message changes.
+func TestChangesRecognisesTheListedMarker(t *testing.T) {
+	ctx := context.Background()
+	p, root, _, _ := setup(t)
+	marker := func() providers.Marker {
+		_, m := providertest.ListAll(ctx, t, p, "home", 0)
+		return m
+	}
+	m := marker()
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); err != nil {
+		t.Fatalf("changes since the listed marker: %v", err)
+	}
+	msgs, _ := filepath.Glob(filepath.Join(root, "home", "Mail", "Inbox", "cur", "*"))
+	if len(msgs) == 0 {
+		t.Fatal("no Maildir message in the fixture")
+	}
+	if err := os.WriteFile(msgs[0], []byte("Subject: edited\r\n\r\nnew body, longer than before"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); !errors.Is(err, providers.ErrMarkerExpired) {
+		t.Fatalf("changes after a message was edited: %v, want ErrMarkerExpired", err)
+	}
+	m = marker()
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); err != nil {
+		t.Fatalf("changes since the new marker: %v", err)
+	}
+	mbox := filepath.Join(root, "home", "Archive", "old.mbox")
+	b, err := os.ReadFile(mbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mbox, bytes.Replace(b, []byte("Subject: "), []byte("Subject: X"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); !errors.Is(err, providers.ErrMarkerExpired) {
+		t.Fatalf("changes after an mbox message was edited: %v, want ErrMarkerExpired", err)
 	}
 }
