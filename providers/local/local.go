@@ -470,24 +470,19 @@ func (p *Provider) fetch(src string, req providers.FetchRequest, whole func(size
 	if e.kind == 'x' {
 		return p.fetchMbox(req, e, whole)
 	}
-	f, err := os.Open(e.full)
+	f, fi, err := openFetch(e.full)
 	if err != nil && e.fi == nil && errors.Is(err, fs.ErrNotExist) {
 		// A remembered message file that moved (another client changed its flags).
 		if e, err = p.resolve(src, req.ObjectID); err != nil {
 			return fetched{}, err
 		}
-		f, err = os.Open(e.full)
+		f, fi, err = openFetch(e.full)
 	}
 	if err != nil {
 		return fetched{}, fmt.Errorf("local: open %q: %w", req.ObjectID, mapErr(err))
 	}
 	// The version is taken from the open file, so the bytes read are those of the version
 	// checked.
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fetched{}, fmt.Errorf("local: stat %q: %w", req.ObjectID, mapErr(err))
-	}
 	version := fileVersion(fi)
 	if req.ExpectedVersion != "" && req.ExpectedVersion != version {
 		f.Close()
@@ -525,10 +520,16 @@ func (p *Provider) fetch(src string, req providers.FetchRequest, whole func(size
 	return fetched{obj: o, body: &sectionCloser{io.NewSectionReader(f, 0, size), f}}, nil
 }
 
+// fetchFile is a file open for a fetch.
+type fetchFile interface {
+	io.ReaderAt
+	io.Closer
+}
+
 // readWhole reads a file of the given size in one read. A file that is shorter by then changed
 // after its version was checked: that is a transient failure (fetched again, it shows its new
 // version).
-func readWhole(f *os.File, size int64) ([]byte, error) {
+func readWhole(f io.ReaderAt, size int64) ([]byte, error) {
 	b := make([]byte, size)
 	n, err := f.ReadAt(b, 0)
 	if int64(n) == size {
@@ -569,7 +570,7 @@ func (p *Provider) fetchMbox(req providers.FetchRequest, e entry, whole func(siz
 
 type sectionCloser struct {
 	*io.SectionReader
-	f *os.File
+	f io.Closer
 }
 
 func (s *sectionCloser) Close() error { return s.f.Close() }
