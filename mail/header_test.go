@@ -73,3 +73,18 @@ func BenchmarkReadHeader(b *testing.B) {
 		i++
 	}
 }
+
+// newsletterHeader is a header block like the clean-up benchmark's messages (cmd/svc).
+const newsletterHeader = "Return-Path: <bounce-7@mail.shop7.example>\r\nFrom: Shop 7 News <news@shop7.example>\r\n" +
+	"To: reader@example.org\r\nSubject: Weekly deals 7: garden lamp sofa\r\nDate: Mon, 02 Jan 2025 15:04:05 +0000\r\n" +
+	"Message-ID: <m7.12345@shop7.example>\r\nList-Unsubscribe: <https://shop7.example/u/7>, <mailto:unsub-7@shop7.example>\r\n" +
+	"List-Unsubscribe-Post: List-Unsubscribe=One-Click\r\nPrecedence: bulk\r\nX-Mailer: BulkMailer 3.1\r\nMIME-Version: 1.0\r\n" +
+	"Content-Type: text/plain; charset=utf-8\r\n\r\nHello, this week's deals are here.\r\n"
+
+// BenchmarkReadHeaderNewsletter reads a newsletter's header block (what a fetch parses).
+func BenchmarkReadHeaderNewsletter(b *testing.B) {
+	raw := []byte(newsletterHeader)
+	for b.Loop() {
+		mail.ReadHeader(raw).Facts()
+	}
+}

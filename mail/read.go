@@ -234,7 +234,8 @@ func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
 		flush()
 		block.WriteString("\r\n")
 		// The block holds only well-formed fields now, so go-message reads all of them.
-		h, err := textproto.ReadHeader(bufio.NewReader(&block))
+		// A reader of the block's size: the default one is 4 KiB, per message.
+		h, err := textproto.ReadHeader(bufio.NewReaderSize(&block, max(block.Len(), 16)))
 		if err != nil {
 			m.problem("header: %v", err)
 		}
