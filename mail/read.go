@@ -168,8 +168,14 @@ func Read(r io.Reader) *Message {
 // headers in a charset other than Windows-1252). It never fails and never returns nil.
 func ReadHeader(b []byte) *Message {
 	m := &Message{MIMEType: "text/plain"}
-	// readHeader stops after MaxHeaderBytes by itself. The buffer needs to hold the longest line only; a small message needs no 16 KiB.
-	br := bufio.NewReaderSize(bytes.NewReader(b), min(max(len(b), 16), 16<<10))
+	// readHeader stops at the blank line and after MaxHeaderBytes by itself; it is given only
+	// the bytes up to the first line that is surely blank (the header block ends there or
+	// before), so that its buffer is the header's size, not the message's.
+	head := b
+	if k := headerEnd(b); k >= 0 {
+		head = b[:k]
+	}
+	br := bufio.NewReaderSize(bytes.NewReader(head), min(max(len(head), 16), 16<<10))
 	h, n, err := readHeader(br, m)
 	if err != nil {
 		m.Unreadable = "could not be read: " + clean(err.Error())
@@ -195,6 +201,19 @@ func ReadHeader(b []byte) *Message {
 	}
 	decodeHeader(h, declared, m)
 	return m
+}
+
+// headerEnd returns the length of b up to and including its first empty line ("\n\n" or
+// "\n\r\n"), or -1 when it has none.
+func headerEnd(b []byte) int {
+	end := -1
+	if k := bytes.Index(b, []byte("\n\n")); k >= 0 {
+		end = k + 2
+	}
+	if k := bytes.Index(b, []byte("\n\r\n")); k >= 0 && (end < 0 || k+3 < end) {
+		end = k + 3
+	}
+	return end
 }
 
 // limitReader is io.LimitReader that remembers whether the limit cut the input.
