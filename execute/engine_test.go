@@ -163,6 +163,43 @@ func TestTrashInBatches(t *testing.T) {
 	}
 }
 
+// TestFetchInBatches: a source that fetches in batches gets its small objects in batch calls;
+// a moved version and a missing object are judged on their own inside a batch, a deferred
+// object and one whose fetch failed transiently in its batch are fetched again alone, and
+// every other object is preserved from its batch and then trashed.
+func TestFetchInBatches(t *testing.T) {
+	r := newRig(t, 200)
+	b := r.batched(0)
+	b.deferAbove = 7*(10+190) - 1 // the 10 largest objects (7*(10+i) bytes) are deferred
+	b.fetchDelay = 2 * time.Millisecond
+	r.src.transient = 50 // and a few fetches fail transiently
+	r.src.version["obj-007"] = "v2"
+	delete(r.src.content, "obj-009")
+	e := execute.New(r.store, fakeSources{src: r.src, batch: b}, r.vault, r.finish, execute.Options{Concurrency: 64, Backoff: time.Millisecond})
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	x = r.check(t, x.Id)
+	if x.Completed != 198 || len(r.src.trash) != 198 || x.Failed != 0 {
+		t.Fatalf("%v: %d completed, %d failed, %d trashed, errors %v", x.Status, x.Completed, x.Failed, len(r.src.trash), x.Errors)
+	}
+	if _, ok := r.src.content["obj-007"]; !ok || r.vault.byAsset["ast_007"] != "" {
+		t.Fatal("an object whose version moved was vaulted or trashed")
+	}
+	if d := b.deferred.Load(); d < 5 || d > 10 { // one may have failed transiently in its batch first
+		t.Fatalf("%d objects deferred, want up to 10", d)
+	}
+	// Alone: the deferred ones and those whose fetch failed transiently in a batch.
+	if s := b.fetchSingles.Load(); s < 10 || s > 10+int64(len(b.fetchSizes))+200/50+1 {
+		t.Fatalf("%d fetches one at a time", s)
+	}
+	if len(b.fetchSizes) >= 100 {
+		t.Fatalf("%d batch fetch calls for 200 objects: little was batched (sizes %v)", len(b.fetchSizes), b.fetchSizes)
+	}
+}
+
 func TestExecuteRefusesUnauthorizedOrAlteredPlans(t *testing.T) {
 	r := newRig(t, 3)
 	r.store.plans[r.plan.PlanId].Objects[0].Actions = []svcv1.PlanAction{svcv1.PlanAction_PLAN_ACTION_TRASH}

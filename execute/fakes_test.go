@@ -402,6 +402,54 @@ type batchSource struct {
 	sizes      []int
 	singles    atomic.Int64
 	violations []string
+
+	deferAbove   int64         // FetchBatch defers content larger than this (0: none)
+	fetchDelay   time.Duration // a batch call's round trip
+	fetchCalls   int
+	fetchSizes   []int
+	fetchSingles atomic.Int64
+	deferred     atomic.Int64
+}
+
+// Fetch counts the fetches made one at a time.
+func (b *batchSource) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	b.fetchSingles.Add(1)
+	return b.fakeSource.Fetch(ctx, req)
+}
+
+// FetchBatch fetches each request as Fetch does, deferring content over deferAbove bytes;
+// wholeFail > 0 makes every wholeFail-th batch call answer its first half and then fail as a
+// whole.
+func (b *batchSource) FetchBatch(ctx context.Context, reqs []providers.FetchRequest, fn func(int, providers.FetchOutcome)) error {
+	b.mu.Lock()
+	b.fetchCalls++
+	n := b.fetchCalls
+	b.fetchSizes = append(b.fetchSizes, len(reqs))
+	b.mu.Unlock()
+	time.Sleep(b.fetchDelay)
+	for i, q := range reqs {
+		if b.wholeFail > 0 && n%b.wholeFail == 0 && i == len(reqs)/2 {
+			return fmt.Errorf("batch call lost: %w", providers.ErrTransient)
+		}
+		c, err := b.fakeSource.Fetch(ctx, q)
+		if err != nil {
+			fn(i, providers.FetchOutcome{Err: err})
+			continue
+		}
+		if b.deferAbove > 0 && c.Object.SizeBytes > b.deferAbove {
+			c.Body.Close()
+			b.deferred.Add(1)
+			fn(i, providers.FetchOutcome{Deferred: true})
+			continue
+		}
+		content, err := io.ReadAll(c.Body)
+		c.Body.Close()
+		if err != nil {
+			return err
+		}
+		fn(i, providers.FetchOutcome{Object: c.Object, Content: content})
+	}
+	return nil
 }
 
 func (b *batchSource) Trash(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {

@@ -296,6 +296,7 @@ type runner struct {
 	processed, bytes atomic.Int64
 
 	batchers map[string]*trashBatcher // by source id, under mu
+	fetchers map[string]*fetchBatcher // by source id, under mu
 }
 
 // record journals an asset's transition. A transition that guards a side effect is durable
@@ -411,17 +412,12 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 			return
 		}
 		var ref2 VaultRef
-		var meta providers.Object
-		err := r.retry(work, pace, func() error {
-			content, err := src.Fetch(work, providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()})
-			if err != nil {
-				return err
-			}
+		store := func(content *providers.Content) error {
 			defer content.Body.Close()
-			meta = content.Object
 			if !step(vaulting, "vault", "ok", nil) {
 				return errJournal
 			}
+			var err error
 			ref2, err = r.e.vault.Store(work, r.tenant, Asset{ExecutionID: r.exeID, Object: o, Index: index, Content: content.Object}, content.Body, func() error {
 				if !step(verifying, "verify", "ok", nil) {
 					return errJournal
@@ -429,7 +425,33 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 				return nil
 			})
 			return err
-		})
+		}
+		req := providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()}
+		// A small object of a provider that fetches in batches comes in a batch call first; a
+		// deferred one, a transient failure of it or of the whole call, and a transient failure
+		// of its vault write are done again alone, with the usual backoff.
+		done := false
+		var err error
+		if b := r.fetchBatcher(o.GetSourceId(), src, pace); b != nil && o.GetExpectedSizeBytes() <= maxBatchFetchObject {
+			out, whole := b.fetch(work, req, o.GetExpectedSizeBytes())
+			switch {
+			case whole || out.Deferred:
+			case out.Err != nil:
+				err, done = out.Err, !providers.IsRetryable(out.Err)
+			default:
+				err = store(batchContent(out))
+				done = err == nil || !providers.IsRetryable(err)
+			}
+		}
+		if !done {
+			err = r.retry(work, pace, func() error {
+				content, err := src.Fetch(work, req)
+				if err != nil {
+					return err
+				}
+				return store(content)
+			})
+		}
 		switch {
 		case errors.Is(err, errJournal):
 			return
@@ -447,7 +469,6 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 			skip("verify", "the content differs from the planned content (sha256 "+ref2.SHA256+", planned "+o.GetExpectedSha256()+"); the copy is kept, the source is left alone")
 			return
 		}
-		_ = meta
 		if !step(vaultCommitted, "commit", "ok", func(t *Transition) {
 			t.VaultID, t.VaultSHA256, t.Bytes = ref2.ID, ref2.SHA256, ref2.Size
 		}) {

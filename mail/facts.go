@@ -56,9 +56,22 @@ var platforms = []struct{ header, name string }{
 
 // Platforms returns the names of the sending platforms whose headers the message carries.
 func (m *Message) Platforms() []string {
+	// One pass over the fields, looking only at X- fields (every platform header is one; a
+	// test checks), instead of a search of every field per platform.
+	var found uint64 // bit i: platforms[i].header is present
+	for _, f := range m.Fields {
+		if len(f.Key) < 3 || f.Key[0]|0x20 != 'x' || f.Key[1] != '-' {
+			continue
+		}
+		for i, p := range platforms {
+			if strings.EqualFold(f.Key, p.header) {
+				found |= 1 << i
+			}
+		}
+	}
 	var out []string
-	for _, p := range platforms {
-		if m.Has(p.header) && !contains(out, p.name) {
+	for i, p := range platforms {
+		if found&(1<<i) != 0 && !contains(out, p.name) {
 			out = append(out, p.name)
 		}
 	}

@@ -191,6 +191,16 @@ func FuzzRead(f *testing.F) {
 		if m2 := mail.Read(strings.NewReader(string(b))); m2.Subject != m.Subject || m2.Unreadable != m.Unreadable || m2.Text != m.Text {
 			t.Fatalf("not deterministic")
 		}
+		// The header block alone (a fetch's parse): valid UTF-8 too, and Read's answer on the
+		// message's identity whenever no raw 8-bit header byte needed a charset.
+		h := mail.ReadHeader(b)
+		assertUTF8(t, h)
+		if (h.Unreadable == "") != (m.Unreadable == "") {
+			t.Fatalf("ReadHeader unreadable %q, Read %q", h.Unreadable, m.Unreadable)
+		}
+		if utf8.Valid(b) && (h.Subject != m.Subject || h.From != m.From || h.MessageID != m.MessageID || !h.Date.Equal(m.Date)) {
+			t.Fatalf("ReadHeader %q %v %q %v, Read %q %v %q %v", h.Subject, h.From, h.MessageID, h.Date, m.Subject, m.From, m.MessageID, m.Date)
+		}
 	})
 }
 

@@ -33,6 +33,12 @@ func AsBatchTrasher(p Provider) (BatchTrasher, bool) {
 	return b, supports(p, CapTrashBatch)
 }
 
+// AsBatchFetcher returns p's BatchFetcher if it has one.
+func AsBatchFetcher(p Provider) (BatchFetcher, bool) {
+	b, ok := p.(BatchFetcher)
+	return b, ok && supports(p, CapFetchBatch)
+}
+
 // AsRemover returns p's Remover if it has one.
 func AsRemover(p Provider) (Remover, bool) {
 	r, ok := p.(Remover)
@@ -78,6 +84,9 @@ func CapabilitiesOf(p Provider) []Capability {
 	}
 	if _, ok := AsBatchTrasher(p); ok {
 		caps = append(caps, CapTrashBatch)
+	}
+	if _, ok := AsBatchFetcher(p); ok {
+		caps = append(caps, CapFetchBatch)
 	}
 	return caps
 }

@@ -47,3 +47,44 @@ func TestAsBatchTrasher(t *testing.T) {
 		}
 	}
 }
+
+// batchFetcher has FetchBatch in its Go type; masked says which capabilities it declares.
+type batchFetcher struct {
+	providers.Provider
+	masked map[providers.Capability]bool
+}
+
+func (b batchFetcher) FetchBatch(context.Context, []providers.FetchRequest, func(int, providers.FetchOutcome)) error {
+	return nil
+}
+
+func (b batchFetcher) Supports(c providers.Capability) bool { return !b.masked[c] }
+
+func TestAsBatchFetcher(t *testing.T) {
+	if _, ok := providers.AsBatchFetcher(batchFetcher{}); !ok {
+		t.Error("a declared batch fetcher is not found")
+	}
+	if _, ok := providers.AsBatchFetcher(batchFetcher{masked: map[providers.Capability]bool{providers.CapFetchBatch: true}}); ok {
+		t.Error("an undeclared batch fetcher is found")
+	}
+}
+
+func TestInlineBudget(t *testing.T) {
+	var b providers.InlineBudget
+	if b.Take(providers.MaxInlineBytes + 1) {
+		t.Error("an object over MaxInlineBytes fits")
+	}
+	if b.Take(-1) {
+		t.Error("an object of unknown size fits")
+	}
+	n := 0
+	for b.Take(providers.MaxInlineBytes) {
+		n++
+	}
+	if n != providers.MaxFetchBatchBytes/providers.MaxInlineBytes {
+		t.Errorf("%d objects of MaxInlineBytes fit, want %d", n, providers.MaxFetchBatchBytes/providers.MaxInlineBytes)
+	}
+	if !b.Take(0) {
+		t.Error("an empty object does not fit a full budget")
+	}
+}

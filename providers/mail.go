@@ -14,7 +14,17 @@ import (
 // still listed. Every string is valid UTF-8; r is only read, so the provider's content stays the
 // original bytes.
 func ReadMail(r io.Reader) (*MessageHeaders, map[string]string) {
-	m := mail.Read(r)
+	return messageHeaders(mail.Read(r))
+}
+
+// ReadMailHeader is ReadMail of the message's header block only (mail.ReadHeader): what a
+// fetch returns, where the body's signals (Snippet, and the facts mail.attachments and
+// mail.text_tail) are left to the listing. It costs a fraction of ReadMail.
+func ReadMailHeader(b []byte) (*MessageHeaders, map[string]string) {
+	return messageHeaders(mail.ReadHeader(b))
+}
+
+func messageHeaders(m *mail.Message) (*MessageHeaders, map[string]string) {
 	h := &MessageHeaders{
 		From:                m.From.Addr,
 		Subject:             m.Subject,

@@ -108,10 +108,12 @@ const (
 	// CapTrashBatch: BatchTrasher. A provider that declares it declares
 	// CapTrash too.
 	CapTrashBatch Capability = "trash_batch"
+	// CapFetchBatch: BatchFetcher.
+	CapFetchBatch Capability = "fetch_batch"
 )
 
 // Capabilities lists every capability.
-var Capabilities = []Capability{CapTrash, CapRemove, CapUntrash, CapWrite, CapQuota, CapTrashBatch}
+var Capabilities = []Capability{CapTrash, CapRemove, CapUntrash, CapWrite, CapQuota, CapTrashBatch, CapFetchBatch}
 
 // Valid reports whether c is a known capability.
 func (c Capability) Valid() bool { return slices.Contains(Capabilities, c) }

@@ -80,6 +80,58 @@ type BatchTrasher interface {
 // MaxBatchSize is the most requests one batch call carries.
 const MaxBatchSize = 1000
 
+// BatchFetcher is implemented by providers that can fetch several small
+// objects in one call (one round trip to a plugin process or a remote API),
+// each object's content whole in memory. It is for many small objects (a
+// mailbox's messages); large ones keep Fetch's stream.
+//
+// FetchBatch handles each request as Fetch would handle it on its own, with
+// its own version check and its own error, and calls fn exactly once for
+// each request, in the requests' order, before it returns. An object larger
+// than MaxInlineBytes, or whose content would take the call's total past
+// MaxFetchBatchBytes, is not read: its outcome is Deferred and the caller
+// fetches it with Fetch. FetchBatch returns an error only when the call as
+// a whole failed; the requests fn was not called for were then not fetched.
+// Callers send at most MaxBatchSize requests; a provider refuses more with
+// ErrInvalidArgument. fn must not block for long: a plugin host calls it
+// while the call's stream is open.
+type BatchFetcher interface {
+	FetchBatch(ctx context.Context, reqs []FetchRequest, fn func(i int, out FetchOutcome)) error
+}
+
+// Limits of a batch fetch's content.
+const (
+	// MaxInlineBytes is the largest object a batch fetch carries.
+	MaxInlineBytes = 1 << 20
+	// MaxFetchBatchBytes bounds the content one batch fetch carries in all,
+	// and so the memory it takes.
+	MaxFetchBatchBytes = 8 << 20
+)
+
+// FetchOutcome is one request's outcome in a batch fetch: the object as
+// Fetch would return it and its whole content, or Deferred, or the error
+// Fetch would have returned for it alone.
+type FetchOutcome struct {
+	Object   Object
+	Content  []byte // len(Content) == Object.SizeBytes; the receiver may keep it
+	Deferred bool   // not fetched in this call (too large for it): use Fetch
+	Err      error
+}
+
+// InlineBudget counts a batch fetch's content against MaxInlineBytes and
+// MaxFetchBatchBytes. The zero value is an empty budget.
+type InlineBudget struct{ used int64 }
+
+// Take reports whether an object of size bytes fits in the batch, and if
+// so counts it.
+func (b *InlineBudget) Take(size int64) bool {
+	if size < 0 || size > MaxInlineBytes || b.used+size > MaxFetchBatchBytes {
+		return false
+	}
+	b.used += size
+	return true
+}
+
 // ActionOutcome is the outcome of one request of a batch: its result, or
 // the error Trash would have returned for it alone.
 type ActionOutcome struct {

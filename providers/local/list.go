@@ -130,7 +130,15 @@ func (l *lister) maildir(dir string, rel []string, after []string) (bool, error)
 			continue
 		}
 		id := path.Join(strings.Join(rel, "/"), m.unique)
-		if !l.emit(append(rel[:len(rel):len(rel)], "cur", m.unique), maildirObject(id, container, m, fi)) {
+		key := append(rel[:len(rel):len(rel)], "cur", m.unique)
+		if l.hashAll {
+			// A snapshot needs each message's id and version (its file's), not its parse:
+			// Changes (which every execution's start asks, to check the plan's marker) would
+			// otherwise read the whole mailbox again.
+			l.emit(key, providers.Object{ID: id, Version: fileVersion(fi)})
+			continue
+		}
+		if !l.emit(key, maildirObject(id, container, m, fi)) {
 			return false, nil
 		}
 	}
@@ -162,6 +170,10 @@ func (l *lister) mbox(file string, key []string, after []string) (bool, error) {
 			return true, nil
 		}
 		if len(after) > 0 && m.offset <= start {
+			continue
+		}
+		if l.hashAll { // the id and version only (the content's hash), as for a Maildir
+			l.emit(nil, providers.Object{ID: rel + "#" + strconv.FormatInt(m.offset, 10), Version: hashHex(m.content)[:32]})
 			continue
 		}
 		if !l.emit(append(key[:len(key):len(key)], offsetKey(m.offset)), mboxObject(rel, m)) {
@@ -302,6 +314,11 @@ func (m *mboxReader) next() (mboxMessage, bool, error) {
 
 func mboxObject(fileRel string, m mboxMessage) providers.Object {
 	h, facts := headers(bytes.NewReader(m.content))
+	return mboxObjectOf(fileRel, m, h, facts)
+}
+
+// mboxObjectOf is an mbox message's object from its content and its headers.
+func mboxObjectOf(fileRel string, m mboxMessage, h *providers.MessageHeaders, facts map[string]string) providers.Object {
 	sum := hashHex(m.content)
 	o := providers.Object{
 		ID:         fileRel + "#" + strconv.FormatInt(m.offset, 10),

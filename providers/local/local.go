@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,7 +25,7 @@ import (
 	"svc.dev/svc/providers"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapTrashBatch}
+var caps = []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapTrashBatch, providers.CapFetchBatch}
 
 // Description is the vendor_d_local provider's description.
 var Description = providers.Description{
@@ -65,6 +66,9 @@ var (
 	_ providers.Untrasher = (*Provider)(nil)
 	_ providers.Writer    = (*Provider)(nil)
 	_ providers.Quotaer   = (*Provider)(nil)
+
+	_ providers.BatchTrasher = (*Provider)(nil)
+	_ providers.BatchFetcher = (*Provider)(nil)
 )
 
 // New opens a vendor_d_local provider. It is a providers.Factory.
@@ -207,6 +211,7 @@ type maildirMessage struct {
 	unique string
 	file   string // full path
 	flags  string
+	fi     fs.FileInfo // its file's, when found by maildirIndex
 }
 
 func splitMaildirName(name string) (unique, flags string) {
@@ -261,6 +266,11 @@ func maildirObject(id, container string, m maildirMessage, fi fs.FileInfo) provi
 		h = &providers.MessageHeaders{}
 		facts[mail.FactUnreadable] = "could not be opened"
 	}
+	return maildirObjectOf(id, container, m, fi, h, facts)
+}
+
+// maildirObjectOf is a Maildir message's object from its file's information and its headers.
+func maildirObjectOf(id, container string, m maildirMessage, fi fs.FileInfo, h *providers.MessageHeaders, facts map[string]string) providers.Object {
 	o := providers.Object{
 		ID:         id,
 		ParentID:   container,
@@ -294,6 +304,13 @@ type entry struct {
 
 // resolve finds the object with the given id in a source directory.
 func (p *Provider) resolve(src, id string) (entry, error) {
+	return p.resolveAs(src, id, true)
+}
+
+// resolveAs is resolve; with stat false, a message of a Maildir this process has read before
+// is taken at its remembered file without checking that the file is still there (entry.fi is
+// then nil): the caller opens it, and resolves again if that fails because it moved.
+func (p *Provider) resolveAs(src, id string, stat bool) (entry, error) {
 	if _, err := relID(id); err != nil {
 		return entry{}, err
 	}
@@ -304,6 +321,14 @@ func (p *Provider) resolve(src, id string) (entry, error) {
 			return entry{}, notFound
 		}
 	}
+	// A message of a Maildir this process has read is found by its remembered file (at most
+	// one lstat), before anything else: a fetch and a trash of every message of a mailbox
+	// would otherwise pay for the checks below each time. (A file in the Maildir's own
+	// directory named like one of its messages would have the same id; the message wins.)
+	dir, unique := filepath.Dir(full), filepath.Base(full)
+	if m, ok := maildirs.known(dir, unique, stat); ok && !strings.Contains(m.flags, "T") {
+		return entry{kind: 'm', full: m.file, fi: m.fi, maildir: dir, msg: m}, nil
+	}
 	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
 		if isMaildir(filepath.Dir(filepath.Dir(full))) && (filepath.Base(filepath.Dir(full)) == "cur" || filepath.Base(filepath.Dir(full)) == "new") {
 			return entry{}, notFound // message files are addressed by Maildir and unique name
@@ -312,13 +337,10 @@ func (p *Provider) resolve(src, id string) (entry, error) {
 			return entry{kind: 'f', full: full, fi: fi}, nil
 		}
 	}
-	if dir := filepath.Dir(full); isMaildir(dir) {
-		m, err := maildirs.find(dir, filepath.Base(full))
+	if isMaildir(dir) {
+		m, err := maildirs.find(dir, unique)
 		if err == nil && !strings.Contains(m.flags, "T") {
-			fi, err := os.Stat(m.file)
-			if err == nil {
-				return entry{kind: 'm', full: m.file, fi: fi, maildir: dir, msg: m}, nil
-			}
+			return entry{kind: 'm', full: m.file, fi: m.fi, maildir: dir, msg: m}, nil
 		}
 	}
 	if i := strings.LastIndexByte(id, '#'); i > 0 {
@@ -363,7 +385,11 @@ func checkVersion(id, expected string, o providers.Object) error {
 	return nil
 }
 
-// Fetch implements providers.Provider.
+// Fetch implements providers.Provider. A Maildir message or a file is opened once and its
+// version taken from the open file; a message up to providers.MaxInlineBytes is read whole in
+// one read, and those bytes are both what its headers are parsed from and the content returned.
+// Only the header block is parsed (providers.ReadMailHeader): the body's signals are the
+// listing's.
 func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
 	if err := p.fault("fetch"); err != nil {
 		return nil, err
@@ -372,51 +398,179 @@ func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*prov
 	if err != nil {
 		return nil, err
 	}
-	e, err := p.resolve(src, req.ObjectID)
+	f, err := p.fetch(src, req, func(size int64) bool { return size <= providers.MaxInlineBytes })
 	if err != nil {
 		return nil, err
+	}
+	if f.body == nil {
+		f.body = io.NopCloser(bytes.NewReader(f.content))
+	}
+	return &providers.Content{Object: f.obj, Body: f.body}, nil
+}
+
+// FetchBatch implements providers.BatchFetcher: each object is fetched as Fetch fetches it,
+// in order, its content read whole when it fits the batch's budget (else it is deferred).
+// Requests of one source resolve the source's directory once.
+func (p *Provider) FetchBatch(ctx context.Context, reqs []providers.FetchRequest, fn func(int, providers.FetchOutcome)) error {
+	if len(reqs) > providers.MaxBatchSize {
+		return fmt.Errorf("local: fetch batch of %d, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument)
+	}
+	var budget providers.InlineBudget
+	type source struct {
+		dir string
+		err error
+	}
+	sources := map[string]source{}
+	for i, req := range reqs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := p.fault("fetch"); err != nil {
+			fn(i, providers.FetchOutcome{Err: err})
+			continue
+		}
+		s, ok := sources[req.SourceRef]
+		if !ok {
+			s.dir, s.err = p.sourceDir(req.SourceRef)
+			sources[req.SourceRef] = s
+		}
+		if s.err != nil {
+			fn(i, providers.FetchOutcome{Err: s.err})
+			continue
+		}
+		f, err := p.fetch(s.dir, req, budget.Take)
+		switch {
+		case err != nil:
+			fn(i, providers.FetchOutcome{Err: err})
+		case f.body != nil:
+			f.body.Close()
+			fn(i, providers.FetchOutcome{Deferred: true})
+		default:
+			fn(i, providers.FetchOutcome{Object: f.obj, Content: f.content})
+		}
+	}
+	return nil
+}
+
+// fetched is an object opened for a fetch: its metadata and either its whole content or, for
+// content that was not to be read whole, an open body.
+type fetched struct {
+	obj     providers.Object
+	content []byte
+	body    io.ReadCloser
+}
+
+// fetch opens an object in a source directory, checks its version, and reads its content
+// whole when whole says its size may be (else it leaves body open on it).
+func (p *Provider) fetch(src string, req providers.FetchRequest, whole func(size int64) bool) (fetched, error) {
+	e, err := p.resolveAs(src, req.ObjectID, false)
+	if err != nil {
+		return fetched{}, err
 	}
 	if e.kind == 'x' {
-		o, err := p.object(req.ObjectID, e)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkVersion(req.ObjectID, req.ExpectedVersion, o); err != nil {
-			return nil, err
-		}
-		f, err := os.Open(e.full)
-		if err != nil {
-			return nil, fmt.Errorf("local: open %q: %w", req.ObjectID, err)
-		}
-		start, _ := strconv.ParseInt(o.Metadata["mbox_content_offset"], 10, 64)
-		return &providers.Content{Object: o, Body: &sectionCloser{io.NewSectionReader(f, start, o.SizeBytes), f}}, nil
+		return p.fetchMbox(req, e, whole)
 	}
+	f, fi, err := openFetch(e.full)
+	if err != nil && e.fi == nil && errors.Is(err, fs.ErrNotExist) {
+		// A remembered message file that moved (another client changed its flags).
+		if e, err = p.resolve(src, req.ObjectID); err != nil {
+			return fetched{}, err
+		}
+		f, fi, err = openFetch(e.full)
+	}
+	if err != nil {
+		return fetched{}, fmt.Errorf("local: open %q: %w", req.ObjectID, mapErr(err))
+	}
+	// The version is taken from the open file, so the bytes read are those of the version
+	// checked.
+	version := fileVersion(fi)
+	if req.ExpectedVersion != "" && req.ExpectedVersion != version {
+		f.Close()
+		return fetched{}, &providers.VersionMismatchError{ObjectID: req.ObjectID, Expected: req.ExpectedVersion, Actual: version}
+	}
+	size := fi.Size()
+	if whole(size) {
+		content, err := readWhole(f, size)
+		f.Close()
+		if err != nil {
+			return fetched{}, fmt.Errorf("local: read %q: %w", req.ObjectID, err)
+		}
+		var o providers.Object
+		if e.kind == 'm' {
+			h, facts := providers.ReadMailHeader(content)
+			o = maildirObjectOf(req.ObjectID, path.Dir(req.ObjectID), e.msg, fi, h, facts)
+		} else {
+			o = fileObject(req.ObjectID, fi)
+		}
+		return fetched{obj: o, content: content}, nil
+	}
+	o := fileObject(req.ObjectID, fi)
+	if e.kind == 'm' {
+		// A large message: its header block, at most what the mail reader reads, then the
+		// content streamed from the same open file.
+		head := make([]byte, min(size, int64(mail.MaxHeaderBytes+mail.MaxBodyScan)))
+		n, err := f.ReadAt(head, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			f.Close()
+			return fetched{}, fmt.Errorf("local: read %q: %w", req.ObjectID, mapErr(err))
+		}
+		h, facts := providers.ReadMailHeader(head[:n])
+		o = maildirObjectOf(req.ObjectID, path.Dir(req.ObjectID), e.msg, fi, h, facts)
+	}
+	return fetched{obj: o, body: &sectionCloser{io.NewSectionReader(f, 0, size), f}}, nil
+}
+
+// fetchFile is a file open for a fetch.
+type fetchFile interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// readWhole reads a file of the given size in one read. A file that is shorter by then changed
+// after its version was checked: that is a transient failure (fetched again, it shows its new
+// version).
+func readWhole(f io.ReaderAt, size int64) ([]byte, error) {
+	b := make([]byte, size)
+	n, err := f.ReadAt(b, 0)
+	if int64(n) == size {
+		return b, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("the file changed while it was read: %w", providers.ErrTransient)
+	}
+	return nil, mapErr(err)
+}
+
+// fetchMbox fetches a message of an mbox: its content is read with the mbox (its version is
+// the content's hash), once, and its headers parsed from it.
+func (p *Provider) fetchMbox(req providers.FetchRequest, e entry, whole func(size int64) bool) (fetched, error) {
 	f, err := os.Open(e.full)
 	if err != nil {
-		return nil, fmt.Errorf("local: open %q: %w", req.ObjectID, mapErr(err))
+		return fetched{}, fmt.Errorf("local: open %q: %w", req.ObjectID, mapErr(err))
 	}
-	// The version is taken from the open file, so the bytes read are those
-	// of the version checked.
-	fi, err := f.Stat()
+	defer f.Close()
+	m, ok, err := newMboxReader(f, e.offset).next()
 	if err != nil {
-		f.Close()
-		return nil, err
+		return fetched{}, fmt.Errorf("local: read %q: %w", req.ObjectID, mapErr(err))
 	}
-	e.fi = fi
-	o, err := p.object(req.ObjectID, e)
-	if err == nil {
-		err = checkVersion(req.ObjectID, req.ExpectedVersion, o)
+	if !ok || m.offset != e.offset {
+		return fetched{}, fmt.Errorf("local: object %q: %w", req.ObjectID, providers.ErrNotFound)
 	}
-	if err != nil {
-		f.Close()
-		return nil, err
+	h, facts := providers.ReadMailHeader(m.content)
+	o := mboxObjectOf(req.ObjectID[:strings.LastIndexByte(req.ObjectID, '#')], m, h, facts)
+	if err := checkVersion(req.ObjectID, req.ExpectedVersion, o); err != nil {
+		return fetched{}, err
 	}
-	return &providers.Content{Object: o, Body: &sectionCloser{io.NewSectionReader(f, 0, fi.Size()), f}}, nil
+	if !whole(o.SizeBytes) {
+		// Read already; the caller that did not want it whole gets it as a stream.
+		return fetched{obj: o, body: io.NopCloser(bytes.NewReader(m.content))}, nil
+	}
+	return fetched{obj: o, content: m.content}, nil
 }
 
 type sectionCloser struct {
 	*io.SectionReader
-	f *os.File
+	f io.Closer
 }
 
 func (s *sectionCloser) Close() error { return s.f.Close() }

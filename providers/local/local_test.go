@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -184,5 +185,150 @@ func TestSourceEscape(t *testing.T) {
 	}
 	if _, err := p.Fetch(context.Background(), providers.FetchRequest{SourceRef: "home", ObjectID: "../../etc/passwd"}); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("escaping id: %v", err)
+	}
+}
+
+// TestFetchedMessageHeaders: a fetch parses only the header block, so a fetched message carries
+// the listing's headers and header facts but none of the body's signals; a Maildir message
+// larger than a batch carries is streamed by Fetch with its headers, and deferred by FetchBatch.
+func TestFetchedMessageHeaders(t *testing.T) {
+	ctx := context.Background()
+	p, root, _, _ := setup(t)
+	big := "From: Big Sender <big@example.org>\r\nSubject: a large message\r\nList-Id: <big.example.org>\r\n" +
+		"Content-Type: text/plain\r\n\r\n" + strings.Repeat("all work and no play\r\n", providers.MaxInlineBytes/20)
+	if err := os.WriteFile(filepath.Join(root, "home", "Mail", "Inbox", "cur", "1800000000.M9P9.host:2,S"), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, _ := providertest.ListAll(ctx, t, p, "home", 0)
+	bodyFacts := []string{"mail.attachments", "mail.text_tail"}
+	messages := 0
+	for _, o := range objs {
+		if o.Kind != providers.KindMessage {
+			continue
+		}
+		messages++
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "home", ObjectID: o.ID, ExpectedVersion: o.Version})
+		if err != nil {
+			t.Fatalf("fetch %q: %v", o.ID, err)
+		}
+		body, err := io.ReadAll(c.Body)
+		c.Body.Close()
+		if err != nil || int64(len(body)) != o.SizeBytes {
+			t.Fatalf("fetch %q: %d bytes, %v; listed %d", o.ID, len(body), err, o.SizeBytes)
+		}
+		got, want := *c.Object.Message, *o.Message
+		if got.Snippet != "" {
+			t.Errorf("fetch %q: snippet %q: the body was read", o.ID, got.Snippet)
+		}
+		want.Snippet = ""
+		if !reflectEqual(got, want) {
+			t.Errorf("fetch %q: headers %+v, listed %+v", o.ID, got, want)
+		}
+		for k, v := range c.Object.Metadata {
+			switch {
+			case slices.Contains(bodyFacts, k):
+				t.Errorf("fetch %q: body fact %s=%q", o.ID, k, v)
+			case k == "mail.problems": // the header's problems, without the body's
+			case o.Metadata[k] != v:
+				t.Errorf("fetch %q: metadata %s=%q, listed %q", o.ID, k, v, o.Metadata[k])
+			}
+		}
+		if c.Object.Version != o.Version || c.Object.SizeBytes != o.SizeBytes || c.Object.Name != o.Name || !c.Object.CreatedAt.Equal(o.CreatedAt) {
+			t.Errorf("fetch %q: %+v, listed %+v", o.ID, c.Object, o)
+		}
+	}
+	if messages < 3 {
+		t.Fatalf("%d messages listed, want Maildir and mbox ones", messages)
+	}
+	b := p.(providers.BatchFetcher)
+	var out providers.FetchOutcome
+	if err := b.FetchBatch(ctx, []providers.FetchRequest{{SourceRef: "home", ObjectID: "Mail/Inbox/1800000000.M9P9.host"}}, func(_ int, o providers.FetchOutcome) { out = o }); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Deferred || out.Err != nil || out.Content != nil {
+		t.Errorf("a message over MaxInlineBytes in a batch: %+v, want deferred", out)
+	}
+}
+
+func reflectEqual(a, b providers.MessageHeaders) bool {
+	return a.From == b.From && slices.Equal(a.To, b.To) && slices.Equal(a.Cc, b.Cc) && a.Subject == b.Subject && a.Date.Equal(b.Date) &&
+		a.ThreadID == b.ThreadID && a.ListID == b.ListID && a.ListUnsubscribe == b.ListUnsubscribe && a.ListUnsubscribePost == b.ListUnsubscribePost
+}
+
+// TestFetchFollowsAMessageAnotherClientRenamed: a fetch takes a message this process saw at its
+// remembered file without checking it first; when another client has renamed the file since (its
+// flags changed) the fetch finds it again, and once it is flagged trashed there it is gone.
+func TestFetchFollowsAMessageAnotherClientRenamed(t *testing.T) {
+	ctx := context.Background()
+	p, root, _, _ := setup(t)
+	cur := filepath.Join(root, "home", "Mail", "Inbox", "cur")
+	if err := os.WriteFile(filepath.Join(cur, "1900000000.M1P1.host:2,"), []byte("Subject: moving\r\n\r\nbody"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := "Mail/Inbox/1900000000.M1P1.host"
+	fetch := func() (string, error) {
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "home", ObjectID: id})
+		if err != nil {
+			return "", err
+		}
+		defer c.Body.Close()
+		b, err := io.ReadAll(c.Body)
+		return c.Object.Name + "|" + string(b) + "|" + c.Object.Metadata["maildir_flags"], err
+	}
+	if got, err := fetch(); err != nil || got != "moving|Subject: moving\r\n\r\nbody|" {
+		t.Fatalf("first fetch: %q, %v", got, err)
+	}
+	if err := os.Rename(filepath.Join(cur, "1900000000.M1P1.host:2,"), filepath.Join(cur, "1900000000.M1P1.host:2,S")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fetch(); err != nil || got != "moving|Subject: moving\r\n\r\nbody|S" {
+		t.Fatalf("fetch after another client flagged it seen: %q, %v", got, err)
+	}
+	if err := os.Rename(filepath.Join(cur, "1900000000.M1P1.host:2,S"), filepath.Join(cur, "1900000000.M1P1.host:2,ST")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fetch(); !errors.Is(err, providers.ErrNotFound) {
+		t.Fatalf("fetch after another client trashed it: %v, want ErrNotFound", err)
+	}
+}
+
+// TestChangesRecognisesTheListedMarker: Changes computes the snapshot without reading the
+// messages, and must still agree with the listing's marker, and expire when a Maildir message
+// or an mbox message changes.
+func TestChangesRecognisesTheListedMarker(t *testing.T) {
+	ctx := context.Background()
+	p, root, _, _ := setup(t)
+	marker := func() providers.Marker {
+		_, m := providertest.ListAll(ctx, t, p, "home", 0)
+		return m
+	}
+	m := marker()
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); err != nil {
+		t.Fatalf("changes since the listed marker: %v", err)
+	}
+	msgs, _ := filepath.Glob(filepath.Join(root, "home", "Mail", "Inbox", "cur", "*"))
+	if len(msgs) == 0 {
+		t.Fatal("no Maildir message in the fixture")
+	}
+	if err := os.WriteFile(msgs[0], []byte("Subject: edited\r\n\r\nnew body, longer than before"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); !errors.Is(err, providers.ErrMarkerExpired) {
+		t.Fatalf("changes after a message was edited: %v, want ErrMarkerExpired", err)
+	}
+	m = marker()
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); err != nil {
+		t.Fatalf("changes since the new marker: %v", err)
+	}
+	mbox := filepath.Join(root, "home", "Archive", "old.mbox")
+	b, err := os.ReadFile(mbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mbox, bytes.Replace(b, []byte("Subject: "), []byte("Subject: X"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "home", Since: m}); !errors.Is(err, providers.ErrMarkerExpired) {
+		t.Fatalf("changes after an mbox message was edited: %v, want ErrMarkerExpired", err)
 	}
 }

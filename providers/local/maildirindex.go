@@ -60,7 +60,33 @@ func (x *maildirIndex) find(dir, unique string) (maildirMessage, error) {
 	return maildirMessage{}, fs.ErrNotExist
 }
 
-// existing returns the message at dir/rel if that file exists.
+// known returns a message of a Maildir that was read before, by its remembered file, when
+// that file still exists (with stat false, without checking that: the message's fi is then
+// nil): a file under its cur/ or new/ proves the directory still a Maildir,
+// so the caller need not check. ok is false when the directory was not read yet or the
+// message's file moved (find then reads the directory again).
+func (x *maildirIndex) known(dir, unique string, stat bool) (maildirMessage, bool) {
+	x.mu.Lock()
+	d, ok := x.dirs[dir]
+	x.mu.Unlock()
+	if !ok {
+		return maildirMessage{}, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rel, ok := d.files[unique]
+	if !ok {
+		return maildirMessage{}, false
+	}
+	if !stat {
+		// Unchecked: the caller opens the file and finds out.
+		_, flags := splitMaildirName(filepath.Base(rel))
+		return maildirMessage{unique: unique, file: filepath.Join(dir, rel), flags: flags}, true
+	}
+	return existing(dir, unique, rel)
+}
+
+// existing returns the message at dir/rel if that file exists, with its file's information.
 func existing(dir, unique, rel string) (maildirMessage, bool) {
 	full := filepath.Join(dir, rel)
 	fi, err := os.Lstat(full)
@@ -68,7 +94,7 @@ func existing(dir, unique, rel string) (maildirMessage, bool) {
 		return maildirMessage{}, false
 	}
 	_, flags := splitMaildirName(filepath.Base(rel))
-	return maildirMessage{unique: unique, file: full, flags: flags}, true
+	return maildirMessage{unique: unique, file: full, flags: flags, fi: fi}, true
 }
 
 // moved records that a message's file was renamed (its flags changed) by this provider.

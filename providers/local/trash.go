@@ -39,6 +39,11 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 	if err != nil {
 		return providers.ActionResult{}, err
 	}
+	return p.trash(src, req)
+}
+
+// trash trashes an object of a source directory.
+func (p *Provider) trash(src string, req providers.ActionRequest) (providers.ActionResult, error) {
 	e, err := p.resolve(src, req.ObjectID)
 	if err != nil {
 		return providers.ActionResult{}, err
@@ -62,8 +67,11 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 	case 'm':
 		unique, flags := splitMaildirName(filepath.Base(e.full))
 		to := filepath.Join(e.maildir, "cur", unique+":2,"+addFlag(flags, 'T'))
-		if err := os.Rename(e.full, to); err != nil {
-			return providers.ActionResult{}, fmt.Errorf("local: trash %q: %w", req.ObjectID, mapErr(err))
+		// rename(2) itself: os.Rename first lstats the target to refuse a directory there,
+		// one more system call per message, and rename(2) refuses to put a file over a
+		// directory anyway (EISDIR).
+		if err := syscall.Rename(e.full, to); err != nil {
+			return providers.ActionResult{}, fmt.Errorf("local: trash %q: %w", req.ObjectID, mapErr(&os.LinkError{Op: "rename", Old: e.full, New: to, Err: err}))
 		}
 		maildirs.moved(e.maildir, unique, to)
 		return providers.ActionResult{ResultID: "maildir:T", Restorable: true}, nil
@@ -85,8 +93,19 @@ func (p *Provider) TrashBatch(ctx context.Context, reqs []providers.ActionReques
 		return nil, fmt.Errorf("local: trash batch of %d, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument)
 	}
 	outs := make([]providers.ActionOutcome, len(reqs))
+	dirs := map[string]string{} // source ref -> its directory, resolved once a batch
 	for i, req := range reqs {
-		outs[i].Result, outs[i].Err = p.Trash(ctx, req)
+		if outs[i].Err = p.fault("trash"); outs[i].Err != nil {
+			continue
+		}
+		src, ok := dirs[req.SourceRef]
+		if !ok {
+			if src, outs[i].Err = p.sourceDir(req.SourceRef); outs[i].Err != nil {
+				continue
+			}
+			dirs[req.SourceRef] = src
+		}
+		outs[i].Result, outs[i].Err = p.trash(src, req)
 	}
 	return outs, nil
 }

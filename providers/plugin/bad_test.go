@@ -17,6 +17,7 @@ type badProvider struct{ mode string }
 var badDescription = providers.Description{
 	Name: providers.Simulated, ProtocolVersion: providers.ProtocolVersion,
 	OperationClasses: []providers.OperationClass{providers.Discover, providers.Preserve, providers.Monitor},
+	Capabilities:     []providers.Capability{providers.CapFetchBatch},
 	ObjectKinds:      []providers.Kind{providers.KindFile},
 	MarkerKinds:      []providers.MarkerKind{providers.MarkerNone},
 }
@@ -75,6 +76,29 @@ func (b *badProvider) Fetch(_ context.Context, req providers.FetchRequest) (*pro
 		return &providers.Content{Object: o, Body: io.NopCloser(io.MultiReader(strings.NewReader("012"), stall{}, strings.NewReader("3456789")))}, nil
 	}
 	return &providers.Content{Object: o, Body: io.NopCloser(strings.NewReader(body))}, nil
+}
+
+// FetchBatch answers each request with object "a" of ten bytes, but for the mode's fault.
+func (b *badProvider) FetchBatch(_ context.Context, reqs []providers.FetchRequest, fn func(int, providers.FetchOutcome)) error {
+	for i := range reqs {
+		o := providers.Object{ID: "a", Kind: providers.KindFile, SizeBytes: 10}
+		content := []byte("0123456789")
+		switch {
+		case b.mode == "batch_short" && i == 1:
+			content = content[:3]
+		case b.mode == "batch_skip" && i == 1:
+			continue
+		case b.mode == "batch_stop" && i == 1:
+			return nil
+		case b.mode == "batch_over":
+			o.SizeBytes = providers.MaxInlineBytes + 1
+			content = make([]byte, o.SizeBytes)
+		case b.mode == "batch_fail" && i == 1:
+			return fmt.Errorf("the account went away: %w", providers.ErrPermission)
+		}
+		fn(i, providers.FetchOutcome{Object: o, Content: content})
+	}
+	return nil
 }
 
 type stall struct{}

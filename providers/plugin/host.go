@@ -416,6 +416,7 @@ var (
 	_ providers.Provider         = (*remote)(nil)
 	_ providers.Trasher          = (*remote)(nil)
 	_ providers.BatchTrasher     = (*remote)(nil)
+	_ providers.BatchFetcher     = (*remote)(nil)
 	_ providers.Remover          = (*remote)(nil)
 	_ providers.Untrasher        = (*remote)(nil)
 	_ providers.Writer           = (*remote)(nil)
@@ -859,6 +860,120 @@ func (r *remote) TrashBatch(ctx context.Context, reqs []providers.ActionRequest)
 		return nil
 	})
 	return outs, err
+}
+
+// FetchBatch fetches the requests' objects in one call to the plugin, handing each outcome to
+// fn as its message arrives. Every result is checked as a Fetch's would be (the object asked
+// for, at the expected version, content of its declared size) and the content against the
+// batch limits (providers.InlineBudget); results must come once each, in order. A bad result
+// fails the call from there on: the outcomes already handed over stand.
+func (r *remote) FetchBatch(ctx context.Context, reqs []providers.FetchRequest, fn func(int, providers.FetchOutcome)) error {
+	wrap := func(err error) error { return &providers.Error{Op: "fetch batch", Provider: r.desc.Name, Err: err} }
+	if err := r.unsupported("fetch batch", providers.CapFetchBatch); err != nil {
+		return err
+	}
+	if len(reqs) > providers.MaxBatchSize {
+		return wrap(fmt.Errorf("%d requests, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument))
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	proc, id, err := r.bind(ctx)
+	if err != nil {
+		return wrap(err)
+	}
+	in := &pluginpb.FetchBatchRequest{InstanceId: id, Items: make([]*pluginpb.FetchBatchItem, len(reqs))}
+	for i, q := range reqs {
+		in.Items[i] = &pluginpb.FetchBatchItem{SourceRef: q.SourceRef, ObjectId: q.ObjectID, ExpectedVersion: q.ExpectedVersion}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wd := newWatchdog(r.p.opts.CallTimeout, cancel)
+	defer wd.disarm()
+	wd.arm()
+	// The responses are decoded and checked by listCodec (decodeFetchBatch), not through the
+	// generated messages and protovalidate.
+	stream, err := proc.rpc.conn.NewStream(sctx, &fetchBatchStream, pluginpb.ProviderService_FetchBatch_FullMethodName, grpc.ForceCodecV2(listCodec{}))
+	if err == nil {
+		err = stream.SendMsg(in)
+	}
+	if err == nil {
+		err = stream.CloseSend()
+	}
+	wd.disarm()
+	if err != nil {
+		return wrap(r.streamError(ctx, proc, wd, err))
+	}
+	next := 0
+	var budget providers.InlineBudget
+	for {
+		var msg batchMessage
+		wd.arm()
+		err := stream.RecvMsg(&msg)
+		wd.disarm()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return wrap(r.streamError(ctx, proc, wd, err))
+		}
+		if msg.err != nil {
+			return wrap(msg.err)
+		}
+		for i := range msg.results {
+			res := &msg.results[i]
+			if res.index != uint64(next) || next >= len(reqs) {
+				return wrap(fmt.Errorf("%w: fetch batch result for item %d, expected %d of %d", providers.ErrInvalidResponse, res.index, next, len(reqs)))
+			}
+			out, err := r.fetchResult(reqs[next], res, &budget)
+			if err != nil {
+				return wrap(err)
+			}
+			fn(next, out)
+			next++
+		}
+	}
+	if next != len(reqs) {
+		return wrap(fmt.Errorf("%w: fetch batch answered %d of %d items", providers.ErrInvalidResponse, next, len(reqs)))
+	}
+	return nil
+}
+
+// fetchBatchStream describes FetchBatch for NewStream.
+var fetchBatchStream = grpc.StreamDesc{StreamName: "FetchBatch", ServerStreams: true}
+
+// fetchResult checks one result of a batch fetch and turns it into an outcome.
+func (r *remote) fetchResult(req providers.FetchRequest, res *batchResult, budget *providers.InlineBudget) (providers.FetchOutcome, error) {
+	switch {
+	case res.errInfo != nil:
+		if res.object != nil || res.deferred || len(res.content) > 0 {
+			return providers.FetchOutcome{}, fmt.Errorf("%w: fetch batch result %d has an error and more", providers.ErrInvalidResponse, res.index)
+		}
+		return providers.FetchOutcome{Err: &providers.Error{Op: "fetch", Provider: r.desc.Name, ObjectID: req.ObjectID,
+			Err: errorFromInfo(res.errInfo, res.errMsg)}}, nil
+	case res.deferred:
+		if res.object != nil || len(res.content) > 0 {
+			return providers.FetchOutcome{}, fmt.Errorf("%w: deferred fetch batch result %d has content", providers.ErrInvalidResponse, res.index)
+		}
+		return providers.FetchOutcome{Deferred: true}, nil
+	case res.object == nil:
+		return providers.FetchOutcome{}, fmt.Errorf("%w: fetch batch result %d has no object", providers.ErrInvalidResponse, res.index)
+	}
+	obj, content := *res.object, res.content
+	switch {
+	case obj.ID != req.ObjectID:
+		return providers.FetchOutcome{}, fmt.Errorf("%w: fetched object %q, asked for %q", providers.ErrInvalidResponse, obj.ID, req.ObjectID)
+	case req.ExpectedVersion != "" && obj.Version != req.ExpectedVersion:
+		return providers.FetchOutcome{}, fmt.Errorf("%w: fetched version %q, expected %q", providers.ErrInvalidResponse, obj.Version, req.ExpectedVersion)
+	case int64(len(content)) != obj.SizeBytes:
+		return providers.FetchOutcome{}, fmt.Errorf("%w: content of %q is %d bytes, object declares %d", providers.ErrInvalidResponse, obj.ID, len(content), obj.SizeBytes)
+	case !budget.Take(obj.SizeBytes):
+		return providers.FetchOutcome{}, fmt.Errorf("%w: content of %q (%d bytes) passes the batch's limits", providers.ErrInvalidResponse, obj.ID, obj.SizeBytes)
+	}
+	if content == nil {
+		content = []byte{}
+	}
+	return providers.FetchOutcome{Object: obj, Content: content}, nil
 }
 
 func (r *remote) Remove(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {

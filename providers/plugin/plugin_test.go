@@ -321,6 +321,38 @@ func TestInvalidResponsesAreRejected(t *testing.T) {
 			t.Fatalf("got %v, want ErrInvalidResponse", err)
 		}
 	})
+	// A batch fetch: every result is checked; what came before a bad one stands, nothing after it.
+	for _, tc := range []struct {
+		mode string
+		got  int   // outcomes handed over
+		err  error // of the call
+	}{
+		{"ok", 3, nil},
+		{"batch_short", 1, providers.ErrInvalidResponse},
+		{"batch_skip", 1, providers.ErrInvalidResponse},
+		{"batch_stop", 1, providers.ErrInvalidResponse},
+		{"batch_over", 0, providers.ErrInvalidResponse},
+		{"batch_fail", 1, providers.ErrPermission},
+	} {
+		t.Run("fetch_"+tc.mode, func(t *testing.T) {
+			p := open(t, pl, providers.Config{"mode": tc.mode})
+			b, ok := providers.AsBatchFetcher(p)
+			if !ok {
+				t.Fatal("no batch fetcher through the plugin")
+			}
+			got := 0
+			reqs := []providers.FetchRequest{{ObjectID: "a"}, {ObjectID: "a"}, {ObjectID: "a"}}
+			err := b.FetchBatch(ctx, reqs, func(i int, out providers.FetchOutcome) {
+				if out.Err != nil || string(out.Content) != "0123456789" {
+					t.Errorf("outcome %d: %+v", i, out)
+				}
+				got++
+			})
+			if got != tc.got || (tc.err == nil) != (err == nil) || (tc.err != nil && !errors.Is(err, tc.err)) {
+				t.Fatalf("%d outcomes, %v; want %d, %v", got, err, tc.got, tc.err)
+			}
+		})
+	}
 	// A well-formed response from the same plugin passes.
 	p := open(t, pl, providers.Config{"mode": "ok"})
 	if _, err := p.List(ctx, providers.ListRequest{SourceRef: "x"}); err != nil {

@@ -93,9 +93,11 @@ type grpcClient struct {
 	conn *grpc.ClientConn
 }
 
-// listCodec is the codec of the host's List calls: it decodes a
-// ListResponse straight into a checked providers.Page (decodeList, see
-// listwire.go) and leaves every other message to the proto codec. Its name
+// listCodec is the codec of the host's List and FetchBatch calls: it
+// decodes a ListResponse straight into a checked providers.Page (decodeList,
+// see listwire.go), a FetchBatchResponse into checked results
+// (decodeFetchBatch, fetchwire.go), and leaves every other message to the
+// proto codec. Its name
 // is "proto", so the plugin sees an ordinary call. (grpc.ForceCodecV2 is
 // marked experimental; grpc is pinned, and a test covers the path.)
 type listCodec struct{}
@@ -116,6 +118,16 @@ func (listCodec) Name() string { return grpcproto.Name }
 func (listCodec) Marshal(v any) (mem.BufferSlice, error) { return protoCodec.Marshal(v) }
 
 func (listCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if m, ok := v.(*batchMessage); ok {
+		// A batch fetch's results (fetchwire.go): decoded in place when in one buffer.
+		if len(data) == 1 {
+			m.results, m.err = decodeFetchBatch(data[0].ReadOnlyData())
+			return nil
+		}
+		b := data.Materialize()
+		m.results, m.err = decodeFetchBatch(b)
+		return nil
+	}
 	res, ok := v.(*listResult)
 	if !ok {
 		return protoCodec.Unmarshal(data, v)

@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -78,6 +79,7 @@ func Run(t *testing.T, h Harness) {
 		{"Fetch", h.testFetch},
 		{"FetchVersionMismatch", h.testFetchVersionMismatch},
 		{"FetchNotFound", h.testFetchNotFound},
+		{"FetchBatch", h.testFetchBatch},
 		{"ChangesSinceCurrent", h.testChangesSinceCurrent},
 		{"Concurrent", h.testConcurrent},
 		{"Write", h.testWrite},
@@ -306,6 +308,98 @@ func (h *Harness) testFetchNotFound(ctx context.Context, t *testing.T, p provide
 	}
 	if !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("fetch of a missing object: got %v, want ErrNotFound", err)
+	}
+}
+
+// testFetchBatch checks BatchFetcher: fn called once per request, in order;
+// each request judged on its own (a moved version and a missing object among
+// good ones); what it fetched the same object Fetch returns, with content of
+// its declared size and SHA-256; no more than MaxBatchSize requests.
+func (h *Harness) testFetchBatch(ctx context.Context, t *testing.T, p providers.Provider, src string) {
+	b, ok := providers.AsBatchFetcher(p)
+	if !ok {
+		t.Skip("provider does not fetch in batches")
+	}
+	calls := 0
+	if err := b.FetchBatch(ctx, nil, func(int, providers.FetchOutcome) { calls++ }); err != nil || calls != 0 {
+		t.Fatalf("empty batch: %v, %d outcomes", err, calls)
+	}
+	objs, _ := ListAll(ctx, t, p, src, 0)
+	good := sample(objs, h.FetchSample)
+	if len(good) == 0 {
+		t.Skip("the source has no objects")
+	}
+	reqs := []providers.FetchRequest{
+		{SourceRef: src, ObjectID: good[0].ID, ExpectedVersion: good[0].Version + "-moved"},
+		{SourceRef: src, ObjectID: "svc-providertest-missing-" + good[0].ID},
+	}
+	for _, o := range good {
+		reqs = append(reqs, providers.FetchRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version})
+	}
+	outs := make([]providers.FetchOutcome, 0, len(reqs))
+	err := b.FetchBatch(ctx, reqs, func(i int, out providers.FetchOutcome) {
+		if i != len(outs) {
+			t.Errorf("outcome of request %d came after %d outcomes", i, len(outs))
+		}
+		outs = append(outs, out)
+	})
+	if err != nil {
+		t.Fatalf("fetch batch: %v", err)
+	}
+	if len(outs) != len(reqs) {
+		t.Fatalf("fetch batch: %d outcomes for %d requests", len(outs), len(reqs))
+	}
+	if !errors.Is(outs[0].Err, providers.ErrVersionMismatch) {
+		t.Errorf("moved version: got %v, want ErrVersionMismatch", outs[0].Err)
+	}
+	if !errors.Is(outs[1].Err, providers.ErrNotFound) {
+		t.Errorf("missing object: got %v, want ErrNotFound", outs[1].Err)
+	}
+	for k, o := range good {
+		out := outs[k+2]
+		switch {
+		case out.Err != nil:
+			t.Errorf("fetch %q in a batch: %v", o.ID, out.Err)
+			continue
+		case out.Deferred:
+			if o.SizeBytes <= 64<<10 {
+				t.Errorf("fetch %q (%d bytes) in a batch: deferred", o.ID, o.SizeBytes)
+			}
+			continue
+		}
+		if err := providers.ValidateObject(out.Object); err != nil {
+			t.Errorf("fetch %q in a batch: %v", o.ID, err)
+		}
+		if out.Object.ID != o.ID || out.Object.Version != o.Version {
+			t.Errorf("fetch %q in a batch: got object %q version %q, listed version %q", o.ID, out.Object.ID, out.Object.Version, o.Version)
+		}
+		if int64(len(out.Content)) != out.Object.SizeBytes || out.Object.SizeBytes != o.SizeBytes {
+			t.Errorf("fetch %q in a batch: %d bytes, object says %d, listing said %d", o.ID, len(out.Content), out.Object.SizeBytes, o.SizeBytes)
+		}
+		sum := sha256.Sum256(out.Content)
+		for _, want := range []string{o.SHA256, out.Object.SHA256} {
+			if want != "" && want != hex.EncodeToString(sum[:]) {
+				t.Errorf("fetch %q in a batch: content sha256 %x, object says %s", o.ID, sum, want)
+			}
+		}
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: src, ObjectID: o.ID, ExpectedVersion: o.Version})
+		if err != nil {
+			t.Errorf("fetch %q: %v", o.ID, err)
+			continue
+		}
+		_ = c.Body.Close()
+		f := c.Object
+		if f.Kind != out.Object.Kind || f.Name != out.Object.Name || f.MIMEType != out.Object.MIMEType || !reflect.DeepEqual(f.Message, out.Object.Message) {
+			t.Errorf("fetch %q: a batch returned %+v, Fetch %+v", o.ID, out.Object, f)
+		}
+	}
+	over := make([]providers.FetchRequest, providers.MaxBatchSize+1)
+	for i := range over {
+		over[i] = reqs[2]
+	}
+	calls = 0
+	if err := b.FetchBatch(ctx, over, func(int, providers.FetchOutcome) { calls++ }); !errors.Is(err, providers.ErrInvalidArgument) || calls != 0 {
+		t.Errorf("a batch of %d: %v after %d outcomes, want ErrInvalidArgument and none", len(over), err, calls)
 	}
 }
 

@@ -18,7 +18,7 @@ var Description = providers.Description{
 	Name:             providers.Simulated,
 	ProtocolVersion:  providers.ProtocolVersion,
 	DisplayName:      "Simulated mail and files",
-	Capabilities:     []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapTrashBatch},
+	Capabilities:     []providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapTrashBatch, providers.CapFetchBatch},
 	OperationClasses: providers.OperationClassesFor([]providers.Capability{providers.CapTrash, providers.CapRemove, providers.CapUntrash, providers.CapWrite, providers.CapQuota}),
 	ObjectKinds:      []providers.Kind{providers.KindMessage, providers.KindFile, providers.KindPhoto, providers.KindVideo, providers.KindStatement},
 	MarkerKinds:      []providers.MarkerKind{providers.MarkerHistoryID},
@@ -423,6 +423,37 @@ func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*prov
 		body = &crashingReader{ReadCloser: body, left: p.cfg.crashMidFetch, p: p}
 	}
 	return &providers.Content{Object: o, Body: body}, nil
+}
+
+// FetchBatch implements providers.BatchFetcher: each object is fetched as Fetch fetches it
+// (fault injection included), in order, its content read whole when it fits the batch's
+// budget, else deferred.
+func (p *Provider) FetchBatch(ctx context.Context, reqs []providers.FetchRequest, fn func(int, providers.FetchOutcome)) error {
+	if len(reqs) > providers.MaxBatchSize {
+		return fmt.Errorf("simulated: fetch batch of %d, at most %d: %w", len(reqs), providers.MaxBatchSize, providers.ErrInvalidArgument)
+	}
+	var budget providers.InlineBudget
+	for i, req := range reqs {
+		c, err := p.Fetch(ctx, req)
+		if err != nil {
+			fn(i, providers.FetchOutcome{Err: err})
+			continue
+		}
+		if !budget.Take(c.Object.SizeBytes) {
+			c.Body.Close()
+			fn(i, providers.FetchOutcome{Deferred: true})
+			continue
+		}
+		content := make([]byte, c.Object.SizeBytes)
+		_, err = io.ReadFull(c.Body, content)
+		c.Body.Close()
+		if err != nil {
+			fn(i, providers.FetchOutcome{Err: fmt.Errorf("simulated: read %q: %w", req.ObjectID, err)})
+			continue
+		}
+		fn(i, providers.FetchOutcome{Object: c.Object, Content: content})
+	}
+	return nil
 }
 
 type crashingReader struct {

@@ -117,6 +117,7 @@ const (
 	Capability_CAPABILITY_WRITE       Capability = 4
 	Capability_CAPABILITY_QUOTA       Capability = 5
 	Capability_CAPABILITY_TRASH_BATCH Capability = 6
+	Capability_CAPABILITY_FETCH_BATCH Capability = 7
 )
 
 // Enum value maps for Capability.
@@ -129,6 +130,7 @@ var (
 		4: "CAPABILITY_WRITE",
 		5: "CAPABILITY_QUOTA",
 		6: "CAPABILITY_TRASH_BATCH",
+		7: "CAPABILITY_FETCH_BATCH",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED": 0,
@@ -138,6 +140,7 @@ var (
 		"CAPABILITY_WRITE":       4,
 		"CAPABILITY_QUOTA":       5,
 		"CAPABILITY_TRASH_BATCH": 6,
+		"CAPABILITY_FETCH_BATCH": 7,
 	}
 )
 
@@ -2344,6 +2347,260 @@ func (x *TrashBatchResult) GetErrorMessage() string {
 	return ""
 }
 
+// FetchBatchRequest asks for several objects' content, each as a
+// FetchRequest would.
+type FetchBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId    uint64                 `protobuf:"varint,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	Items         []*FetchBatchItem      `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchBatchRequest) Reset() {
+	*x = FetchBatchRequest{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchBatchRequest) ProtoMessage() {}
+
+func (x *FetchBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchBatchRequest.ProtoReflect.Descriptor instead.
+func (*FetchBatchRequest) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *FetchBatchRequest) GetInstanceId() uint64 {
+	if x != nil {
+		return x.InstanceId
+	}
+	return 0
+}
+
+func (x *FetchBatchRequest) GetItems() []*FetchBatchItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// FetchBatchItem names one object of a FetchBatchRequest.
+type FetchBatchItem struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SourceRef       string                 `protobuf:"bytes,1,opt,name=source_ref,json=sourceRef,proto3" json:"source_ref,omitempty"`
+	ObjectId        string                 `protobuf:"bytes,2,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	ExpectedVersion string                 `protobuf:"bytes,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *FetchBatchItem) Reset() {
+	*x = FetchBatchItem{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchBatchItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchBatchItem) ProtoMessage() {}
+
+func (x *FetchBatchItem) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchBatchItem.ProtoReflect.Descriptor instead.
+func (*FetchBatchItem) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *FetchBatchItem) GetSourceRef() string {
+	if x != nil {
+		return x.SourceRef
+	}
+	return ""
+}
+
+func (x *FetchBatchItem) GetObjectId() string {
+	if x != nil {
+		return x.ObjectId
+	}
+	return ""
+}
+
+func (x *FetchBatchItem) GetExpectedVersion() string {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return ""
+}
+
+// FetchBatchResponse carries the results of consecutive items, in the
+// items' order.
+type FetchBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*FetchBatchResult    `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchBatchResponse) Reset() {
+	*x = FetchBatchResponse{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchBatchResponse) ProtoMessage() {}
+
+func (x *FetchBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchBatchResponse.ProtoReflect.Descriptor instead.
+func (*FetchBatchResponse) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *FetchBatchResponse) GetResults() []*FetchBatchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// FetchBatchResult is one item's outcome: its object and whole content, or
+// deferred (too large for the batch: the host fetches it with Fetch), or
+// its error. The host checks that the content has the object's size, that
+// the object is the one asked for at the expected version, and that a
+// batch's content stays within the SDK's limits (1 MiB an object, 8 MiB a
+// call).
+type FetchBatchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// index is the item's position in the request.
+	Index    uint32  `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Object   *Object `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	Content  []byte  `protobuf:"bytes,3,opt,name=content,proto3" json:"content,omitempty"`
+	Deferred bool    `protobuf:"varint,4,opt,name=deferred,proto3" json:"deferred,omitempty"`
+	// error is set when the item failed: its code and details.
+	Error *ErrorInfo `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// error_message is the failed item's error message.
+	ErrorMessage  string `protobuf:"bytes,6,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchBatchResult) Reset() {
+	*x = FetchBatchResult{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchBatchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchBatchResult) ProtoMessage() {}
+
+func (x *FetchBatchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchBatchResult.ProtoReflect.Descriptor instead.
+func (*FetchBatchResult) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *FetchBatchResult) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *FetchBatchResult) GetObject() *Object {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *FetchBatchResult) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *FetchBatchResult) GetDeferred() bool {
+	if x != nil {
+		return x.Deferred
+	}
+	return false
+}
+
+func (x *FetchBatchResult) GetError() *ErrorInfo {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *FetchBatchResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 // RemoveRequest asks to remove an object permanently.
 type RemoveRequest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -2357,7 +2614,7 @@ type RemoveRequest struct {
 
 func (x *RemoveRequest) Reset() {
 	*x = RemoveRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2369,7 +2626,7 @@ func (x *RemoveRequest) String() string {
 func (*RemoveRequest) ProtoMessage() {}
 
 func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[27]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2382,7 +2639,7 @@ func (x *RemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveRequest.ProtoReflect.Descriptor instead.
 func (*RemoveRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{27}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RemoveRequest) GetInstanceId() uint64 {
@@ -2423,7 +2680,7 @@ type RemoveResponse struct {
 
 func (x *RemoveResponse) Reset() {
 	*x = RemoveResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2692,7 @@ func (x *RemoveResponse) String() string {
 func (*RemoveResponse) ProtoMessage() {}
 
 func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[28]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2705,7 @@ func (x *RemoveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveResponse.ProtoReflect.Descriptor instead.
 func (*RemoveResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{28}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RemoveResponse) GetResultId() string {
@@ -2471,7 +2728,7 @@ type UntrashRequest struct {
 
 func (x *UntrashRequest) Reset() {
 	*x = UntrashRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +2740,7 @@ func (x *UntrashRequest) String() string {
 func (*UntrashRequest) ProtoMessage() {}
 
 func (x *UntrashRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[29]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2496,7 +2753,7 @@ func (x *UntrashRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrashRequest.ProtoReflect.Descriptor instead.
 func (*UntrashRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{29}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UntrashRequest) GetInstanceId() uint64 {
@@ -2537,7 +2794,7 @@ type UntrashResponse struct {
 
 func (x *UntrashResponse) Reset() {
 	*x = UntrashResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2806,7 @@ func (x *UntrashResponse) String() string {
 func (*UntrashResponse) ProtoMessage() {}
 
 func (x *UntrashResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[30]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2819,7 @@ func (x *UntrashResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrashResponse.ProtoReflect.Descriptor instead.
 func (*UntrashResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{30}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UntrashResponse) GetObject() *Object {
@@ -2591,7 +2848,7 @@ type WriteHeader struct {
 
 func (x *WriteHeader) Reset() {
 	*x = WriteHeader{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2860,7 @@ func (x *WriteHeader) String() string {
 func (*WriteHeader) ProtoMessage() {}
 
 func (x *WriteHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[31]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2873,7 @@ func (x *WriteHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteHeader.ProtoReflect.Descriptor instead.
 func (*WriteHeader) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{31}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WriteHeader) GetInstanceId() uint64 {
@@ -2703,7 +2960,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[32]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2972,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[32]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2985,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{32}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WriteRequest) GetPart() isWriteRequest_Part {
@@ -2782,7 +3039,7 @@ type WriteResponse struct {
 
 func (x *WriteResponse) Reset() {
 	*x = WriteResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[33]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +3051,7 @@ func (x *WriteResponse) String() string {
 func (*WriteResponse) ProtoMessage() {}
 
 func (x *WriteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[33]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +3064,7 @@ func (x *WriteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteResponse.ProtoReflect.Descriptor instead.
 func (*WriteResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{33}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WriteResponse) GetObject() *Object {
@@ -2828,7 +3085,7 @@ type QuotaRequest struct {
 
 func (x *QuotaRequest) Reset() {
 	*x = QuotaRequest{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[34]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2840,7 +3097,7 @@ func (x *QuotaRequest) String() string {
 func (*QuotaRequest) ProtoMessage() {}
 
 func (x *QuotaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[34]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2853,7 +3110,7 @@ func (x *QuotaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaRequest.ProtoReflect.Descriptor instead.
 func (*QuotaRequest) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{34}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *QuotaRequest) GetInstanceId() uint64 {
@@ -2885,7 +3142,7 @@ type QuotaResponse struct {
 
 func (x *QuotaResponse) Reset() {
 	*x = QuotaResponse{}
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[35]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +3154,7 @@ func (x *QuotaResponse) String() string {
 func (*QuotaResponse) ProtoMessage() {}
 
 func (x *QuotaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_plugin_v1_provider_proto_msgTypes[35]
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +3167,7 @@ func (x *QuotaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaResponse.ProtoReflect.Descriptor instead.
 func (*QuotaResponse) Descriptor() ([]byte, []int) {
-	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{35}
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *QuotaResponse) GetUsedBytes() int64 {
@@ -3115,7 +3372,25 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"restorable\x18\x02 \x01(\bR\n" +
 	"restorable\x12.\n" +
 	"\x05error\x18\x03 \x01(\v2\x18.svc.plugin.v1.ErrorInfoR\x05error\x12-\n" +
-	"\rerror_message\x18\x04 \x01(\tB\b\xbaH\x05r\x03(\x80@R\ferrorMessage\"\x97\x01\n" +
+	"\rerror_message\x18\x04 \x01(\tB\b\xbaH\x05r\x03(\x80@R\ferrorMessage\"t\n" +
+	"\x11FetchBatchRequest\x12\x1f\n" +
+	"\vinstance_id\x18\x01 \x01(\x04R\n" +
+	"instanceId\x12>\n" +
+	"\x05items\x18\x02 \x03(\v2\x1d.svc.plugin.v1.FetchBatchItemB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\x05items\"w\n" +
+	"\x0eFetchBatchItem\x12\x1d\n" +
+	"\n" +
+	"source_ref\x18\x01 \x01(\tR\tsourceRef\x12\x1b\n" +
+	"\tobject_id\x18\x02 \x01(\tR\bobjectId\x12)\n" +
+	"\x10expected_version\x18\x03 \x01(\tR\x0fexpectedVersion\"Z\n" +
+	"\x12FetchBatchResponse\x12D\n" +
+	"\aresults\x18\x01 \x03(\v2\x1f.svc.plugin.v1.FetchBatchResultB\t\xbaH\x06\x92\x01\x03\x10\xe8\aR\aresults\"\xec\x01\n" +
+	"\x10FetchBatchResult\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12-\n" +
+	"\x06object\x18\x02 \x01(\v2\x15.svc.plugin.v1.ObjectR\x06object\x12\x18\n" +
+	"\acontent\x18\x03 \x01(\fR\acontent\x12\x1a\n" +
+	"\bdeferred\x18\x04 \x01(\bR\bdeferred\x12.\n" +
+	"\x05error\x18\x05 \x01(\v2\x18.svc.plugin.v1.ErrorInfoR\x05error\x12-\n" +
+	"\rerror_message\x18\x06 \x01(\tB\b\xbaH\x05r\x03(\x80@R\ferrorMessage\"\x97\x01\n" +
 	"\rRemoveRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\x04R\n" +
 	"instanceId\x12\x1d\n" +
@@ -3186,7 +3461,7 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x17OPERATION_CLASS_MIGRATE\x10\x06\x12\x1b\n" +
 	"\x17OPERATION_CLASS_MONITOR\x10\a\x12\x1c\n" +
 	"\x18OPERATION_CLASS_AUTOMATE\x10\b\x12$\n" +
-	" OPERATION_CLASS_BILLABLE_EXECUTE\x10\t*\xb5\x01\n" +
+	" OPERATION_CLASS_BILLABLE_EXECUTE\x10\t*\xd1\x01\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -3195,7 +3470,8 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x12CAPABILITY_UNTRASH\x10\x03\x12\x14\n" +
 	"\x10CAPABILITY_WRITE\x10\x04\x12\x14\n" +
 	"\x10CAPABILITY_QUOTA\x10\x05\x12\x1a\n" +
-	"\x16CAPABILITY_TRASH_BATCH\x10\x06*\xec\x01\n" +
+	"\x16CAPABILITY_TRASH_BATCH\x10\x06\x12\x1a\n" +
+	"\x16CAPABILITY_FETCH_BATCH\x10\a*\xec\x01\n" +
 	"\n" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -3241,7 +3517,7 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x16WRITE_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fWRITE_MODE_COPY\x10\x01\x12\x13\n" +
 	"\x0fWRITE_MODE_MOVE\x10\x02\x12\x16\n" +
-	"\x12WRITE_MODE_RESTORE\x10\x032\xd1\a\n" +
+	"\x12WRITE_MODE_RESTORE\x10\x032\xa6\b\n" +
 	"\x0fProviderService\x12K\n" +
 	"\bDescribe\x12\x1e.svc.plugin.v1.DescribeRequest\x1a\x1f.svc.plugin.v1.DescribeResponse\x12?\n" +
 	"\x04Open\x12\x1a.svc.plugin.v1.OpenRequest\x1a\x1b.svc.plugin.v1.OpenResponse\x12B\n" +
@@ -3253,7 +3529,9 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x05Trash\x12\x1b.svc.plugin.v1.TrashRequest\x1a\x1c.svc.plugin.v1.TrashResponse\x12E\n" +
 	"\x06Remove\x12\x1c.svc.plugin.v1.RemoveRequest\x1a\x1d.svc.plugin.v1.RemoveResponse\x12Q\n" +
 	"\n" +
-	"TrashBatch\x12 .svc.plugin.v1.TrashBatchRequest\x1a!.svc.plugin.v1.TrashBatchResponse\x12H\n" +
+	"TrashBatch\x12 .svc.plugin.v1.TrashBatchRequest\x1a!.svc.plugin.v1.TrashBatchResponse\x12S\n" +
+	"\n" +
+	"FetchBatch\x12 .svc.plugin.v1.FetchBatchRequest\x1a!.svc.plugin.v1.FetchBatchResponse0\x01\x12H\n" +
 	"\aUntrash\x12\x1d.svc.plugin.v1.UntrashRequest\x1a\x1e.svc.plugin.v1.UntrashResponse\x12D\n" +
 	"\x05Write\x12\x1b.svc.plugin.v1.WriteRequest\x1a\x1c.svc.plugin.v1.WriteResponse(\x01\x12B\n" +
 	"\x05Quota\x12\x1b.svc.plugin.v1.QuotaRequest\x1a\x1c.svc.plugin.v1.QuotaResponseB2Z0svc.dev/svc/providers/internal/pluginpb;pluginpbb\x06proto3"
@@ -3271,7 +3549,7 @@ func file_svc_plugin_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_plugin_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_svc_plugin_v1_provider_proto_goTypes = []any{
 	(OperationClass)(0),                // 0: svc.plugin.v1.OperationClass
 	(Capability)(0),                    // 1: svc.plugin.v1.Capability
@@ -3308,39 +3586,43 @@ var file_svc_plugin_v1_provider_proto_goTypes = []any{
 	(*TrashBatchItem)(nil),             // 32: svc.plugin.v1.TrashBatchItem
 	(*TrashBatchResponse)(nil),         // 33: svc.plugin.v1.TrashBatchResponse
 	(*TrashBatchResult)(nil),           // 34: svc.plugin.v1.TrashBatchResult
-	(*RemoveRequest)(nil),              // 35: svc.plugin.v1.RemoveRequest
-	(*RemoveResponse)(nil),             // 36: svc.plugin.v1.RemoveResponse
-	(*UntrashRequest)(nil),             // 37: svc.plugin.v1.UntrashRequest
-	(*UntrashResponse)(nil),            // 38: svc.plugin.v1.UntrashResponse
-	(*WriteHeader)(nil),                // 39: svc.plugin.v1.WriteHeader
-	(*WriteRequest)(nil),               // 40: svc.plugin.v1.WriteRequest
-	(*WriteResponse)(nil),              // 41: svc.plugin.v1.WriteResponse
-	(*QuotaRequest)(nil),               // 42: svc.plugin.v1.QuotaRequest
-	(*QuotaResponse)(nil),              // 43: svc.plugin.v1.QuotaResponse
-	nil,                                // 44: svc.plugin.v1.Object.MetadataEntry
-	nil,                                // 45: svc.plugin.v1.OpenRequest.ConfigEntry
-	nil,                                // 46: svc.plugin.v1.WriteHeader.MetadataEntry
-	nil,                                // 47: svc.plugin.v1.QuotaResponse.BreakdownEntry
-	(*timestamppb.Timestamp)(nil),      // 48: google.protobuf.Timestamp
+	(*FetchBatchRequest)(nil),          // 35: svc.plugin.v1.FetchBatchRequest
+	(*FetchBatchItem)(nil),             // 36: svc.plugin.v1.FetchBatchItem
+	(*FetchBatchResponse)(nil),         // 37: svc.plugin.v1.FetchBatchResponse
+	(*FetchBatchResult)(nil),           // 38: svc.plugin.v1.FetchBatchResult
+	(*RemoveRequest)(nil),              // 39: svc.plugin.v1.RemoveRequest
+	(*RemoveResponse)(nil),             // 40: svc.plugin.v1.RemoveResponse
+	(*UntrashRequest)(nil),             // 41: svc.plugin.v1.UntrashRequest
+	(*UntrashResponse)(nil),            // 42: svc.plugin.v1.UntrashResponse
+	(*WriteHeader)(nil),                // 43: svc.plugin.v1.WriteHeader
+	(*WriteRequest)(nil),               // 44: svc.plugin.v1.WriteRequest
+	(*WriteResponse)(nil),              // 45: svc.plugin.v1.WriteResponse
+	(*QuotaRequest)(nil),               // 46: svc.plugin.v1.QuotaRequest
+	(*QuotaResponse)(nil),              // 47: svc.plugin.v1.QuotaResponse
+	nil,                                // 48: svc.plugin.v1.Object.MetadataEntry
+	nil,                                // 49: svc.plugin.v1.OpenRequest.ConfigEntry
+	nil,                                // 50: svc.plugin.v1.WriteHeader.MetadataEntry
+	nil,                                // 51: svc.plugin.v1.QuotaResponse.BreakdownEntry
+	(*timestamppb.Timestamp)(nil),      // 52: google.protobuf.Timestamp
 }
 var file_svc_plugin_v1_provider_proto_depIdxs = []int32{
 	3,  // 0: svc.plugin.v1.Marker.kind:type_name -> svc.plugin.v1.MarkerKind
 	4,  // 1: svc.plugin.v1.Permission.role:type_name -> svc.plugin.v1.PermissionRole
 	5,  // 2: svc.plugin.v1.Permission.type:type_name -> svc.plugin.v1.PermissionType
-	48, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
+	52, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
 	2,  // 4: svc.plugin.v1.Object.kind:type_name -> svc.plugin.v1.ObjectKind
-	48, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
-	48, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
+	52, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
+	52, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
 	10, // 7: svc.plugin.v1.Object.message:type_name -> svc.plugin.v1.MessageHeaders
 	9,  // 8: svc.plugin.v1.Object.permissions:type_name -> svc.plugin.v1.Permission
-	44, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
+	48, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
 	6,  // 10: svc.plugin.v1.Change.type:type_name -> svc.plugin.v1.ChangeType
 	11, // 11: svc.plugin.v1.Change.object:type_name -> svc.plugin.v1.Object
 	0,  // 12: svc.plugin.v1.DescribeResponse.operation_classes:type_name -> svc.plugin.v1.OperationClass
 	1,  // 13: svc.plugin.v1.DescribeResponse.capabilities:type_name -> svc.plugin.v1.Capability
 	2,  // 14: svc.plugin.v1.DescribeResponse.object_kinds:type_name -> svc.plugin.v1.ObjectKind
 	3,  // 15: svc.plugin.v1.DescribeResponse.marker_kinds:type_name -> svc.plugin.v1.MarkerKind
-	45, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
+	49, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
 	25, // 17: svc.plugin.v1.ListRequest.content_lane:type_name -> svc.plugin.v1.ContentLane
 	11, // 18: svc.plugin.v1.ListResponse.objects:type_name -> svc.plugin.v1.Object
 	8,  // 19: svc.plugin.v1.ListResponse.marker:type_name -> svc.plugin.v1.Marker
@@ -3352,45 +3634,51 @@ var file_svc_plugin_v1_provider_proto_depIdxs = []int32{
 	32, // 25: svc.plugin.v1.TrashBatchRequest.items:type_name -> svc.plugin.v1.TrashBatchItem
 	34, // 26: svc.plugin.v1.TrashBatchResponse.results:type_name -> svc.plugin.v1.TrashBatchResult
 	13, // 27: svc.plugin.v1.TrashBatchResult.error:type_name -> svc.plugin.v1.ErrorInfo
-	11, // 28: svc.plugin.v1.UntrashResponse.object:type_name -> svc.plugin.v1.Object
-	2,  // 29: svc.plugin.v1.WriteHeader.kind:type_name -> svc.plugin.v1.ObjectKind
-	7,  // 30: svc.plugin.v1.WriteHeader.mode:type_name -> svc.plugin.v1.WriteMode
-	46, // 31: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
-	39, // 32: svc.plugin.v1.WriteRequest.header:type_name -> svc.plugin.v1.WriteHeader
-	11, // 33: svc.plugin.v1.WriteResponse.object:type_name -> svc.plugin.v1.Object
-	47, // 34: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
-	48, // 35: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
-	14, // 36: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
-	16, // 37: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
-	18, // 38: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
-	20, // 39: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
-	22, // 40: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
-	24, // 41: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
-	26, // 42: svc.plugin.v1.ProviderService.OpenContentChannel:input_type -> svc.plugin.v1.OpenContentChannelRequest
-	29, // 43: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
-	35, // 44: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
-	31, // 45: svc.plugin.v1.ProviderService.TrashBatch:input_type -> svc.plugin.v1.TrashBatchRequest
-	37, // 46: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
-	40, // 47: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
-	42, // 48: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
-	15, // 49: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
-	17, // 50: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
-	19, // 51: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
-	21, // 52: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
-	23, // 53: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
-	28, // 54: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
-	27, // 55: svc.plugin.v1.ProviderService.OpenContentChannel:output_type -> svc.plugin.v1.OpenContentChannelResponse
-	30, // 56: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
-	36, // 57: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
-	33, // 58: svc.plugin.v1.ProviderService.TrashBatch:output_type -> svc.plugin.v1.TrashBatchResponse
-	38, // 59: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
-	41, // 60: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
-	43, // 61: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
-	49, // [49:62] is the sub-list for method output_type
-	36, // [36:49] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	36, // 28: svc.plugin.v1.FetchBatchRequest.items:type_name -> svc.plugin.v1.FetchBatchItem
+	38, // 29: svc.plugin.v1.FetchBatchResponse.results:type_name -> svc.plugin.v1.FetchBatchResult
+	11, // 30: svc.plugin.v1.FetchBatchResult.object:type_name -> svc.plugin.v1.Object
+	13, // 31: svc.plugin.v1.FetchBatchResult.error:type_name -> svc.plugin.v1.ErrorInfo
+	11, // 32: svc.plugin.v1.UntrashResponse.object:type_name -> svc.plugin.v1.Object
+	2,  // 33: svc.plugin.v1.WriteHeader.kind:type_name -> svc.plugin.v1.ObjectKind
+	7,  // 34: svc.plugin.v1.WriteHeader.mode:type_name -> svc.plugin.v1.WriteMode
+	50, // 35: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
+	43, // 36: svc.plugin.v1.WriteRequest.header:type_name -> svc.plugin.v1.WriteHeader
+	11, // 37: svc.plugin.v1.WriteResponse.object:type_name -> svc.plugin.v1.Object
+	51, // 38: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
+	52, // 39: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
+	14, // 40: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
+	16, // 41: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
+	18, // 42: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
+	20, // 43: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
+	22, // 44: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
+	24, // 45: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
+	26, // 46: svc.plugin.v1.ProviderService.OpenContentChannel:input_type -> svc.plugin.v1.OpenContentChannelRequest
+	29, // 47: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
+	39, // 48: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
+	31, // 49: svc.plugin.v1.ProviderService.TrashBatch:input_type -> svc.plugin.v1.TrashBatchRequest
+	35, // 50: svc.plugin.v1.ProviderService.FetchBatch:input_type -> svc.plugin.v1.FetchBatchRequest
+	41, // 51: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
+	44, // 52: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
+	46, // 53: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
+	15, // 54: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
+	17, // 55: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
+	19, // 56: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
+	21, // 57: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
+	23, // 58: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
+	28, // 59: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
+	27, // 60: svc.plugin.v1.ProviderService.OpenContentChannel:output_type -> svc.plugin.v1.OpenContentChannelResponse
+	30, // 61: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
+	40, // 62: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
+	33, // 63: svc.plugin.v1.ProviderService.TrashBatch:output_type -> svc.plugin.v1.TrashBatchResponse
+	37, // 64: svc.plugin.v1.ProviderService.FetchBatch:output_type -> svc.plugin.v1.FetchBatchResponse
+	42, // 65: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
+	45, // 66: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
+	47, // 67: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
+	54, // [54:68] is the sub-list for method output_type
+	40, // [40:54] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_svc_plugin_v1_provider_proto_init() }
@@ -3402,7 +3690,7 @@ func file_svc_plugin_v1_provider_proto_init() {
 		(*FetchResponse_Object)(nil),
 		(*FetchResponse_Chunk)(nil),
 	}
-	file_svc_plugin_v1_provider_proto_msgTypes[32].OneofWrappers = []any{
+	file_svc_plugin_v1_provider_proto_msgTypes[36].OneofWrappers = []any{
 		(*WriteRequest_Header)(nil),
 		(*WriteRequest_Chunk)(nil),
 	}
@@ -3412,7 +3700,7 @@ func file_svc_plugin_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_plugin_v1_provider_proto_rawDesc), len(file_svc_plugin_v1_provider_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   40,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

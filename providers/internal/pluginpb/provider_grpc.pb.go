@@ -41,6 +41,7 @@ const (
 	ProviderService_Trash_FullMethodName              = "/svc.plugin.v1.ProviderService/Trash"
 	ProviderService_Remove_FullMethodName             = "/svc.plugin.v1.ProviderService/Remove"
 	ProviderService_TrashBatch_FullMethodName         = "/svc.plugin.v1.ProviderService/TrashBatch"
+	ProviderService_FetchBatch_FullMethodName         = "/svc.plugin.v1.ProviderService/FetchBatch"
 	ProviderService_Untrash_FullMethodName            = "/svc.plugin.v1.ProviderService/Untrash"
 	ProviderService_Write_FullMethodName              = "/svc.plugin.v1.ProviderService/Write"
 	ProviderService_Quota_FullMethodName              = "/svc.plugin.v1.ProviderService/Quota"
@@ -77,6 +78,11 @@ type ProviderServiceClient interface {
 	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
 	// TrashBatch trashes several objects in one call (CAPABILITY_TRASH_BATCH).
 	TrashBatch(ctx context.Context, in *TrashBatchRequest, opts ...grpc.CallOption) (*TrashBatchResponse, error)
+	// FetchBatch fetches several small objects in one call
+	// (CAPABILITY_FETCH_BATCH): each item as a Fetch of it alone would, its
+	// content whole in the stream's messages. The stream carries every item's
+	// result once, in the items' order, several results a message.
+	FetchBatch(ctx context.Context, in *FetchBatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchBatchResponse], error)
 	// Untrash restores a trashed object to its original place.
 	Untrash(ctx context.Context, in *UntrashRequest, opts ...grpc.CallOption) (*UntrashResponse, error)
 	// Write stores content at a destination: the first message carries the
@@ -203,6 +209,25 @@ func (c *providerServiceClient) TrashBatch(ctx context.Context, in *TrashBatchRe
 	return out, nil
 }
 
+func (c *providerServiceClient) FetchBatch(ctx context.Context, in *FetchBatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchBatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ProviderService_ServiceDesc.Streams[1], ProviderService_FetchBatch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FetchBatchRequest, FetchBatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ProviderService_FetchBatchClient = grpc.ServerStreamingClient[FetchBatchResponse]
+
 func (c *providerServiceClient) Untrash(ctx context.Context, in *UntrashRequest, opts ...grpc.CallOption) (*UntrashResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UntrashResponse)
@@ -215,7 +240,7 @@ func (c *providerServiceClient) Untrash(ctx context.Context, in *UntrashRequest,
 
 func (c *providerServiceClient) Write(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[WriteRequest, WriteResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ProviderService_ServiceDesc.Streams[1], ProviderService_Write_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ProviderService_ServiceDesc.Streams[2], ProviderService_Write_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +292,11 @@ type ProviderServiceServer interface {
 	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
 	// TrashBatch trashes several objects in one call (CAPABILITY_TRASH_BATCH).
 	TrashBatch(context.Context, *TrashBatchRequest) (*TrashBatchResponse, error)
+	// FetchBatch fetches several small objects in one call
+	// (CAPABILITY_FETCH_BATCH): each item as a Fetch of it alone would, its
+	// content whole in the stream's messages. The stream carries every item's
+	// result once, in the items' order, several results a message.
+	FetchBatch(*FetchBatchRequest, grpc.ServerStreamingServer[FetchBatchResponse]) error
 	// Untrash restores a trashed object to its original place.
 	Untrash(context.Context, *UntrashRequest) (*UntrashResponse, error)
 	// Write stores content at a destination: the first message carries the
@@ -313,6 +343,9 @@ func (UnimplementedProviderServiceServer) Remove(context.Context, *RemoveRequest
 }
 func (UnimplementedProviderServiceServer) TrashBatch(context.Context, *TrashBatchRequest) (*TrashBatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TrashBatch not implemented")
+}
+func (UnimplementedProviderServiceServer) FetchBatch(*FetchBatchRequest, grpc.ServerStreamingServer[FetchBatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method FetchBatch not implemented")
 }
 func (UnimplementedProviderServiceServer) Untrash(context.Context, *UntrashRequest) (*UntrashResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Untrash not implemented")
@@ -517,6 +550,17 @@ func _ProviderService_TrashBatch_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProviderService_FetchBatch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FetchBatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ProviderServiceServer).FetchBatch(m, &grpc.GenericServerStream[FetchBatchRequest, FetchBatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ProviderService_FetchBatchServer = grpc.ServerStreamingServer[FetchBatchResponse]
+
 func _ProviderService_Untrash_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UntrashRequest)
 	if err := dec(in); err != nil {
@@ -616,6 +660,11 @@ var ProviderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Fetch",
 			Handler:       _ProviderService_Fetch_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "FetchBatch",
+			Handler:       _ProviderService_FetchBatch_Handler,
 			ServerStreams: true,
 		},
 		{
