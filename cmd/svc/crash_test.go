@@ -241,7 +241,7 @@ func crashMatrix(t *testing.T, bin string, assets, kills int, changeVersions, tr
 			}
 		}
 		if k%2 == 0 {
-			time.Sleep(time.Duration(10+rand.IntN(120)) * time.Millisecond) // a random instant
+			time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond) // a random instant (120 assets take about 100 ms now)
 			r.cmd.Process.Signal(syscall.SIGKILL)
 			r.exited()
 			r.start(fmt.Sprintf("SVC_CRASH_AFTER_JOURNAL=%d", 1+rand.IntN(3*assets/kills+5)))
