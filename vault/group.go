@@ -23,6 +23,7 @@ type pending struct {
 	done   chan struct{}
 	res    Object
 	err    error
+	stored bool // the object was committed before with this content: res is it
 }
 
 func (p *pending) finish(o Object, err error) {
@@ -36,6 +37,13 @@ func (p *pending) finish(o Object, err error) {
 // transaction, and alone an object waits for nobody. The first Put to find
 // the committer idle leads; after its group it hands over to a new
 // goroutine if more are queued.
+//
+// A group commit has two stages: writing (look up what is stored, seal, append
+// to the pack, sync, read back and verify) and recording (the metadata
+// transaction). Writing is one group at a time (write); a group records while
+// the next one writes, so the pack's sync and the metadata store's commit
+// overlap instead of alternating, and the store may fold the records of two
+// groups into one transaction.
 type committer struct {
 	v       *Vault
 	t       *tenant
@@ -43,7 +51,8 @@ type committer struct {
 	queue   []*pending
 	running int // groups being committed
 
-	pack *openPack // the pack groups are appended to (backend.Appender only)
+	write sync.Mutex // held while a group is written; guards pack
+	pack  *openPack  // the pack groups are appended to (backend.Appender only)
 }
 
 // openPack is a tenant's pack file open for appending.
@@ -51,13 +60,15 @@ type openPack struct {
 	name string
 	f    backend.AppendFile
 	size int64
+	// recording counts the groups written into the pack whose records are
+	// not yet stored: the pack is only closed (and removed if unused) once
+	// they are.
+	recording sync.WaitGroup
 }
 
-// groupsInFlight is how many groups of a tenant may be committed at once.
-// Two in flight (one written while the other is read back and recorded)
-// gave no clear gain on the project's machine, and halve the objects per
-// fsync, so a tenant commits one group at a time.
-const groupsInFlight = 1
+// groupsInFlight is how many groups of a tenant may be committed at once:
+// one being written while the one before it is recorded.
+const groupsInFlight = 2
 
 func (c *committer) submit(p *pending) (Object, error) {
 	// Close waits for every queued Put: count this one, unless closed.
@@ -88,6 +99,9 @@ func (c *committer) run() {
 	if d := c.v.opts.GroupCommitDelay; d > 0 {
 		time.Sleep(d)
 	}
+	// The group is taken once it may be written: what queued meanwhile
+	// joins it.
+	c.write.Lock()
 	c.mu.Lock()
 	var batch []*pending
 	var size int64
@@ -98,16 +112,29 @@ func (c *committer) run() {
 	}
 	c.mu.Unlock()
 	if len(batch) > 0 {
-		c.commitGroup(batch)
+		g := c.writeGroup(batch)
+		c.write.Unlock()
+		c.record(g)
+	} else {
+		c.write.Unlock()
 	}
 	c.mu.Lock()
 	if len(c.queue) > 0 {
 		go c.run() // a queued Put is counted in v.work until its group is done
 	} else {
 		c.running--
-		c.queue = nil
+		if len(c.queue) == 0 {
+			c.queue = nil
+		}
 	}
 	c.mu.Unlock()
+}
+
+// closeOpen closes the open pack (see closePack) once no group is being written.
+func (c *committer) closeOpen(ctx context.Context) {
+	c.write.Lock()
+	defer c.write.Unlock()
+	c.closePack(ctx)
 }
 
 // entry is one sealed stream in a pack being written.
@@ -147,12 +174,25 @@ func (s *sealers) of(text bool) *seal.Group {
 	return s.content
 }
 
-// commitGroup writes one group: the new content (and text) of the group in
-// one pack file, durably, read back and verified entry by entry, then every
-// object of the group committed in one metadata transaction.
-func (c *committer) commitGroup(batch []*pending) {
+// groupCommit is one group between its two stages.
+type groupCommit struct {
+	batch   []*pending
+	unlock  func()            // the group's content locks, held until it is recorded
+	entries []*entry          // written, read back and verified (or failed)
+	name    string            // the pack written to ("" when nothing was written)
+	end     int64             // the end of the region written
+	pack    *openPack         // the open pack written to, whose recording count is held
+	hot     map[Digest]*entry // verified fresh copies of content
+	text    map[Digest]*entry // verified fresh copies of text
+}
+
+// writeGroup is a group's first stage: the new content (and text) of the group
+// sealed into one pack region, made durable, read back and verified entry by entry.
+// It runs with c.write held.
+func (c *committer) writeGroup(batch []*pending) *groupCommit {
 	v, t := c.v, c.t
 	ctx := context.Background()
+	g := &groupCommit{batch: batch}
 	byDigest := map[Digest]*pending{} // the first pending of each digest
 	var keys []string
 	for _, p := range batch {
@@ -161,22 +201,17 @@ func (c *committer) commitGroup(batch []*pending) {
 			keys = append(keys, lockKey(t, p.digest))
 		}
 	}
-	unlock := v.locks.lock(keys...)
-	defer unlock()
+	g.unlock = v.locks.lock(keys...)
 	fail := func(err error, ps ...*pending) {
 		for _, p := range ps {
-			if p.done != nil && p.err == nil {
+			if p.err == nil {
 				p.err = err
 			}
 		}
 	}
-	defer func() {
-		for _, p := range batch {
-			p.finish(p.res, p.err)
-		}
-	}()
 
-	// Which content is stored already, and which of it has text.
+	// Which content is stored already, and which of it has text; and the
+	// objects the Puts name, which may exist (a redo).
 	blobs := map[Digest]Blob{}
 	if err := v.meta.View(ctx, t.name, func(tx MetaTx) error {
 		for d := range byDigest {
@@ -187,17 +222,42 @@ func (c *committer) commitGroup(batch []*pending) {
 				return err
 			}
 		}
+		for _, p := range batch {
+			o, err := tx.Object(p.draft.ID)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			p.err = existing(o, p.digest)
+			if p.err == nil && (o.State == StateCommitted || o.State == StateCold) {
+				p.res, p.stored = o, true // the same content, committed before
+			}
+		}
 		return nil
 	}); err != nil {
-		fail(err, batch...)
-		return
+		fail(fmt.Errorf("look up: %w", err), batch...)
+		return g
+	}
+	// byDigest names a pending that still wants its content written.
+	for d, p := range byDigest {
+		if p.err == nil && !p.stored {
+			continue
+		}
+		delete(byDigest, d)
+		for _, q := range pendingsOf(batch, d) {
+			if q.err == nil && !q.stored {
+				byDigest[d] = q
+				break
+			}
+		}
 	}
 	// Reused content is verified now, as new content is below.
 	for d, b := range blobs {
-		if !b.Hot.good() {
+		p := byDigest[d]
+		if p == nil || !b.Hot.good() {
 			continue
 		}
-		p := byDigest[d]
 		err := v.verifyPlacement(ctx, v.hot, b.Hot, t.dataKey, purposeContent, d, b.Size, "vault object "+p.draft.ID, nil)
 		if errors.Is(err, ErrInvalidData) {
 			v.markCopyCorrupt(ctx, t, d, b.Hot.Name, b.Hot.Offset, false)
@@ -214,7 +274,7 @@ func (c *committer) commitGroup(batch []*pending) {
 	sl, err := newSealers(t.dataKey)
 	if err != nil {
 		fail(err, batch...)
-		return
+		return g
 	}
 	size := 0
 	for _, p := range batch {
@@ -225,7 +285,6 @@ func (c *committer) commitGroup(batch []*pending) {
 	}
 	buf := getBuf(size)
 	defer func() { putBuf(buf) }()
-	var entries []*entry
 	add := func(e *entry, plain []byte) {
 		off := len(buf)
 		var err error
@@ -236,7 +295,7 @@ func (c *committer) commitGroup(batch []*pending) {
 			return
 		}
 		e.p = Placement{Offset: int64(off), Length: int64(len(buf) - off), Pack: true} // in buf until written
-		entries = append(entries, e)
+		g.entries = append(g.entries, e)
 	}
 	for _, p := range batch {
 		if byDigest[p.digest] != p || p.err != nil {
@@ -250,53 +309,91 @@ func (c *committer) commitGroup(batch []*pending) {
 			add(&entry{digest: p.digest, text: true, plain: Sum(p.text), data: p.text, size: int64(len(p.text))}, p.text)
 		}
 	}
-	var name string
-	var base int64
-	_, appending := v.hot.(backend.Appender)
-	if len(entries) > 0 {
-		if name, base, err = c.writePack(ctx, buf); err != nil {
+	if len(g.entries) > 0 {
+		var base int64
+		if g.name, base, g.pack, err = c.writePack(ctx, buf); err != nil {
 			fail(fmt.Errorf("write pack: %w", err), batch...)
-			return
+			g.entries = nil
+			return g
 		}
+		g.end = base + int64(len(buf))
 		v.stats.durableWrite(true)
-		for _, e := range entries {
-			e.p.Name = name
+		for _, e := range g.entries {
+			e.p.Name = g.name
 			e.p.Offset += base
 		}
-		c.readBack(ctx, name, base, buf, entries, sl)
+		c.readBack(ctx, g.name, base, buf, g.entries, sl)
 	}
-	hot := map[Digest]*entry{}
-	text := map[Digest]*entry{}
-	for _, e := range entries {
+	g.hot, g.text = map[Digest]*entry{}, map[Digest]*entry{}
+	for _, e := range g.entries {
 		switch {
 		case e.text && e.err == nil:
-			text[e.digest] = e
+			g.text[e.digest] = e
 		case !e.text && e.err != nil:
 			fail(fmt.Errorf("read back: %w", e.err), pendingsOf(batch, e.digest)...)
 		case !e.text:
-			hot[e.digest] = e
+			g.hot[e.digest] = e
 		}
 	}
+	return g
+}
 
-	// One transaction commits the group.
+// existing checks a Put of content d into an object that exists already: a
+// redo of an unfinished Put, or of one committed with the same content (nothing
+// to write), is fine; other content in a committed object, or an object being
+// deleted, is refused.
+func existing(o Object, d Digest) error {
+	switch {
+	case o.State == StateDeleting || o.State == StateDeleted:
+		return &TransitionError{ID: o.ID, From: o.State, To: StateUploading}
+	case (o.Held || o.State == StateCommitted || o.State == StateCold) && o.SHA256 != d:
+		return fmt.Errorf("committed earlier with sha256 %s, not %s: %w", o.SHA256, d, ErrInvalidState)
+	}
+	return nil
+}
+
+// record is a group's second stage: every object of the group committed in one
+// metadata transaction, then the Puts answered. It runs without c.write, while the
+// next group is written.
+func (c *committer) record(g *groupCommit) {
+	v, t := c.v, c.t
+	ctx := context.Background()
+	batch := g.batch
+	defer func() {
+		g.unlock()
+		for _, p := range batch {
+			p.finish(p.res, p.err)
+		}
+	}()
+	if g.pack != nil {
+		defer g.pack.recording.Done()
+	}
+	waiting := false
+	for _, p := range batch {
+		waiting = waiting || p.err == nil && !p.stored
+	}
+	if !waiting && g.name == "" {
+		return
+	}
+	_, appending := v.hot.(backend.Appender)
 	var removals []removal
 	var results []commitResult
 	var errs []error // per pending: refused by the state machine
 	packed, committed := 0, 0
 	now := v.now()
-	err = v.meta.Update(ctx, t.name, func(tx MetaTx) error {
+	err := v.meta.Update(ctx, t.name, func(tx MetaTx) error {
 		// fn may run more than once: start from scratch.
 		removals, results, errs, packed, committed = nil, make([]commitResult, len(batch)), make([]error, len(batch)), 0, 0
 		live := 0
 		for i, p := range batch {
-			if p.err != nil {
+			if p.err != nil || p.stored {
 				continue
 			}
 			in := &commitInput{draft: p.draft, digest: p.digest, size: int64(len(p.data)), tself: p.tself}
-			if e := hot[p.digest]; e != nil {
+			if e := g.hot[p.digest]; e != nil {
 				in.hot = &e.p
 			}
-			if e := text[p.digest]; e != nil {
+			if e := g.text[p.digest]; e != nil {
 				in.text, in.tdig, in.tsize = &e.p, e.plain, e.size
 			}
 			res, err := v.commit(tx, in, now)
@@ -322,32 +419,36 @@ func (c *committer) commitGroup(batch []*pending) {
 				}
 			}
 		}
-		if live == 0 && !(appending && name != "") {
+		if live == 0 && !(appending && g.name != "") {
 			return nil
 		}
 		// An appended pack is recorded from its first group, so that its
 		// file is accounted for even before an entry lives in it.
-		pk, err := tx.Pack(name)
+		pk, err := tx.Pack(g.name)
 		if errors.Is(err, ErrNotFound) {
-			pk, err = Pack{Name: name, CreatedAt: now}, nil
+			pk, err = Pack{Name: g.name, CreatedAt: now}, nil
 		}
 		if err != nil {
 			return err
 		}
 		pk.Live += live
-		pk.Size = max(pk.Size, base+int64(len(buf)))
+		pk.Size = max(pk.Size, g.end)
 		return tx.PutPack(pk)
 	})
 	if err != nil {
-		fail(fmt.Errorf("commit: %w", err), batch...)
-		if len(entries) > 0 && !appending {
-			_ = v.hot.Remove(ctx, name)
+		for _, p := range batch {
+			if p.err == nil && !p.stored {
+				p.err = fmt.Errorf("commit: %w", err)
+			}
+		}
+		if g.name != "" && !appending {
+			_ = v.hot.Remove(ctx, g.name)
 		} // an appended region nobody uses is dead space in its pack
 		return
 	}
 	usedPack := false
 	for i, p := range batch {
-		if p.err != nil {
+		if p.err != nil || p.stored {
 			continue
 		}
 		if errs[i] != nil {
@@ -358,8 +459,8 @@ func (c *committer) commitGroup(batch []*pending) {
 		p.res = r.obj
 		usedPack = usedPack || r.usedHot || r.usedText
 	}
-	if len(entries) > 0 && !usedPack && !appending {
-		_ = v.hot.Remove(ctx, name)
+	if g.name != "" && !usedPack && !appending {
+		_ = v.hot.Remove(ctx, g.name)
 	}
 	v.remove(ctx, removals)
 	v.stats.committed(committed, packed)
@@ -378,13 +479,15 @@ func pendingsOf(batch []*pending, d Digest) []*pending {
 // writePack makes buf durable as a region of a pack file and returns the
 // pack's name and the region's offset. On a backend.Appender the region is
 // appended to the tenant's open pack (one data sync; a new pack is started
-// when it reaches MaxPackSize); otherwise buf is a new pack file.
-func (c *committer) writePack(ctx context.Context, buf []byte) (string, int64, error) {
+// when it reaches MaxPackSize), which is returned with its recording count
+// raised (the caller lowers it once the group is recorded); otherwise buf is a
+// new pack file.
+func (c *committer) writePack(ctx context.Context, buf []byte) (string, int64, *openPack, error) {
 	v, t := c.v, c.t
 	app, ok := v.hot.(backend.Appender)
 	if !ok {
 		name := t.packName()
-		return name, 0, backend.Save(ctx, v.hot, name, buf)
+		return name, 0, nil, backend.Save(ctx, v.hot, name, buf)
 	}
 	if c.pack != nil && c.pack.size >= v.opts.MaxPackSize {
 		c.closePack(ctx)
@@ -393,7 +496,7 @@ func (c *committer) writePack(ctx context.Context, buf []byte) (string, int64, e
 		name := t.packName()
 		f, err := app.OpenAppend(ctx, name)
 		if err != nil {
-			return "", 0, err
+			return "", 0, nil, err
 		}
 		c.pack = &openPack{name: name, f: f}
 		v.setAppending(name, true)
@@ -404,20 +507,24 @@ func (c *committer) writePack(ctx context.Context, buf []byte) (string, int64, e
 	}
 	if err != nil {
 		c.closePack(ctx) // start afresh after a failed write
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	c.pack.size = off + int64(len(buf))
-	return c.pack.name, off, nil
+	c.pack.recording.Add(1)
+	return c.pack.name, off, c.pack, nil
 }
 
 // closePack stops appending to the tenant's open pack; a pack none of
 // whose entries is used any more (or that was never recorded) is removed.
+// It waits for the groups written into the pack to be recorded first. The
+// caller holds c.write.
 func (c *committer) closePack(ctx context.Context) {
 	p := c.pack
 	if p == nil {
 		return
 	}
 	c.pack = nil
+	p.recording.Wait()
 	_ = p.f.Close()
 	v := c.v
 	v.setAppending(p.name, false)

@@ -174,9 +174,7 @@ func (v *Vault) Close() error {
 	}
 	v.mu.Unlock()
 	for _, t := range tenants {
-		t.group.mu.Lock()
-		t.group.closePack(context.Background())
-		t.group.mu.Unlock()
+		t.group.closeOpen(context.Background())
 	}
 	return nil
 }
