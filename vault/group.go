@@ -20,6 +20,7 @@ type pending struct {
 	digest Digest
 	text   []byte
 	tself  bool
+	trange Range // the text is this range of data (text is nil)
 	done   chan struct{}
 	res    Object
 	err    error
@@ -389,7 +390,7 @@ func (c *committer) record(g *groupCommit) {
 			if p.err != nil || p.stored {
 				continue
 			}
-			in := &commitInput{draft: p.draft, digest: p.digest, size: int64(len(p.data)), tself: p.tself}
+			in := &commitInput{draft: p.draft, digest: p.digest, size: int64(len(p.data)), tself: p.tself, trange: p.trange}
 			if e := g.hot[p.digest]; e != nil {
 				in.hot = &e.p
 			}

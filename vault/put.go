@@ -176,16 +176,23 @@ func (v *Vault) confirm(o Object, req *PutRequest, body io.Reader) (Object, erro
 	return o, nil
 }
 
-// extractText returns the text of small content for a mode.
-func (v *Vault) extractText(mode extract.Mode, data []byte) []byte {
+// extractText returns the text of small content for a mode: where it is a range of
+// the content itself (a plain-text message's body), only that range, so that
+// the text is neither copied, nor sealed, written, read back and hashed again.
+func (v *Vault) extractText(mode extract.Mode, data []byte) ([]byte, Range) {
 	if mode != extract.HTML && mode != extract.Message {
-		return nil
+		return nil, Range{}
+	}
+	if mode == extract.Message {
+		if from, ok := extract.Body(data, v.opts.MaxTextBytes); ok {
+			return nil, Range{Offset: int64(from), Length: int64(len(data) - from)}
+		}
 	}
 	text, ok, err := extract.Text(mode, bytes.NewReader(data), v.opts.MaxTextBytes)
 	if err != nil || !ok || len(text) == 0 {
-		return nil
+		return nil, Range{}
 	}
-	return text
+	return text, Range{}
 }
 
 func (v *Vault) putSmall(ctx context.Context, t *tenant, draft Object, req *PutRequest, data []byte, mode extract.Mode) (Object, error) {
@@ -197,10 +204,10 @@ func (v *Vault) putSmall(ctx context.Context, t *tenant, draft Object, req *PutR
 		draft:  draft,
 		data:   data,
 		digest: d,
-		text:   v.extractText(mode, data),
 		tself:  mode == extract.Self,
 		done:   make(chan struct{}),
 	}
+	p.text, p.trange = v.extractText(mode, data)
 	o, err := t.group.submit(p)
 	if err != nil {
 		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)

@@ -95,6 +95,45 @@ func Text(mode Mode, r io.Reader, limit int) (text []byte, ok bool, err error) {
 
 var errLimit = io.ErrShortWrite
 
+// Body reports where the text of a message held in memory is found in it
+// verbatim: when the message is one text/plain part with no transfer encoding,
+// in UTF-8 (or US-ASCII, or no charset named), whose body is valid UTF-8 of at
+// most limit bytes, the text Text would extract is exactly msg[from:] (and
+// empty bodies have no text). ok is false otherwise: the text must be
+// extracted (Text) and kept apart.
+func Body(msg []byte, limit int) (from int, ok bool) {
+	rd := bytes.NewReader(msg)
+	br := bufio.NewReader(rd)
+	m, err := mail.ReadMessage(br)
+	if err != nil {
+		return 0, false
+	}
+	from = len(msg) - rd.Len() - br.Buffered()
+	ct := m.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "text/plain; charset=us-ascii"
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "text/plain" {
+		return 0, false
+	}
+	switch strings.ToLower(strings.TrimSpace(m.Header.Get("Content-Transfer-Encoding"))) {
+	case "", "7bit", "8bit", "binary":
+	default:
+		return 0, false
+	}
+	switch strings.ToLower(strings.TrimSpace(params["charset"])) {
+	case "", "utf-8", "utf8", "us-ascii", "ascii":
+	default:
+		return 0, false
+	}
+	body := msg[from:]
+	if len(body) == 0 || len(body) > limit || !utf8.Valid(body) {
+		return 0, false
+	}
+	return from, true
+}
+
 // limitWriter accepts up to n bytes, then fails with errLimit, cutting at a
 // UTF-8 boundary.
 type limitWriter struct {

@@ -75,3 +75,39 @@ func TestMessage(t *testing.T) {
 		t.Errorf("limited: %q %v %v", got, ok, err)
 	}
 }
+
+// Body finds the text in place exactly when Text would extract the same bytes.
+func TestBody(t *testing.T) {
+	for _, c := range []struct {
+		name, msg string
+		limit     int
+		ok        bool
+	}{
+		{"plain, no content type", "Subject: x\r\n\r\nJust text.\r\n", 100, true},
+		{"utf-8", "Subject: x\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nHéllo\r\n", 100, true},
+		{"folded header, LF only", "Subject: a\n long one\nContent-Type: text/plain;\n charset=us-ascii\n\nbody\n", 100, true},
+		{"base64", "Subject: x\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\nSMOpbGxv\r\n", 100, false},
+		{"quoted-printable", "Subject: x\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nCaf=E9\r\n", 100, false},
+		{"latin-1", "Subject: x\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\nCaf\xe9\r\n", 100, false},
+		{"invalid utf-8", "Subject: x\r\n\r\nCaf\xe9\r\n", 100, false},
+		{"html", "Content-Type: text/html\r\n\r\n<p>x</p>", 100, false},
+		{"multipart", multipartMsg, 1 << 20, false},
+		{"over the limit", "Subject: x\r\n\r\n" + strings.Repeat("a", 101), 100, false},
+		{"empty body", "Subject: x\r\n\r\n", 100, false},
+		{"no header end", "Subject: x", 100, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			from, ok := Body([]byte(c.msg), c.limit)
+			if ok != c.ok {
+				t.Fatalf("ok %v, want %v", ok, c.ok)
+			}
+			if !ok {
+				return
+			}
+			text, tok, err := Text(Message, strings.NewReader(c.msg), c.limit)
+			if err != nil || !tok || string(text) != c.msg[from:] {
+				t.Errorf("Body says the text is %q; Text extracts %q (%v, %v)", c.msg[from:], text, tok, err)
+			}
+		})
+	}
+}
