@@ -207,6 +207,7 @@ func (m slowMeta) Update(ctx context.Context, tenant string, fn func(vault.MetaT
 // A pack fills and is closed while the groups written into it are still being recorded: it
 // must not be taken for an unused pack and removed under them.
 func TestPackClosedWhileGroupsRecord(t *testing.T) {
+	defer vault.SetGroupsInFlight(2)()
 	meta := slowMeta{vaulttest.NewMeta()}
 	v, err := vault.Open(t.TempDir(), meta, vaulttest.NewKeyStore(), vaulttest.KEK, &vault.Options{MaxPackSize: 8 << 10})
 	if err != nil {
