@@ -49,6 +49,14 @@ type committer struct {
 	mu      sync.Mutex
 	queue   []*pending
 	running int // groups being committed
+	// preparing counts the Puts that hold their content in memory and are
+	// hashing it (and finding its text) before they queue; arrived is
+	// signalled when one queues.
+	preparing int
+	arrived   chan struct{}
+	// answered is how many Puts the last group answered: under load their
+	// callers come back with their next content at once.
+	answered int
 
 	write sync.Mutex // held while a group is written; guards pack
 	pack  *openPack  // the pack groups are appended to (backend.Appender only)
@@ -80,6 +88,7 @@ func (c *committer) submit(p *pending) (Object, error) {
 	c.v.mu.Lock()
 	if c.v.closed {
 		c.v.mu.Unlock()
+		c.unprepare()
 		return Object{}, ErrClosed
 	}
 	c.v.work.Add(1)
@@ -88,6 +97,11 @@ func (c *committer) submit(p *pending) (Object, error) {
 
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
+	c.preparing--
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
 	lead := c.running < groupsInFlight
 	if lead {
 		c.running++
@@ -105,8 +119,9 @@ func (c *committer) run() {
 		time.Sleep(d)
 	}
 	// The group is taken once it may be written: what queued meanwhile
-	// joins it.
+	// joins it, and what is about to queue is waited for.
 	c.write.Lock()
+	c.awaitPreparing()
 	c.mu.Lock()
 	var batch []*pending
 	var size int64
@@ -134,6 +149,76 @@ func (c *committer) run() {
 	}
 	c.mu.Unlock()
 }
+
+// maxCohortWait bounds how long a group waits for the Puts that are preparing.
+const maxCohortWait = time.Millisecond
+
+// prepare counts a Put that holds its content and will queue once it is hashed
+// (submit, or unprepare if it fails before).
+func (c *committer) prepare() {
+	c.mu.Lock()
+	c.preparing++
+	c.mu.Unlock()
+}
+
+// unprepare uncounts a Put that will not queue after all.
+func (c *committer) unprepare() {
+	c.mu.Lock()
+	c.preparing--
+	c.mu.Unlock()
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// awaitPreparing lets a group wait (at most maxCohortWait) for the Puts about to
+// queue: those preparing (hashing content they hold), and the callers the last
+// group answered, who under load come back together with their next content,
+// until none has come for cohortSettle. Without it, 32 callers split into two
+// cohorts of 16 that alternate, each group's callers coming back while the next
+// group is written; with it they form one group of about 32, which halves the
+// metadata commits (each costs more than the objects in it: two fdatasyncs and
+// some 35 page writes on bbolt) for 15-20% less CPU per object in A/B runs. A
+// caller alone waits for nobody.
+func (c *committer) awaitPreparing() {
+	c.mu.Lock()
+	want := len(c.queue)
+	if c.answered > 1 { // one caller alone comes back to lead: nobody to wait for
+		want += c.answered
+	}
+	c.answered = 0
+	c.mu.Unlock()
+	var timer *time.Timer
+	for {
+		c.mu.Lock()
+		n, q := c.preparing, len(c.queue)
+		c.mu.Unlock()
+		if n <= 0 && q >= want {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(maxCohortWait)
+			defer timer.Stop()
+		}
+		settle := time.NewTimer(cohortSettle)
+		select {
+		case <-c.arrived:
+			settle.Stop()
+		case <-settle.C:
+			if n <= 0 {
+				return // nobody came back meanwhile
+			}
+		case <-timer.C:
+			settle.Stop()
+			return
+		}
+	}
+}
+
+// cohortSettle: a group stops waiting for the last group's callers when none
+// has come back for this long.
+const cohortSettle = 100 * time.Microsecond
 
 // closeOpen closes the open pack (see closePack) once no group is being written.
 func (c *committer) closeOpen(ctx context.Context) {
@@ -366,6 +451,9 @@ func (c *committer) record(g *groupCommit) {
 	batch := g.batch
 	defer func() {
 		g.unlock()
+		c.mu.Lock()
+		c.answered = len(batch)
+		c.mu.Unlock()
 		for _, p := range batch {
 			p.finish(p.res, p.err)
 		}

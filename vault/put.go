@@ -196,8 +196,10 @@ func (v *Vault) extractText(mode extract.Mode, data []byte) ([]byte, Range) {
 }
 
 func (v *Vault) putSmall(ctx context.Context, t *tenant, draft Object, req *PutRequest, data []byte, mode extract.Mode) (Object, error) {
+	t.group.prepare()
 	d := Sum(data)
 	if err := req.check(d, int64(len(data))); err != nil {
+		t.group.unprepare()
 		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
 	}
 	p := &pending{
