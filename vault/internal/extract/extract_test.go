@@ -111,3 +111,62 @@ func TestBody(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the header, when Body finds the text in place it is what Text extracts: every
+// message of up to three header lines from a list of usual and odd ones is tried.
+func TestBodyAgreesWithText(t *testing.T) {
+	for _, eol := range []string{"\r\n", "\n"} {
+		lines := []string{
+			"Subject: hello",
+			"Content-Type: text/plain",
+			"Content-Type: text/plain; charset=utf-8",
+			"content-type: TEXT/PLAIN; CHARSET=\"UTF-8\"; format=flowed",
+			"Content-Type: text/plain;" + eol + " charset=us-ascii",
+			"Content-Type: text/plain; charset=iso-8859-1",
+			"Content-Type: text/html",
+			"Content-Type: multipart/mixed; boundary=x",
+			"Content-Type: ",
+			"Content-Type: garbage;;=",
+			"Content-Transfer-Encoding: 8bit",
+			"Content-Transfer-Encoding: quoted-printable",
+			"CONTENT-TRANSFER-ENCODING:base64",
+			"Content-Type : text/html",
+			" folded continuation",
+			"\tfolded: tab",
+			"no colon here",
+			": empty key",
+			"X-Bare: a\rb",
+		}
+		bodies := []string{"", "text" + eol, "H\u00e9llo" + eol + "line two" + eol, "bad \xe9 byte", "=E9 not decoded", "<p>x</p>"}
+		var headers [][]string
+		for _, a := range lines {
+			headers = append(headers, []string{a})
+			for _, b := range lines {
+				headers = append(headers, []string{a, b})
+				for _, c := range lines[:6] {
+					headers = append(headers, []string{a, b, c})
+				}
+			}
+		}
+		found := 0
+		for _, h := range headers {
+			for _, body := range bodies {
+				for _, limit := range []int{5, 40} {
+					msg := strings.Join(h, eol) + eol + eol + body
+					from, ok := Body([]byte(msg), limit)
+					if !ok {
+						continue
+					}
+					found++
+					text, tok, err := Text(Message, strings.NewReader(msg), limit)
+					if err != nil || !tok || string(text) != msg[from:] {
+						t.Fatalf("message %q: Body says the text is %q; Text extracts %q (%v, %v)", msg, msg[from:], text, tok, err)
+					}
+				}
+			}
+		}
+		if found == 0 {
+			t.Fatal("no message had its text in place")
+		}
+	}
+}
