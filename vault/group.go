@@ -77,7 +77,7 @@ type openPack struct {
 // two, one is written while the one before it is recorded; on the project's
 // machine (2 cores, bbolt records) that halved the groups (11 objects instead
 // of 16 with 32 Puts in flight), and since the store's commit costs per commit
-// (two fdatasyncs and about 35 page writes) more than per object, it cost
+// (two fdatasyncs and 35 or more page writes) more than per object, it cost
 // 10-20% more CPU per object for no clear gain in rate. So a tenant writes and
 // records one group at a time; the stages stay apart (and an open pack waits
 // for the groups being recorded) so that a cheaper store can raise it.
@@ -179,7 +179,7 @@ func (c *committer) unprepare() {
 // cohorts of 16 that alternate, each group's callers coming back while the next
 // group is written; with it they form one group of about 32, which halves the
 // metadata commits (each costs more than the objects in it: two fdatasyncs and
-// some 35 page writes on bbolt) for 15-20% less CPU per object in A/B runs. A
+// 50 or more page writes on bbolt) for 15-20% less CPU per object in A/B runs. A
 // caller alone waits for nobody.
 func (c *committer) awaitPreparing() {
 	c.mu.Lock()
