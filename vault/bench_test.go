@@ -42,6 +42,8 @@ import (
 //     crash-safe; naive32 is naive with 32 writers like the vault.
 //   - BenchmarkPeakMemory: peak heap and RSS while vaulting one 64 MiB and
 //     one 1 GiB stream (target: the same).
+//   - BenchmarkSmallObjectsStore: the vault's part of a clean-up on the
+//     server's bbolt store, with CPU, allocations and syncs per message.
 //
 // docs/benchmarks.md records the figures and the command.
 
