@@ -94,6 +94,9 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 		if hint < 0 && req.SizeHint > 0 {
 			hint = min(req.SizeHint, limit)
 		}
+		if hint < 0 {
+			hint = min(sizeOf(body), limit)
+		}
 		data, err := readAllSized(io.LimitReader(body, limit+1), hint)
 		if err != nil {
 			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
@@ -132,6 +135,15 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 		draft.CreatedAt = existing.CreatedAt
 	}
 	return v.putLarge(ctx, t, draft, &req, body, mode)
+}
+
+// sizeOf returns what an in-memory reader (bytes.Reader, strings.Reader, ...) says is
+// left to read, or -1: a hint only.
+func sizeOf(r io.Reader) int64 {
+	if l, ok := r.(interface{ Len() int }); ok {
+		return int64(l.Len())
+	}
+	return -1
 }
 
 // readAllSized reads r to EOF into a buffer sized for the expected size (when it is known,
