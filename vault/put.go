@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
@@ -99,11 +100,13 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 		}
 		data, err := readAllSized(io.LimitReader(body, limit+1), hint)
 		if err != nil {
+			putContent(data)
 			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
 		}
 		if int64(len(data)) <= limit {
 			// The group commit looks the object up (a redo) with the group's other
-			// records, in one read.
+			// records, in one read. Once it has answered, nothing holds the content.
+			defer putContent(data)
 			draft := req.draft(Object{ID: req.ID, CreatedAt: v.now()})
 			return v.putSmall(ctx, t, draft, &req, data, mode)
 		}
@@ -153,7 +156,7 @@ func readAllSized(r io.Reader, size int64) ([]byte, error) {
 	if size < 0 {
 		size = 511
 	}
-	data := make([]byte, 0, size+1)
+	data := getContent(int(size) + 1)
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
@@ -167,6 +170,51 @@ func readAllSized(r io.Reader, size int64) ([]byte, error) {
 			return data, err
 		}
 	}
+}
+
+// contentPools recycle the buffers small content is read into, by size class: class i
+// holds buffers of at least 1<<i bytes, from 4 KiB to 512 KiB (small content is at most
+// PackThreshold, 256 KiB by default). A buffer goes back once the Put that read into it
+// has been answered: the group commit that sealed and verified it is done with it, and
+// nothing returned to the caller points into it.
+var contentPools [20]sync.Pool
+
+const minContentClass = 12
+
+func contentClass(n int) int {
+	c := minContentClass
+	for c < len(contentPools) && 1<<c < n {
+		c++
+	}
+	return c
+}
+
+// getContent returns an empty buffer with room for n bytes.
+func getContent(n int) []byte {
+	c := contentClass(n)
+	if c >= len(contentPools) {
+		return make([]byte, 0, n)
+	}
+	if b, ok := contentPools[c].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 1<<c)
+}
+
+// putContent gives a buffer from getContent back (any buffer of a class's size will do).
+func putContent(b []byte) {
+	c := minContentClass
+	if cap(b) < 1<<c {
+		return
+	}
+	for c+1 < len(contentPools) && 1<<(c+1) <= cap(b) {
+		c++
+	}
+	if 1<<c > cap(b) || c >= len(contentPools) {
+		return
+	}
+	b = b[:0]
+	contentPools[c].Put(&b)
 }
 
 // confirm answers a Put into an object that is already committed: the
