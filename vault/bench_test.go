@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"svc.dev/svc/internal/store"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/local"
 	"svc.dev/svc/vault"
@@ -41,6 +42,8 @@ import (
 //     crash-safe; naive32 is naive with 32 writers like the vault.
 //   - BenchmarkPeakMemory: peak heap and RSS while vaulting one 64 MiB and
 //     one 1 GiB stream (target: the same).
+//   - BenchmarkSmallObjectsStore: the vault's part of a clean-up on the
+//     server's bbolt store, with CPU, allocations and syncs per message.
 //
 // docs/benchmarks.md records the figures and the command.
 
@@ -560,4 +563,111 @@ func BenchmarkPeakMemory(b *testing.B) {
 			b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 		})
 	}
+}
+
+// countingMeta counts the metadata transactions the vault asks for (the store may fold
+// several into one bbolt commit: its group commit).
+type countingMeta struct {
+	vault.Meta
+	updates, views atomic.Int64
+}
+
+func (m *countingMeta) Update(ctx context.Context, tenant string, fn func(vault.MetaTx) error) error {
+	m.updates.Add(1)
+	return m.Meta.Update(ctx, tenant, fn)
+}
+
+func (m *countingMeta) View(ctx context.Context, tenant string, fn func(vault.MetaTx) error) error {
+	m.views.Add(1)
+	return m.Meta.View(ctx, tenant, fn)
+}
+
+// mailSized returns a message of about size bytes, as message4K does.
+func mailSized(i, size int) []byte {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "From: sender%d@example.com\r\nTo: me@example.com\r\nSubject: Update number %d\r\nDate: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <%d@example.com>\r\nList-Unsubscribe: <https://example.com/u/%d>\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n", i%97, i, i, i)
+	rng := rand.New(rand.NewPCG(uint64(i), 7))
+	words := []string{"invoice", "account", "trial", "renewal", "payment", "receipt", "order", "shipping", "newsletter", "offer", "meeting", "project"}
+	for buf.Len() < size {
+		buf.WriteString(words[rng.IntN(len(words))])
+		if rng.IntN(12) == 0 {
+			buf.WriteString(".\r\n")
+		} else {
+			buf.WriteByte(' ')
+		}
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkSmallObjectsStore is the vault's part of a clean-up (cmd/svc BenchmarkCleanup's
+// "vault alone"): VAULT_BENCH_SMALL messages (default 10,000) of 1 to 12 KB, 32 Puts in
+// flight, records on the server's bbolt store. Besides the rate it reports what each
+// message costs the process (CPU time, allocations) and how the writes group: metadata
+// transactions asked of the store and durable pack writes per 1,000 messages.
+func BenchmarkSmallObjectsStore(b *testing.B) {
+	n := 10_000
+	if v, err := strconv.Atoi(os.Getenv("VAULT_BENCH_SMALL")); err == nil && v > 0 {
+		n = v
+	}
+	msgs := make([][]byte, n)
+	for i := range msgs {
+		msgs[i] = mailSized(i, 1000+(i*7919)%11000)
+	}
+	const workers = 32
+	var elapsed, cpu time.Duration
+	var allocs, bytesAlloc uint64
+	var updates, views int64
+	var s vault.Stats
+	for b.Loop() {
+		dir := b.TempDir()
+		db, err := store.Open(filepath.Join(dir, "svc.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		meta := &countingMeta{Meta: db.VaultMeta()}
+		v, err := vault.Open(filepath.Join(dir, "vault"), meta, db.VaultMeta(), vaulttest.KEK, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		t0, c0 := time.Now(), cpuTime()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= len(msgs) {
+						return
+					}
+					if _, err := v.Put(ctx, "test:bench", vault.PutRequest{MIMEType: "message/rfc822", SizeBytes: -1, SizeHint: int64(len(msgs[i]))}, bytes.NewReader(msgs[i])); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		elapsed += time.Since(t0)
+		cpu += cpuTime() - c0
+		runtime.ReadMemStats(&m1)
+		allocs += m1.Mallocs - m0.Mallocs
+		bytesAlloc += m1.TotalAlloc - m0.TotalAlloc
+		updates += meta.updates.Load()
+		views += meta.views.Load()
+		s = v.Stats()
+		v.Close()
+		db.Close()
+	}
+	total := float64(n * b.N)
+	b.ReportMetric(total/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(cpu.Microseconds())/total, "cpu-us/msg")
+	b.ReportMetric(float64(allocs)/total, "allocs/msg")
+	b.ReportMetric(float64(bytesAlloc)/total, "B/msg")
+	b.ReportMetric(float64(updates)*1000/total, "meta-updates/1000")
+	b.ReportMetric(float64(views)*1000/total, "meta-views/1000")
+	b.ReportMetric(float64(s.DurableWrites)*1000/float64(n), "durable-writes/1000")
+	b.Logf("%d messages, stats of the last run %+v", n, s)
 }

@@ -98,7 +98,8 @@ type commitInput struct {
 	text   *Placement // a fresh verified text copy, or nil
 	tdig   Digest
 	tsize  int64
-	tself  bool // the content is its own text
+	tself  bool  // the content is its own text
+	trange Range // the text is this range of the content
 }
 
 type commitResult struct {
@@ -201,6 +202,16 @@ func (v *Vault) commit(tx MetaTx, in *commitInput, now time.Time) (commitResult,
 	switch {
 	case in.tself:
 		b.TextIsContent = true
+	case in.trange.Length > 0 && !b.TextIsContent && b.TextRange.Length == 0 && !b.Text.good():
+		if b.Text != nil { // a corrupt copy of the text: the range replaces it
+			r, err := v.release(tx, b.Text, v.hot)
+			if err != nil {
+				return res, err
+			}
+			res.rm = append(res.rm, r...)
+			b.Text, b.TextDigest, b.TextSize = nil, Digest{}, 0
+		}
+		b.TextRange = in.trange
 	case in.text != nil && (b.Text == nil || b.Text.Corrupt) && !b.TextIsContent:
 		if b.Text != nil && !b.Text.same(in.text) {
 			r, err := v.release(tx, b.Text, v.hot)

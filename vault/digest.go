@@ -38,7 +38,7 @@ func (d Digest) MarshalText() ([]byte, error) {
 	if d.IsZero() {
 		return []byte{}, nil
 	}
-	return []byte(d.String()), nil
+	return hex.AppendEncode(make([]byte, 0, 2*len(d)), d[:]), nil
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler; empty text is the zero
@@ -48,9 +48,12 @@ func (d *Digest) UnmarshalText(text []byte) error {
 		*d = Digest{}
 		return nil
 	}
-	p, err := ParseDigest(string(text))
-	if err != nil {
-		return err
+	var p Digest
+	if len(text) != 2*len(p) {
+		return fmt.Errorf("parse digest %q: %d characters, want 64: %w", text, len(text), ErrInvalidArgument)
+	}
+	if _, err := hex.Decode(p[:], text); err != nil {
+		return fmt.Errorf("parse digest %q: %w", text, ErrInvalidArgument)
 	}
 	*d = p
 	return nil

@@ -18,7 +18,8 @@
 // fsynced, renamed into place, read back and verified.
 //
 // Content is sealed with a chunked AES-256-GCM stream under a key derived
-// per file from the tenant's data key; data keys are generated per tenant,
+// per file (per group commit for the small content of a pack, each entry
+// numbered apart) from the tenant's data key; data keys are generated per tenant,
 // wrapped under the caller's key-encryption key (KEK) and kept through
 // KeyStore, outside the blob store. Backend file names are keyed hashes of
 // the digests, so the storage shows neither content nor digests.
@@ -28,7 +29,8 @@
 // orphaned files. Cold moves an object to the cold tier (a second backend)
 // and Warm back. Delete drops an object and, with its last object, its
 // content. At commit, text is extracted from messages and text documents
-// (has_text; OpenText) for search.
+// (has_text; OpenText) for search; a plain-text message's text is the range of
+// its content that is its body, not a second copy.
 //
 // Records live behind Meta and keys behind KeyStore, interfaces declared
 // here and implemented by the server (on bbolt) and by vaulttest (in

@@ -411,3 +411,47 @@ func TestProviderStoreVerifiesReads(t *testing.T) {
 		t.Fatalf("reading a damaged blob through the provider: %v", err)
 	}
 }
+
+// A plain-text message's text is its body: it is read from the content (verified as a
+// whole), not stored a second time, and it reads exactly as extraction would give it.
+func TestTextInPlace(t *testing.T) {
+	dir := t.TempDir()
+	meta := vaulttest.NewMeta()
+	v, err := vault.Open(dir, meta, vaulttest.NewKeyStore(), vaulttest.KEK, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	const body = "Hello,\r\nthe meeting moved to Tuesday.\r\n"
+	msg := "From: ann@example.com\r\nTo: me@example.com\r\nSubject: moved\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + body
+	o := put(t, v, tenant, []byte(msg), vault.PutRequest{MIMEType: "message/rfc822"})
+	if !o.HasText {
+		t.Fatal("no text")
+	}
+	if got, err := readText(t, v, o.ID); err != nil || got != body {
+		t.Fatalf("text %q, %v", got, err)
+	}
+	var b vault.Blob
+	if err := meta.View(ctx, tenant, func(tx vault.MetaTx) error { b, err = tx.Blob(o.SHA256); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b.Text != nil || b.TextRange != (vault.Range{Offset: int64(len(msg) - len(body)), Length: int64(len(body))}) {
+		t.Fatalf("text stored as %+v, range %+v", b.Text, b.TextRange)
+	}
+	// Damage the stored content: its text no longer reads.
+	packs, _ := filepath.Glob(filepath.Join(dir, "hot", "t", "*", "packs", "*"))
+	if len(packs) != 1 {
+		t.Fatalf("packs %v", packs)
+	}
+	raw, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-20] ^= 1
+	if err := os.WriteFile(packs[0], raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readText(t, v, o.ID); !errors.Is(err, vault.ErrInvalidData) {
+		t.Fatalf("text of damaged content: %q, %v", got, err)
+	}
+}

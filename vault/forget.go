@@ -17,9 +17,7 @@ func (v *Vault) Forget(ctx context.Context, tenant string) error {
 	if t == nil {
 		return nil
 	}
-	t.group.mu.Lock()
-	t.group.closePack(ctx)
-	t.group.mu.Unlock()
+	t.group.closeOpen(ctx)
 	t.mu.Lock()
 	t.dataKey, t.nameKey = nil, nil
 	t.mu.Unlock()

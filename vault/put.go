@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
@@ -88,6 +89,29 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 	} else if !id.Valid("vlt", req.ID) {
 		return Object{}, fmt.Errorf("put: id %q is not a vault object id: %w", req.ID, ErrInvalidArgument)
 	}
+	mode := extract.ModeOf(req.MIMEType, req.Kind, req.Name)
+	if limit := v.opts.PackThreshold; limit > 0 && req.SizeBytes <= limit {
+		hint := req.SizeBytes
+		if hint < 0 && req.SizeHint > 0 {
+			hint = min(req.SizeHint, limit)
+		}
+		if hint < 0 {
+			hint = min(sizeOf(body), limit)
+		}
+		data, err := readAllSized(io.LimitReader(body, limit+1), hint)
+		if err != nil {
+			putContent(data)
+			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
+		}
+		if int64(len(data)) <= limit {
+			// The group commit looks the object up (a redo) with the group's other
+			// records, in one read. Once it has answered, nothing holds the content.
+			defer putContent(data)
+			draft := req.draft(Object{ID: req.ID, CreatedAt: v.now()})
+			return v.putSmall(ctx, t, draft, &req, data, mode)
+		}
+		body = io.MultiReader(bytes.NewReader(data), body)
+	}
 	var existing Object
 	found := false
 	err = v.meta.View(ctx, tenant, func(tx MetaTx) error {
@@ -113,25 +137,16 @@ func (v *Vault) put(ctx context.Context, tenant string, req PutRequest, body io.
 		}
 		draft.CreatedAt = existing.CreatedAt
 	}
-	mode := extract.ModeOf(req.MIMEType, req.Kind, req.Name)
-	if limit := v.opts.PackThreshold; limit > 0 && req.SizeBytes <= limit {
-		hint := req.SizeBytes
-		if hint < 0 && req.SizeHint > 0 {
-			hint = min(req.SizeHint, limit)
-		}
-		data, err := readAllSized(io.LimitReader(body, limit+1), hint)
-		if err != nil {
-			return Object{}, fmt.Errorf("put %s: read content: %w", req.ID, err)
-		}
-		if int64(len(data)) <= limit {
-			if found && existing.Held && existing.SHA256 != Sum(data) {
-				return Object{}, fmt.Errorf("put %s: committed earlier with sha256 %s, not %s: %w", req.ID, existing.SHA256, Sum(data), ErrInvalidState)
-			}
-			return v.putSmall(ctx, t, draft, &req, data, mode)
-		}
-		body = io.MultiReader(bytes.NewReader(data), body)
-	}
 	return v.putLarge(ctx, t, draft, &req, body, mode)
+}
+
+// sizeOf returns what an in-memory reader (bytes.Reader, strings.Reader, ...) says is
+// left to read, or -1: a hint only.
+func sizeOf(r io.Reader) int64 {
+	if l, ok := r.(interface{ Len() int }); ok {
+		return int64(l.Len())
+	}
+	return -1
 }
 
 // readAllSized reads r to EOF into a buffer sized for the expected size (when it is known,
@@ -141,7 +156,7 @@ func readAllSized(r io.Reader, size int64) ([]byte, error) {
 	if size < 0 {
 		size = 511
 	}
-	data := make([]byte, 0, size+1)
+	data := getContent(int(size) + 1)
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
@@ -155,6 +170,51 @@ func readAllSized(r io.Reader, size int64) ([]byte, error) {
 			return data, err
 		}
 	}
+}
+
+// contentPools recycle the buffers small content is read into, by size class: class i
+// holds buffers of at least 1<<i bytes, from 4 KiB to 512 KiB (small content is at most
+// PackThreshold, 256 KiB by default). A buffer goes back once the Put that read into it
+// has been answered: the group commit that sealed and verified it is done with it, and
+// nothing returned to the caller points into it.
+var contentPools [20]sync.Pool
+
+const minContentClass = 12
+
+func contentClass(n int) int {
+	c := minContentClass
+	for c < len(contentPools) && 1<<c < n {
+		c++
+	}
+	return c
+}
+
+// getContent returns an empty buffer with room for n bytes.
+func getContent(n int) []byte {
+	c := contentClass(n)
+	if c >= len(contentPools) {
+		return make([]byte, 0, n)
+	}
+	if b, ok := contentPools[c].Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, 1<<c)
+}
+
+// putContent gives a buffer from getContent back (any buffer of a class's size will do).
+func putContent(b []byte) {
+	c := minContentClass
+	if cap(b) < 1<<c {
+		return
+	}
+	for c+1 < len(contentPools) && 1<<(c+1) <= cap(b) {
+		c++
+	}
+	if 1<<c > cap(b) || c >= len(contentPools) {
+		return
+	}
+	b = b[:0]
+	contentPools[c].Put(&b)
 }
 
 // confirm answers a Put into an object that is already committed: the
@@ -176,31 +236,40 @@ func (v *Vault) confirm(o Object, req *PutRequest, body io.Reader) (Object, erro
 	return o, nil
 }
 
-// extractText returns the text of small content for a mode.
-func (v *Vault) extractText(mode extract.Mode, data []byte) []byte {
+// extractText returns the text of small content for a mode: where it is a range of
+// the content itself (a plain-text message's body), only that range, so that
+// the text is neither copied, nor sealed, written, read back and hashed again.
+func (v *Vault) extractText(mode extract.Mode, data []byte) ([]byte, Range) {
 	if mode != extract.HTML && mode != extract.Message {
-		return nil
+		return nil, Range{}
+	}
+	if mode == extract.Message {
+		if from, ok := extract.Body(data, v.opts.MaxTextBytes); ok {
+			return nil, Range{Offset: int64(from), Length: int64(len(data) - from)}
+		}
 	}
 	text, ok, err := extract.Text(mode, bytes.NewReader(data), v.opts.MaxTextBytes)
 	if err != nil || !ok || len(text) == 0 {
-		return nil
+		return nil, Range{}
 	}
-	return text
+	return text, Range{}
 }
 
 func (v *Vault) putSmall(ctx context.Context, t *tenant, draft Object, req *PutRequest, data []byte, mode extract.Mode) (Object, error) {
+	t.group.prepare()
 	d := Sum(data)
 	if err := req.check(d, int64(len(data))); err != nil {
+		t.group.unprepare()
 		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
 	}
 	p := &pending{
 		draft:  draft,
 		data:   data,
 		digest: d,
-		text:   v.extractText(mode, data),
 		tself:  mode == extract.Self,
 		done:   make(chan struct{}),
 	}
+	p.text, p.trange = v.extractText(mode, data)
 	o, err := t.group.submit(p)
 	if err != nil {
 		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)

@@ -194,6 +194,12 @@ func (v *Vault) OpenText(ctx context.Context, tenant, id string) (io.ReadCloser,
 	switch {
 	case b.TextIsContent:
 		return v.openBlob(ctx, t, &b, o.cold(), &o, "vault object "+id)
+	case b.TextRange.Length > 0:
+		r, err := v.openBlob(ctx, t, &b, o.cold(), &o, "vault object "+id)
+		if err != nil {
+			return nil, err
+		}
+		return &rangeReader{rc: r, skip: b.TextRange.Offset, left: b.TextRange.Length}, nil
 	case b.Text != nil:
 		if !b.Text.good() {
 			return nil, fmt.Errorf("text of vault object %s: stored text is corrupt: %w", id, ErrInvalidData)
@@ -224,3 +230,49 @@ func (v *Vault) Usage(ctx context.Context, tenant string) (int64, error) {
 	}
 	return total, nil
 }
+
+// rangeReader reads a range of a verified content stream. After the range it
+// reads the content to its end, so that the stream's verification (size and
+// SHA-256, at its end) is what ends the range: io.EOF only if the whole content
+// verified.
+type rangeReader struct {
+	rc         io.ReadCloser
+	skip, left int64
+}
+
+func (r *rangeReader) Read(p []byte) (int, error) {
+	if r.skip > 0 {
+		n, err := io.CopyN(io.Discard, r.rc, r.skip)
+		r.skip -= n
+		if err != nil {
+			return 0, unexpected(err)
+		}
+	}
+	if r.left == 0 {
+		if _, err := io.Copy(io.Discard, r.rc); err != nil {
+			return 0, err
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.rc.Read(p)
+	r.left -= int64(n)
+	if err == io.EOF && r.left > 0 {
+		err = io.ErrUnexpectedEOF
+	} else if err == io.EOF {
+		err = nil
+	}
+	return n, err
+}
+
+// unexpected turns an early end of the content into io.ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+func (r *rangeReader) Close() error { return r.rc.Close() }

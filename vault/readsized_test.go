@@ -33,3 +33,15 @@ func TestReadAllSized(t *testing.T) {
 		t.Errorf("a failing reader: got %v", err)
 	}
 }
+
+// An in-memory reader sizes the buffer when the request does not.
+func TestSizeOf(t *testing.T) {
+	r := bytes.NewReader(bytes.Repeat([]byte("x"), 5000))
+	r.Seek(1000, io.SeekStart)
+	if got := sizeOf(r); got != 4000 {
+		t.Errorf("bytes.Reader: %d", got)
+	}
+	if got := sizeOf(iotest.HalfReader(r)); got != -1 {
+		t.Errorf("a reader that does not tell: %d", got)
+	}
+}

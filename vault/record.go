@@ -124,6 +124,10 @@ type Blob struct {
 	TextDigest    Digest     `json:"text_digest,omitzero"`
 	TextSize      int64      `json:"text_size,omitempty"`
 	TextIsContent bool       `json:"text_is_content,omitempty"`
+	// TextRange, when not empty, says that the extracted text is this range
+	// of the content, verbatim (a plain-text message's body): it is read from
+	// the content's copy instead of being stored again.
+	TextRange Range `json:"text_range,omitzero"`
 	// Name, MIMEType and Kind are those of the object that first stored
 	// the content (the svc_vault provider shows them).
 	Name      string    `json:"name,omitempty"`
@@ -133,7 +137,13 @@ type Blob struct {
 }
 
 // hasText reports whether the blob has extracted text.
-func (b *Blob) hasText() bool { return b.TextIsContent || b.Text != nil }
+func (b *Blob) hasText() bool { return b.TextIsContent || b.Text != nil || b.TextRange.Length > 0 }
+
+// Range is a range of bytes of a content's plaintext.
+type Range struct {
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
+}
 
 // Placement is where a sealed copy is: a whole file, or a range of a pack
 // file shared with other small blobs.

@@ -174,9 +174,7 @@ func (v *Vault) Close() error {
 	}
 	v.mu.Unlock()
 	for _, t := range tenants {
-		t.group.mu.Lock()
-		t.group.closePack(context.Background())
-		t.group.mu.Unlock()
+		t.group.closeOpen(context.Background())
 	}
 	return nil
 }
@@ -207,7 +205,7 @@ func (v *Vault) tenant(ctx context.Context, name string) (*tenant, error) {
 	t := v.tenants[name]
 	if t == nil {
 		t = &tenant{name: name, prefix: "t/" + escapeTenant(name) + "/"}
-		t.group = &committer{v: v, t: t}
+		t.group = &committer{v: v, t: t, arrived: make(chan struct{}, 1)}
 		v.tenants[name] = t
 	}
 	v.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/vaulttest"
@@ -191,4 +192,46 @@ func TestOnChange(t *testing.T) {
 	if want := "committed committed cold committed deleted"; strings.Join(seen, " ") != want {
 		t.Fatalf("told of %v, want %s", seen, want)
 	}
+}
+
+// slowMeta takes its time to record, as a loaded metadata store does, so that groups are
+// written while the ones before them still wait to be recorded, and transactions asked for
+// one after the other may run in either order.
+type slowMeta struct{ *vaulttest.Meta }
+
+func (m slowMeta) Update(ctx context.Context, tenant string, fn func(vault.MetaTx) error) error {
+	time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+	return m.Meta.Update(ctx, tenant, fn)
+}
+
+// A pack fills and is closed while the groups written into it are still being recorded: it
+// must not be taken for an unused pack and removed under them.
+func TestPackClosedWhileGroupsRecord(t *testing.T) {
+	defer vault.SetGroupsInFlight(2)()
+	meta := slowMeta{vaulttest.NewMeta()}
+	v, err := vault.Open(t.TempDir(), meta, vaulttest.NewKeyStore(), vaulttest.KEK, &vault.Options{MaxPackSize: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var wg sync.WaitGroup
+	objs := make([]vault.Object, 200)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < len(objs); i += 8 {
+				objs[i] = put(t, v, tenant, payload(uint64(i), 9000), vault.PutRequest{})
+			}
+		})
+	}
+	wg.Wait()
+	for i, o := range objs {
+		if got, err := read(t, v, tenant, o.ID); err != nil || !bytes.Equal(got, payload(uint64(i), 9000)) {
+			t.Fatalf("object %d: %v", i, err)
+		}
+	}
+	rep, err := v.Scrub(ctx, tenant, &vault.ScrubOptions{OrphanGrace: time.Nanosecond})
+	if err != nil || len(rep.Corrupt) > 0 || rep.Verified != len(objs) {
+		t.Fatalf("scrub: %+v, %v", rep, err)
+	}
+	t.Logf("%+v", v.Stats())
 }

@@ -95,6 +95,85 @@ func Text(mode Mode, r io.Reader, limit int) (text []byte, ok bool, err error) {
 
 var errLimit = io.ErrShortWrite
 
+// Body reports where the text of a message held in memory is found in it
+// verbatim: when the message is one text/plain part with no transfer encoding,
+// in UTF-8 (or US-ASCII, or no charset named), whose body is valid UTF-8 of at
+// most limit bytes, the text Text would extract is exactly msg[from:] (and
+// empty bodies have no text). ok is false otherwise: the text must be
+// extracted (Text) and kept apart. It reads the header in place, without
+// copying it, and says no to any header line net/mail might read otherwise (a
+// bare CR, a line without a colon, a folded first line).
+func Body(msg []byte, limit int) (from int, ok bool) {
+	var ct, cte []byte
+	var field *[]byte // the field being read, when it is one of those two
+	var ctSeen, cteSeen bool
+	for i := 0; ; {
+		first := i == 0
+		end := bytes.IndexByte(msg[i:], '\n')
+		if end < 0 {
+			return 0, false // no end of header
+		}
+		line := msg[i : i+end]
+		i += end + 1
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if bytes.IndexByte(line, '\r') >= 0 {
+			return 0, false
+		}
+		if len(line) == 0 {
+			from = i
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' { // a continuation
+			if first {
+				return 0, false // of nothing
+			}
+			if field != nil {
+				if v := bytes.Trim(line, " \t"); len(v) > 0 {
+					*field = append(append(*field, ' '), v...)
+				}
+			}
+			continue
+		}
+		k, v, found := bytes.Cut(line, []byte(":"))
+		if !found {
+			return 0, false
+		}
+		field = nil
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Type")) && !ctSeen:
+			ctSeen, field = true, &ct
+		case bytes.EqualFold(k, []byte("Content-Transfer-Encoding")) && !cteSeen:
+			cteSeen, field = true, &cte
+		}
+		if field != nil {
+			*field = append([]byte(nil), bytes.Trim(v, " \t")...)
+		}
+	}
+	ctype := strings.TrimSpace(string(ct))
+	if ctype == "" {
+		ctype = "text/plain; charset=us-ascii"
+	}
+	mt, params, err := mime.ParseMediaType(ctype)
+	if err != nil || mt != "text/plain" {
+		return 0, false
+	}
+	switch strings.ToLower(strings.TrimSpace(string(cte))) {
+	case "", "7bit", "8bit", "binary":
+	default:
+		return 0, false
+	}
+	switch strings.ToLower(strings.TrimSpace(params["charset"])) {
+	case "", "utf-8", "utf8", "us-ascii", "ascii":
+	default:
+		return 0, false
+	}
+	body := msg[from:]
+	if len(body) == 0 || len(body) > limit || !utf8.Valid(body) {
+		return 0, false
+	}
+	return from, true
+}
+
 // limitWriter accepts up to n bytes, then fails with errLimit, cutting at a
 // UTF-8 boundary.
 type limitWriter struct {

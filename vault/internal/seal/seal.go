@@ -15,9 +15,23 @@
 // others. Reordering, dropping or truncating chunks therefore fails
 // authentication, and every chunk is authenticated before its plaintext is
 // returned.
+//
+// Small content sealed in groups (the vault's pack entries) uses version 2,
+// which shares one stream key among the streams of a group, so that the key is
+// derived and expanded once per group instead of once per stream:
+//
+//	version (1 byte, 2) | salt (32 bytes) | entry (4 bytes) | chunk 0 | ... | last chunk
+//
+// The key is derived from the salt exactly as in version 1; the streams of a
+// group share the salt and number themselves with distinct entries, and the
+// nonce of chunk i is the entry (4 bytes), i (7 bytes, big-endian) and the
+// last-chunk flag. Nonces therefore never repeat under a key either. A version 2
+// stream is self-contained: it opens alone, with nothing but the data key.
+// Readers open both versions.
 package seal
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -42,6 +56,12 @@ const (
 	version  = 1
 	saltSize = 32
 	sealed   = ChunkSize + TagSize
+
+	// version 2: grouped streams (Group).
+	versionGroup    = 2
+	entrySize       = 4
+	headerSizeGroup = HeaderSize + entrySize
+	maxGroupChunks  = 1 << 56 // the chunk counter has 7 bytes in version 2
 )
 
 // ErrAuth is returned when sealed data fails authentication: it was
@@ -75,6 +95,19 @@ func streamAEAD(key []byte, salt []byte, purpose string) (cipher.AEAD, error) {
 func nonce(n *[12]byte, counter uint64, last bool) {
 	*n = [12]byte{}
 	binary.BigEndian.PutUint64(n[3:11], counter)
+	if last {
+		n[11] = 1
+	}
+}
+
+// groupNonce is the nonce of chunk counter of a version 2 stream: the entry,
+// then the counter in 7 bytes, then the last-chunk flag.
+func groupNonce(n *[12]byte, entry uint32, counter uint64, last bool) {
+	var c [8]byte
+	binary.BigEndian.PutUint64(c[:], counter)
+	binary.BigEndian.PutUint32(n[0:4], entry)
+	copy(n[4:11], c[1:])
+	n[11] = 0
 	if last {
 		n[11] = 1
 	}
@@ -181,8 +214,19 @@ type Reader struct {
 	plain   []byte // the current chunk's plaintext
 	pos     int
 	counter uint64
+	grouped bool   // a version 2 stream
+	entry   uint32 // its entry
 	done    bool
 	err     error
+}
+
+// nonce sets n to the nonce of the current chunk.
+func (s *Reader) nonce(n *[12]byte, last bool) {
+	if s.grouped {
+		groupNonce(n, s.entry, s.counter, last)
+	} else {
+		nonce(n, s.counter, last)
+	}
 }
 
 // NewReader opens a sealed stream from r under key and purpose. The header
@@ -199,7 +243,18 @@ func (s *Reader) start() error {
 		}
 		return err
 	}
-	if hdr[0] != version {
+	switch hdr[0] {
+	case version:
+	case versionGroup:
+		var e [entrySize]byte
+		if _, err := io.ReadFull(s.r, e[:]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return fmt.Errorf("seal: truncated header: %w", ErrAuth)
+			}
+			return err
+		}
+		s.grouped, s.entry = true, binary.BigEndian.Uint32(e[:])
+	default:
 		return fmt.Errorf("seal: unknown version %d: %w", hdr[0], ErrAuth)
 	}
 	a, err := streamAEAD(s.key, hdr[1:], s.purpose)
@@ -239,8 +294,11 @@ func (s *Reader) nextInto(dst []byte) error {
 	if len(chunk) < TagSize {
 		return fmt.Errorf("seal: truncated stream: %w", ErrAuth)
 	}
+	if s.grouped && s.counter >= maxGroupChunks {
+		return fmt.Errorf("seal: stream too long: %w", ErrAuth)
+	}
 	var n [12]byte
-	nonce(&n, s.counter, last)
+	s.nonce(&n, last)
 	plain, err := s.aead.Open(dst, n[:], chunk, nil)
 	if err != nil {
 		return fmt.Errorf("seal: chunk %d: %w", s.counter, ErrAuth)
@@ -379,21 +437,33 @@ func Seal(dst, plain, key []byte, purpose string) ([]byte, error) {
 	}
 }
 
-// Open opens a sealed stream held in memory, appending the plaintext to dst.
+// Open opens a sealed stream held in memory (either version), appending the
+// plaintext to dst.
 func Open(dst, data, key []byte, purpose string) ([]byte, error) {
 	if len(data) < HeaderSize+TagSize {
 		return nil, fmt.Errorf("seal: truncated stream: %w", ErrAuth)
-	}
-	if data[0] != version {
-		return nil, fmt.Errorf("seal: unknown version %d: %w", data[0], ErrAuth)
 	}
 	a, err := streamAEAD(key, data[1:HeaderSize], purpose)
 	if err != nil {
 		return nil, err
 	}
-	data = data[HeaderSize:]
+	switch data[0] {
+	case version:
+		return openChunks(dst, data[HeaderSize:], a, false, 0)
+	case versionGroup:
+		if len(data) < headerSizeGroup+TagSize {
+			return nil, fmt.Errorf("seal: truncated stream: %w", ErrAuth)
+		}
+		return openChunks(dst, data[headerSizeGroup:], a, true, binary.BigEndian.Uint32(data[HeaderSize:]))
+	}
+	return nil, fmt.Errorf("seal: unknown version %d: %w", data[0], ErrAuth)
+}
+
+// openChunks opens the chunks of a stream (after its header) under a.
+func openChunks(dst, data []byte, a cipher.AEAD, grouped bool, entry uint32) ([]byte, error) {
 	var n [12]byte
 	var counter uint64
+	var err error
 	for {
 		last := len(data) <= sealed
 		c := data
@@ -403,7 +473,14 @@ func Open(dst, data, key []byte, purpose string) ([]byte, error) {
 		if len(c) < TagSize {
 			return nil, fmt.Errorf("seal: truncated stream: %w", ErrAuth)
 		}
-		nonce(&n, counter, last)
+		if grouped {
+			if counter >= maxGroupChunks {
+				return nil, fmt.Errorf("seal: stream too long: %w", ErrAuth)
+			}
+			groupNonce(&n, entry, counter, last)
+		} else {
+			nonce(&n, counter, last)
+		}
 		before := len(dst)
 		dst, err = a.Open(dst, n[:], c, nil)
 		if err != nil {
@@ -418,4 +495,79 @@ func Open(dst, data, key []byte, purpose string) ([]byte, error) {
 		data = data[sealed:]
 		counter++
 	}
+}
+
+// Group seals many small streams under one stream key (version 2): the key is
+// derived and expanded once for the group, and each stream is numbered with
+// its own entry so that no nonce repeats. Every stream it seals opens alone
+// (Open, Reader). A Group is not safe for concurrent use.
+type Group struct {
+	aead cipher.AEAD
+	hdr  [headerSizeGroup]byte // version, salt; the entry is set per stream
+	next uint64
+}
+
+// ErrGroupFull is returned by Group.Seal after 2^32 streams.
+var ErrGroupFull = errors.New("seal: group has sealed its last stream")
+
+// NewGroup starts a group of streams under key (a data key) and purpose,
+// with a fresh random salt.
+func NewGroup(key []byte, purpose string) (*Group, error) {
+	g := &Group{}
+	g.hdr[0] = versionGroup
+	if _, err := rand.Read(g.hdr[1:HeaderSize]); err != nil {
+		return nil, err
+	}
+	a, err := streamAEAD(key, g.hdr[1:HeaderSize], purpose)
+	if err != nil {
+		return nil, err
+	}
+	g.aead = a
+	return g, nil
+}
+
+// SealedSize returns the size of the grouped stream of n plaintext bytes.
+func (g *Group) SealedSize(n int64) int64 { return SealedSize(n) + entrySize }
+
+// Seal appends the sealed stream of plain to dst, as the group's next entry.
+func (g *Group) Seal(dst, plain []byte) ([]byte, error) {
+	if g.next > 1<<32-1 {
+		return nil, ErrGroupFull
+	}
+	if uint64(len(plain))/ChunkSize >= maxGroupChunks {
+		return nil, errors.New("seal: content too long for a grouped stream")
+	}
+	entry := uint32(g.next)
+	g.next++
+	binary.BigEndian.PutUint32(g.hdr[HeaderSize:], entry)
+	dst = append(dst, g.hdr[:]...)
+	var n [12]byte
+	var counter uint64
+	for {
+		last := len(plain) <= ChunkSize
+		c := plain
+		if !last {
+			c = plain[:ChunkSize]
+		}
+		groupNonce(&n, entry, counter, last)
+		dst = g.aead.Seal(dst, n[:], c, nil)
+		if last {
+			return dst, nil
+		}
+		plain = plain[ChunkSize:]
+		counter++
+	}
+}
+
+// Open opens a stream this group sealed (its version and salt are checked,
+// so that it opens exactly as Open would open it from the data key),
+// appending the plaintext to dst, without deriving the key again.
+func (g *Group) Open(dst, data []byte) ([]byte, error) {
+	if len(data) < headerSizeGroup+TagSize {
+		return nil, fmt.Errorf("seal: truncated stream: %w", ErrAuth)
+	}
+	if !bytes.Equal(data[:HeaderSize], g.hdr[:HeaderSize]) {
+		return nil, fmt.Errorf("seal: stream not of this group: %w", ErrAuth)
+	}
+	return openChunks(dst, data[headerSizeGroup:], g.aead, true, binary.BigEndian.Uint32(data[HeaderSize:]))
 }

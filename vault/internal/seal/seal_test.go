@@ -161,3 +161,126 @@ func BenchmarkWriter(b *testing.B) {
 		w.Write(buf)
 	}
 }
+
+// A group's streams (version 2) open alone, through Open and the Reader, from the data key.
+func TestGroupRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		g, err := NewGroup(key, "content")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes := rapid.SliceOfN(rapid.OneOf(rapid.IntRange(0, 10), rapid.IntRange(ChunkSize-2, ChunkSize+2), rapid.IntRange(0, 3*ChunkSize)), 1, 4).Draw(t, "sizes")
+		var buf []byte
+		var plains [][]byte
+		var offs []int
+		for _, size := range sizes {
+			plain := rapid.SliceOfN(rapid.Byte(), size, size).Draw(t, "plain")
+			offs = append(offs, len(buf))
+			buf, err = g.Seal(buf, plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := int64(len(buf) - offs[len(offs)-1]); got != g.SealedSize(int64(size)) {
+				t.Fatalf("sealed %d bytes into %d, SealedSize says %d", size, got, g.SealedSize(int64(size)))
+			}
+			plains = append(plains, plain)
+		}
+		offs = append(offs, len(buf))
+		for i, plain := range plains {
+			data := buf[offs[i]:offs[i+1]]
+			for name, open := range map[string]func() ([]byte, error){
+				"Open":       func() ([]byte, error) { return Open(nil, data, key, "content") },
+				"Group.Open": func() ([]byte, error) { return g.Open(nil, data) },
+				"Reader":     func() ([]byte, error) { return io.ReadAll(NewReader(bytes.NewReader(data), key, "content")) },
+				"ReadChunks": func() ([]byte, error) {
+					out := make([]byte, len(plain)+ChunkSize)
+					r := NewReader(bytes.NewReader(data), key, "content")
+					n := 0
+					for {
+						m, err := r.ReadChunks(out[n:])
+						n += m
+						if err == io.EOF {
+							return out[:n], nil
+						}
+						if err != nil {
+							return nil, err
+						}
+					}
+				},
+			} {
+				got, err := open()
+				if err != nil || !bytes.Equal(got, plain) {
+					t.Fatalf("%s of entry %d: %d bytes, %v", name, i, len(got), err)
+				}
+			}
+		}
+	})
+}
+
+// Streams of a group share a key, never a nonce: the same plaintext seals differently, and a
+// stream's entry cannot be changed, nor one group's stream opened as another's.
+func TestGroupTamperingFails(t *testing.T) {
+	g, err := NewGroup(key, "content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := bytes.Repeat([]byte("0123456789abcdef"), ChunkSize/16+5) // 2 chunks
+	a, err := g.Seal(nil, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := g.Seal(nil, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a[headerSizeGroup:], b[headerSizeGroup:]) {
+		t.Fatal("two entries of a group sealed the same plaintext to the same bytes")
+	}
+	renumbered := bytes.Clone(b)
+	copy(renumbered[HeaderSize:headerSizeGroup], a[HeaderSize:headerSizeGroup])
+	mustFail(t, "entry changed", renumbered, key, "content")
+	if _, err := g.Open(nil, renumbered); !errors.Is(err, ErrAuth) {
+		t.Errorf("Group.Open of a renumbered entry: %v", err)
+	}
+	for _, off := range []int{0, 1, HeaderSize, headerSizeGroup, len(a) - 1} {
+		bad := bytes.Clone(a)
+		bad[off] ^= 1
+		mustFail(t, "flipped byte", bad, key, "content")
+		if _, err := g.Open(nil, bad); !errors.Is(err, ErrAuth) {
+			t.Errorf("Group.Open with byte %d flipped: %v", off, err)
+		}
+	}
+	mustFail(t, "other purpose", a, key, "text")
+	mustFail(t, "truncated", a[:len(a)-1], key, "content")
+	mustFail(t, "header only", a[:headerSizeGroup], key, "content")
+	other, err := NewGroup(key, "content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Open(nil, a); !errors.Is(err, ErrAuth) {
+		t.Errorf("another group opened this group's stream: %v", err)
+	}
+	v1, err := Seal(nil, plain, key, "content")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Open(nil, v1); !errors.Is(err, ErrAuth) {
+		t.Errorf("Group.Open of a version 1 stream: %v", err)
+	}
+}
+
+func BenchmarkSealSmall(b *testing.B) {
+	plain := bytes.Repeat([]byte("x"), 6000)
+	buf := make([]byte, 0, 8192)
+	b.Run("v1", func(b *testing.B) {
+		for b.Loop() {
+			buf, _ = Seal(buf[:0], plain, key, "content")
+		}
+	})
+	b.Run("group", func(b *testing.B) {
+		g, _ := NewGroup(key, "content")
+		for b.Loop() {
+			buf, _ = g.Seal(buf[:0], plain)
+		}
+	})
+}
