@@ -113,14 +113,22 @@ func (t *metaTx) key(k string) []byte { return []byte(t.tenant + "/" + k) }
 func (t *metaTx) get(name, k string, v any) error {
 	b := t.tx.Bucket([]byte(name))
 	if b == nil {
-		return fmt.Errorf("%s %s: %w", name, k, vault.ErrNotFound)
+		return &missing{name, k}
 	}
 	data := b.Get(t.key(k))
 	if data == nil {
-		return fmt.Errorf("%s %s: %w", name, k, vault.ErrNotFound)
+		return &missing{name, k}
 	}
 	return json.Unmarshal(data, v)
 }
+
+// missing is a record not found: vault.ErrNotFound, with what was looked up. The vault asks
+// for records it expects to be missing (a new object's, a new blob's) several times per
+// object, so the message is only formatted if someone reads it.
+type missing struct{ bucket, key string }
+
+func (e *missing) Error() string { return e.bucket + " " + e.key + ": " + vault.ErrNotFound.Error() }
+func (e *missing) Unwrap() error { return vault.ErrNotFound }
 
 func (t *metaTx) put(name, k string, v any) error {
 	b, err := bucket(t.tx, name)
