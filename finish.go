@@ -1,6 +1,7 @@
 package svc
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -103,13 +104,30 @@ func (f finisher) Finish(ctx context.Context, tenantRef string, x *svcv1.Executi
 	return execute.Receipt{ID: rid, FinishedAt: at}, nil
 }
 
-// finishedAt reads a stored receipt's finishedAt.
+// finishedAt reads a stored receipt's finishedAt (the zero time when it has none). It reads
+// the receipt's top-level members only up to that one: the receipt's canonical JSON sorts
+// them, and finishedAt comes before the objects, which are most of a large receipt.
 func finishedAt(raw []byte) (time.Time, error) {
-	var r struct {
-		FinishedAt time.Time `json:"finishedAt"`
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return time.Time{}, fmt.Errorf("receipt: not a JSON object: %v", err)
 	}
-	err := json.Unmarshal(raw, &r)
-	return r.FinishedAt, err
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return time.Time{}, err
+		}
+		var t time.Time
+		if tok == "finishedAt" {
+			err := dec.Decode(&t)
+			return t, err
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return time.Time{}, nil
 }
 
 // endEvents prepares the events that announce an execution's end (x as it ends: terminal,
