@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"sync"
 
 	"svc.dev/svc/providers"
 )
@@ -28,9 +27,7 @@ type fetchBatcher struct {
 	bf   providers.BatchFetcher
 	pace interface{ Wait(context.Context) error }
 
-	mu      sync.Mutex
-	waiting []*fetchCall
-	sending bool
+	queue batchQueue[*fetchCall]
 }
 
 // fetchCall is one asset's fetch in a batch.
@@ -47,13 +44,9 @@ type fetchCall struct {
 // (out.Err is that failure).
 func (b *fetchBatcher) fetch(ctx context.Context, req providers.FetchRequest, size int64) (out providers.FetchOutcome, whole bool) {
 	c := &fetchCall{req: req, size: size, done: make(chan struct{})}
-	b.mu.Lock()
-	b.waiting = append(b.waiting, c)
-	if !b.sending {
-		b.sending = true
+	if b.queue.push(c) {
 		go b.send(context.WithoutCancel(ctx))
 	}
-	b.mu.Unlock()
 	<-c.done
 	return c.out, c.whole
 }
@@ -61,24 +54,23 @@ func (b *fetchBatcher) fetch(ctx context.Context, req providers.FetchRequest, si
 // send sends batches until nothing waits.
 func (b *fetchBatcher) send(ctx context.Context) {
 	for {
-		b.mu.Lock()
-		n, bytes := 0, int64(0)
-		for n < len(b.waiting) && n < maxFetchBatch && (n == 0 || bytes+b.waiting[n].size <= providers.MaxFetchBatchBytes) {
-			bytes += b.waiting[n].size
-			n++
-		}
-		if n == 0 {
-			b.sending = false
-			b.waiting = nil
-			b.mu.Unlock()
+		calls, ok := b.queue.next(fetchBatchSize)
+		if !ok {
 			return
 		}
-		calls := make([]*fetchCall, n)
-		copy(calls, b.waiting)
-		b.waiting = append(b.waiting[:0], b.waiting[n:]...)
-		b.mu.Unlock()
 		b.call(ctx, calls)
 	}
+}
+
+// fetchBatchSize is how many of the waiting fetches go in one call: up to maxFetchBatch, and
+// providers.MaxFetchBatchBytes of planned content (the first always goes).
+func fetchBatchSize(waiting []*fetchCall) int {
+	n, bytes := 0, int64(0)
+	for n < len(waiting) && n < maxFetchBatch && (n == 0 || bytes+waiting[n].size <= providers.MaxFetchBatchBytes) {
+		bytes += waiting[n].size
+		n++
+	}
+	return n
 }
 
 // call makes one batch call (paced as one provider call), handing each asset its outcome as it

@@ -22,9 +22,7 @@ type trashBatcher struct {
 	bt   providers.BatchTrasher
 	pace interface{ Wait(context.Context) error }
 
-	mu      sync.Mutex
-	waiting []*trashCall
-	sending bool
+	queue batchQueue[*trashCall]
 }
 
 // trashCall is one asset's trash in a batch.
@@ -39,13 +37,9 @@ type trashCall struct {
 // outcome; whole reports that the batch call failed as a whole (out.Err is that failure).
 func (b *trashBatcher) trash(ctx context.Context, req providers.ActionRequest) (out providers.ActionOutcome, whole bool) {
 	c := &trashCall{req: req, done: make(chan struct{})}
-	b.mu.Lock()
-	b.waiting = append(b.waiting, c)
-	if !b.sending {
-		b.sending = true
+	if b.queue.push(c) {
 		go b.send(context.WithoutCancel(ctx))
 	}
-	b.mu.Unlock()
 	<-c.done
 	return c.out, c.whole
 }
@@ -53,18 +47,10 @@ func (b *trashBatcher) trash(ctx context.Context, req providers.ActionRequest) (
 // send sends batches until nothing waits.
 func (b *trashBatcher) send(ctx context.Context) {
 	for {
-		b.mu.Lock()
-		n := min(len(b.waiting), maxTrashBatch)
-		if n == 0 {
-			b.sending = false
-			b.waiting = nil
-			b.mu.Unlock()
+		calls, ok := b.queue.next(func(w []*trashCall) int { return min(len(w), maxTrashBatch) })
+		if !ok {
 			return
 		}
-		calls := make([]*trashCall, n)
-		copy(calls, b.waiting)
-		b.waiting = append(b.waiting[:0], b.waiting[n:]...)
-		b.mu.Unlock()
 		b.call(ctx, calls)
 	}
 }
@@ -110,4 +96,41 @@ func (r *runner) trashBatcher(sourceID string, src providers.Provider, pace inte
 		r.batchers[sourceID] = b
 	}
 	return b
+}
+
+// batchQueue holds the calls waiting for a batcher's next batch call, and whether a goroutine
+// is sending them: one at a time sends what queued during the previous call.
+type batchQueue[C any] struct {
+	mu      sync.Mutex
+	waiting []C
+	sending bool
+}
+
+// push queues c and reports whether the caller must start the sender (none was running).
+func (q *batchQueue[C]) push(c C) (start bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting = append(q.waiting, c)
+	if q.sending {
+		return false
+	}
+	q.sending = true
+	return true
+}
+
+// next takes the next batch, the first size(waiting) calls (at least one); when none wait it
+// reports false and the sender must stop.
+func (q *batchQueue[C]) next(size func(waiting []C) int) ([]C, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) == 0 {
+		q.sending = false
+		q.waiting = nil
+		return nil, false
+	}
+	n := max(1, min(size(q.waiting), len(q.waiting)))
+	calls := make([]C, n)
+	copy(calls, q.waiting)
+	q.waiting = append(q.waiting[:0], q.waiting[n:]...)
+	return calls, true
 }
