@@ -419,21 +419,24 @@ func Seal(dst, plain, key []byte, purpose string) ([]byte, error) {
 		return nil, err
 	}
 	dst = append(dst, hdr[:]...)
+	return sealChunks(dst, plain, a, nonce), nil
+}
+
+// sealChunks appends plain sealed chunk by chunk with a, each chunk's nonce made by nonceOf.
+func sealChunks(dst, plain []byte, a cipher.AEAD, nonceOf func(n *[12]byte, counter uint64, last bool)) []byte {
 	var n [12]byte
-	var counter uint64
-	for {
+	for counter := uint64(0); ; counter++ {
 		last := len(plain) <= ChunkSize
 		c := plain
 		if !last {
 			c = plain[:ChunkSize]
 		}
-		nonce(&n, counter, last)
+		nonceOf(&n, counter, last)
 		dst = a.Seal(dst, n[:], c, nil)
 		if last {
-			return dst, nil
+			return dst
 		}
 		plain = plain[ChunkSize:]
-		counter++
 	}
 }
 
@@ -541,22 +544,7 @@ func (g *Group) Seal(dst, plain []byte) ([]byte, error) {
 	g.next++
 	binary.BigEndian.PutUint32(g.hdr[HeaderSize:], entry)
 	dst = append(dst, g.hdr[:]...)
-	var n [12]byte
-	var counter uint64
-	for {
-		last := len(plain) <= ChunkSize
-		c := plain
-		if !last {
-			c = plain[:ChunkSize]
-		}
-		groupNonce(&n, entry, counter, last)
-		dst = g.aead.Seal(dst, n[:], c, nil)
-		if last {
-			return dst, nil
-		}
-		plain = plain[ChunkSize:]
-		counter++
-	}
+	return sealChunks(dst, plain, g.aead, func(n *[12]byte, counter uint64, last bool) { groupNonce(n, entry, counter, last) }), nil
 }
 
 // Open opens a stream this group sealed (its version and salt are checked,
