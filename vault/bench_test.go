@@ -297,12 +297,16 @@ func cpuTime() time.Duration {
 }
 
 // message returns a message of about 4 KB: headers and a plain text body.
-func message4K(i int) []byte {
+func message4K(i int) []byte { return benchMail(i, 4000, "") }
+
+// benchMail returns message i of a benchmark: a plain-text mail of about size bytes of words,
+// with extra header lines (each ending in CRLF) before its Content-Type.
+func benchMail(i, size int, extra string) []byte {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "From: sender%d@example.com\r\nTo: me@example.com\r\nSubject: Update number %d\r\nDate: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <%d@example.com>\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n", i%97, i, i)
+	fmt.Fprintf(&buf, "From: sender%d@example.com\r\nTo: me@example.com\r\nSubject: Update number %d\r\nDate: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <%d@example.com>\r\n%sContent-Type: text/plain; charset=utf-8\r\n\r\n", i%97, i, i, extra)
 	rng := rand.New(rand.NewPCG(uint64(i), 7))
 	words := []string{"invoice", "account", "trial", "renewal", "payment", "receipt", "order", "shipping", "newsletter", "offer", "meeting", "project"}
-	for buf.Len() < 4000 {
+	for buf.Len() < size {
 		buf.WriteString(words[rng.IntN(len(words))])
 		if rng.IntN(12) == 0 {
 			buf.WriteString(".\r\n")
@@ -582,21 +586,9 @@ func (m *countingMeta) View(ctx context.Context, tenant string, fn func(vault.Me
 	return m.Meta.View(ctx, tenant, fn)
 }
 
-// mailSized returns a message of about size bytes, as message4K does.
+// mailSized returns a message of about size bytes, as message4K does, with a List-Unsubscribe.
 func mailSized(i, size int) []byte {
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "From: sender%d@example.com\r\nTo: me@example.com\r\nSubject: Update number %d\r\nDate: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <%d@example.com>\r\nList-Unsubscribe: <https://example.com/u/%d>\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n", i%97, i, i, i)
-	rng := rand.New(rand.NewPCG(uint64(i), 7))
-	words := []string{"invoice", "account", "trial", "renewal", "payment", "receipt", "order", "shipping", "newsletter", "offer", "meeting", "project"}
-	for buf.Len() < size {
-		buf.WriteString(words[rng.IntN(len(words))])
-		if rng.IntN(12) == 0 {
-			buf.WriteString(".\r\n")
-		} else {
-			buf.WriteByte(' ')
-		}
-	}
-	return buf.Bytes()
+	return benchMail(i, size, fmt.Sprintf("List-Unsubscribe: <https://example.com/u/%d>\r\n", i))
 }
 
 // BenchmarkSmallObjectsStore is the vault's part of a clean-up (cmd/svc BenchmarkCleanup's
