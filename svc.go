@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"svc.dev/svc/execute"
-	"svc.dev/svc/internal/platform"
-	"svc.dev/svc/internal/store"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
+	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
 )
@@ -35,7 +35,7 @@ const (
 )
 
 // BoltOptions tune the bbolt store Open opens by default (its initial map size, for tests).
-type BoltOptions = store.Options
+type BoltOptions = bolt.Options
 
 // DefaultTenant is the tenant an embedder's Instance acts for: one live owner, "local".
 var DefaultTenant = Tenant{Owner: "local", Mode: ModeLive}
@@ -149,7 +149,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		return nil, err
 	}
 	if c.store == nil {
-		if c.store, err = store.OpenSeam(filepath.Join(dir, "svc.db"), o.StoreOptions); err != nil {
+		if c.store, err = bolt.OpenSeam(filepath.Join(dir, "svc.db"), o.StoreOptions); err != nil {
 			return nil, err
 		}
 		c.ownStore = true

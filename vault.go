@@ -16,8 +16,8 @@ import (
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
-	"svc.dev/svc/internal/platform/event"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/vault"
 )
 

@@ -2,7 +2,7 @@
 // embedded svc keeps (plans as a header and object chunks, executions, their journals,
 // sources and their sealed configurations, receipts, manifests, events, vault metadata, the
 // vault's change feed), behind narrow interfaces that a store implements.
-// svc.dev/svc/internal/store implements them on bbolt; a PostgreSQL store implements the same
+// svc.dev/svc/storage/bolt implements them on bbolt; a PostgreSQL store implements the same
 // interfaces.
 //
 // The interfaces live in a package of their own, as database/sql/driver does for
