@@ -197,7 +197,7 @@ const (
 
 // openSearch opens the search index of data directory dir (dir/search) on c's feed.
 func openSearch(dir string, c *core) (*vaultIndex, error) {
-	idx, err := search.Open(filepath.Join(dir, "search"))
+	idx, err := search.Open(filepath.Join(dir, SearchDir))
 	if err != nil {
 		return nil, fmt.Errorf("open the search index: %w", err)
 	}

@@ -1,10 +1,14 @@
 package platform
 
-import "errors"
+import (
+	"errors"
+
+	"svc.dev/svc/id"
+)
 
 var (
 	// ErrNotFound is returned when a record does not exist (or belongs to another tenant).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = id.ErrNotFound
 	// ErrEmailTaken is returned by sign-up when an account already uses the email address.
 	ErrEmailTaken = errors.New("email address already registered")
 	// ErrInvalidCredentials is returned when an email and password do not match an account.

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"svc.dev/svc/internal/atomicfile"
 )
 
 // LoadMasterKey reads the master key at path (every other key derives from it), or makes one
@@ -31,33 +32,8 @@ func LoadMasterKey(path string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("generate master key: %w", err)
 	}
-	if err := writeKeyFile(path, key); err != nil {
+	if err := atomicfile.Create(path, key, 0o600); err != nil {
 		return nil, err
 	}
 	return key, nil
-}
-
-// writeKeyFile writes a key atomically: temp file (0600), fsync, rename.
-func writeKeyFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err = tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(data)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

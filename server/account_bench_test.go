@@ -12,8 +12,10 @@ import (
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
+
+	"svc.dev/svc/server"
+	"svc.dev/svc/storage/bolt"
 )
 
 // BenchmarkAccountExport exports an account of 10,000 plans and 64 MiB or 1 GiB of vault
@@ -32,7 +34,7 @@ func benchAccountExport(b *testing.B, plans, vaultMiB int) {
 	e := newEnv(b)
 	ctx := context.Background()
 	tenant := e.userTestTenant()
-	col := bolt.NewCollection(e.srv.DB(), "plans", func() *svcv1.Plan { return &svcv1.Plan{} })
+	col := bolt.NewCollection(server.DBOf(e.srv), "plans", func() *svcv1.Plan { return &svcv1.Plan{} })
 	var items []bolt.Item[*svcv1.Plan]
 	for i := range plans {
 		p := samplePlan(tenant, i)

@@ -20,6 +20,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/archive"
 	"svc.dev/svc/server"
+
 	"svc.dev/svc/storage/bolt"
 )
 
@@ -352,7 +353,7 @@ func TestAccountDeletion(t *testing.T) {
 		t.Errorf("%d vault content files left on disk", n)
 	}
 	for _, name := range []string{"plans", "executions", "sources", "manifests", "events", "destinations"} {
-		col := bolt.NewCollection(e.srv.DB(), name, func() *svcv1.Plan { return &svcv1.Plan{} })
+		col := bolt.NewCollection(server.DBOf(e.srv), name, func() *svcv1.Plan { return &svcv1.Plan{} })
 		n := 0
 		col.ScanAll(ctx, func(tenant, _ string, _ *svcv1.Plan) bool {
 			if strings.HasSuffix(tenant, ":"+userID) {
@@ -366,10 +367,10 @@ func TestAccountDeletion(t *testing.T) {
 	}
 	// ... but the receipt the application was given still verifies, and the deletion job says
 	// what happened.
-	if _, err := e.srv.DB().GetBlob(ctx, "receipts", testTenant+"/"+rid); err != nil {
+	if _, err := server.DBOf(e.srv).GetBlob(ctx, "receipts", testTenant+"/"+rid); err != nil {
 		t.Errorf("the application's receipt was not kept: %v", err)
 	}
-	jobs := bolt.NewCollection(e.srv.DB(), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	jobs := bolt.NewCollection(server.DBOf(e.srv), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
 	dj, err := jobs.Get(ctx, platform.Tenant{Owner: userID, Mode: platform.ModeLive}.String(), j["id"].(string))
 	if err != nil || dj.GetStatus() != svcv1.JobStatus_JOB_STATUS_SUCCEEDED {
 		t.Fatalf("deletion job: %v %v", dj, err)
@@ -396,7 +397,7 @@ func vaultFiles(t *testing.T, dataDir string) int {
 // One export at a time: asking while one is queued or running answers that job.
 func TestAccountExportOneAtATime(t *testing.T) {
 	e := newEnv(t)
-	jobs := bolt.NewCollection(e.srv.DB(), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	jobs := bolt.NewCollection(server.DBOf(e.srv), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
 	live := platform.Tenant{Owner: e.creds.UserID, Mode: platform.ModeLive}.String()
 	at := timestamppb.New(e.clock.Now())
 	pending := &svcv1.Job{Id: "job_01JD0000000000000000000000", Kind: svcv1.JobKind_JOB_KIND_EXPORT, Status: svcv1.JobStatus_JOB_STATUS_RUNNING,
@@ -424,7 +425,7 @@ func TestJobsInterruptedByACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := bolt.NewCollection(srv.DB(), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	jobs := bolt.NewCollection(server.DBOf(srv), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
 	at := timestamppb.New(clk.Now())
 	ctx := context.Background()
 	for _, j := range []*svcv1.Job{
@@ -441,7 +442,7 @@ func TestJobsInterruptedByACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	jobs = bolt.NewCollection(srv.DB(), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	jobs = bolt.NewCollection(server.DBOf(srv), "jobs", func() *svcv1.Job { return &svcv1.Job{} })
 	ex, _ := jobs.Get(ctx, "live:usr_01JD0000000000000000000000", "job_01JD0000000000000000000001")
 	if ex.GetStatus() != svcv1.JobStatus_JOB_STATUS_FAILED || !strings.HasPrefix(ex.GetError(), "interrupted") || ex.GetProgress() != 40 || ex.GetFinishedAt() == nil {
 		t.Fatalf("export after the crash: %v", ex)

@@ -13,7 +13,6 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/storage"
-	"svc.dev/svc/storage/bolt"
 )
 
 // Event types the server emits (docs/webhooks.md has the whole catalogue).
@@ -48,7 +47,7 @@ func (s *Server) publish(ctx context.Context, tenant platform.Tenant, evID strin
 	ctx = context.WithoutCancel(ctx)
 	pe, err := s.prepareEvent(ctx, tenant, evID, at, typ, source, subject, data, also...)
 	if err == nil {
-		err = s.db.Apply(ctx, pe.extra)
+		err = s.store.Apply(ctx, pe.extra)
 	}
 	if err != nil {
 		s.log.Error("record event", "event_id", evID, "type", typ, "err", err)
@@ -60,7 +59,7 @@ func (s *Server) publish(ctx context.Context, tenant platform.Tenant, evID strin
 // preparedEvent is an event ready to be written in the transaction of the change it reports
 // (bolt.PutWith, bolt.UpdateWith, or on its own with bolt.DB.Apply), then woken (wake).
 type preparedEvent struct {
-	extra bolt.Extra
+	extra storage.Write
 	queue []webhook.QueuedEvent
 }
 
@@ -86,9 +85,9 @@ func (s *Server) fanOut(ctx context.Context, tenant platform.Tenant, ev *svcv1.E
 			apps = append(apps, app)
 		}
 	}
-	items := []bolt.Item[*svcv1.Event]{{Tenant: tenant.String(), ID: ev.Id, Value: ev}}
+	items := []storage.Item[*svcv1.Event]{{Tenant: tenant.String(), ID: ev.Id, Value: ev}}
 	for _, app := range apps {
-		items = append(items, bolt.Item[*svcv1.Event]{Tenant: appStream(app, tenant.Mode), ID: ev.Id, Value: ev})
+		items = append(items, storage.Item[*svcv1.Event]{Tenant: appStream(app, tenant.Mode), ID: ev.Id, Value: ev})
 	}
 	var queue []webhook.QueuedEvent
 	if s.webhooks != nil && len(apps) > 0 {
@@ -96,7 +95,7 @@ func (s *Server) fanOut(ctx context.Context, tenant platform.Tenant, ev *svcv1.E
 			s.log.Error("queue event for webhooks", "event_id", ev.Id, "err", err)
 		}
 	}
-	x, err := bolt.EventsExtra(s.eventLog, items, queue)
+	x, err := s.store.EventsWrite(items, queue)
 	return preparedEvent{extra: x, queue: queue}, err
 }
 

@@ -171,7 +171,7 @@ func TestProblemForPanicsAndUnknownRoutesIsNeverPlainText(t *testing.T) {
 
 func TestInternalErrorLeaksNothing(t *testing.T) {
 	e := newEnv(t)
-	e.srv.DB().Close() // the storage engine fails under the running server
+	server.DBOf(e.srv).Close() // the storage engine fails under the running server
 	for _, r := range []*resp{
 		e.do("GET", "/v1/account", "", e.session()...),
 		e.do("GET", e.plansPath(), "", e.key()...),

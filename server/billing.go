@@ -66,7 +66,7 @@ func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePorta
 
 // billingCustomer is what the processor is told of an organization.
 func (s *Server) billingCustomer(ctx context.Context, orgID string) (billing.Customer, error) {
-	org, err := s.db.Org(ctx, orgID)
+	org, err := s.store.Org(ctx, orgID)
 	if err != nil {
 		return billing.Customer{}, err
 	}
@@ -111,7 +111,7 @@ func (s *Server) servePortalPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	org, err := s.db.Org(ctx, orgID)
+	org, err := s.store.Org(ctx, orgID)
 	if err != nil {
 		writeProblem(w, rid, toProblem(err))
 		return
@@ -198,7 +198,7 @@ func (s *Server) CloseMonths(ctx context.Context) (int, error) {
 	created := 0
 	for i := monthsToClose; i >= 1; i-- {
 		month := platform.Month(first.AddDate(0, -i, 0))
-		orgs, err := s.db.UsageOrgs(ctx, month)
+		orgs, err := s.store.Usage().Orgs(ctx, month)
 		if err != nil {
 			return created, err
 		}

@@ -16,6 +16,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing/stripe"
 	"svc.dev/svc/server"
+
 	"svc.dev/svc/storage/bolt"
 )
 
@@ -41,7 +42,7 @@ func TestBillingPortalPage(t *testing.T) {
 	ctx := context.Background()
 	month := platform.Month(e.clock.Now())
 	last := platform.Month(e.clock.Now().AddDate(0, -1, 0))
-	if err := e.srv.DB().AddUsage(ctx, []bolt.UsageDelta{
+	if err := server.DBOf(e.srv).AddUsage(ctx, []bolt.UsageDelta{
 		{Scope: "org:" + e.creds.OrgID, Month: month, Meter: platform.MeterPlans, Quantity: 150},
 		{Scope: "org:" + e.creds.OrgID, Month: last, Meter: platform.MeterExecutions, Quantity: 45},
 	}); err != nil {
@@ -125,7 +126,7 @@ func TestBillingWithStripe(t *testing.T) {
 	if n := ct.count("POST /v1/customers"); n != 1 {
 		t.Fatalf("%d customers created for one organization", n)
 	}
-	cus, err := e.srv.DB().Billing().Customer(ctx, e.creds.OrgID)
+	cus, err := server.DBOf(e.srv).Billing().Customer(ctx, e.creds.OrgID)
 	if err != nil || !strings.HasPrefix(cus, "cus_") {
 		t.Fatalf("recorded customer %q: %v", cus, err)
 	}
@@ -133,7 +134,7 @@ func TestBillingWithStripe(t *testing.T) {
 	// Last month: 150 plans and 45 executions; closing it makes the base, plans and
 	// executions items, once however often it runs.
 	last := platform.Month(e.clock.Now().AddDate(0, -1, 0))
-	e.srv.DB().AddUsage(ctx, []bolt.UsageDelta{
+	server.DBOf(e.srv).AddUsage(ctx, []bolt.UsageDelta{
 		{Scope: "org:" + e.creds.OrgID, Month: last, Meter: platform.MeterPlans, Quantity: 150},
 		{Scope: "org:" + e.creds.OrgID, Month: last, Meter: platform.MeterExecutions, Quantity: 45},
 	})
@@ -150,12 +151,12 @@ func TestBillingWithStripe(t *testing.T) {
 		t.Fatalf("%d invoice items sent", got)
 	}
 	for _, meter := range []string{"base", platform.MeterPlans, platform.MeterExecutions} {
-		if id, err := e.srv.DB().Billing().InvoiceItem(ctx, e.creds.OrgID, last, meter); err != nil || !strings.HasPrefix(id, "ii_") {
+		if id, err := server.DBOf(e.srv).Billing().InvoiceItem(ctx, e.creds.OrgID, last, meter); err != nil || !strings.HasPrefix(id, "ii_") {
 			t.Errorf("%s: %q %v", meter, id, err)
 		}
 	}
 	// This month is not closed yet.
-	if _, err := e.srv.DB().Billing().InvoiceItem(ctx, e.creds.OrgID, platform.Month(e.clock.Now()), "base"); err == nil {
+	if _, err := server.DBOf(e.srv).Billing().InvoiceItem(ctx, e.creds.OrgID, platform.Month(e.clock.Now()), "base"); err == nil {
 		t.Error("the current month was invoiced")
 	}
 	var body map[string]any

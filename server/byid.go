@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"svc.dev/svc/platform"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 )
 
 // Resources addressed by id (docs/api.md). An endpoint marked (svc.v1.endpoint).addressed_by_id
@@ -36,8 +36,8 @@ func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, 
 	if f := m.desc.Input().Fields().ByName("id"); f != nil {
 		rid = req.ProtoReflect().Get(f).String()
 	}
-	ref, err := s.db.OwnerOf(ctx, rid)
-	if err != nil && !errors.Is(err, bolt.ErrNotFound) {
+	ref, err := s.store.OwnerOf(ctx, rid)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return toProblem(err)
 	}
 	tenant, perr := parseTenant(ref)
@@ -57,7 +57,7 @@ func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, 
 		if found {
 			owner = tenant.Owner
 		}
-		conns, err := s.db.ConnectionsOfAppUser(ctx, k.AppID, owner)
+		conns, err := s.store.ConnectionsOfAppUser(ctx, k.AppID, owner)
 		if err != nil {
 			return toProblem(err)
 		}

@@ -92,7 +92,7 @@ func (s *Server) registerConnectFlow() {
 // connectFlow is the platform's connect flow over the server's store (it holds no state of
 // its own, so making one per request costs nothing).
 func (s *Server) connectFlow() *platform.ConnectFlow {
-	return platform.NewConnectFlow(s.db, s.devs, s.sealer, s.cfg.Now)
+	return platform.NewConnectFlow(s.store, s.devs, s.sealer, s.cfg.Now)
 }
 
 // publicBase is the externally visible origin: BaseURL if configured, else the request's.

@@ -510,7 +510,7 @@ func TestConnectFlowEndToEnd(t *testing.T) {
 	if err != nil || len(e.as.issued) != 2 {
 		t.Fatal(err, e.as.issued)
 	}
-	blob, err := e.srv.DB().GetBlob(context.Background(), "source_configs", "live:"+e.anaID+"/"+mailID)
+	blob, err := server.DBOf(e.srv).GetBlob(context.Background(), "source_configs", "live:"+e.anaID+"/"+mailID)
 	if err != nil || len(blob) == 0 {
 		t.Fatalf("sealed config: %v", err)
 	}

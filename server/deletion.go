@@ -11,7 +11,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 )
 
@@ -138,7 +138,8 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 		platform.Tenant{Owner: u.ID, Mode: platform.ModeLive}.String(),
 		platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}.String(),
 	}
-	keep := map[string]bool{"res_jobs\x00" + tenants[0] + "/" + jobID: true}
+	keep := map[string][]storage.Ref{tenants[0]: {{Kind: storage.KindJob, ID: jobID}}}
+	receiptsKept := 0
 	var objects, exports []struct{ tenant, id string }
 	for _, t := range tenants {
 		err := eachVaultObject(ctx, s.vault, t, func(o vault.Object) error {
@@ -159,7 +160,8 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 			return nil, err
 		}
 		for _, rid := range kept {
-			keep["blob_"+receiptBlobs+"\x00"+t+"/"+rid] = true
+			keep[t] = append(keep[t], storage.Ref{Kind: storage.KindReceipt, ID: rid})
+			receiptsKept++
 		}
 	}
 	total := int64(len(objects) + 3)
@@ -190,7 +192,7 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 		if err := s.vault.Forget(ctx, t); err != nil {
 			return nil, fmt.Errorf("forget vault tenant: %w", err)
 		}
-		n, err := s.db.EraseTenant(ctx, t, func(bucket, key string) bool { return keep[bucket+"\x00"+key] })
+		n, err := s.store.EraseTenant(ctx, t, keep[t])
 		erased += n
 		if err != nil {
 			return nil, fmt.Errorf("erase %s: %w", t, err)
@@ -198,13 +200,13 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 	}
 	done++
 	p.Fraction(ctx, done, total)
-	if err := s.db.DeleteUser(ctx, u.ID); err != nil && !errors.Is(err, platform.ErrNotFound) {
+	if err := s.store.DeleteUser(ctx, u.ID); err != nil && !errors.Is(err, platform.ErrNotFound) {
 		return nil, fmt.Errorf("delete user: %w", err)
 	}
 	return map[string]any{
 		"vault_objects_deleted": len(objects),
 		"records_erased":        erased,
-		"receipts_kept":         len(keep) - 1,
+		"receipts_kept":         receiptsKept,
 		"api_keys_revoked":      revoked,
 	}, nil
 }
@@ -224,7 +226,7 @@ func (s *Server) receiptsGivenToApps(ctx context.Context, tenant string) ([]stri
 	var out []string
 	for _, x := range withReceipts {
 		p, err := s.plans.Header(ctx, tenant, x.plan)
-		if errors.Is(err, bolt.ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 )
 
 // A destination is backed by a provider configuration exactly like a source (the embedding
@@ -34,10 +34,10 @@ func (s *Server) AddDestination(ctx context.Context, tenant platform.Tenant, spe
 
 // openDestination returns a destination of the tenant, the provider it writes to and the
 // reference within it. A missing destination is an error matching platform.ErrNotFound and
-// bolt.ErrNotFound (404); a provider that cannot write, one wrapping providers.ErrUnsupported.
+// storage.ErrNotFound (404); a provider that cannot write, one wrapping providers.ErrUnsupported.
 func (s *Server) openDestination(ctx context.Context, tenant platform.Tenant, dstID string) (*svcv1.Destination, providers.Provider, string, error) {
 	d, p, ref, err := s.core.Tenant(tenant).OpenDestination(ctx, dstID)
-	if errors.Is(err, bolt.ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, "", fmt.Errorf("%w: %w", platform.ErrNotFound, err)
 	}
 	return d, p, ref, err

@@ -22,6 +22,7 @@ import (
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/server"
+
 	"svc.dev/svc/storage/bolt"
 )
 

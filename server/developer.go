@@ -16,7 +16,7 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/wire"
 )
 
@@ -292,17 +292,17 @@ func auditTarget(msgs ...proto.Message) string {
 // what was added; close writes what is pending. A crash loses at most the last few
 // milliseconds of entries, which is the trade-off for keeping fsyncs off the request path.
 type batchWriter[T proto.Message] struct {
-	col  *bolt.Collection[T]
+	col  storage.Records[T]
 	log  func(error)
 	mu   sync.Mutex
 	cond *sync.Cond
-	buf  []bolt.Item[T]
+	buf  []storage.Item[T]
 	busy bool
 	stop bool
 	done chan struct{}
 }
 
-func newBatchWriter[T proto.Message](col *bolt.Collection[T], log func(error)) *batchWriter[T] {
+func newBatchWriter[T proto.Message](col storage.Records[T], log func(error)) *batchWriter[T] {
 	w := &batchWriter[T]{col: col, log: log, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
@@ -311,7 +311,7 @@ func newBatchWriter[T proto.Message](col *bolt.Collection[T], log func(error)) *
 
 func (w *batchWriter[T]) add(tenant, id string, v T) {
 	w.mu.Lock()
-	w.buf = append(w.buf, bolt.Item[T]{Tenant: tenant, ID: id, Value: v})
+	w.buf = append(w.buf, storage.Item[T]{Tenant: tenant, ID: id, Value: v})
 	w.mu.Unlock()
 	w.cond.Broadcast()
 }

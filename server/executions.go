@@ -8,7 +8,6 @@ import (
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
-	"svc.dev/svc/storage/bolt"
 )
 
 // executePlan starts an authorized plan (POST /v1/plans/{id}/execute).
@@ -80,14 +79,14 @@ func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRe
 	}
 	c := callerFrom(ctx)
 	tenant := c.Tenant.String()
-	page, err := s.executions.ListIn(ctx, tenant, after, limit, func(r *bolt.Reader, x *svcv1.Execution) bool {
+	page, err := s.store.Resources().ListExecutions(ctx, tenant, after, limit, func(x *svcv1.Execution, plan func() (*svcv1.Plan, error)) bool {
 		if (req.PlanId != nil && x.GetPlanId() != req.GetPlanId()) || (req.Status != nil && x.GetStatus() != req.GetStatus()) {
 			return false
 		}
 		if c.Connection == nil {
 			return true
 		}
-		p, err := bolt.GetIn(r, s.plans.Headers(), tenant, x.GetPlanId()) // in this transaction: never another
+		p, err := plan()
 		return err == nil && c.grantReaches(p.GetSourceMarkers())
 	})
 	if err != nil {

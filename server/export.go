@@ -29,7 +29,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/archive"
 	"svc.dev/svc/platform/job"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/wire"
 )
@@ -177,7 +177,7 @@ func (x *exporter) plan(ctx context.Context, userID string) error {
 	for _, mode := range []platform.Mode{platform.ModeLive, platform.ModeTest} {
 		t := platform.Tenant{Owner: userID, Mode: mode}.String()
 		for _, count := range []func(context.Context, string) (int, error){
-			countOf(x.s.plans.Headers()), countOf(x.s.executions), countOf(x.s.sources), countOf(x.s.destinations),
+			countOf(x.s.planHeaders), countOf(x.s.executions), countOf(x.s.sources), countOf(x.s.destinations),
 			countOf(x.s.jobs), countOf(x.s.eventLog), countOf(x.s.manifests),
 		} {
 			n, err := count(ctx, t)
@@ -197,7 +197,7 @@ func (x *exporter) plan(ctx context.Context, userID string) error {
 	return nil
 }
 
-func countOf[T proto.Message](c *bolt.Collection[T]) func(context.Context, string) (int, error) {
+func countOf[T proto.Message](c storage.Records[T]) func(context.Context, string) (int, error) {
 	return func(ctx context.Context, tenant string) (int, error) { return c.Count(ctx, tenant, nil) }
 }
 
@@ -215,7 +215,7 @@ func (x *exporter) json(name string, m proto.Message) error {
 }
 
 // resources writes every resource of a collection as dir/<id>.json.
-func exportResources[T proto.Message](ctx context.Context, x *exporter, c *bolt.Collection[T], tenant, dir string, idOf func(T) string) error {
+func exportResources[T proto.Message](ctx context.Context, x *exporter, c storage.Records[T], tenant, dir string, idOf func(T) string) error {
 	for m, err := range c.All(ctx, tenant, nil) {
 		if err != nil {
 			return err
@@ -233,16 +233,16 @@ func exportResources[T proto.Message](ctx context.Context, x *exporter, c *bolt.
 // comes first) and once into the archive, so a plan of any size costs one chunk of memory.
 func (x *exporter) plans(ctx context.Context, tenant, dir string) error {
 	ps := x.s.plans
-	for h, err := range ps.Headers().All(ctx, tenant, nil) {
+	for h, err := range x.s.planHeaders.All(ctx, tenant, nil) {
 		if err != nil {
 			return err
 		}
 		var size countingWriter
-		if err := ps.WritePlansJSON(ctx, &size, tenant, h, []*svcv1.Plan{h}); err != nil {
+		if err := writePlansJSON(ctx, ps, &size, tenant, h, []*svcv1.Plan{h}); err != nil {
 			return fmt.Errorf("export plan %s: %w", h.PlanId, err)
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(ps.WritePlansJSON(ctx, pw, tenant, h, []*svcv1.Plan{h})) }()
+		go func() { pw.CloseWithError(writePlansJSON(ctx, ps, pw, tenant, h, []*svcv1.Plan{h})) }()
 		err := x.aw.Add(dir+"/"+archive.CleanName(h.PlanId)+".json", int64(size), pr)
 		pr.CloseWithError(io.ErrClosedPipe) // ends the writer if Add stopped early
 		if err != nil {
@@ -287,8 +287,8 @@ func (x *exporter) tenant(ctx context.Context, t platform.Tenant) error {
 			return err
 		}
 		if rid := e.GetReceiptId(); rid != "" {
-			raw, err := s.db.GetBlob(ctx, receiptBlobs, tenant+"/"+rid)
-			if err != nil && !errors.Is(err, bolt.ErrNotFound) {
+			raw, err := s.store.Receipts().Get(ctx, tenant, rid)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
 			if err == nil {

@@ -18,6 +18,8 @@ import (
 	"svc.dev/svc/manifest"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/providers"
+
+	"svc.dev/svc/server"
 	"svc.dev/svc/storage/bolt"
 )
 
@@ -35,7 +37,7 @@ func BenchmarkManifestExport(b *testing.B) {
 func benchExport(b *testing.B, n int) {
 	e := newEnv(b)
 	tenant := e.userTestTenant().String()
-	col := bolt.NewCollection(e.srv.DB(), "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} })
+	col := bolt.NewCollection(server.DBOf(e.srv), "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} })
 	var items []bolt.Item[*svcv1.Manifest]
 	for i := range n {
 		asset := plan.AssetID(tenant, "src_01JD0000000000000000000000", fmt.Sprint(i))

@@ -45,7 +45,7 @@ func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	done := make(chan error, 1)
 	go func() {
 		defer s.probing.Store(false)
-		done <- s.db.Probe(context.WithoutCancel(r.Context()))
+		done <- s.store.Probe(context.WithoutCancel(r.Context()))
 	}()
 	t := time.NewTimer(readyTimeout)
 	defer t.Stop()

@@ -1,6 +1,10 @@
 package server_test
 
-import "testing"
+import (
+	"testing"
+
+	"svc.dev/svc/server"
+)
 
 func TestHealthAndReadiness(t *testing.T) {
 	e := newEnv(t)
@@ -12,6 +16,6 @@ func TestHealthAndReadiness(t *testing.T) {
 		checkRateHeaders(t, r)
 	}
 	// Readiness is a real store write: a closed store is not ready.
-	e.srv.DB().Close()
+	server.DBOf(e.srv).Close()
 	checkProblem(t, e.do("GET", "/readyz", ""), 503, "unavailable")
 }

@@ -22,6 +22,7 @@ import (
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/server"
+
 	"svc.dev/svc/storage/bolt"
 )
 
@@ -178,7 +179,7 @@ func with(a []string, b ...string) []string { return append(append([]string{}, a
 // putPlans stores n plans in a tenant directly, as the plan builder would.
 func (e *env) putPlans(tenant platform.Tenant, n int, mutate func(i int, p *svcv1.Plan)) []string {
 	e.t.Helper()
-	plans := bolt.NewCollection(e.srv.DB(), "plans", func() *svcv1.Plan { return &svcv1.Plan{} })
+	plans := bolt.NewCollection(server.DBOf(e.srv), "plans", func() *svcv1.Plan { return &svcv1.Plan{} })
 	var ids []string
 	for i := range n {
 		p := samplePlan(tenant, i)

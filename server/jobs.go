@@ -10,7 +10,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform/job"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 )
 
 // jobEvents announces job transitions as svc.job.* events of the job's tenant. The data
@@ -38,7 +38,7 @@ func (e jobEvents) JobEvent(ctx context.Context, tenant, typ string, j *svcv1.Jo
 }
 
 // jobStore is the jobs collection as the runner's Store.
-type jobStore struct{ c *bolt.Collection[*svcv1.Job] }
+type jobStore struct{ c storage.Records[*svcv1.Job] }
 
 func (j jobStore) Put(ctx context.Context, tenant, id string, v *svcv1.Job) error {
 	return j.c.Put(ctx, tenant, id, v)

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -14,7 +16,8 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
+	"svc.dev/svc/wire"
 )
 
 // DefaultCeilingCents is the monthly spending ceiling until one is set (100 USD).
@@ -57,7 +60,7 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 	}
 	// A live plan is metered in the transaction that stores it: exactly once.
 	if c.Key != nil && c.Key.Mode == platform.ModeLive {
-		br.Also = append(br.Also, bolt.UsageExtra(usageDeltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)))
+		br.Also = append(br.Also, s.store.Usage().Write(usageDeltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)))
 	}
 	return s.core.Tenant(c.Tenant).BuildPlan(ctx, br)
 }
@@ -116,7 +119,7 @@ func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1
 	}
 	c := callerFrom(ctx)
 	if c.REST {
-		if small, err := s.plans.FillSmall(ctx, c.Tenant.String(), []*svcv1.Plan{p}, bolt.InlineObjects); small || err != nil {
+		if small, err := s.plans.FillSmall(ctx, c.Tenant.String(), []*svcv1.Plan{p}, inlineObjects); small || err != nil {
 			return p, err
 		}
 		s.streamPlans(ctx, p, []*svcv1.Plan{p}) // a big plan: one chunk in memory at a time
@@ -132,7 +135,7 @@ func (s *Server) streamPlans(ctx context.Context, msg proto.Message, plans []*sv
 	tenant := c.Tenant.String()
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(s.plans.WritePlansJSON(context.WithoutCancel(ctx), pw, tenant, msg, plans))
+		pw.CloseWithError(writePlansJSON(context.WithoutCancel(ctx), s.plans, pw, tenant, msg, plans))
 	}()
 	c.Header.Set("Content-Type", "application/json")
 	c.Stream = pr
@@ -206,7 +209,7 @@ func (s *Server) ownsApplication(ctx context.Context, c *Caller, appID string) b
 }
 
 func (s *Server) orgOwner(ctx context.Context, orgID string) string {
-	o, err := s.db.Org(ctx, orgID)
+	o, err := s.store.Org(ctx, orgID)
 	if err != nil {
 		return ""
 	}
@@ -228,13 +231,13 @@ func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*s
 		}
 		return c.grantReaches(p.GetSourceMarkers())
 	}
-	page, err := s.plans.Headers().List(ctx, c.Tenant.String(), after, limit, keep)
+	page, err := s.planHeaders.List(ctx, c.Tenant.String(), after, limit, keep)
 	if err != nil {
 		return nil, err
 	}
 	res := &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}
 	if c.REST {
-		if small, err := s.plans.FillSmall(ctx, c.Tenant.String(), page.Items, bolt.InlineObjects); small || err != nil {
+		if small, err := s.plans.FillSmall(ctx, c.Tenant.String(), page.Items, inlineObjects); small || err != nil {
 			return res, err
 		}
 		s.streamPlans(ctx, res, page.Items) // big plans: one chunk of objects in memory at a time
@@ -246,4 +249,55 @@ func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*s
 		}
 	}
 	return res, nil
+}
+
+// inlineObjects is how many objects, in all, a REST response of plans holds in memory and
+// encodes at once (about 1 MiB of JSON); pages and plans with more are streamed chunk by chunk.
+const inlineObjects = 5_000
+
+// WritePlansJSON writes msg (a plan, or a list of plans) as the REST JSON the codec would
+// write for it with every plan's objects, streaming those from the store: msg's plans are
+// headers, and each header's empty "objects":[] is replaced by its objects, one chunk in
+// memory at a time. A plan stored whole is encoded as it is.
+func writePlansJSON(ctx context.Context, ps storage.Plans, w io.Writer, tenant string, msg proto.Message, plans []*svcv1.Plan) error {
+	body, err := wire.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	empty := []byte(`"objects":[]`)
+	var buf []byte
+	for _, p := range plans {
+		if len(p.Objects) > 0 {
+			continue // encoded whole: no "objects":[] of its own
+		}
+		i := bytes.Index(body, empty)
+		if i < 0 {
+			return fmt.Errorf("plan %s: no objects field in its JSON", p.PlanId)
+		}
+		if _, err := w.Write(body[:i+len(empty)-1]); err != nil {
+			return err
+		}
+		body = body[i+len(empty)-1:]
+		first := true
+		for objs, err := range ps.Objects(ctx, tenant, p.PlanId) {
+			if err != nil {
+				return err
+			}
+			buf = buf[:0]
+			for _, o := range objs {
+				if !first {
+					buf = append(buf, ',')
+				}
+				first = false
+				if buf, err = wire.Append(buf, o); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = w.Write(body)
+	return err
 }

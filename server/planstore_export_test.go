@@ -17,4 +17,8 @@ func (s *Server) PutPlan(ctx context.Context, tenant platform.Tenant, p *svcv1.P
 const PlanChunk = bolt.PlanChunk
 
 // InlineObjects is how many objects a REST response of plans encodes at once; more stream.
-const InlineObjects = bolt.InlineObjects
+const InlineObjects = inlineObjects
+
+// DBOf is the bbolt database under a server that opened the default store, for tests that
+// plant records directly.
+func DBOf(s *Server) *bolt.DB { return s.Store().(*bolt.Seam).DB() }

@@ -14,7 +14,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/wire"
 )
@@ -142,7 +142,7 @@ func toProblem(err error) *problem {
 		return newProblem(http.StatusConflict, codeInvalidState, "The vault object failed verification; it is marked corrupt.")
 	case errors.Is(err, vault.ErrInvalidState):
 		return newProblem(http.StatusConflict, codeInvalidState, "The vault object's state does not allow this.")
-	case errors.Is(err, platform.ErrNotFound), errors.Is(err, bolt.ErrNotFound), errors.Is(err, vault.ErrNotFound):
+	case errors.Is(err, platform.ErrNotFound), errors.Is(err, storage.ErrNotFound), errors.Is(err, vault.ErrNotFound):
 		return newProblem(http.StatusNotFound, codeNotFound, "The resource does not exist.")
 	case errors.Is(err, platform.ErrUnauthenticated):
 		return newProblem(http.StatusUnauthorized, codeUnauthenticated, "A valid credential is required.")

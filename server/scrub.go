@@ -3,16 +3,13 @@ package server
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 )
 
@@ -111,7 +108,7 @@ func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		tenants, err := s.db.VaultMeta().Tenants(ctx)
+		tenants, err := s.store.VaultTenants(ctx)
 		if err != nil {
 			s.log.Error("vault scrub: list tenants", "err", err)
 			continue
@@ -152,12 +149,11 @@ func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant 
 	defer vlt.Close()
 	tenants := []string{tenant}
 	if tenant == "" {
-		if tenants, err = db.VaultMeta().Tenants(ctx); err != nil {
+		if tenants, err = db.VaultTenants(ctx); err != nil {
 			return nil, err
 		}
 	}
-	jobs := bolt.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} })
-	runner := job.NewRunner(jobStore{jobs}, nil, nil)
+	runner := job.NewRunner(jobStore{db.Resources().Jobs()}, nil, nil)
 	defer runner.Close()
 	var out []ScrubResult
 	for _, tn := range tenants {
@@ -171,15 +167,12 @@ func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant 
 
 // openStopped opens the store and master key of a data directory whose server is not
 // running, for the offline commands (`svc vault scrub`, `svc vault reindex`).
-func openStopped(dataDir string) (*bolt.DB, []byte, error) {
-	if _, err := os.Stat(filepath.Join(dataDir, "svc.db")); err != nil {
-		return nil, nil, fmt.Errorf("no svc data directory at %s: %w", dataDir, err)
-	}
-	db, err := bolt.Open(filepath.Join(dataDir, "svc.db"))
+func openStopped(dataDir string) (storage.Hosted, []byte, error) {
+	db, err := svc.OpenStoppedStore(dataDir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w (is svc serve running on this data directory? it holds the directory; stop it first)", err)
+		return nil, nil, err
 	}
-	master, err := platform.LoadMasterKey(filepath.Join(dataDir, "master.key"))
+	master, err := svc.LoadMasterKey(dataDir, "")
 	if err != nil {
 		db.Close()
 		return nil, nil, err

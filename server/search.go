@@ -16,7 +16,7 @@ import (
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 )
 
 // searchVault searches the vault (spec #11): the embedding package searches the caller's
@@ -68,7 +68,7 @@ type IndexResult struct {
 // indexJob rebuilds one tenant's search index from its vault (svc's ReindexVault) as a job of
 // kind index, stored in jobs when it starts, as it progresses (at most every second) and when
 // it ends; its result says how many objects were indexed and the index's size.
-func indexJob(ctx context.Context, jobs *bolt.Collection[*svcv1.Job], sc *svc.Scope, now func() time.Time, log *slog.Logger, started func(*svcv1.Job)) IndexResult {
+func indexJob(ctx context.Context, jobs storage.Records[*svcv1.Job], sc *svc.Scope, now func() time.Time, log *slog.Logger, started func(*svcv1.Job)) IndexResult {
 	tenant := sc.TenantOf().String()
 	res := IndexResult{Tenant: tenant}
 	at := timestamppb.New(now())
@@ -136,7 +136,7 @@ func (s *Server) ReindexVault(ctx context.Context, tenant platform.Tenant) Index
 // indexMissing runs the index job for every tenant with vault content and no index (a data
 // directory from before search, or whose index was removed).
 func (s *Server) indexMissing(ctx context.Context) {
-	tenants, err := s.db.VaultMeta().Tenants(ctx)
+	tenants, err := s.store.VaultTenants(ctx)
 	if err != nil {
 		s.log.Error("search index: list tenants", "err", err)
 		return
@@ -164,7 +164,7 @@ func ReindexDataDir(ctx context.Context, dataDir string, be VaultBackends, tenan
 	}
 	defer db.Close()
 	log := slog.New(slog.DiscardHandler)
-	sv, err := svc.Open(ctx, dataDir, &svc.Options{Store: bolt.NewSeam(db), MasterKey: master, Providers: providers.NewRegistry(),
+	sv, err := svc.Open(ctx, dataDir, &svc.Options{Store: db, MasterKey: master, Providers: providers.NewRegistry(),
 		VaultHot: be.Hot, VaultCold: be.Cold, DeferResume: true, Logger: log})
 	if err != nil {
 		return nil, err
@@ -172,11 +172,11 @@ func ReindexDataDir(ctx context.Context, dataDir string, be VaultBackends, tenan
 	defer sv.Close()
 	tenants := []string{tenant}
 	if tenant == "" {
-		if tenants, err = db.VaultMeta().Tenants(ctx); err != nil {
+		if tenants, err = db.VaultTenants(ctx); err != nil {
 			return nil, err
 		}
 	}
-	jobs := bolt.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} })
+	jobs := db.Resources().Jobs()
 	var out []IndexResult
 	for _, tn := range tenants {
 		t, err := parseTenant(tn)

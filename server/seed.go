@@ -17,6 +17,8 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
 	"svc.dev/svc/providers"
+
+	"svc.dev/svc/internal/atomicfile"
 )
 
 // DevCredentials is dev-credentials.json: everything a developer needs to call a --dev server.
@@ -78,7 +80,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSync(path, append(data, '\n'), 0o600)
+	return atomicfile.Write(path, append(data, '\n'), 0o600)
 }
 
 // runSeedJob records a seed job and runs it to completion.
@@ -223,31 +225,6 @@ func (s *Server) seedExecution(ctx context.Context, tenant platform.Tenant) erro
 	defer cancel()
 	if _, err := t.Wait(wctx, x.Id); err != nil {
 		return fmt.Errorf("execution %s did not finish: %w", x.Id, err)
-	}
-	return nil
-}
-
-// writeFileSync writes a file atomically: temp file, fsync, rename.
-func writeFileSync(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err = tmp.Chmod(perm); err == nil {
-		_, err = tmp.Write(data)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

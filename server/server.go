@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +27,7 @@ import (
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
 )
@@ -66,8 +65,13 @@ type Config struct {
 	// RequestTimeout is how long a request may take to start its response before the client
 	// gets 503 with Retry-After (default DefaultRequestTimeout).
 	RequestTimeout time.Duration
-	// StoreOptions tunes the bbolt store (tests: a small initial map).
-	StoreOptions *bolt.Options
+	// Store keeps every record; nil opens the default store of DataDir (svc.OpenStore). The
+	// server closes it.
+	Store storage.Hosted
+	// StoreOptions tunes the default store (tests: a small initial map).
+	StoreOptions *svc.BoltOptions
+	// MasterKeyFile is where the master key is kept when not in DataDir (svc.LoadMasterKey).
+	MasterKeyFile string
 	// OutboundTLS configures TLS for the requests svc makes to third parties' servers (one-click
 	// unsubscribes); nil: the system's roots.
 	OutboundTLS *tls.Config
@@ -95,7 +99,7 @@ type VaultBackends struct {
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
-	db        *bolt.DB
+	store     storage.Hosted
 	accounts  *platform.Accounts
 	devs      *platform.Developers
 	idem      *platform.Idempotency
@@ -113,21 +117,22 @@ type Server struct {
 	// vault live there; the handlers check the caller and call it.
 	core *svc.Instance
 
-	plans        *bolt.Plans
-	jobs         *bolt.Collection[*svcv1.Job]
-	sources      *bolt.Collection[*svcv1.Source]
-	destinations *bolt.Collection[*svcv1.Destination]
-	executions   *bolt.Collection[*svcv1.Execution]
-	auditLog     *bolt.Collection[*svcv1.AuditEntry]
+	plans        storage.Plans
+	planHeaders  storage.Records[*svcv1.Plan]
+	jobs         storage.Records[*svcv1.Job]
+	sources      storage.Records[*svcv1.Source]
+	destinations storage.Records[*svcv1.Destination]
+	executions   storage.Records[*svcv1.Execution]
+	auditLog     storage.Records[*svcv1.AuditEntry]
 	audit        *batchWriter[*svcv1.AuditEntry]
-	eventLog     *bolt.Collection[*svcv1.Event]
+	eventLog     storage.Records[*svcv1.Event]
 	usage        *usageMeter
 
 	webhooks  *webhook.Engine
 	stopHooks context.CancelFunc
 	keyring   *receipt.Keyring
 	vault     *vault.Vault
-	manifests *bolt.Collection[*svcv1.Manifest]
+	manifests storage.Records[*svcv1.Manifest]
 
 	background sync.WaitGroup // work that Close waits for (the scrub loop)
 	// probing is set while a readiness probe of the store runs (GET /readyz): a probe stuck
@@ -163,73 +168,70 @@ func New(cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	master, err := platform.LoadMasterKey(filepath.Join(cfg.DataDir, "master.key"))
+	// The master key first: a new key is made only for a directory that holds no store yet.
+	master, err := svc.LoadMasterKey(cfg.DataDir, cfg.MasterKeyFile)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := platform.NewKeyring(master)
-	if err != nil {
-		return nil, err
+	store := cfg.Store
+	if store == nil {
+		if store, err = svc.OpenStore(cfg.DataDir, cfg.StoreOptions); err != nil {
+			return nil, err
+		}
 	}
-	seam, err := bolt.OpenSeam(filepath.Join(cfg.DataDir, "svc.db"), cfg.StoreOptions)
-	if err != nil {
-		return nil, err
-	}
-	db := seam.DB()
 	s := &Server{}
 	core, err := svc.Open(context.Background(), cfg.DataDir, &svc.Options{
-		Store: seam, MasterKey: master, Providers: cfg.Providers, Now: cfg.Now, Logger: cfg.Logger,
+		Store: store, MasterKey: master, Providers: cfg.Providers, Now: cfg.Now, Logger: cfg.Logger,
 		VaultHot: cfg.Vault.Hot, VaultCold: cfg.Vault.Cold,
 		Announcer: announcer{s}, Charger: charger{s},
 		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send,
 		DeferResume: true, // after the webhooks and handlers are ready (below)
 	})
 	if err != nil {
-		db.Close()
+		store.Close()
 		return nil, err
 	}
-	vlt := core.Vault()
-	sealer, err := platform.NewSealer(keys.Derive("sealed-secrets"))
-	if err != nil {
+	// fail undoes what New opened so far.
+	fail := func(err error) (*Server, error) {
 		core.Close()
-		db.Close()
+		store.Close()
 		return nil, err
 	}
 	v, err := protovalidate.New()
 	if err != nil {
-		core.Close()
-		db.Close()
-		return nil, fmt.Errorf("validator: %w", err)
+		return fail(fmt.Errorf("validator: %w", err))
 	}
+	res := store.Resources()
 	*s = Server{
 		cfg:          cfg,
 		core:         core,
 		log:          cfg.Logger,
-		db:           db,
-		accounts:     platform.NewAccounts(db, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
-		devs:         platform.NewDevelopers(db, cfg.Now),
-		idem:         platform.NewIdempotency(db, cfg.Now),
+		store:        store,
+		accounts:     platform.NewAccounts(store, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
+		devs:         platform.NewDevelopers(store, cfg.Now),
+		idem:         platform.NewIdempotency(store, cfg.Now),
 		limiter:      platform.NewLimiter(cfg.RateLimit, cfg.Now),
-		cursors:      platform.NewCursors(keys.Derive("cursor")),
+		cursors:      platform.NewCursors(core.DeriveKey("cursor")),
 		validator:    v,
 		csrf:         http.NewCrossOriginProtection(),
 		methods:      map[string]*method{},
-		plans:        seam.PlanStore(),
-		jobs:         bolt.NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
-		sources:      bolt.NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),
-		destinations: bolt.NewCollection(db, "destinations", func() *svcv1.Destination { return &svcv1.Destination{} }).WithOwnerIndex(),
-		executions:   bolt.NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
-		auditLog:     bolt.NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
-		eventLog:     bolt.NewCollection(db, "events", func() *svcv1.Event { return &svcv1.Event{} }),
+		plans:        store.Plans(),
+		planHeaders:  res.PlanHeaders(),
+		jobs:         res.Jobs(),
+		sources:      res.Sources(),
+		destinations: res.Destinations(),
+		executions:   res.Executions(),
+		auditLog:     res.Audit(),
+		eventLog:     res.EventLog(),
 		providers:    core.Providers(),
 		keyring:      core.ReceiptKeys(),
-		vault:        vlt,
-		manifests:    bolt.NewCollection(db, "manifests", func() *svcv1.Manifest { return &svcv1.Manifest{} }),
-		sealer:       sealer,
-		exportKey:    keys.Derive("export-url"),
+		vault:        core.Vault(),
+		manifests:    res.Manifests(),
+		sealer:       core.Sealer(),
+		exportKey:    core.DeriveKey("export-url"),
 	}
 	if cfg.Billing != nil {
-		s.biller = billing.New(cfg.Billing, db.Billing())
+		s.biller = billing.New(cfg.Billing, store.Billing())
 	}
 	s.jobRunner = job.NewRunner(jobStore{s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
 	logErr := func(what string) func(error) {
@@ -237,30 +239,22 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
 	if s.usage, err = newUsageMeter(s); err != nil {
-		core.Close()
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	// Requests in flight when the process last stopped will never finish: free their keys.
 	if _, err := s.idem.Purge(context.Background(), true); err != nil {
-		core.Close()
-		db.Close()
-		return nil, fmt.Errorf("purge idempotency keys: %w", err)
+		return fail(fmt.Errorf("purge idempotency keys: %w", err))
 	}
 	hooksCtx, stopHooks := context.WithCancel(context.Background())
 	if s.webhooks, err = s.newWebhooks(hooksCtx); err != nil {
 		stopHooks()
-		core.Close()
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.stopHooks = stopHooks
 	go s.webhooks.Run(hooksCtx)
 	if err := s.interruptJobs(context.Background()); err != nil {
 		stopHooks()
-		core.Close()
-		db.Close()
-		return nil, fmt.Errorf("interrupted jobs: %w", err)
+		return fail(fmt.Errorf("interrupted jobs: %w", err))
 	}
 	s.background.Go(func() { s.deletionLoop(hooksCtx) })
 	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
@@ -270,15 +264,11 @@ func New(cfg Config) (*Server, error) {
 	// get one built by an index job.
 	s.background.Go(func() { s.indexMissing(hooksCtx) })
 	if err := s.loadMethods(); err != nil {
-		core.Close()
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.register()
 	if s.openapi, err = s.openAPIDocument(); err != nil {
-		core.Close()
-		db.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.handler = s.routes()
 	// Executions that were running when the process stopped continue from their journals.
@@ -301,11 +291,11 @@ func (s *Server) Close() error {
 	s.core.Close()      // the search index, the vault, the sources it opened, the built-in providers it made
 	s.usage.close()
 	s.audit.close()
-	return s.db.Close()
+	return s.store.Close()
 }
 
-// DB returns the server's store, for tools and tests that load data directly.
-func (s *Server) DB() *bolt.DB { return s.db }
+// Store returns the server's store, for tools and tests that load data directly.
+func (s *Server) Store() storage.Hosted { return s.store }
 
 // Accounts returns the account service, for tools and tests.
 func (s *Server) Accounts() *platform.Accounts { return s.accounts }

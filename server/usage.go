@@ -20,7 +20,7 @@ import (
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/receipt"
-	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/storage"
 )
 
 const (
@@ -64,7 +64,7 @@ func newUsageMeter(s *Server) (*usageMeter, error) {
 		f.Close()
 		return nil, fmt.Errorf("usage log: %w", err)
 	}
-	read, err := s.db.UsageLogOffset(context.Background())
+	read, err := s.store.Usage().LogOffset(context.Background())
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -110,8 +110,8 @@ func (m *usageMeter) add(orgID, appID, meter string, qty float64) {
 }
 
 // usageDeltas are the deltas that meter qty for an organization and one of its applications.
-func usageDeltas(orgID, appID, month, meter string, qty float64) []bolt.UsageDelta {
-	return []bolt.UsageDelta{
+func usageDeltas(orgID, appID, month, meter string, qty float64) []storage.UsageDelta {
+	return []storage.UsageDelta{
 		{Scope: "org:" + orgID, Month: month, Meter: meter, Quantity: qty},
 		{Scope: "app:" + appID, Month: month, Meter: meter, Quantity: qty},
 	}
@@ -134,7 +134,7 @@ func (m *usageMeter) flush() {
 		}
 		deltas, used := parseUsageLog(buf)
 		if used > 0 {
-			if err := m.s.db.AddUsageFromLog(context.Background(), deltas, m.read+int64(used)); err != nil {
+			if err := m.s.store.Usage().AddFromLog(context.Background(), deltas, m.read+int64(used)); err != nil {
 				m.s.log.Error("usage metering: write failed", "err", err) // the log keeps it for the next flush
 				return
 			}
@@ -160,7 +160,7 @@ func (m *usageMeter) flush() {
 		m.end = 0
 		// Before this is stored, the offset exceeds the log's size, which the next start
 		// reads as "started again".
-		if err := m.s.db.AddUsageFromLog(context.Background(), nil, 0); err == nil {
+		if err := m.s.store.Usage().AddFromLog(context.Background(), nil, 0); err == nil {
 			m.read = 0
 		} else {
 			m.read = 0
@@ -171,9 +171,9 @@ func (m *usageMeter) flush() {
 
 // parseUsageLog sums the complete lines of a piece of the usage log into deltas and says how
 // many bytes they took (a last line without its newline is left for later).
-func parseUsageLog(b []byte) ([]bolt.UsageDelta, int) {
-	sums := map[bolt.UsageDelta]float64{}
-	var order []bolt.UsageDelta
+func parseUsageLog(b []byte) ([]storage.UsageDelta, int) {
+	sums := map[storage.UsageDelta]float64{}
+	var order []storage.UsageDelta
 	used := 0
 	for {
 		i := bytes.IndexByte(b[used:], '\n')
@@ -189,13 +189,13 @@ func parseUsageLog(b []byte) ([]bolt.UsageDelta, int) {
 		if err != nil {
 			continue
 		}
-		k := bolt.UsageDelta{Scope: f[0], Month: f[1], Meter: f[2]}
+		k := storage.UsageDelta{Scope: f[0], Month: f[1], Meter: f[2]}
 		if _, ok := sums[k]; !ok {
 			order = append(order, k)
 		}
 		sums[k] += q
 	}
-	out := make([]bolt.UsageDelta, len(order))
+	out := make([]storage.UsageDelta, len(order))
 	for i, k := range order {
 		k.Quantity = sums[k]
 		out[i] = k
@@ -224,7 +224,7 @@ func (s *Server) bill(ctx context.Context, orgID, appID, month string) (platform
 	if appID != "" {
 		scope = "app:" + appID
 	}
-	u, err := s.db.Usage(ctx, scope, month)
+	u, err := s.store.Usage().Counters(ctx, scope, month)
 	if err != nil {
 		return platform.Bill{}, err
 	}
@@ -264,7 +264,7 @@ func (s *Server) connectedUsers(ctx context.Context, orgID, appID, month string)
 }
 
 func (s *Server) ceilingCents(ctx context.Context, orgID string) int64 {
-	c, ok, err := s.db.CeilingOf(ctx, orgID)
+	c, ok, err := s.store.Usage().CeilingOf(ctx, orgID)
 	if err != nil || !ok {
 		return platform.DefaultCeilingCents
 	}
@@ -277,7 +277,7 @@ func (s *Server) ceilingCents(ctx context.Context, orgID string) int64 {
 func (s *Server) checkCeiling(orgID string) {
 	ctx := context.Background()
 	month := platform.Month(s.cfg.Now())
-	u, err := s.db.Usage(ctx, "org:"+orgID, month)
+	u, err := s.store.Usage().Counters(ctx, "org:"+orgID, month)
 	if err != nil || u["ceiling_notified"] > 0 {
 		return
 	}
@@ -291,7 +291,7 @@ func (s *Server) checkCeiling(orgID string) {
 	default:
 		return
 	}
-	if err := s.db.AddUsage(ctx, []bolt.UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: marker, Quantity: 1}}); err != nil {
+	if err := s.store.Usage().Add(ctx, []storage.UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: marker, Quantity: 1}}); err != nil {
 		return
 	}
 	s.emit(ctx, platform.Tenant{Owner: orgID, Mode: platform.ModeLive}, typ, "/v1/usage", orgID,
@@ -417,7 +417,7 @@ func (s *Server) setCeiling(ctx context.Context, req *svcv1.SetCeilingRequest) (
 	}
 	now := s.cfg.Now().UTC()
 	before := s.ceilingCents(ctx, org)
-	if err := s.db.SetCeiling(ctx, org, bolt.Ceiling{Cents: req.GetCeilingCents(), UpdatedAt: now.Format(time.RFC3339)}); err != nil {
+	if err := s.store.Usage().SetCeiling(ctx, org, storage.Ceiling{Cents: req.GetCeilingCents(), UpdatedAt: now.Format(time.RFC3339)}); err != nil {
 		return nil, err
 	}
 	s.emit(ctx, platform.Tenant{Owner: org, Mode: platform.ModeLive}, evCeilingChanged, "/v1/usage", org,
@@ -457,11 +457,11 @@ func (s *Server) chargeExecution(ctx context.Context, p *svcv1.Plan, x *svcv1.Ex
 	qty := map[string]float64{platform.MeterExecutions: 1, platform.MeterDataTransferred: float64(moved) / 1e9,
 		platform.MeterDeveloperStorage: float64(preserved) / 1e9}
 	s.usage.flush()
-	before, err := s.db.Usage(ctx, "org:"+app.OrgID, month)
+	before, err := s.store.Usage().Counters(ctx, "org:"+app.OrgID, month)
 	if err != nil {
 		return nil, err
 	}
-	var deltas []bolt.UsageDelta
+	var deltas []storage.UsageDelta
 	after := map[string]float64{}
 	for k, v := range before {
 		after[k] = v
@@ -473,10 +473,10 @@ func (s *Server) chargeExecution(ctx context.Context, p *svcv1.Plan, x *svcv1.Ex
 		}
 		after[r.Meter] += q
 		for _, scope := range []string{"org:" + app.OrgID, "app:" + app.ID} {
-			deltas = append(deltas, bolt.UsageDelta{Scope: scope, Month: month, Meter: r.Meter, Quantity: q})
+			deltas = append(deltas, storage.UsageDelta{Scope: scope, Month: month, Meter: r.Meter, Quantity: q})
 		}
 	}
-	if _, err := s.db.AddUsageOnce(ctx, "execution:"+x.GetId(), deltas); err != nil {
+	if _, err := s.store.Usage().AddOnce(ctx, "execution:"+x.GetId(), deltas); err != nil {
 		return nil, err
 	}
 	b0, b1 := platform.RateMonth(month, before), platform.RateMonth(month, after)

@@ -8,6 +8,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/server"
+
 	"svc.dev/svc/storage/bolt"
 )
 
@@ -122,7 +123,7 @@ func TestCeilingEvents(t *testing.T) {
 		t.Fatalf("reached too early: %v", got)
 	}
 	month := platform.Month(e.clock.Now())
-	if err := e.srv.DB().AddUsage(context.Background(), []bolt.UsageDelta{{Scope: "org:" + e.creds.OrgID, Month: month,
+	if err := server.DBOf(e.srv).AddUsage(context.Background(), []bolt.UsageDelta{{Scope: "org:" + e.creds.OrgID, Month: month,
 		Meter: platform.MeterAPIOperations, Quantity: 40_000}}); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestUsageLogAcrossRestartsAndRotation(t *testing.T) {
 		return s
 	}
 	count := func(s *Server) float64 {
-		u, err := s.db.Usage(context.Background(), "org:org_x", "2026-11")
+		u, err := DBOf(s).Usage(context.Background(), "org:org_x", "2026-11")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestUsageLogAcrossRestartsAndRotation(t *testing.T) {
 	s.background.Wait()
 	s.vault.Close()
 	s.audit.close()
-	s.db.Close()
+	s.store.Close()
 	close(s.usage.stop)
 	<-s.usage.done
 	s.usage.log.Close()

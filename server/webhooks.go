@@ -18,7 +18,7 @@ const evWebhookDisabled = "svc.webhook.disabled"
 
 // newWebhooks starts the delivery engine on the server's store.
 func (s *Server) newWebhooks(ctx context.Context) (*webhook.Engine, error) {
-	return webhook.New(ctx, s.db.Webhooks(), webhook.Options{
+	return webhook.New(ctx, s.store.Webhooks(), webhook.Options{
 		Sealer: s.sealer,
 		Dev:    s.cfg.Dev,
 		Now:    s.cfg.Now,

@@ -17,6 +17,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/server"
+
 	"svc.dev/svc/storage/bolt"
 )
 
@@ -33,7 +34,7 @@ func TestGrantFilteredListsDoNotWedgeTheStore(t *testing.T) {
 	ctx := context.Background()
 	tenant := e.userTestTenant()
 	plans := e.putPlans(tenant, 20, nil)
-	executions := bolt.NewCollection(e.srv.DB(), "executions", func() *svcv1.Execution { return &svcv1.Execution{} })
+	executions := bolt.NewCollection(server.DBOf(e.srv), "executions", func() *svcv1.Execution { return &svcv1.Execution{} })
 	now := timestamppb.Now()
 	for i := range 200 {
 		x := &svcv1.Execution{Id: id.New("exe"), PlanId: plans[i%len(plans)], PlanHash: strings.Repeat("ab", 32), PrincipalId: tenant.Owner,
@@ -54,7 +55,7 @@ func TestGrantFilteredListsDoNotWedgeTheStore(t *testing.T) {
 					return
 				default:
 				}
-				if err := e.srv.DB().PutBlob(ctx, "wedge", fmt.Sprintf("%d-%d", w, i), value); err != nil {
+				if err := server.DBOf(e.srv).PutBlob(ctx, "wedge", fmt.Sprintf("%d-%d", w, i), value); err != nil {
 					t.Error(err)
 					return
 				}

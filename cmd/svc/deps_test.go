@@ -43,10 +43,6 @@ func listPackages(t *testing.T) map[string]pkg {
 
 const mod = "svc.dev/svc"
 
-// serverPending is the one exception left while issue 19 lands: the server still reaches the
-// bbolt engine for its records. It goes when the seam serves them.
-const serverPending = true
-
 // under reports whether dep is path or a package below it.
 func under(dep, path string) bool { return dep == path || strings.HasPrefix(dep, path+"/") }
 
@@ -81,7 +77,7 @@ func TestLayers(t *testing.T) {
 		t.Error("server: no such package")
 	} else {
 		for _, imp := range p.Imports {
-			if (under(imp, mod+"/storage/bolt") && !serverPending) || imp == "go.etcd.io/bbolt" {
+			if under(imp, mod+"/storage/bolt") || imp == "go.etcd.io/bbolt" {
 				t.Errorf("server imports %s", imp)
 			}
 		}
@@ -89,7 +85,7 @@ func TestLayers(t *testing.T) {
 	for path, p := range pkgs {
 		for _, imp := range p.Imports {
 			switch {
-			case imp == mod+"/storage/bolt" && path != mod && path != mod+"/cmd/svc" && !(serverPending && path == mod+"/server"):
+			case imp == mod+"/storage/bolt" && path != mod && path != mod+"/cmd/svc":
 				t.Errorf("%s imports the bbolt engine (only cmd and the default Open may)", path)
 			case imp == "go.etcd.io/bbolt" && path != mod+"/storage/bolt":
 				t.Errorf("%s imports bbolt (only storage/bolt may)", path)

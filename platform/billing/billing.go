@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"svc.dev/svc/id"
 )
 
 // ErrNotFound is returned by a Store that holds no such record.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = id.ErrNotFound
 
 // Processor is a payment processor's side of billing. Each call that creates something takes
 // an idempotency key: the same key must yield the same object, so that a call repeated after a

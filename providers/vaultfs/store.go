@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"svc.dev/svc/providers"
+
+	"svc.dev/svc/internal/atomicfile"
 )
 
 // Blob is a stored blob's metadata.
@@ -214,10 +216,7 @@ func (s *DirStore) Put(_ context.Context, r io.Reader, m PutMeta) (Blob, error) 
 	}
 	if _, err := os.Stat(s.metaPath(d)); errors.Is(err, fs.ErrNotExist) {
 		raw, _ := json.Marshal(meta{Name: m.Name, MIMEType: m.MIMEType, Kind: m.Kind, CreatedAt: time.Now().UTC().Truncate(time.Millisecond)})
-		if err := os.WriteFile(s.metaPath(d)+".tmp", raw, 0o600); err != nil {
-			return Blob{}, fmt.Errorf("vaultfs: %w", err)
-		}
-		if err := os.Rename(s.metaPath(d)+".tmp", s.metaPath(d)); err != nil {
+		if err := atomicfile.Write(s.metaPath(d), raw, 0o600); err != nil {
 			return Blob{}, fmt.Errorf("vaultfs: %w", err)
 		}
 	}
@@ -225,9 +224,8 @@ func (s *DirStore) Put(_ context.Context, r io.Reader, m PutMeta) (Blob, error) 
 		if err := os.Rename(tmp.Name(), s.blobPath(d)); err != nil {
 			return Blob{}, fmt.Errorf("vaultfs: %w", err)
 		}
-		if dir, err := os.Open(filepath.Dir(s.blobPath(d))); err == nil {
-			_ = dir.Sync()
-			dir.Close()
+		if err := atomicfile.SyncDir(filepath.Dir(s.blobPath(d))); err != nil {
+			return Blob{}, fmt.Errorf("vaultfs: %w", err)
 		}
 	}
 	return s.Stat(context.Background(), d)

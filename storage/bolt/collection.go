@@ -11,6 +11,8 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
+
+	"svc.dev/svc/storage"
 )
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
@@ -410,10 +412,7 @@ func (c *Collection[T]) apply(id string, data []byte, create func() (T, error), 
 }
 
 // Item is one resource of a PutMany.
-type Item[T proto.Message] struct {
-	Tenant, ID string
-	Value      T
-}
+type Item[T proto.Message] = storage.Item[T]
 
 // PutMany stores many resources in one transaction (one fsync).
 func (c *Collection[T]) PutMany(ctx context.Context, items []Item[T]) error {

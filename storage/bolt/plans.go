@@ -1,19 +1,15 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"slices"
 
-	"google.golang.org/protobuf/proto"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/storage"
-	"svc.dev/svc/wire"
 )
 
 // Plans keeps each plan as records written in one transaction: its header (the plan
@@ -90,10 +86,6 @@ func (ps *Plans) Fill(ctx context.Context, tenant string, p *svcv1.Plan) error {
 	}
 	return nil
 }
-
-// InlineObjects is how many objects, in all, a REST response of plans holds in memory and
-// encodes at once (about 1 MiB of JSON); pages and plans with more are streamed chunk by chunk.
-const InlineObjects = 5_000
 
 // FillSmall reads the objects of plan headers in one read transaction when they hold at most
 // limit objects in all, and reports whether it did; with more, it fills none of them.
@@ -249,52 +241,6 @@ func (ps *Plans) Update(ctx context.Context, tenant, id string, fn func(*svcv1.P
 	return err
 }
 
-// WritePlansJSON writes msg (a plan, or a list of plans) as the REST JSON the codec would
-// write for it with every plan's objects, streaming those from the store: msg's plans are
-// headers, and each header's empty "objects":[] is replaced by its objects, one chunk in
-// memory at a time. A plan stored whole is encoded as it is.
-func (ps *Plans) WritePlansJSON(ctx context.Context, w io.Writer, tenant string, msg proto.Message, plans []*svcv1.Plan) error {
-	body, err := wire.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	empty := []byte(`"objects":[]`)
-	var buf []byte
-	for _, p := range plans {
-		if len(p.Objects) > 0 {
-			continue // encoded whole: no "objects":[] of its own
-		}
-		i := bytes.Index(body, empty)
-		if i < 0 {
-			return fmt.Errorf("plan %s: no objects field in its JSON", p.PlanId)
-		}
-		if _, err := w.Write(body[:i+len(empty)-1]); err != nil {
-			return err
-		}
-		body = body[i+len(empty)-1:]
-		first := true
-		for objs, err := range ps.Objects(ctx, tenant, p.PlanId) {
-			if err != nil {
-				return err
-			}
-			buf = buf[:0]
-			for _, o := range objs {
-				if !first {
-					buf = append(buf, ',')
-				}
-				first = false
-				if buf, err = wire.Append(buf, o); err != nil {
-					return err
-				}
-			}
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-		}
-	}
-	_, err = w.Write(body)
-	return err
-}
 
 // Scan calls fn with each of the tenant's plan headers, oldest first, until it returns false.
 func (ps *Plans) Scan(ctx context.Context, tenant string, fn func(*svcv1.Plan) bool) error {

@@ -39,7 +39,10 @@ const (
 // Seam is the bbolt implementation of the embedding package's storage seam (storage.Store).
 // Its collections are the ones the hosted server reads, so both see the same records.
 type Seam struct {
+	platformDB
 	db         *DB
+	jobs       *Collection[*svcv1.Job]
+	audit      *Collection[*svcv1.AuditEntry]
 	plans      *Plans
 	executions *Collection[*svcv1.Execution]
 	sources    *Collection[*svcv1.Source]
@@ -54,7 +57,10 @@ var _ storage.Store = (*Seam)(nil)
 // NewSeam returns the seam over db; closing it does not close db.
 func NewSeam(db *DB) *Seam {
 	return &Seam{
+		platformDB: platformDB{db},
 		db:         db,
+		jobs:       NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
+		audit:      NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
 		plans:      NewPlans(db),
 		executions: NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
 		sources:    NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"svc.dev/svc/storage"
 )
 
 const (
@@ -16,10 +18,7 @@ const (
 
 // UsageDelta adds Quantity to a meter of a scope (an organization or an application) in a
 // month.
-type UsageDelta struct {
-	Scope, Month, Meter string
-	Quantity            float64
-}
+type UsageDelta = storage.UsageDelta
 
 func usageKey(scope, month, meter string) []byte { return []byte(scope + "|" + month + "|" + meter) }
 
@@ -74,10 +73,7 @@ func (db *DB) Usage(ctx context.Context, scope, month string) (map[string]float6
 }
 
 // Ceiling is an organization's spending ceiling record.
-type Ceiling struct {
-	Cents     int64  `json:"cents"`
-	UpdatedAt string `json:"updated_at"`
-}
+type Ceiling = storage.Ceiling
 
 // SetCeiling stores an organization's ceiling.
 func (db *DB) SetCeiling(ctx context.Context, orgID string, c Ceiling) error {
