@@ -7,7 +7,6 @@ import (
 	"iter"
 	"slices"
 
-
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/storage"
 )
@@ -240,7 +239,6 @@ func (ps *Plans) Update(ctx context.Context, tenant, id string, fn func(*svcv1.P
 	}
 	return err
 }
-
 
 // Scan calls fn with each of the tenant's plan headers, oldest first, until it returns false.
 func (ps *Plans) Scan(ctx context.Context, tenant string, fn func(*svcv1.Plan) bool) error {
