@@ -91,6 +91,7 @@ type Instance struct {
 // core is what every scope of an Instance shares.
 type core struct {
 	store     Store
+	hosted    storage.Hosted // the store's listable resources, when it keeps them (nil: not)
 	ownStore  bool
 	providers *providers.Registry
 	ownReg    bool
@@ -160,6 +161,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		}
 		c.ownStore = true
 	}
+	c.hosted, _ = c.store.(storage.Hosted)
 	c.changes = &changes{}
 	c.store = signalling{c.store, c.changes}
 	if c.keyring, err = OpenReceiptKeys(ctx, dir, c.store); err != nil {
@@ -316,8 +318,9 @@ func (c *core) close() error {
 
 // Scope is an Instance's methods for one tenant.
 type Scope struct {
-	c *core
-	t Tenant
+	c      *core
+	t      Tenant
+	access Access
 }
 
 // TenantOf is the tenant the scope acts for.

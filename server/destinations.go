@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"svc.dev/svc"
 	"svc.dev/svc/execute"
@@ -54,48 +53,12 @@ func (s *Server) createDestination(ctx context.Context, req *svcv1.CreateDestina
 			return nil, invalid("path_template", err.Error())
 		}
 	}
-	if err := c.sourceInGrant(req.GetSourceId()); err != nil {
-		return nil, err
-	}
-	return s.core.Tenant(c.Tenant).DestinationFromSource(ctx, req.GetSourceId(), svc.DestinationOptions{Label: req.GetLabel(),
+	return s.scope(c).DestinationFromSource(ctx, req.GetSourceId(), svc.DestinationOptions{Label: req.GetLabel(),
 		PathTemplate: req.GetPathTemplate(), MetadataMapping: req.GetMetadataMapping(), PermissionMapping: req.GetPermissionMapping()})
 }
 
-// reachesDestination reports whether the caller's grant reaches a destination: always,
-// unless a connection's grant names sources and the destination was made from another one.
-// Destinations without an origin source (trusted setup's) touch no source.
-func (s *Server) reachesDestination(ctx context.Context, c *Caller, dstID string) (bool, error) {
-	if c.Connection == nil || len(c.Connection.Grant.SourceIDs) == 0 {
-		return true, nil
-	}
-	origin, err := s.core.Tenant(c.Tenant).DestinationOrigin(ctx, dstID)
-	if err != nil || origin == "" {
-		return err == nil, err
-	}
-	return c.Connection.Grant.AllowsSource(origin), nil
-}
-
 func (s *Server) getDestination(ctx context.Context, req *svcv1.GetDestinationRequest) (*svcv1.Destination, error) {
-	return s.grantedDestination(ctx, callerFrom(ctx), req.GetId())
-}
-
-// grantedDestination reads a destination of the caller's tenant that the caller's grant
-// reaches (403 otherwise): for reading it, and for every request that would write to it (an
-// export or migration plan, a restore), so that a grant limited to some sources never writes
-// into a destination made from another.
-func (s *Server) grantedDestination(ctx context.Context, c *Caller, dstID string) (*svcv1.Destination, error) {
-	d, err := s.core.Tenant(c.Tenant).Destination(ctx, dstID)
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.reachesDestination(ctx, c, d.DestinationId)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include the source of destination "+d.DestinationId+".")
-	}
-	return d, nil
+	return s.scope(callerFrom(ctx)).Destination(ctx, req.GetId())
 }
 
 func (s *Server) listDestinations(ctx context.Context, req *svcv1.ListDestinationsRequest) (*svcv1.ListDestinationsResponse, error) {
@@ -103,29 +66,7 @@ func (s *Server) listDestinations(ctx context.Context, req *svcv1.ListDestinatio
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
-	// Under a grant limited to sources, decide which destinations it reaches before listing:
-	// the store's filter runs inside its read transaction, which must not open another.
-	hidden := map[string]bool{}
-	if c.Connection != nil && len(c.Connection.Grant.SourceIDs) > 0 {
-		var ids []string
-		if err := s.destinations.Scan(ctx, c.Tenant.String(), func(d *svcv1.Destination) bool {
-			ids = append(ids, d.DestinationId)
-			return true
-		}); err != nil {
-			return nil, err
-		}
-		for _, did := range ids {
-			ok, err := s.reachesDestination(ctx, c, did)
-			if err != nil {
-				return nil, err
-			}
-			hidden[did] = !ok
-		}
-	}
-	page, err := s.destinations.List(ctx, c.Tenant.String(), after, limit, func(d *svcv1.Destination) bool {
-		return !hidden[d.DestinationId]
-	})
+	page, err := s.scope(callerFrom(ctx)).ListDestinations(ctx, after, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -232,17 +232,19 @@ func exportResources[T proto.Message](ctx context.Context, x *exporter, c storag
 // it: streamed from the store twice (planStore), once to measure it (an archive entry's size
 // comes first) and once into the archive, so a plan of any size costs one chunk of memory.
 func (x *exporter) plans(ctx context.Context, tenant, dir string) error {
-	ps := x.s.plans
+	chunks := func(ctx context.Context, planID string) iter.Seq2[[]*svcv1.PlanObject, error] {
+		return x.s.plans.Objects(ctx, tenant, planID)
+	}
 	for h, err := range x.s.planHeaders.All(ctx, tenant, nil) {
 		if err != nil {
 			return err
 		}
 		var size countingWriter
-		if err := writePlansJSON(ctx, ps, &size, tenant, h, []*svcv1.Plan{h}); err != nil {
+		if err := writePlansJSON(ctx, chunks, &size, h, []*svcv1.Plan{h}); err != nil {
 			return fmt.Errorf("export plan %s: %w", h.PlanId, err)
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(writePlansJSON(ctx, ps, pw, tenant, h, []*svcv1.Plan{h})) }()
+		go func() { pw.CloseWithError(writePlansJSON(ctx, chunks, pw, h, []*svcv1.Plan{h})) }()
 		err := x.aw.Add(dir+"/"+archive.CleanName(h.PlanId)+".json", int64(size), pr)
 		pr.CloseWithError(io.ErrClosedPipe) // ends the writer if Add stopped early
 		if err != nil {

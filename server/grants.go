@@ -1,33 +1,23 @@
 package server
 
 import (
-	"net/http"
 	"slices"
 
-	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc"
+
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
 )
 
-// grantReaches reports whether a connection's grant covers every source a resource touches.
-func (c *Caller) grantReaches(markers []*svcv1.SourceMarker) bool {
-	if c.Connection == nil {
-		return true
+// scope is the layer's scope for a request: the caller's tenant, who they are and what their
+// key and connection grant them. The scope decides every authorization on the resources a
+// call names; handlers check none themselves.
+func (s *Server) scope(c *Caller) *svc.Scope {
+	a := svc.Access{Actor: c.Actor(), Grant: c.grant()}
+	if c.Connection != nil {
+		a.Sources = c.Connection.Grant.SourceIDs
 	}
-	for _, m := range markers {
-		if !c.Connection.Grant.AllowsSource(m.GetSourceId()) {
-			return false
-		}
-	}
-	return true
-}
-
-// sourceInGrant answers 403 for a source outside a connection's grant.
-func (c *Caller) sourceInGrant(id string) error {
-	if c.Connection != nil && !c.Connection.Grant.AllowsSource(id) {
-		return newProblem(http.StatusForbidden, codeForbidden, "The connection's grant does not include source "+id+".")
-	}
-	return nil
+	return s.core.Tenant(c.Tenant).As(a)
 }
 
 // grant is what the caller may do: everything for the user themself; for a key, its scopes,

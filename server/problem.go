@@ -116,6 +116,8 @@ func domainProblem(e *svc.Error) *problem {
 		return newProblem(http.StatusConflict, codePlanStale, e.Detail)
 	case svc.CodeActionDenied:
 		return newProblem(http.StatusForbidden, codeActionDenied, e.Detail)
+	case svc.CodeForbidden:
+		return newProblem(http.StatusForbidden, codeForbidden, e.Detail)
 	case svc.CodeStepUpRequired:
 		p := newProblem(http.StatusForbidden, codeStepUpRequired, e.Detail)
 		for _, a := range e.Approvals {

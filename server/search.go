@@ -35,18 +35,12 @@ func (s *Server) searchVault(ctx context.Context, req *svcv1.SearchVaultRequest)
 	if req.To != nil {
 		q.To = req.GetTo().AsTime()
 	}
-	if c.Connection != nil && len(c.Connection.Grant.SourceIDs) > 0 {
-		q.Sources = c.Connection.Grant.SourceIDs
-	}
-	res, err := s.core.Tenant(c.Tenant).SearchVault(ctx, q)
+	res, err := s.scope(c).SearchVault(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	out := &svcv1.SearchVaultResponse{Data: []*svcv1.SearchHit{}}
 	for _, h := range res.Hits {
-		if c.vaultObjectVisible(h.Object) != nil {
-			continue
-		}
 		hit := &svcv1.SearchHit{VaultObject: h.Object.Proto(), Score: h.Score, Matched: h.Matched}
 		if h.Snippet != "" {
 			hit.Snippet = &h.Snippet

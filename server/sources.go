@@ -19,12 +19,7 @@ func (s *Server) ConnectSource(ctx context.Context, tenant platform.Tenant, spec
 }
 
 func (s *Server) getSource(ctx context.Context, req *svcv1.GetSourceRequest) (*svcv1.Source, error) {
-	c := callerFrom(ctx)
-	src, err := s.core.Tenant(c.Tenant).Source(ctx, req.GetId())
-	if err != nil {
-		return nil, err
-	}
-	return src, c.sourceInGrant(src.Id)
+	return s.scope(callerFrom(ctx)).Source(ctx, req.GetId())
 }
 
 func (s *Server) listSources(ctx context.Context, req *svcv1.ListSourcesRequest) (*svcv1.ListSourcesResponse, error) {
@@ -32,11 +27,7 @@ func (s *Server) listSources(ctx context.Context, req *svcv1.ListSourcesRequest)
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
-	page, err := s.sources.List(ctx, c.Tenant.String(), after, limit, func(src *svcv1.Source) bool {
-		return (req.Status == nil || src.GetStatus() == req.GetStatus()) &&
-			(req.Provider == nil || src.GetProvider() == req.GetProvider()) && c.sourceInGrant(src.Id) == nil
-	})
+	page, err := s.scope(callerFrom(ctx)).ListSources(ctx, svc.SourceFilter{Status: req.Status, Provider: req.Provider}, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -46,15 +37,5 @@ func (s *Server) listSources(ctx context.Context, req *svcv1.ListSourcesRequest)
 // updateSourcePolicy replaces a source's policy (spec #21). A policy without a version gets
 // the next revision number.
 func (s *Server) updateSourcePolicy(ctx context.Context, req *svcv1.UpdateSourcePolicyRequest) (*svcv1.Source, error) {
-	c := callerFrom(ctx)
-	t := s.core.Tenant(c.Tenant)
-	// Another tenant's source is not found, whatever the grant; the tenant's own outside the
-	// grant is refused.
-	if _, err := t.Source(ctx, req.GetId()); err != nil {
-		return nil, err
-	}
-	if err := c.sourceInGrant(req.GetId()); err != nil {
-		return nil, err
-	}
-	return t.UpdateSourcePolicy(ctx, req.GetId(), req.GetPolicy())
+	return s.scope(callerFrom(ctx)).UpdateSourcePolicy(ctx, req.GetId(), req.GetPolicy())
 }

@@ -15,20 +15,10 @@ import (
 // executed like any other.
 func (s *Server) restoreReceipt(ctx context.Context, req *svcv1.RestoreReceiptRequest) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
-	r, err := s.getReceipt(ctx, &svcv1.GetReceiptRequest{Id: req.GetId()}) // 404, and 403 outside the grant
-	if err != nil {
-		return nil, err
-	}
-	c.RawJSON = nil // the answer is the plan, not the receipt
-	opts := svc.RestoreOptions{Actor: c.Actor(), Grant: c.grant()}
-	if req.DestinationId != nil {
-		// A destination outside the connection's grant is refused, as for every write.
-		if opts.Destination, err = s.grantedDestination(ctx, c, req.GetDestinationId()); err != nil {
-			return nil, err
-		}
-	}
+	opts := svc.RestoreOptions{DestinationID: req.GetDestinationId()}
+	var err error
 	if opts.Billing, err = s.planBilling(ctx, c); err != nil {
 		return nil, err
 	}
-	return s.core.Tenant(c.Tenant).UndoReceipt(ctx, r.GetReceiptId(), &opts)
+	return s.scope(c).UndoReceipt(ctx, req.GetId(), &opts)
 }

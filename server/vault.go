@@ -19,25 +19,12 @@ import (
 // maxConnectContent bounds vault content returned whole over Connect; REST streams any size.
 const maxConnectContent = 64 << 20
 
-// vaultObjectVisible answers 403 for an object from a source outside a connection's grant.
-func (c *Caller) vaultObjectVisible(o vault.Object) error {
-	if o.SourceID != "" {
-		return c.sourceInGrant(o.SourceID)
-	}
-	return nil
-}
-
 func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjectsRequest) (*svcv1.ListVaultObjectsResponse, error) {
 	after, limit, binding, err := s.pageStart(ctx, svcv1connect.VaultServiceListVaultObjectsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
-	objs, more, err := s.vault.List(ctx, c.Tenant.String(), after, limit, func(o vault.Object) bool {
-		p := o.Proto()
-		return (req.SourceId == nil || o.SourceID == req.GetSourceId()) && (req.State == nil || p.GetState() == req.GetState()) &&
-			c.vaultObjectVisible(o) == nil
-	})
+	objs, more, err := s.scope(callerFrom(ctx)).ListVaultObjects(ctx, svc.VaultFilter{SourceID: req.SourceId, State: req.State}, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -51,17 +38,8 @@ func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjec
 	return out, nil
 }
 
-func (s *Server) vaultObject(ctx context.Context, id string) (vault.Object, error) {
-	c := callerFrom(ctx)
-	o, err := s.core.Tenant(c.Tenant).VaultObject(ctx, id)
-	if err != nil {
-		return vault.Object{}, err
-	}
-	return o, c.vaultObjectVisible(o)
-}
-
 func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*svcv1.VaultObject, error) {
-	o, err := s.vaultObject(ctx, req.GetId())
+	o, err := s.scope(callerFrom(ctx)).VaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -71,10 +49,7 @@ func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRe
 // getVaultObjectContent opens the verified content; the REST writer streams it.
 func (s *Server) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*httpbody.HttpBody, error) {
 	c := callerFrom(ctx)
-	if _, err := s.vaultObject(ctx, req.GetId()); err != nil {
-		return nil, err
-	}
-	rc, o, err := s.core.Tenant(c.Tenant).OpenVaultObject(ctx, req.GetId())
+	rc, o, err := s.scope(c).OpenVaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +102,8 @@ func readWhole(rc io.ReadCloser) ([]byte, error) {
 // export costs constant memory; Connect and gRPC clients get the message built in memory.
 func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRequest) (*svcv1.ManifestBundle, error) {
 	c := callerFrom(ctx)
-	t := s.core.Tenant(c.Tenant)
-	keep := func(m *svcv1.Manifest) bool { return c.sourceInGrant(m.GetSource().GetSourceRef()) == nil }
+	t := s.scope(c)
+	var keep func(*svcv1.Manifest) bool // every manifest the scope reaches
 	if !c.REST {
 		ms, err := t.Manifests(ctx, keep)
 		if err != nil {
@@ -156,31 +131,10 @@ func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRe
 // is authorized and executed like any other (svc.Scope.RestoreObject builds it).
 func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVaultObjectRequest) (*svcv1.Plan, error) {
 	c := callerFrom(ctx)
-	o, err := s.vaultObject(ctx, req.GetId())
-	if err != nil {
-		return nil, err
-	}
-	if o.SourceID == "" || o.AssetID == "" {
-		return nil, invalid("id", "the vault object has no original source to restore to")
-	}
-	t := s.core.Tenant(c.Tenant)
-	if _, err := t.Manifest(ctx, o.AssetID); err != nil {
-		return nil, err
-	}
-	opts := svc.RestoreOptions{Actor: c.Actor(), Grant: c.grant()}
-	if req.DestinationId != nil {
-		if opts.Destination, err = s.grantedDestination(ctx, c, req.GetDestinationId()); err != nil {
-			return nil, err
-		}
-	}
-	if req.Path != nil {
-		if err := svc.CheckRestorePath(req.GetPath()); err != nil {
-			return nil, err
-		}
-		opts.Path = req.GetPath()
-	}
+	opts := svc.RestoreOptions{DestinationID: req.GetDestinationId(), Path: req.GetPath(), PathSet: req.Path != nil}
+	var err error
 	if opts.Billing, err = s.planBilling(ctx, c); err != nil {
 		return nil, err
 	}
-	return t.RestoreObject(ctx, o, opts)
+	return s.scope(c).RestoreVaultObject(ctx, req.GetId(), &opts)
 }
