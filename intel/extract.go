@@ -137,7 +137,7 @@ var (
 	reFinal       = regexp.MustCompile(`(?i)\b(amount (due|paid|charged|billed)|total (due|paid|charged)|balance due|grand total|invoice total|we('ve| have)? charged|charged to|has been charged|was charged|you paid)\b`)
 	rePlanLine    = regexp.MustCompile(`(?i)\b(plan|subscription|membership|tier|license|edition)\b`)
 	rePlanName    = regexp.MustCompile(`(?:(?i:plan|tier|edition|package)\s*[:\-–]\s*|(?i:your|the|on the|to the|to)\s+)([A-Z][A-Za-z0-9+]*(?:\s[A-Z0-9][A-Za-z0-9+]*){0,2})(?:\s+(?i:plan|tier|subscription|membership|edition))?`)
-	reSeats       = regexp.MustCompile(`(?i)\b(\d{1,5})\s*(?:x\s*)?(?:active |paid |billable )?(seats?|users?|licen[cs]es?|members?|editors?|agents?)\b`)
+	reSeats       = regexp.MustCompile(`(?i)\b(\d{1,5})\s*(?:x\s*)?(?:active |paid |billable )?(seats?|users?|licen[cs]es?|members?|editors?|agents?)\b|\b((?:seats?|users?|licen[cs]es?)\s*(?:\(|:|-|–)?\s*)(\d{1,5})\b`)
 	reSeatsAdded  = regexp.MustCompile(`(?i)\b((new )?(seats?|users?|licen[cs]es?|members?) (were|was|have been|has been) (automatically )?(added|provisioned|billed)|added (\d+ )?(new )?(seats?|users?|licen[cs]es?|members?)|(seat|user|licen[cs]e) count (increased|went up|grew|changed))\b`)
 	reUsage       = regexp.MustCompile(`(?i)\b(?:used|usage|consumed|you('ve| have) used|total usage)[^\n\d]{0,25}([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|seats|compute hours|vcpu-hours|events|rows|executions)\b`)
 	reAllowance   = regexp.MustCompile(`(?i)(?:\b([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|compute hours|vcpu-hours|events|rows|executions)\s*(?:included|allowance|are included|free|per month included)|\b(?:includes?|included|allowance( of)?|of)\s+([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|compute hours|vcpu-hours|events|rows|executions)\s*(?:included|allowance|per month|a month|each month)?)`)
@@ -146,6 +146,7 @@ var (
 	reAfterTrial  = regexp.MustCompile(`(?i)\b(after (the|your) (free )?trial|when (the|your) (free )?trial ends|at the end of (the|your) (free )?trial|once (the|your) (free )?trial ends|trial (ends|converts)|you('ll| will) (then )?be (charged|billed)|will (automatically )?(be charged|renew|convert|start billing)|then)\b`)
 	reServicePer  = regexp.MustCompile(`(?i)\b(period|service (from|dates?)|billing (period|cycle)|coverage|for the (month|week|year|quarter) of|from .* (to|through|until|-))`)
 	reEndWord     = regexp.MustCompile(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`)
+	reScam        = regexp.MustCompile(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`)
 	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
 	reActivity    = regexp.MustCompile(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`)
@@ -222,7 +223,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		return nil // a conversation, not a notice
 	}
 	text := subject + "\n" + body
-	if reBank.MatchString(text) || reSplit.MatchString(text) {
+	if reBank.MatchString(text) || reSplit.MatchString(text) || reScam.MatchString(text) {
 		return nil
 	}
 	key, service, domain := serviceOf(from, dom, d.ReplyTo)
@@ -235,7 +236,8 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	trialNotice := reTrialNotice.MatchString(text)
 	cancelled := reCancel.MatchString(text)
 	promo := rePromo.MatchString(text)
-	if !hasMoney && !trialStart && !trialNotice && !cancelled {
+	notice := reAutoUpgrade.MatchString(text) || reSelfChange.MatchString(text) || reSeatsAdded.MatchString(text) || reCreditsOut.MatchString(text)
+	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
 		if !promo && !strings.Contains(strings.ToLower(text), "unsubscribe") && reActivity.MatchString(text) {
 			o.Activity = true
 			return o
@@ -287,14 +289,20 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 			*o.Total = -*o.Total
 		}
 	}
-	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.Marketing && o.OldPrice == nil && o.TeaserPrice == nil &&
-		o.CreditGrant == nil && !o.CreditsOut && !o.AutoUpgrade && !o.SeatsAdded && o.CreditRemaining == nil {
+	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.Marketing && !o.billingNotice() {
 		if reActivity.MatchString(text) && !promo {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}
 		return nil
 	}
 	return o
+}
+
+// billingNotice reports whether a message that is not a bill still says something about
+// billing: a price change, a teaser, credits, a plan change, seats.
+func (o *Observation) billingNotice() bool {
+	return o.OldPrice != nil || o.NewPrice != nil || o.TeaserPrice != nil || o.CreditGrant != nil || o.CreditsOut ||
+		!o.CreditExpiry.IsZero() || o.CreditRemaining != nil || o.AutoUpgrade || o.SelfChange || o.SeatsAdded
 }
 
 // line reads the facts of one line.
@@ -328,7 +336,11 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		o.excerpt("seats", line)
 	}
 	if m := reSeats.FindStringSubmatch(line); m != nil && (len(am) > 0 || strings.Contains(low, "seat") || strings.Contains(low, "licen")) {
-		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 && n > o.Seats {
+		k := m[1]
+		if k == "" {
+			k = m[4]
+		}
+		if n, err := strconv.Atoi(k); err == nil && n > 0 && n > o.Seats {
 			o.Seats = n
 			o.excerpt("seats", line)
 			for _, a := range am {

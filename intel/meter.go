@@ -462,7 +462,21 @@ func variable(cs []*Observation) bool {
 		d := float64(*c.Total) - mean
 		sq += d * d
 	}
-	return math.Sqrt(sq/float64(len(cs)))/mean >= VariableMinCV
+	if math.Sqrt(sq/float64(len(cs)))/mean < VariableMinCV {
+		return false
+	}
+	// A bill that swings goes both up and down; one that steps (a plan change, growth) does not.
+	ups, downs := 0, 0
+	for i := 1; i < len(cs); i++ {
+		d := float64(*cs[i].Total - *cs[i-1].Total)
+		switch {
+		case d >= 0.1*mean:
+			ups++
+		case d <= -0.1*mean:
+			downs++
+		}
+	}
+	return ups > 0 && downs > 0
 }
 
 func minMax(cs []*Observation) (int64, int64) {

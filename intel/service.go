@@ -99,6 +99,9 @@ func displayName(n string) string {
 			}
 		}
 	}
+	if len(n) > 4 && strings.EqualFold(n[:4], "the ") {
+		n = strings.TrimSpace(n[4:])
+	}
 	if i := strings.IndexAny(n, "|:("); i > 0 {
 		n = strings.TrimSpace(n[:i])
 	}

@@ -228,6 +228,9 @@ func (d *document) entity(e *message.Entity, err error, path []int, depth int) {
 		kind := TextPlain
 		if t == "text/html" {
 			kind = TextHTML
+			// Table cells end without a space in html2text's output ("Total$5.00") and rows
+			// without a line break: a cell boundary is a word boundary, a row is a line.
+			s = cellEnds.Replace(s)
 			s = html2text.HTML2TextWithOptions(s, html2text.WithUnixLineBreaks())
 		}
 		d.add(TextPart{Kind: kind, Text: lines(s)})
@@ -320,6 +323,8 @@ func (d *document) forwarded(body io.Reader, path []int, depth int) (*Message, s
 	}
 	return im, b.String()
 }
+
+var cellEnds = strings.NewReplacer("</td>", " </td>", "</TD>", " </TD>", "</th>", " </th>", "</TH>", " </TH>", "</tr>", "</tr><br>", "</TR>", "</TR><br>")
 
 // add keeps a part, within the text budget.
 func (d *document) add(p TextPart) {

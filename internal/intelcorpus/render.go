@@ -39,7 +39,7 @@ func textPart(subtype, text, charset, cte string) part {
 		w := quotedprintable.NewWriter(&b)
 		w.Write([]byte(raw))
 		w.Close()
-		p.body = b.String()
+		p.body = strings.ReplaceAll(b.String(), "\r\n", "\n")
 	case "base64":
 		p.body = wrap64([]byte(raw))
 	default:
@@ -76,7 +76,7 @@ func render(h []field, body part, crlf bool) []byte {
 	}
 	b.WriteString("MIME-Version: 1.0\n")
 	writePart(&b, body, true)
-	out := b.Bytes()
+	out := bytes.ReplaceAll(b.Bytes(), []byte("\r\n"), []byte("\n"))
 	if crlf {
 		out = bytes.ReplaceAll(out, []byte("\n"), []byte("\r\n"))
 	}
