@@ -147,6 +147,7 @@ var (
 	reServicePer  = regexp.MustCompile(`(?i)\b(period|service (from|dates?)|billing (period|cycle)|coverage|for the (month|week|year|quarter) of|from .* (to|through|until|-))`)
 	reEndWord     = regexp.MustCompile(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`)
 	reScam        = regexp.MustCompile(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`)
+	reValidUntil  = regexp.MustCompile(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`)
 	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
 	reActivity    = regexp.MustCompile(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`)
@@ -226,7 +227,11 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if reBank.MatchString(text) || reSplit.MatchString(text) || reScam.MatchString(text) {
 		return nil
 	}
-	key, service, domain := serviceOf(from, dom, d.ReplyTo)
+	replyTo := d.ReplyTo
+	if len(d.Forwarded) > 0 && forwarded {
+		replyTo = d.Forwarded[0].ReplyTo
+	}
+	key, service, domain := serviceOf(from, dom, replyTo)
 	o := &Observation{Ref: msgRef(d.Message, ref), SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain}
 	o.Unsubscribe = unsubscribeOf(d.Message, o.Ref, body)
 
@@ -415,10 +420,16 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 	}
 	// Credits.
-	if reCreditGrant.MatchString(line) && len(am) > 0 && !strings.Contains(low, "applied") {
+	if reCreditGrant.MatchString(line) && len(am) > 0 && am[0].cents > 0 && !(o.Charge && strings.Contains(low, "applied")) {
 		if o.CreditGrant == nil && am[0].cents > 0 {
 			o.CreditGrant = ptr(am[0].cents)
 			o.excerpt("credit_grant", line)
+		}
+	}
+	if strings.Contains(low, "credit") && reValidUntil.MatchString(line) {
+		if ds := findDates(line, date); len(ds) > 0 {
+			o.CreditExpiry = ds[len(ds)-1].t
+			o.excerpt("credit_expiry", line)
 		}
 	}
 	if reCreditLeft.MatchString(line) && len(am) > 0 {
@@ -445,7 +456,9 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 	// Announced price changes: "from $10.00 to $12.00", "new price $12.00 (was $10.00)".
 	if len(am) >= 2 && (rePriceChange.MatchString(line) || rePriceDrop.MatchString(line)) && !reTeaser.MatchString(line) {
 		old, nw := am[0].cents, am[1].cents
-		if strings.Contains(low[am[0].end:am[1].start], "was") || strings.Contains(low[am[0].end:am[1].start], "instead of") || strings.Contains(low[am[0].end:am[1].start], "previously") {
+		if between := low[am[0].end:am[1].start]; strings.Contains(between, "was") || strings.Contains(between, "instead of") ||
+			strings.Contains(between, "previously") || strings.Contains(between, "currently") || strings.Contains(between, "current price") ||
+			strings.Contains(between, "down from") || strings.Contains(between, "up from") {
 			old, nw = nw, old
 		}
 		if old != nw && old > 0 && nw > 0 {

@@ -19,7 +19,8 @@ const (
 	VariableMinCV = 0.20
 	// VariableMinBills is how many bills a variable-bill decision needs.
 	VariableMinBills = 3
-	// SeatGrowthMin is the smallest rise in seats (relative) that is seat growth.
+	// SeatGrowthMin is the smallest rise in seats (relative) that is seat growth when the seats
+	// rose once; two rises are growth whatever their size.
 	SeatGrowthMin = 0.15
 )
 
@@ -65,7 +66,7 @@ func meterOf(s *service, namespace string, asOf time.Time) (Meter, bool) {
 			}
 		}
 	}
-	if len(charges) == 0 || recurring == 0 && (oneOff == len(charges) || len(charges) < 2) {
+	if len(charges) == 0 || recurring == 0 && (oneOff == len(charges) || !regular(charges)) {
 		return Meter{}, false
 	}
 	// Only the recurring charges make up the meter's periods when there are both.
@@ -235,6 +236,25 @@ func billingPeriod(charges, all []*Observation) BillingPeriod {
 	if usage > 0 && usage*2 >= len(charges) && basePrice(charges) == nil {
 		return Usage
 	}
+	if best == "" && usage == 0 {
+		// The bills do not say: what the service's other mail says of its price (a trial's
+		// "then $9.99 a month", a renewal reminder), when it says one thing.
+		for _, o := range all {
+			if o.Marketing {
+				continue
+			}
+			for _, p := range []BillingPeriod{o.TrialCadence, o.Period} {
+				if p != "" && p != Usage {
+					votes[p]++
+				}
+			}
+		}
+		for _, p := range []BillingPeriod{Monthly, Annual, Weekly, Quarterly} {
+			if votes[p] > n {
+				best, n = p, votes[p]
+			}
+		}
+	}
 	if best == "" {
 		if usage > 0 {
 			return Usage
@@ -334,6 +354,24 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 			return t
 		}
 	}
+	// 3b. free_credit_exhaustion seen in bills alone: credits paid most of two or more bills.
+	var coveredBills []*Observation
+	for _, c := range charges {
+		if c.Credits != nil && *c.Credits > 0 && *c.Credits*10 >= (*c.Credits+max(*c.Total, 0))*9 {
+			coveredBills = append(coveredBills, c)
+		}
+	}
+	if len(coveredBills) >= 2 {
+		lc := coveredBills[len(coveredBills)-1]
+		t := trap{kind: FreeCreditExhaustion, confidence: 0.78 + support, evidence: []*Observation{lc}, keys: []string{"credits"}}
+		t.driver = fmt.Sprintf("credits paid %d bills", len(coveredBills))
+		gross := *lc.Credits + max(*lc.Total, 0)
+		if gross > cur {
+			t.projected, t.threshold = ptr(gross), ptr(gross)
+			t.derived = fmt.Sprintf("without credits the last covered period would have cost %s", money(gross))
+		}
+		return t
+	}
 	// 4. renewal_jump, announced: a price rise the service announced (not one the user chose).
 	for _, o := range notices {
 		if o.NewPrice != nil && !o.PriceDrop && !o.SelfChange && (o.OldPrice == nil || *o.NewPrice > *o.OldPrice) {
@@ -368,18 +406,21 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		}
 	}
 	// 6. seat_growth: more seats bill after bill, or seats added by the service.
-	first, lastSeats := 0, 0
+	first, lastSeats, rises := 0, 0, 0
 	var seatObs []*Observation
 	for _, o := range charges {
 		if o.Seats > 0 {
 			if first == 0 {
 				first = o.Seats
 			}
+			if lastSeats > 0 && o.Seats > lastSeats {
+				rises++
+			}
 			lastSeats = o.Seats
 			seatObs = append(seatObs, o)
 		}
 	}
-	if first > 0 && lastSeats > first && float64(lastSeats-first)/float64(first) >= SeatGrowthMin && !selfChange {
+	if first > 0 && lastSeats > first && (float64(lastSeats-first)/float64(first) >= SeatGrowthMin || rises >= 2) && !selfChange {
 		t := trap{kind: SeatGrowth, confidence: 0.86 + support, evidence: []*Observation{seatObs[len(seatObs)-1], seatObs[0]}, keys: []string{"seats"}}
 		t.driver = fmt.Sprintf("seats grew from %d to %d", first, lastSeats)
 		if sp := seatObs[len(seatObs)-1].SeatPrice; sp != nil && len(seatObs) >= 2 {
@@ -432,6 +473,20 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 	}
 	conf := 0.7 + math.Min(0.2, 0.05*n)
 	return trap{kind: NoTrap, confidence: conf}
+}
+
+// regular reports whether bills with no word of a subscription still recur: three or more,
+// spaced by a billing period.
+func regular(cs []*Observation) bool {
+	if len(cs) < 3 {
+		return false
+	}
+	var gaps []float64
+	for i := 1; i < len(cs); i++ {
+		gaps = append(gaps, cs[i].Date.Sub(cs[i-1].Date).Hours()/24)
+	}
+	slices.Sort(gaps)
+	return periodOfSpan(int(math.Round(gaps[len(gaps)/2]))) != ""
 }
 
 // prevCharge is the bill before the last.

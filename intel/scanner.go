@@ -186,7 +186,10 @@ func (s *Scanner) keys() []string {
 func (s *Scanner) Result(asOf time.Time) Result {
 	res := Result{AsOf: asOf.UTC(), Meters: []Meter{}, Trials: []Trial{}}
 	for _, k := range s.keys() {
-		sv := s.services[k]
+		sv := s.merged(k)
+		if sv == nil {
+			continue
+		}
 		sv.activity = s.activity[k]
 		m, ok := meterOf(sv, s.opt.Namespace, asOf)
 		if ok {
@@ -203,6 +206,34 @@ func (s *Scanner) Result(asOf time.Time) Result {
 	slices.SortStableFunc(res.Meters, func(a, b Meter) int { return strings.Compare(strings.ToLower(a.Service), strings.ToLower(b.Service)) })
 	slices.SortStableFunc(res.Trials, func(a, b Trial) int { return strings.Compare(strings.ToLower(a.Service), strings.ToLower(b.Service)) })
 	return res
+}
+
+// merged returns the service of a key with the observations of the same service known only by
+// its name (mail through a payment processor without a Reply-To, a forward of it) folded in;
+// nil for a name-only service that was folded into one with a domain.
+func (s *Scanner) merged(k string) *service {
+	sv := s.services[k]
+	if strings.HasPrefix(k, "name:") {
+		for _, o := range s.services {
+			if o.domain != "" && strings.EqualFold(o.name, sv.name) {
+				return nil
+			}
+		}
+		return sv
+	}
+	var extra []*Observation
+	for _, o := range s.services {
+		if o.domain == "" && strings.EqualFold(o.name, sv.name) && o != sv {
+			extra = append(extra, o.obs...)
+		}
+	}
+	if len(extra) == 0 {
+		return sv
+	}
+	m := *sv
+	m.obs = append(slices.Clone(sv.obs), extra...)
+	slices.SortStableFunc(m.obs, func(a, b *Observation) int { return a.Date.Compare(b.Date) })
+	return &m
 }
 
 // ScanPath scans every message under a path (an mbox, a Maildir, a folder of .eml files, one

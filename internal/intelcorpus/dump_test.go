@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"svc.dev/svc/intel"
 	"testing"
@@ -16,10 +17,14 @@ import (
 // TestDump prints the text of a service's messages (INTEL_DUMP=name), for reading misses.
 func TestDump(t *testing.T) {
 	name := os.Getenv("INTEL_DUMP")
+	seed, _ := strconv.ParseUint(os.Getenv("INTEL_SEED"), 10, 64)
+	if seed == 0 {
+		seed = 1
+	}
 	if name == "" {
 		t.Skip("INTEL_DUMP not set")
 	}
-	c := intelcorpus.Generate(1, 230, 3000, asOf)
+	c := intelcorpus.Generate(seed, 230, 3000, asOf)
 	var key string
 	for _, s := range c.Services {
 		if s.Name == name {

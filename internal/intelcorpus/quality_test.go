@@ -3,6 +3,7 @@ package intelcorpus_test
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,7 +24,11 @@ func scan(c *intelcorpus.Corpus) intel.Result {
 // The quality targets of issue 23 on a corpus of 230 services in heavy noise: trap precision
 // at least 0.95 and recall at least 0.90, exact cents at least 0.95.
 func TestQuality(t *testing.T) {
-	c := intelcorpus.Generate(1, 230, 3000, asOf)
+	seed := uint64(7) // seed 1 is the one read while writing the rules; this one was not
+	if v := os.Getenv("INTEL_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	c := intelcorpus.Generate(seed, 230, 3000, asOf)
 	r := intelcorpus.Evaluate(c, scan(c))
 	if testing.Verbose() || os.Getenv("INTEL_REPORT") != "" {
 		r.Print(os.Stdout)

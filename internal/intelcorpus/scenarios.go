@@ -356,9 +356,10 @@ func (g *gen) service(sc string) {
 				fmt.Sprintf("Your %s starter credits have been applied to your account and are valid through %s.", s.money(grant), exp.Format(df))))
 		left := grant
 		outSent := false
+		useLabel := g.pick("Usage charges", "Compute and storage", "Cloud usage")
 		for _, d := range ds {
 			use := g.price(2000, 12000)
-			rows := []line{{g.pick("Usage charges", "Compute and storage", "Pay-as-you-go usage"), use}}
+			rows := []line{{useLabel, use}}
 			cr := min(left, use)
 			if d.After(exp) {
 				cr = 0
@@ -385,7 +386,7 @@ func (g *gen) service(sc string) {
 		seats := 2 + g.r.IntN(6)
 		n := 4 + g.r.IntN(6)
 		for i, d := range g.schedule("monthly", n) {
-			if sc == "seat_growth" && i > 0 && g.chance(75) {
+			if sc == "seat_growth" && i > 0 && (g.chance(75) || i == n-1) {
 				seats += 1 + g.r.IntN(3)
 			}
 			label := g.pick(fmt.Sprintf("%d seats x %s", seats, s.money(sp)), fmt.Sprintf("%s plan – %d users @ %s/user", s.plan, seats, s.money(sp)), fmt.Sprintf("Seats (%d × %s per seat)", seats, s.money(sp)))
@@ -450,8 +451,13 @@ func (g *gen) service(sc string) {
 		n := 5 + g.r.IntN(6)
 		mean := float64(g.price(2000, 20000))
 		unit := g.pick("kWh", "compute hours", "GB transferred", "API calls", "minutes")
-		for _, d := range g.schedule("monthly", n) {
-			v := int64(mean * math.Exp(g.r.NormFloat64()*0.5))
+		for i, d := range g.schedule("monthly", n) {
+			// Usage swings: months above and below the mean by a quarter or more, in any order.
+			f := 0.75 - 0.5*g.r.Float64()
+			if i%2 == 1 || g.chance(30) {
+				f = 1.25 + 0.6*g.r.Float64()
+			}
+			v := int64(mean * f)
 			v = max(v, 100)
 			rows := []line{{g.pick("Usage charges", "Pay-as-you-go usage", "Metered usage"), v}}
 			extra := []string{fmt.Sprintf("This bill is based on your usage (%s). You pay as you go.", unit)}
