@@ -110,65 +110,70 @@ func cut(s string, n int) string {
 }
 
 var (
-	reCharge      = regexp.MustCompile(`(?i)\b(receipts?|invoices?|payment (received|confirmation|confirmed|successful|processed)|thanks? (you )?for your (payment|purchase|order)|amount (paid|charged|due|billed)|we('ve| have)? (successfully )?(charged|billed)|has been (charged|billed|renewed)|(was|were) (charged|billed)|your (bill|statement) (is ready|for)|billing (summary|statement)|renewal (confirmation|receipt)|subscription (renewed|renewal|receipt)|total (charged|due|paid)|payment of|charged to your|credit note|refund(ed)?)\b`)
-	reRecurring   = regexp.MustCompile(`(?i)\b(subscriptions?|renews?|renewal|renewed|auto-?renew\w*|recurring|monthly|yearly|annual(ly)?|quarterly|weekly|per (month|year|week|quarter)|/ ?(mo|month|yr|year|wk|week)\b|membership|billing (period|cycle|date)|next (billing|payment|charge|invoice)|plan)\b`)
-	reOrder       = regexp.MustCompile(`(?i)\b(order (confirmation|confirmed|number|no\.?|#)|your order|has shipped|shipment|tracking (number|#)|out for delivery|estimated delivery|ship(ping)? to|items? ordered|booking (confirmation|reference)|e-ticket|itinerary|one-time (purchase|payment)|gift card)\b`)
-	reBank        = regexp.MustCompile(`(?i)\b(statement balance|minimum payment( due)?|available (balance|credit)|transaction alert|account ending in|direct deposit|(checking|savings) account|your card (ending in \d{4} )?was used|purchase (of|for) [^.\n]{0,20} at |wire transfer|overdraft|credit limit|new transaction)\b`)
-	reSplit       = regexp.MustCompile(`(?i)\b(you owe|owes you|split (the|this|it|costs?)|your share|settle up|paid you|sent you|requested [^.\n]{0,12}from you|splitwise|venmo|reimburse( me)?|chip in|pay me back|iou)\b`)
-	rePromo       = regexp.MustCompile(`(?i)\b(upgrade (now|today|and save)|limited[- ]time|\d+% off|save (up to )?\d+%|special offer|exclusive (offer|deal)|don'?t miss|act now|last chance|start your (free )?trial|try [^.\n]{0,30} (free|for \$)|claim your|unlock|get (\d+ months? )?(free|for \$)|deal|sale ends|promo code|coupon|sign up (now|today)|only \$[\d.]+ ?/ ?mo)\b`)
-	reTrialStart  = regexp.MustCompile(`(?i)(\b(your|the) (free |\d+[- ]day (free )?)?trial (has (officially )?(started|begun)|is (now )?(active|live|underway)|starts (today|now)|begins (today|now)|period (has )?(started|begun))|welcome to your (free |\d+[- ]day (free )?)?trial|(thanks|thank you) for (starting|trying|signing up for) (a |your |the )?(free |\d+[- ]day )*trial|you('ve| have) (started|activated|begun) (a |your |the )?(free |\d+[- ]day )*trial|trial (activated|confirmed))`)
-	reTrialNotice = regexp.MustCompile(`(?i)\b(trial (ends|will end|expires|will expire|is ending|ending soon|is about to end|period ends|runs (until|through))|(days?|hours?) left (in|on) your (free )?trial|(end|expiry) of your (free )?trial|your trial (has )?(ended|expired)|after your (free )?trial)\b`)
-	reCancel      = regexp.MustCompile(`(?i)(\b(your|the) (subscription|membership|plan|trial|account|free trial)( to [^.\n]{1,30})? (has been|is now|was|is) (cancel+ed|terminated|ended|canceled)|we('ve| have) (cancel+ed|ended) your (subscription|membership|trial|plan)|you('ve| have) (successfully )?cancel+ed|cancel+ation (confirmed|confirmation|is complete)|sorry to see you go|won'?t be (charged|billed) (again|anymore|any more))`)
-	reAutoUpgrade = regexp.MustCompile(`(?i)(automatically (upgraded|moved|switched|changed|bumped)|we('ve| have) (upgraded|moved|switched|bumped) (you|your (account|plan|workspace|subscription|team))|(plan|account|workspace|subscription) (has been|was) (automatically )?(upgraded|moved up|bumped)|upgraded [^.\n]{0,40}because (you|your [a-z]+) (exceeded|went over|reached|outgrew|passed)|moved (you )?to (the |a )?(higher|next|larger) (tier|plan))`)
-	reSelfChange  = regexp.MustCompile(`(?i)(\byou('ve| have)? (upgraded|switched|changed|moved|downgraded|chose|selected|picked)\b|thanks for upgrading|thank you for upgrading|as you requested|at your request|your (requested|chosen|new) plan (is|has been) (active|confirmed)|plan change (request )?(confirmed|confirmation))`)
-	rePriceChange = regexp.MustCompile(`(?i)\b(price (change|increase|update|adjustment)|(new|updated|higher) (price|pricing|rate)|prices? (will )?(go(es|ing)? up|increas|rise|rising|chang)|(increase|raise|raising|update|updating|change|changing|adjust|adjusting)[a-z]* (the |our |your )?(price|pricing|rate|subscription fee)|will (now )?(cost|be)|renew(s|al)? at|going forward)`)
-	rePriceDrop   = regexp.MustCompile(`(?i)\b(price (decrease|drop|reduction|cut)|(lower|reduced|reducing|cheaper) (price|pricing|rate)|prices? (will )?(go(es|ing)? down|decreas|drop|fall)|(lowering|reducing|cutting|decreasing) (the |our |your )?(price|pricing|rate))`)
-	reTeaser      = regexp.MustCompile(`(?i)\b(introductory|intro (price|rate|offer|period)|promotional (price|rate|period|pricing)|promo (price|rate|period)|first (\d+|one|two|three|six|twelve) (months?|weeks?|years?)|for your first (month|year|\d+ months?)|first[- ](month|year) (price|discount|offer)|discounted (rate|price|period)|special (introductory )?rate)\b`)
-	reTeaserThen  = regexp.MustCompile(`(?i)\b(then|after (that|which|this|the promotion|your (promo|promotion|introductory|intro|discount))|thereafter|regular(ly)? (price|rate)?|standard (price|rate)|normal (price|rate)|full price|reverts? to|renews at|goes up to|returns to)\b`)
-	reCreditGrant = regexp.MustCompile(`(?i)(\b(free|promotional|promo|welcome|trial|starter|bonus|sign-?up|startup|launch) credits?\b|\bcredits? (have been |has been |were |was )?(added|granted|applied to your account|issued)|\bin (free )?credits\b|\bcredits? (grant|balance)\b)`)
-	reCreditLeft  = regexp.MustCompile(`(?i)\b(credits? (remaining|left|balance)|remaining (credits?|credit balance|balance of credits)|credit balance( is| of)?)\b`)
-	reCreditsOut  = regexp.MustCompile(`(?i)\b(credits? (have |has )?(run out|been (used up|exhausted|depleted|fully used|consumed))|(used up|exhausted|depleted|run out of) (all )?(your |the )?(free |promotional )?credits?|no (free |promotional )?credits? (remaining|left)|credits? (expired|have expired|will expire|expire|expiring)|out of credits)\b`)
-	reOverage     = regexp.MustCompile(`(?i)\b(overages?|over (your|the) (plan|limit|allowance|included|quota|cap)|beyond (your |the )?(included|plan|allowance|quota)|above (your |the )?(included|allowance|plan)|additional usage|excess (usage|data)|extra usage|exceeded|out-of-plan|over-limit)\b`)
-	reFee         = regexp.MustCompile(`(?i)\b((fuel |energy |regulatory |regulatory recovery |cost recovery |peak |holiday |delivery |card |credit card |payment |processing |service |platform |convenience |handling |administrative |admin |compliance |network access |infrastructure |booking |transaction |paper bill |late )(fee|surcharge|charge)|surcharge)\b`)
-	reTax         = regexp.MustCompile(`(?i)\b(tax(es)?|vat|gst|hst|pst|mwst|iva|tva|sales tax)\b`)
-	reSubtotal    = regexp.MustCompile(`(?i)\b(sub-?total|net amount|amount before tax|total before tax)\b`)
-	reCreditLine  = regexp.MustCompile(`(?i)\b(credits?|discount|promo|coupon|adjustment)\b`)
-	reTotal       = regexp.MustCompile(`(?i)\b(total|amount (due|paid|charged|billed)|balance due|charged|billed|paid|payment|you (will )?pay|to pay|invoice amount)\b`)
-	reFinal       = regexp.MustCompile(`(?i)\b(amount (due|paid|charged|billed)|total (due|paid|charged)|balance due|grand total|invoice total|we('ve| have)? charged|charged to|has been charged|was charged|you paid)\b`)
-	rePlanLine    = regexp.MustCompile(`(?i)\b(plan|subscription|membership|tier|license|edition)\b`)
+	reCharge      = mk(`(?i)\b(receipts?|invoices?|payment (received|confirmation|confirmed|successful|processed)|thanks? (you )?for your (payment|purchase|order)|amount (paid|charged|due|billed)|we('ve| have)? (successfully )?(charged|billed)|has been (charged|billed|renewed)|(was|were) (charged|billed)|your (bill|statement) (is ready|for)|billing (summary|statement)|renewal (confirmation|receipt)|subscription (renewed|renewal|receipt)|total (charged|due|paid)|payment of|charged to your|credit note|refund(ed)?)\b`, "receipt", "invoice", "payment", "amount", "charg", "bill", "renew", "total", "refund", "credit note", "purchase", "order", "paid")
+	reRecurring   = mk(`(?i)\b(subscriptions?|renews?|renewal|renewed|auto-?renew\w*|recurring|monthly|yearly|annual(ly)?|quarterly|weekly|per (month|year|week|quarter)|/ ?(mo|month|yr|year|wk|week)\b|membership|billing (period|cycle|date)|next (billing|payment|charge|invoice)|plan)\b`, "subscri", "renew", "recurring", "month", "year", "annual", "quarter", "week", "/mo", "/ mo", "/yr", "/ yr", "/wk", "/ wk", "membership", "billing", "next ", "plan")
+	reOrder       = mk(`(?i)\b(order (confirmation|confirmed|number|no\.?|#)|your order|has shipped|shipment|tracking (number|#)|out for delivery|estimated delivery|ship(ping)? to|items? ordered|booking (confirmation|reference)|e-ticket|itinerary|one-time (purchase|payment)|gift card)\b`, "order", "ship", "tracking", "delivery", "booking", "ticket", "itinerary", "one-time", "gift card", "items")
+	reBank        = mk(`(?i)\b(statement balance|minimum payment( due)?|available (balance|credit)|transaction alert|account ending in|direct deposit|(checking|savings) account|your card (ending in \d{4} )?was used|purchase (of|for) [^.\n]{0,20} at |wire transfer|overdraft|credit limit|new transaction)\b`, "statement balance", "minimum payment", "available", "transaction", "account ending", "direct deposit", "checking", "savings", "card", "purchase", "wire transfer", "overdraft", "credit limit")
+	reSplit       = mk(`(?i)\b(you owe|owes you|split (the|this|it|costs?)|your share|settle up|paid you|sent you|requested [^.\n]{0,12}from you|splitwise|venmo|reimburse( me)?|chip in|pay me back|iou)\b`, "owe", "split", "share", "settle", "paid you", "sent you", "requested", "splitwise", "venmo", "reimburse", "chip in", "pay me back", "iou")
+	rePromo       = mk(`(?i)\b(upgrade (now|today|and save)|limited[- ]time|\d+% off|save (up to )?\d+%|special offer|exclusive (offer|deal)|don'?t miss|act now|last chance|start your (free )?trial|try [^.\n]{0,30} (free|for \$)|claim your|unlock|get (\d+ months? )?(free|for \$)|deal|sale ends|promo code|coupon|sign up (now|today)|only \$[\d.]+ ?/ ?mo)\b`, "upgrade", "limited", "% off", "save", "offer", "exclusive", "miss", "act now", "last chance", "trial", "try ", "claim", "unlock", "get ", "deal", "sale", "promo code", "coupon", "sign up", "only ")
+	reTrialStart  = mk(`(?i)(\b(your|the) (free |\d+[- ]day (free )?)?trial (has (officially )?(started|begun)|is (now )?(active|live|underway)|starts (today|now)|begins (today|now)|period (has )?(started|begun))|welcome to your (free |\d+[- ]day (free )?)?trial|(thanks|thank you) for (starting|trying|signing up for) (a |your |the )?(free |\d+[- ]day )*trial|you('ve| have) (started|activated|begun) (a |your |the )?(free |\d+[- ]day )*trial|trial (activated|confirmed))`, "trial")
+	reTrialNotice = mk(`(?i)\b(trial (ends|will end|expires|will expire|is ending|ending soon|is about to end|period ends|runs (until|through))|(days?|hours?) left (in|on) your (free )?trial|(end|expiry) of your (free )?trial|your trial (has )?(ended|expired)|after your (free )?trial)\b`, "trial")
+	reCancel      = mk(`(?i)(\b(your|the) (subscription|membership|plan|trial|account|free trial)( to [^.\n]{1,30})? (has been|is now|was|is) (cancel+ed|terminated|ended|canceled)|we('ve| have) (cancel+ed|ended) your (subscription|membership|trial|plan)|you('ve| have) (successfully )?cancel+ed|cancel+ation (confirmed|confirmation|is complete)|sorry to see you go|won'?t be (charged|billed) (again|anymore|any more))`, "cancel", "terminated", "ended", "sorry to see", "be charged", "be billed")
+	reAutoUpgrade = mk(`(?i)(automatically (upgraded|moved|switched|changed|bumped)|we('ve| have) (upgraded|moved|switched|bumped) (you|your (account|plan|workspace|subscription|team))|(plan|account|workspace|subscription) (has been|was) (automatically )?(upgraded|moved up|bumped)|upgraded [^.\n]{0,40}because (you|your [a-z]+) (exceeded|went over|reached|outgrew|passed)|moved (you )?to (the |a )?(higher|next|larger) (tier|plan))`, "upgrad", "moved", "switched", "bumped", "changed", "higher", "next tier", "larger")
+	reSelfChange  = mk(`(?i)(\byou('ve| have)? (upgraded|switched|changed|moved|downgraded|chose|selected|picked)\b|thanks for upgrading|thank you for upgrading|as you requested|at your request|your (requested|chosen|new) plan (is|has been) (active|confirmed)|plan change (request )?(confirmed|confirmation))`, "you've", "you have", "you upgraded", "you switched", "you changed", "you moved", "you downgraded", "you chose", "you selected", "you picked", "thanks for upgrading", "thank you for upgrading", "as you requested", "at your request", "requested plan", "chosen plan", "new plan", "plan change")
+	rePriceChange = mk(`(?i)\b(price (change|increase|update|adjustment)|(new|updated|higher) (price|pricing|rate)|prices? (will )?(go(es|ing)? up|increas|rise|rising|chang)|(increase|raise|raising|update|updating|change|changing|adjust|adjusting)[a-z]* (the |our |your )?(price|pricing|rate|subscription fee)|will (now )?(cost|be)|renew(s|al)? at|going forward)`, "price", "pricing", "rate", "cost", "will be", "renew", "going forward", "fee")
+	rePriceDrop   = mk(`(?i)\b(price (decrease|drop|reduction|cut)|(lower|reduced|reducing|cheaper) (price|pricing|rate)|prices? (will )?(go(es|ing)? down|decreas|drop|fall)|(lowering|reducing|cutting|decreasing) (the |our |your )?(price|pricing|rate))`, "price", "pricing", "rate")
+	reTeaser      = mk(`(?i)\b(introductory|intro (price|rate|offer|period)|promotional (price|rate|period|pricing)|promo (price|rate|period)|first (\d+|one|two|three|six|twelve) (months?|weeks?|years?)|for your first (month|year|\d+ months?)|first[- ](month|year) (price|discount|offer)|discounted (rate|price|period)|special (introductory )?rate)\b`, "intro", "promo", "first", "discount", "special")
+	reTeaserThen  = mk(`(?i)\b(then|after (that|which|this|the promotion|your (promo|promotion|introductory|intro|discount))|thereafter|regular(ly)? (price|rate)?|standard (price|rate)|normal (price|rate)|full price|reverts? to|renews at|goes up to|returns to)\b`, "then", "after", "thereafter", "regular", "standard", "normal", "full price", "revert", "renews at", "goes up", "returns to")
+	reCreditGrant = mk(`(?i)(\b(free|promotional|promo|welcome|trial|starter|bonus|sign-?up|startup|launch) credits?\b|\bcredits? (have been |has been |were |was )?(added|granted|applied to your account|issued)|\bin (free )?credits\b|\bcredits? (grant|balance)\b)`, "credit")
+	reCreditLeft  = mk(`(?i)\b(credits? (remaining|left|balance)|remaining (credits?|credit balance|balance of credits)|credit balance( is| of)?)\b`, "credit")
+	reCreditsOut  = mk(`(?i)\b(credits? (have |has )?(run out|been (used up|exhausted|depleted|fully used|consumed))|(used up|exhausted|depleted|run out of) (all )?(your |the )?(free |promotional )?credits?|no (free |promotional )?credits? (remaining|left)|credits? (expired|have expired|will expire|expire|expiring)|out of credits)\b`, "credit")
+	reOverage     = mk(`(?i)\b(overages?|over (your|the) (plan|limit|allowance|included|quota|cap)|beyond (your |the )?(included|plan|allowance|quota)|above (your |the )?(included|allowance|plan)|additional usage|excess (usage|data)|extra usage|exceeded|out-of-plan|over-limit)\b`, "overage", "over ", "beyond", "above", "additional", "excess", "extra", "exceeded", "out-of-plan", "over-limit")
+	reFee         = mk(`(?i)\b((fuel |energy |regulatory |regulatory recovery |cost recovery |peak |holiday |delivery |card |credit card |payment |processing |service |platform |convenience |handling |administrative |admin |compliance |network access |infrastructure |booking |transaction |paper bill |late )(fee|surcharge|charge)|surcharge)\b`, "fee", "surcharge", "charge")
+	reTax         = mk(`(?i)\b(tax(es)?|vat|gst|hst|pst|mwst|iva|tva|sales tax)\b`, "tax", "vat", "gst", "hst", "pst", "mwst", "iva", "tva")
+	reSubtotal    = mk(`(?i)\b(sub-?total|net amount|amount before tax|total before tax)\b`, "sub", "net amount", "before tax")
+	reCreditLine  = mk(`(?i)\b(credits?|discount|promo|coupon|adjustment)\b`, "credit", "discount", "promo", "coupon", "adjustment")
+	reTotal       = mk(`(?i)\b(total|amount (due|paid|charged|billed)|balance due|charged|billed|paid|payment|you (will )?pay|to pay|invoice amount)\b`, "total", "amount", "balance", "charged", "billed", "paid", "payment", "pay")
+	reFinal       = mk(`(?i)\b(amount (due|paid|charged|billed)|total (due|paid|charged)|balance due|grand total|invoice total|we('ve| have)? charged|charged to|has been charged|was charged|you paid)\b`, "amount", "total", "balance", "charged", "paid")
+	rePlanLine    = mk(`(?i)\b(plan|subscription|membership|tier|license|edition)\b`, "plan", "subscription", "membership", "tier", "license", "edition")
 	rePlanName    = regexp.MustCompile(`(?:(?i:plan|tier|edition|package)\s*[:\-–]\s*|(?i:your|the|on the|to the|to)\s+)([A-Z][A-Za-z0-9+]*(?:\s[A-Z0-9][A-Za-z0-9+]*){0,2})(?:\s+(?i:plan|tier|subscription|membership|edition))?`)
 	reSeats       = regexp.MustCompile(`(?i)\b(\d{1,5})\s*(?:x\s*)?(?:active |paid |billable )?(seats?|users?|licen[cs]es?|members?|editors?|agents?)\b|\b((?:seats?|users?|licen[cs]es?)\s*(?:\(|:|-|–)?\s*)(\d{1,5})\b`)
-	reSeatsAdded  = regexp.MustCompile(`(?i)\b((new )?(seats?|users?|licen[cs]es?|members?) (were|was|have been|has been) (automatically )?(added|provisioned|billed)|added (\d+ )?(new )?(seats?|users?|licen[cs]es?|members?)|(seat|user|licen[cs]e) count (increased|went up|grew|changed))\b`)
+	reSeatsAdded  = mk(`(?i)\b((new )?(seats?|users?|licen[cs]es?|members?) (were|was|have been|has been) (automatically )?(added|provisioned|billed)|added (\d+ )?(new )?(seats?|users?|licen[cs]es?|members?)|(seat|user|licen[cs]e) count (increased|went up|grew|changed))\b`, "seat", "user", "licen", "member")
 	reUsage       = regexp.MustCompile(`(?i)\b(?:used|usage|consumed|you('ve| have) used|total usage)[^\n\d]{0,25}([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|seats|compute hours|vcpu-hours|events|rows|executions)\b`)
 	reAllowance   = regexp.MustCompile(`(?i)(?:\b([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|compute hours|vcpu-hours|events|rows|executions)\s*(?:included|allowance|are included|free|per month included)|\b(?:includes?|included|allowance( of)?|of)\s+([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|compute hours|vcpu-hours|events|rows|executions)\s*(?:included|allowance|per month|a month|each month)?)`)
 	reRate        = regexp.MustCompile(`(?i)(\$|€|£|USD ?|EUR ?)\s?(\d+(?:[.,]\d+)?)\s*(?:/|per|each|an?)\s*(?:additional |extra )?(\d[\d,]*\s*)?(gb|tb|mb|gib|hour|hr|minute|min|request|call|api call|message|email|sms|text|token|build|credit|unit|compute hour|vcpu-hour|event|row|execution|seat|user|license|member)s?\b`)
-	reTrialDays   = regexp.MustCompile(`(?i)\b(\d{1,3})[- ](day|week|month)s?[- ](free[- ])?trial\b|\btrial (period )?of (\d{1,3}) (day|week|month)s?\b`)
-	reAfterTrial  = regexp.MustCompile(`(?i)\b(after (the|your) (free )?trial|when (the|your) (free )?trial ends|at the end of (the|your) (free )?trial|once (the|your) (free )?trial ends|trial (ends|converts)|you('ll| will) (then )?be (charged|billed)|will (automatically )?(be charged|renew|convert|start billing)|then)\b`)
-	reServicePer  = regexp.MustCompile(`(?i)\b(period|service (from|dates?)|billing (period|cycle)|coverage|for the (month|week|year|quarter) of|from .* (to|through|until|-))`)
-	reEndWord     = regexp.MustCompile(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`)
-	reScam        = regexp.MustCompile(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`)
-	reValidUntil  = regexp.MustCompile(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`)
-	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
+	reTrialDays   = mk(`(?i)\b(\d{1,3})[- ](day|week|month)s?[- ](free[- ])?trial\b|\btrial (period )?of (\d{1,3}) (day|week|month)s?\b`, "trial")
+	reAfterTrial  = mk(`(?i)\b(after (the|your) (free )?trial|when (the|your) (free )?trial ends|at the end of (the|your) (free )?trial|once (the|your) (free )?trial ends|trial (ends|converts)|you('ll| will) (then )?be (charged|billed)|will (automatically )?(be charged|renew|convert|start billing)|then)\b`, "trial", "charged", "billed", "renew", "convert", "then", "start billing")
+	reServicePer  = mk(`(?i)\b(period|service (from|dates?)|billing (period|cycle)|coverage|for the (month|week|year|quarter) of|from .* (to|through|until|-))`, "period", "service", "billing", "coverage", "for the", "from")
+	reEndWord     = mk(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`, "end", "expir", "until", "through", "on", "by", "effective", "start", "from", "begin", "as of")
+	reScam        = mk(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`, "confirm your", "verify your", "click here", "congratulations", "selected", "chosen", "winner", "miracle", "shipping", "risk", "100% free", "act now", "urgent")
+	reValidUntil  = mk(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`, "valid", "good", "expir", "use ")
+	reForwarded   = mk(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`, "forwarded", "original message")
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
-	reActivity    = regexp.MustCompile(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`)
+	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
 )
 
 // periodWords are the phrases that name a billing period, strongest first.
 var periodWords = []struct {
-	re *regexp.Regexp
-	p  BillingPeriod
+	re   *regexp.Regexp
+	p    BillingPeriod
+	keys []string
 }{
-	{regexp.MustCompile(`(?i)(\bper week\b|/ ?(wk|week)\b|\bweekly\b|\bevery week\b|\beach week\b|\ba week\b)`), Weekly},
-	{regexp.MustCompile(`(?i)(\bquarterly\b|\bper quarter\b|/ ?(qtr|quarter)\b|\bevery (3|three) months\b|\beach quarter\b)`), Quarterly},
-	{regexp.MustCompile(`(?i)(\bper year\b|/ ?(yr|year)\b|\bannual(ly)?\b|\byearly\b|\bevery year\b|\beach year\b|\ba year\b|\b12[- ]month (plan|subscription|term)\b)`), Annual},
-	{regexp.MustCompile(`(?i)(\bper month\b|/ ?(mo|month)\b|\bmonthly\b|\bevery month\b|\beach month\b|\ba month\b|\bmonth-to-month\b)`), Monthly},
-	{regexp.MustCompile(`(?i)(\bpay[- ]as[- ]you[- ]go\b|\busage[- ]based\b|\bmetered (billing|usage)\b|\bbilled (on|by) usage\b)`), Usage},
+	{regexp.MustCompile(`(?i)(\bper week\b|/ ?(wk|week)\b|\bweekly\b|\bevery week\b|\beach week\b|\ba week\b)`), Weekly, []string{"week", "wk"}},
+	{regexp.MustCompile(`(?i)(\bquarterly\b|\bper quarter\b|/ ?(qtr|quarter)\b|\bevery (3|three) months\b|\beach quarter\b)`), Quarterly, []string{"quarter", "qtr", "months"}},
+	{regexp.MustCompile(`(?i)(\bper year\b|/ ?(yr|year)\b|\bannual(ly)?\b|\byearly\b|\bevery year\b|\beach year\b|\ba year\b|\b12[- ]month (plan|subscription|term)\b)`), Annual, []string{"year", "yr", "annual", "12"}},
+	{regexp.MustCompile(`(?i)(\bper month\b|/ ?(mo|month)\b|\bmonthly\b|\bevery month\b|\beach month\b|\ba month\b|\bmonth-to-month\b)`), Monthly, []string{"month", "mo"}},
+	{regexp.MustCompile(`(?i)(\bpay[- ]as[- ]you[- ]go\b|\busage[- ]based\b|\bmetered (billing|usage)\b|\bbilled (on|by) usage\b)`), Usage, []string{"pay", "usage", "metered"}},
 }
 
 // periodIn returns the billing period a text names, or "".
 func periodIn(s string) BillingPeriod {
 	best, pos := BillingPeriod(""), len(s)+1
+	low := strings.ToLower(s)
 	for _, w := range periodWords {
+		if !containsAny(low, w.keys) {
+			continue
+		}
 		if loc := w.re.FindStringIndex(s); loc != nil && loc[0] < pos {
 			best, pos = w.p, loc[0]
 		}
@@ -207,7 +212,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 			date = d.Forwarded[0].Date
 		}
 		subject = d.Forwarded[0].Subject
-	} else if loc := reForwarded.FindStringIndex(body); loc != nil {
+	} else if loc := forwardMark(body); loc != nil {
 		if f, dt, s, ok := inlineForward(body[loc[1]:], date); ok {
 			from, date, subject, forwarded = f, dt, s, true
 			body = body[loc[1]:]
@@ -224,7 +229,8 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		return nil // a conversation, not a notice
 	}
 	text := subject + "\n" + body
-	if reBank.MatchString(text) || reSplit.MatchString(text) || reScam.MatchString(text) {
+	ltext := strings.ToLower(text)
+	if reBank.in(text, ltext) || reSplit.in(text, ltext) || reScam.in(text, ltext) {
 		return nil
 	}
 	replyTo := d.ReplyTo
@@ -233,28 +239,27 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	key, service, domain := serviceOf(from, dom, replyTo)
 	o := &Observation{Ref: msgRef(d.Message, ref), SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain}
-	o.Unsubscribe = unsubscribeOf(d.Message, o.Ref, body)
 
 	hasMoney := hasMoneyHint(text)
-	charge := reCharge.MatchString(text)
-	trialStart := reTrialStart.MatchString(text)
-	trialNotice := reTrialNotice.MatchString(text)
-	cancelled := reCancel.MatchString(text)
-	promo := rePromo.MatchString(text)
-	notice := reAutoUpgrade.MatchString(text) || reSelfChange.MatchString(text) || reSeatsAdded.MatchString(text) || reCreditsOut.MatchString(text)
+	charge := reCharge.in(text, ltext)
+	trialStart := reTrialStart.in(text, ltext)
+	trialNotice := reTrialNotice.in(text, ltext)
+	cancelled := reCancel.in(text, ltext)
+	promo := rePromo.in(text, ltext)
+	notice := reAutoUpgrade.in(text, ltext) || reSelfChange.in(text, ltext) || reSeatsAdded.in(text, ltext) || reCreditsOut.in(text, ltext)
 	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		if !promo && !strings.Contains(strings.ToLower(text), "unsubscribe") && reActivity.MatchString(text) {
+		if !promo && !strings.Contains(strings.ToLower(text), "unsubscribe") && reActivity.in(text, ltext) {
 			o.Activity = true
 			return o
 		}
-		if promo || !reActivity.MatchString(text) {
+		if promo || !reActivity.in(text, ltext) {
 			return nil
 		}
 		o.Activity = true
 		return o
 	}
-	o.Recurring = reRecurring.MatchString(text)
-	o.OneTime = reOrder.MatchString(text) && !o.Recurring
+	o.Recurring = reRecurring.in(text, ltext)
+	o.OneTime = reOrder.in(text, ltext) && !o.Recurring
 	o.Cancelled = cancelled
 	o.TrialStart = trialStart
 	o.TrialNotice = trialNotice || trialStart
@@ -295,13 +300,44 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 	}
 	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.Marketing && !o.billingNotice() {
-		if reActivity.MatchString(text) && !promo {
+		if reActivity.in(text, ltext) && !promo {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}
 		return nil
 	}
+	o.Unsubscribe = unsubscribeOf(d.Message, o.Ref, body)
 	return o
 }
+
+// kre is a regular expression with the literal words (lowercase) one of which every match
+// contains: a text without any of them is not searched. Most mail is not billing, and Go's
+// case-folding expressions are the scan's main cost.
+type kre struct {
+	*regexp.Regexp
+	keys []string
+}
+
+func mk(expr string, keys ...string) kre { return kre{regexp.MustCompile(expr), keys} }
+
+// in reports whether s (whose lowercase is low) matches.
+func (k kre) in(s, low string) bool {
+	if !containsAny(low, k.keys) {
+		return false
+	}
+	return k.MatchString(s)
+}
+
+func containsAny(low string, keys []string) bool {
+	for _, w := range keys {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordFacts are the words of the facts a line can state without a digit.
+var wordFacts = []string{"upgrad", "moved", "switched", "changed", "bumped", "seat", "user", "licen", "member", "credit", "trial", "plan", "tier", "total", "amount", "subtotal", "due"}
 
 // billingNotice reports whether a message that is not a bill still says something about
 // billing: a price change, a teaser, credits, a plan change, seats.
@@ -313,6 +349,9 @@ func (o *Observation) billingNotice() bool {
 // line reads the facts of one line.
 func (o *Observation) line(line string, all []string, i int, date time.Time) {
 	low := strings.ToLower(line)
+	if !strings.ContainsAny(line, "0123456789") && !containsAny(low, wordFacts) {
+		return // no sum, date or count, and none of the words of a fact without one
+	}
 	am := findMoney(line)
 	// A label alone on its line with its amount on the next ("Total" / "$12.00"), as HTML tables
 	// become text.
@@ -328,19 +367,19 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 			o.Currency = a.currency
 		}
 	}
-	if reAutoUpgrade.MatchString(line) && !reSelfChange.MatchString(line) {
+	if reAutoUpgrade.in(line, low) && !reSelfChange.in(line, low) {
 		o.AutoUpgrade = true
 		o.excerpt("auto_upgrade", line)
 	}
-	if reSelfChange.MatchString(line) && rePlanLine.MatchString(line) {
+	if reSelfChange.in(line, low) && rePlanLine.in(line, low) {
 		o.SelfChange = true
 		o.excerpt("self_change", line)
 	}
-	if reSeatsAdded.MatchString(line) {
+	if reSeatsAdded.in(line, low) {
 		o.SeatsAdded = true
 		o.excerpt("seats", line)
 	}
-	if m := reSeats.FindStringSubmatch(line); m != nil && (len(am) > 0 || strings.Contains(low, "seat") || strings.Contains(low, "licen")) {
+	if m := seatsIn(line, low); m != nil && (len(am) > 0 || strings.Contains(low, "seat") || strings.Contains(low, "licen")) {
 		k := m[1]
 		if k == "" {
 			k = m[4]
@@ -356,12 +395,12 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 			}
 		}
 	}
-	if m := reUsage.FindStringSubmatch(line); m != nil && o.Usage == "" {
+	if m := findIn(reUsage, line, low, "use", "usage", "consumed"); m != nil && o.Usage == "" {
 		o.Usage = m[2] + " " + strings.ToLower(m[3])
 		o.Unit = unitName(m[3])
 		o.excerpt("usage", line)
 	}
-	if m := reAllowance.FindStringSubmatch(line); m != nil && o.Allowance == "" {
+	if m := findIn(reAllowance, line, low, "includ", "allowance", "free", " of "); m != nil && o.Allowance == "" {
 		if m[1] != "" {
 			o.Allowance = m[1] + " " + strings.ToLower(m[2])
 		} else {
@@ -369,7 +408,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 		o.excerpt("allowance", line)
 	}
-	if m := reRate.FindStringSubmatch(line); m != nil && o.Rate == "" && !strings.Contains(low, "seat") && !strings.Contains(low, "user") {
+	if m := findIn(reRate, line, low, "/", " per ", " each", " a ", " an "); len(am) > 0 && m != nil && o.Rate == "" && !strings.Contains(low, "seat") && !strings.Contains(low, "user") {
 		o.Rate = strings.TrimSpace(m[0])
 		if o.Unit == "" {
 			o.Unit = unitName(m[4])
@@ -392,14 +431,14 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 				o.TrialDays = k
 			}
 		}
-		if reEndWord.MatchString(line) && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
+		if reEndWord.in(line, low) && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
 			if ds := findDates(line, date); len(ds) > 0 && o.TrialEnd.IsZero() {
 				o.TrialEnd = ds[len(ds)-1].t
 				o.excerpt("trial_end", line)
 			}
 		}
 	}
-	if o.TrialNotice && len(am) > 0 && reAfterTrial.MatchString(line) && o.PriceAfterTrial == nil {
+	if o.TrialNotice && len(am) > 0 && reAfterTrial.in(line, low) && o.PriceAfterTrial == nil {
 		a := am[len(am)-1]
 		o.PriceAfterTrial = ptr(abs(a.cents))
 		o.TrialCadence = periodIn(line[a.start:])
@@ -408,7 +447,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 		o.excerpt("price_after_trial", line)
 	}
-	if reServicePer.MatchString(line) {
+	if reServicePer.in(line, low) {
 		if ds := findDates(line, date); len(ds) >= 2 && o.PeriodStart.IsZero() && ds[1].t.After(ds[0].t) {
 			o.PeriodStart, o.PeriodEnd = ds[0].t, ds[1].t
 			o.excerpt("period", line)
@@ -420,23 +459,23 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 	}
 	// Credits.
-	if reCreditGrant.MatchString(line) && len(am) > 0 && am[0].cents > 0 && !(o.Charge && strings.Contains(low, "applied")) {
+	if reCreditGrant.in(line, low) && len(am) > 0 && am[0].cents > 0 && !(o.Charge && strings.Contains(low, "applied")) {
 		if o.CreditGrant == nil && am[0].cents > 0 {
 			o.CreditGrant = ptr(am[0].cents)
 			o.excerpt("credit_grant", line)
 		}
 	}
-	if strings.Contains(low, "credit") && reValidUntil.MatchString(line) {
+	if strings.Contains(low, "credit") && reValidUntil.in(line, low) {
 		if ds := findDates(line, date); len(ds) > 0 {
 			o.CreditExpiry = ds[len(ds)-1].t
 			o.excerpt("credit_expiry", line)
 		}
 	}
-	if reCreditLeft.MatchString(line) && len(am) > 0 {
+	if reCreditLeft.in(line, low) && len(am) > 0 {
 		o.CreditRemaining = ptr(abs(am[len(am)-1].cents))
 		o.excerpt("credit_left", line)
 	}
-	if reCreditsOut.MatchString(line) {
+	if reCreditsOut.in(line, low) {
 		if strings.Contains(low, "expire") || strings.Contains(low, "expiring") {
 			if ds := findDates(line, date); len(ds) > 0 {
 				o.CreditExpiry = ds[len(ds)-1].t
@@ -454,7 +493,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		return
 	}
 	// Announced price changes: "from $10.00 to $12.00", "new price $12.00 (was $10.00)".
-	if len(am) >= 2 && (rePriceChange.MatchString(line) || rePriceDrop.MatchString(line)) && !reTeaser.MatchString(line) {
+	if len(am) >= 2 && (rePriceChange.in(line, low) || rePriceDrop.in(line, low)) && !reTeaser.in(line, low) {
 		old, nw := am[0].cents, am[1].cents
 		if between := low[am[0].end:am[1].start]; strings.Contains(between, "was") || strings.Contains(between, "instead of") ||
 			strings.Contains(between, "previously") || strings.Contains(between, "currently") || strings.Contains(between, "current price") ||
@@ -471,7 +510,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 		return
 	}
-	if rePriceChange.MatchString(line) && len(am) == 1 && o.OldPrice == nil && !reTeaser.MatchString(line) && !o.Charge && !o.TrialNotice && (strings.Contains(low, "increase") || strings.Contains(low, "new price") || strings.Contains(low, "going up") || strings.Contains(low, "will be") || strings.Contains(low, "renew")) {
+	if rePriceChange.in(line, low) && len(am) == 1 && o.OldPrice == nil && !reTeaser.in(line, low) && !o.Charge && !o.TrialNotice && (strings.Contains(low, "increase") || strings.Contains(low, "new price") || strings.Contains(low, "going up") || strings.Contains(low, "will be") || strings.Contains(low, "renew")) {
 		o.NewPrice = ptr(abs(am[0].cents))
 		o.excerpt("price_change", line)
 		if ds := findDates(line, date); len(ds) > 0 {
@@ -479,8 +518,8 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 	}
 	// Teasers: "$1.99 for the first 3 months, then $12.99/month".
-	if reTeaser.MatchString(line) || (len(am) >= 2 && reTeaserThen.MatchString(line) && strings.Contains(low, "promo")) {
-		if len(am) >= 2 && reTeaserThen.MatchString(line) {
+	if reTeaser.in(line, low) || (len(am) >= 2 && reTeaserThen.in(line, low) && strings.Contains(low, "promo")) {
+		if len(am) >= 2 && reTeaserThen.in(line, low) {
 			t, r := am[0].cents, am[len(am)-1].cents
 			if r > t {
 				o.TeaserPrice, o.RegularPrice = ptr(t), ptr(r)
@@ -495,7 +534,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 		return
 	}
-	if len(am) == 1 && o.TeaserPrice != nil && o.RegularPrice == nil && reTeaserThen.MatchString(line) && am[0].cents > *o.TeaserPrice {
+	if len(am) == 1 && o.TeaserPrice != nil && o.RegularPrice == nil && reTeaserThen.in(line, low) && am[0].cents > *o.TeaserPrice {
 		o.RegularPrice = ptr(am[0].cents)
 		o.excerpt("teaser_regular", line)
 		return
@@ -510,31 +549,31 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		label = low
 	}
 	switch {
-	case reSubtotal.MatchString(label):
+	case reSubtotal.in(label, label):
 		o.Subtotal = ptr(a.cents)
 		o.excerpt("subtotal", line)
-	case reTax.MatchString(label) && !reTotal.MatchString(label):
+	case reTax.in(label, label) && !reTotal.in(label, label):
 		o.Tax = ptr(addc(o.Tax, a.cents))
 		o.excerpt("tax", line)
-	case reFee.MatchString(label):
+	case reFee.in(label, label):
 		o.Fees = append(o.Fees, Fee{Label: feeLabel(line[:am[0].start]), Cents: abs(a.cents)})
 		o.excerpt("fee", line)
-	case reOverage.MatchString(label) && !reFinal.MatchString(label):
+	case reOverage.in(label, label) && !reFinal.in(label, label):
 		if a.cents > 0 {
 			o.Overage = ptr(addc(o.Overage, a.cents))
 			o.excerpt("overage", line)
 		}
-	case reCreditLine.MatchString(label) && !reFinal.MatchString(label) && (a.cents < 0 || strings.Contains(label, "applied") || strings.Contains(label, "used")):
+	case reCreditLine.in(label, label) && !reFinal.in(label, label) && (a.cents < 0 || strings.Contains(label, "applied") || strings.Contains(label, "used")):
 		o.Credits = ptr(addc(o.Credits, abs(a.cents)))
 		o.excerpt("credits", line)
-	case reFinal.MatchString(line):
+	case reFinal.in(line, low):
 		o.setTotal(a.cents, 3, line)
-	case reTotal.MatchString(label) && !strings.Contains(label, "subtotal"):
+	case reTotal.in(label, label) && !strings.Contains(label, "subtotal"):
 		o.setTotal(a.cents, 2, line)
-	case rePlanLine.MatchString(label) && o.Base == nil:
+	case rePlanLine.in(label, label) && o.Base == nil:
 		o.Base = ptr(a.cents)
 		o.excerpt("base", line)
-	case reTotal.MatchString(low):
+	case reTotal.in(low, low):
 		o.setTotal(a.cents, 1, line)
 	}
 }
@@ -618,10 +657,11 @@ func splitLines(s string) []string {
 	return out
 }
 
-func firstLine(text string, res ...*regexp.Regexp) string {
+func firstLine(text string, res ...kre) string {
 	for l := range strings.SplitSeq(text, "\n") {
+		low := strings.ToLower(l)
 		for _, re := range res {
-			if re.MatchString(l) {
+			if re.in(l, low) {
 				return l
 			}
 		}
@@ -666,6 +706,26 @@ func inlineForward(s string, fallback time.Time) (mail.Address, time.Time, strin
 	return from, date, subject, from.Addr != ""
 }
 
+// seatsIn finds a seat count in a line.
+func seatsIn(line, low string) []string {
+	return findIn(reSeats, line, low, "seat", "user", "licen", "member", "editor", "agent")
+}
+
+func findIn(re *regexp.Regexp, s, low string, keys ...string) []string {
+	if !containsAny(low, keys) {
+		return nil
+	}
+	return re.FindStringSubmatch(s)
+}
+
+// forwardMark finds the line a mail client writes above a forwarded message's text.
+func forwardMark(body string) []int {
+	if !strings.Contains(body, "orward") && !strings.Contains(body, "riginal") && !strings.Contains(body, "ORWARD") {
+		return nil
+	}
+	return reForwarded.FindStringIndex(body)
+}
+
 func msgRef(m *mail.Message, ref string) string {
 	if v := strings.TrimSpace(m.Get("Message-Id")); v != "" {
 		return v
@@ -701,6 +761,9 @@ func unsubscribeOf(m *mail.Message, ref, body string) Unsubscribe {
 	u.OneClick = m.ListUnsubscribePost && u.URL != ""
 	if u.URL != "" || u.Mailto != "" {
 		u.Ref = ref
+	}
+	if !strings.Contains(body, "http") {
+		return u
 	}
 	if loc := reManage.FindString(body); loc != "" {
 		u.Manage = strings.TrimRight(loc, ".,;)")

@@ -2,6 +2,7 @@ package intel
 
 import (
 	"errors"
+	"hash/fnv"
 	"io"
 	"slices"
 	"strings"
@@ -41,6 +42,10 @@ const (
 	maxSkipsKept       = 1000
 	maxActivityDomains = 20000
 	maxActivityPerKey  = 64
+	// maxObsPerService is how many observations of one service are kept: the newest. Trap
+	// rules look at the last bills and the notices around them; years of monthly bills of one
+	// service need not all stay in memory.
+	maxObsPerService = 48
 )
 
 // Scanner finds meters and trials in a stream of messages. Feed it messages with Scan (raw
@@ -51,7 +56,7 @@ const (
 type Scanner struct {
 	opt      Options
 	services map[string]*service
-	seen     map[string]struct{} // Message-IDs of the observations kept
+	seen     map[uint64]struct{} // hashes of the Message-IDs of billing mail seen
 	activity map[string][]time.Time
 	skips    []Skip
 	stats    Stats
@@ -59,7 +64,7 @@ type Scanner struct {
 
 // NewScanner returns a Scanner; o may be nil.
 func NewScanner(o *Options) *Scanner {
-	s := &Scanner{services: map[string]*service{}, seen: map[string]struct{}{}, activity: map[string][]time.Time{}}
+	s := &Scanner{services: map[string]*service{}, seen: map[uint64]struct{}{}, activity: map[string][]time.Time{}}
 	if o != nil {
 		s.opt = *o
 	}
@@ -110,7 +115,7 @@ func (s *Scanner) ScanDocument(ref string, d *mail.Document) {
 		s.addActivity(o.ServiceKey, o.Date)
 		return
 	}
-	if _, dup := s.seen[o.Ref]; dup {
+	if _, dup := s.seen[refHash(o.Ref)]; dup {
 		s.stats.Duplicates++
 		return
 	}
@@ -128,8 +133,14 @@ func (s *Scanner) addActivity(key string, t time.Time) {
 	}
 }
 
+func refHash(ref string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(ref))
+	return h.Sum64()
+}
+
 func (s *Scanner) add(o *Observation) {
-	s.seen[o.Ref] = struct{}{}
+	s.seen[refHash(o.Ref)] = struct{}{}
 	sv := s.services[o.ServiceKey]
 	if sv == nil {
 		sv = &service{key: o.ServiceKey, name: o.Service, domain: o.Domain}
@@ -141,6 +152,14 @@ func (s *Scanner) add(o *Observation) {
 	}
 	i, _ := slices.BinarySearchFunc(sv.obs, o, func(a, b *Observation) int { return a.Date.Compare(b.Date) })
 	sv.obs = slices.Insert(sv.obs, i, o)
+	if len(sv.obs) > maxObsPerService {
+		// Drop the oldest bill (notices and trial mail stay while there are bills to drop).
+		k := slices.IndexFunc(sv.obs, func(x *Observation) bool { return x.Charge })
+		if k < 0 {
+			k = 0
+		}
+		sv.obs = slices.Delete(sv.obs, k, k+1)
+	}
 }
 
 // Observations returns what the scan kept, for a caller that persists it between scans.
@@ -158,7 +177,7 @@ func (s *Scanner) Observations() []Observation {
 // twice.
 func (s *Scanner) Restore(obs []Observation) {
 	for i := range obs {
-		if _, dup := s.seen[obs[i].Ref]; dup {
+		if _, dup := s.seen[refHash(obs[i].Ref)]; dup {
 			continue
 		}
 		o := obs[i]

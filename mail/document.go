@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/emersion/go-message"
 	"github.com/k3a/html2text"
@@ -109,7 +110,12 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 		opt.MaxAttachmentBytes = DefaultMaxAttachmentBytes
 	}
 	lim := &limitReader{r: r, n: opt.MaxBytes}
-	br := bufio.NewReaderSize(lim, 16<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(lim)
+	defer func() {
+		br.Reset(nil)
+		readers.Put(br)
+	}()
 	d := &document{opt: opt, lim: lim, doc: &Document{Message: &Message{MIMEType: "text/plain"}}}
 	m := d.doc.Message
 	h, n, err := readHeader(br, m)
@@ -144,6 +150,10 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	m.Attachments = append(m.Attachments, d.attachments...)
 	return d.doc, nil
 }
+
+// readers are the buffered readers ReadDocument reads through, reused: a scan reads many
+// messages one after another, and a fresh 16 KiB buffer each was a good part of its cost.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
 type document struct {
 	opt         DocumentOptions
