@@ -142,7 +142,12 @@ func meterOf(s *service, namespace string, asOf time.Time) (Meter, bool) {
 	if prev != nil {
 		add(prev, "total")
 	}
-	// Projections are estimates, and say so.
+	// Projections are estimates, and say so. A projection below zero is no projection.
+	for _, p := range []**int64{&t.projected, &t.threshold, &m.ObservedOverageCents, &m.BasePriceCents} {
+		if *p != nil && **p < 0 {
+			*p = nil
+		}
+	}
 	m.EvidenceLevel = Detected
 	if t.projected != nil {
 		m.ProjectedPeriodCostCents = t.projected
