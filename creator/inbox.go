@@ -22,18 +22,19 @@ type InboxOptions struct {
 }
 
 // ReadInbox reads payout notices, settlements, statement mail, announced term changes, sponsor
-// invoices and remittances out of messages read by package mail. A message that is none of these
-// is ignored; one that looks like revenue evidence but cannot be read is listed in Problems.
-func ReadInbox(msgs []*mail.Message, opts InboxOptions) *Ledger {
+// invoices and remittances out of messages read by package mail (mail.ReadDocument: the text of
+// every part, PDF invoices included). A message that is none of these is ignored; one that looks
+// like revenue evidence but cannot be read is listed in Problems.
+func ReadInbox(msgs []*mail.Document, opts InboxOptions) *Ledger {
 	if opts.Home == "" {
 		opts.Home = "USD"
 	}
 	led := &Ledger{}
 	for _, m := range msgs {
-		if m == nil || m.Unreadable != "" {
+		if m == nil || m.Message == nil || m.Unreadable != "" {
 			continue
 		}
-		readMessage(led, m, opts)
+		readMessage(led, m.Message, m.Body(), opts)
 	}
 	return led
 }
@@ -234,8 +235,11 @@ func registrable(d string) string {
 	return strings.Join(labels, ".")
 }
 
-func readMessage(led *Ledger, m *mail.Message, o InboxOptions) {
-	text := m.Subject + "\n" + m.Text
+func readMessage(led *Ledger, m *mail.Message, body string, o InboxOptions) {
+	if strings.TrimSpace(body) == "" {
+		body = m.Text
+	}
+	text := m.Subject + "\n" + body
 	low := strings.ToLower(text)
 	ev := Evidence{Kind: EvidenceEmail, Ref: m.MessageID, SourceID: o.SourceID, ObservedAt: m.Date,
 		Excerpt: excerpt(strings.TrimSpace(m.Subject + " — " + m.Snippet(240)))}
