@@ -40,7 +40,7 @@ func ReadInbox(msgs []*mail.Document, opts InboxOptions) *Ledger {
 }
 
 var (
-	reMoney     = regexp.MustCompile(`(?i)(US\$|CA\$|\$|€|£|\b(?:USD|EUR|GBP|CAD)\s?)\s?(\d{1,3}(?:[,.\s]\d{3})*(?:[.,]\d{2})?|\d+(?:[.,]\d{2})?)(\s?(?:USD|EUR|GBP|CAD)\b)?|(\d{1,3}(?:[,.\s]\d{3})*(?:[.,]\d{2})|\d+[.,]\d{2})\s?(€|£|USD\b|EUR\b|GBP\b)`)
+	reMoney     = regexp.MustCompile(`(?i)(US\$|CA\$|\$|€|£|\b(?:USD|EUR|GBP|CAD)\s?)\s?(\d(?:[\d,.]*\d)?)(\s?(?:USD|EUR|GBP|CAD)\b)?|(\d(?:[\d,.]*\d)?)\s?(€|£|\bUSD\b|\bEUR\b|\bGBP\b)`)
 	reMonthYear = regexp.MustCompile(`(?i)\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+(\d{4})\b`)
 	reYYYYMM    = regexp.MustCompile(`\b(20\d{2})-(0[1-9]|1[0-2])\b`)
 	reDateLong  = regexp.MustCompile(`(?i)\b(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b`)
@@ -317,7 +317,7 @@ func readPayout(led *Ledger, m *mail.Message, text, low string, ev Evidence, o I
 		return
 	}
 	ds := datesIn(text)
-	p.Settled = has(low, "deposited", "has arrived", "arrived in", "was paid", "has been paid", "completed", "credited", "landed", "settled", "is in your account", "has been sent to your bank")
+	p.Settled = has(low, "deposited", "has arrived", "arrived in", "was paid", "has been paid", "have been paid", "been paid out", "completed", "credited", "landed", "settled", "is in your account", "has been sent to your bank")
 	if p.Settled {
 		p.SettledAt = m.Date
 		if len(ds) > 0 {

@@ -312,6 +312,7 @@ func detectSep(s string) rune {
 func parseRow(rec []string, cols []column, european bool, platform, defCur string) (Activity, string) {
 	a := Activity{Name: platform, Deductions: map[string]int64{}}
 	var startS, endS, periodS, curCol string
+	feeCol := false // the platform's own fee column has an amount (not a named deduction)
 	curSeen := ""
 	amt := map[field]*int64{}
 	var reasons []string
@@ -375,6 +376,7 @@ func parseRow(rec []string, cols []column, european bool, platform, defCur strin
 				if cents < 0 {
 					cents = -cents
 				}
+				feeCol = feeCol || (c.f == fFees && cents != 0)
 				if c.f == fFees || !c.tax {
 					a.Fees += cents
 				} else {
@@ -444,7 +446,7 @@ func parseRow(rec []string, cols []column, european bool, platform, defCur strin
 		if a.Earned == nil {
 			a.Earned = amt[fEarned]
 		}
-	case a.Units != nil && a.Fees == 0 && (amt[fEarned] != nil || a.Gross != nil):
+	case a.Units != nil && !feeCol && (amt[fEarned] != nil || a.Gross != nil):
 		a.Model, a.Earned = ModelPerUnit, amt[fEarned]
 		if a.Earned == nil {
 			a.Earned = a.Gross
