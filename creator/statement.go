@@ -201,7 +201,7 @@ func ParseStatement(r io.Reader, opts StatementOptions) (*Ledger, error) {
 		return nil, fail
 	}
 	cr := csv.NewReader(bytes.NewReader(bytes.Join(lines[hdrLine:], []byte("\n"))))
-	cr.Comma, cr.LazyQuotes, cr.FieldsPerRecord, cr.TrimLeadingSpace = sep, true, -1, true
+	cr.Comma, cr.LazyQuotes, cr.FieldsPerRecord = sep, true, -1 // values are trimmed one by one: TrimLeadingSpace would eat empty tab-separated cells
 	header, err := cr.Read()
 	if err != nil {
 		fail.Rows = append(fail.Rows, RowError{Line: hdrLine + 1, Reason: "header unreadable: " + err.Error()})

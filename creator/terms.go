@@ -31,7 +31,7 @@ func ParseTerms(r io.Reader, opts StatementOptions) ([]TermChange, error) {
 	}
 	first, _, _ := bytes.Cut(data, []byte("\n"))
 	cr := csv.NewReader(bytes.NewReader(data))
-	cr.Comma, cr.LazyQuotes, cr.FieldsPerRecord, cr.TrimLeadingSpace = detectSep(string(first)), true, -1, true
+	cr.Comma, cr.LazyQuotes, cr.FieldsPerRecord = detectSep(string(first)), true, -1
 	fail := &StatementError{File: opts.Path}
 	hdr, err := cr.Read()
 	if err != nil {

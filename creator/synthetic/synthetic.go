@@ -124,7 +124,7 @@ type platform struct {
 	late         map[int]int // days late
 	gap          map[int]bool
 	fxJump       map[int]float64
-	growFrom     int // revenue concentration: ×8 from this index, -1 none
+	growFrom     int // revenue concentration: ×12 from this index, -1 none
 	arrive       map[int]time.Time
 }
 
@@ -148,7 +148,7 @@ var pools = map[model][]string{
 var sponsors = []struct{ name, domain string }{{"Acme Drinks", "acme.example"}, {"Globex Gear", "globex.example"}, {"Initech Apps", "initech.example"}}
 
 // Months is how many months a world covers, January 2026 on; AsOf is 20 days after the last.
-const Months = 10
+const Months = 12
 
 // Generate makes the world of a seed.
 func Generate(seed uint64) *World {
@@ -222,8 +222,7 @@ func (g *gen) plant() {
 			used[p] = map[int]bool{}
 		}
 		for range 50 {
-			i := idx()
-			if !used[p][i] && !used[p][i-1] && !used[p][i+1] {
+			if i := idx(); !used[p][i] {
 				used[p][i] = true
 				return i
 			}
@@ -231,106 +230,135 @@ func (g *gen) plant() {
 		return -1
 	}
 	for _, p := range g.ps {
-		// The main rate: an unannounced change or an announced one (or, per-unit and affiliate,
-		// a one-period deviation).
+		// Each platform gets some of the plants its model allows, in a random order, each at
+		// its own period.
+		var plants []func()
+		mainKind := map[model]string{fee: "fee_change", shop: "fee_change", royalty: "royalty_rate_change",
+			perUnit: "rate_deviation", affiliate: "conversion_commission_divergence"}[p.model]
 		switch p.model {
 		case fee, shop, royalty:
-			if g.chance(0.5) {
-				if i := free(p); i >= 0 {
-					d := g.between(2, 6) * 50
-					if p.model == royalty {
-						d = -g.between(5, 15) * 100
+			if g.chance(0.55) {
+				plants = append(plants, func() {
+					if i := free(p); i >= 0 {
+						d := g.between(2, 6) * 50
+						if p.model == royalty {
+							d = -g.between(5, 15) * 100
+						}
+						p.rateFrom[i] = p.rate + d
+						add(mainKind, p, i)
 					}
-					p.rateFrom[i] = p.rate + d
-					add(map[model]string{fee: "fee_change", shop: "fee_change", royalty: "royalty_rate_change"}[p.model], p, i)
-				}
+				})
 			} else if g.chance(0.7) {
-				if i := free(p); i >= 0 {
-					d := g.between(1, 5) * 50
-					if p.model == royalty {
-						d = -g.between(5, 10) * 100
+				plants = append(plants, func() {
+					if i := free(p); i >= 0 {
+						d := g.between(1, 5) * 50
+						if p.model == royalty {
+							d = -g.between(5, 10) * 100
+						}
+						p.announced[i] = p.rate + d
+						neg(mainKind, p, i, "announced")
 					}
-					p.announced[i] = p.rate + d
-					neg(map[model]string{fee: "fee_change", shop: "fee_change", royalty: "royalty_rate_change"}[p.model], p, i, "announced")
-				}
+				})
 			}
 		case perUnit, affiliate:
-			kind := map[model]string{perUnit: "rate_deviation", affiliate: "conversion_commission_divergence"}[p.model]
-			if g.chance(0.6) {
-				if i := free(p); i >= 0 {
-					f := 100 - g.between(6, 18)
-					p.oneOff[i] = p.rate * f / 100
-					add(kind, p, i)
-				}
+			if g.chance(0.7) {
+				plants = append(plants, func() {
+					if i := free(p); i >= 0 {
+						p.oneOff[i] = 100 - g.between(6, 18) // percent of the rate in force
+						add(mainKind, p, i)
+					}
+				})
 			}
 			if g.chance(0.5) {
-				if i := free(p); i >= 0 {
-					d := p.rate * g.between(5, 12) / 100
-					if p.model == perUnit {
-						d = d / 100 * 100
+				plants = append(plants, func() {
+					if i := free(p); i >= 0 {
+						d := p.rate * g.between(5, 12) / 100
+						if p.model == perUnit {
+							d = d / 100 * 100
+						}
+						p.announced[i] = p.rate - d
+						neg(mainKind, p, i, "announced")
 					}
-					p.announced[i] = p.rate - d
-					neg(kind, p, i, "announced")
+				})
+			}
+		}
+		if (p.model == fee || p.model == royalty || p.model == perUnit) && g.chance(0.4) {
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					p.adjSpike[i] = true
+					add("adjustment_spike", p, i)
 				}
-			}
+			})
 		}
-		if (p.model == fee || p.model == royalty || p.model == perUnit) && g.chance(0.35) {
-			if i := free(p); i >= 0 {
-				p.adjSpike[i] = true
-				add("adjustment_spike", p, i)
-			}
-		}
-		if p.model == shop && g.chance(0.6) {
-			if i := free(p); i >= 0 {
-				p.refundSpike[i] = true
-				add("refund_spike", p, i)
-			}
+		if p.model == shop && g.chance(0.7) {
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					p.refundSpike[i] = true
+					add("refund_spike", p, i)
+				}
+			})
 		}
 		if (p.model == fee || p.model == affiliate || p.model == perUnit) && g.chance(0.45) {
-			if i := free(p); i >= 0 {
-				p.newDed, p.newDedBPS = i, g.between(2, 5)*100
-				p.newDedName = []string{"Digital Services Tax", "Regulatory Levy", "Platform Maintenance Charge"}[g.pick(3)]
-				if g.chance(0.35) {
-					p.dedAnnounced = true
-					neg("new_deduction", p, i, "announced")
-				} else {
-					add("new_deduction", p, i)
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					p.newDed, p.newDedBPS = i, g.between(2, 5)*100
+					p.newDedName = []string{"Digital Services Tax", "Regulatory Levy", "Platform Maintenance Charge"}[g.pick(3)]
+					if g.chance(0.35) {
+						p.dedAnnounced = true
+						neg("new_deduction", p, i, "announced")
+					} else {
+						add("new_deduction", p, i)
+					}
 				}
-			}
+			})
 		}
 		if g.chance(0.3) {
-			if i := free(p); i >= 0 {
-				p.missing[i] = true
-				add("missing_payout_period", p, i)
-			}
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					p.missing[i] = true
+					add("missing_payout_period", p, i)
+				}
+			})
 		}
 		if g.chance(0.4) {
-			if i := free(p); i >= 0 {
-				p.late[i] = int(g.between(9, 20))
-				add("late_payout", p, i)
-			}
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					p.late[i] = int(g.between(9, 20))
+					add("late_payout", p, i)
+				}
+			})
 		}
 		if g.chance(0.5) { // an ordinary delay within the grace
-			if i := free(p); i >= 0 {
-				p.late[i] = int(g.between(2, 4))
-				neg("late_payout", p, i, "within grace")
-			}
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					p.late[i] = int(g.between(2, 4))
+					neg("late_payout", p, i, "within grace")
+				}
+			})
 		}
 		if (p.model == fee || p.model == perUnit || p.model == royalty) && g.chance(0.3) {
-			if i := free(p); i >= 0 {
-				p.gap[i] = true
-				add("statement_gap", p, i)
-			}
-		}
-		if p.currency == "EUR" && g.chance(0.6) {
-			if i := free(p); i >= 0 {
-				j := float64(g.between(40, 70)) / 1000
-				if g.chance(0.5) {
-					j = -j
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					p.gap[i] = true
+					add("statement_gap", p, i)
 				}
-				p.fxJump[i] = j
-				add("currency_effect", p, i)
-			}
+			})
+		}
+		if p.currency == "EUR" && g.chance(0.75) {
+			plants = append(plants, func() {
+				if i := free(p); i >= 0 {
+					j := float64(g.between(40, 70)) / 1000
+					if g.chance(0.5) {
+						j = -j
+					}
+					p.fxJump[i] = j
+					add("currency_effect", p, i)
+				}
+			})
+		}
+		g.r.Shuffle(len(plants), func(i, j int) { plants[i], plants[j] = plants[j], plants[i] })
+		for _, f := range plants {
+			f()
 		}
 	}
 	if g.chance(0.5) {
@@ -409,8 +437,8 @@ func (p *platform) actualIn(i int) int64 {
 			r = v
 		}
 	}
-	if v, ok := p.oneOff[i]; ok {
-		r = v
+	if f, ok := p.oneOff[i]; ok {
+		r = r * f / 100
 	}
 	return r
 }
@@ -419,7 +447,7 @@ func (g *gen) period(p *platform, i int) row {
 	rw := row{i: i}
 	scale := int64(1)
 	if p.growFrom >= 0 && i >= p.growFrom {
-		scale = 8
+		scale = 12
 	}
 	vary := func(b int64) int64 { return b * scale * (85 + g.between(0, 30)) / 100 }
 	actual, terms := p.actualIn(i), p.termsIn(i)
