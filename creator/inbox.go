@@ -482,10 +482,7 @@ func readInvoice(led *Ledger, m *mail.Message, text string, ev Evidence, o Inbox
 	if key == "" {
 		return
 	}
-	name := to.Name
-	if name == "" {
-		name = strings.Split(d, ".")[0]
-	}
+	name := titleName(to.Name, d)
 	num := reInvoiceNo.FindStringSubmatch(text)[1]
 	am := amounts(text, o.Home)
 	if len(am) == 0 {

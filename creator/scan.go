@@ -48,7 +48,7 @@ type ScanResult struct {
 	Items     []*Item      `json:"items"`
 	Anomalies []*Anomaly   `json:"anomalies"`
 	// Problems are the files, rows and messages that could not be used, and why.
-	Problems []string `json:"problems,omitempty"`
+	Problems []string `json:"-"`
 }
 
 // Scan runs the whole pipeline with no server: it reads the statements and the mail, makes one

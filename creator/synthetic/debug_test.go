@@ -39,3 +39,22 @@ func TestDebugWorld(t *testing.T) {
 		}
 	}
 }
+
+func TestDebugMany(t *testing.T) {
+	s, err := Run(t.Context(), 1000, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	s.Print(&b)
+	fmt.Println(b.String())
+	for _, e := range s.Errors[:min(30, len(s.Errors))] {
+		fmt.Println(e)
+	}
+}
+
+func TestDebugWrite(t *testing.T) {
+	if err := Generate(3).Write("/tmp/creator-w"); err != nil {
+		t.Fatal(err)
+	}
+}
