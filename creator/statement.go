@@ -236,7 +236,7 @@ func ParseStatement(r io.Reader, opts StatementOptions) (*Ledger, error) {
 		}
 		platform = base
 	}
-	if platform != "" && opts.Platform == "" || platform == strings.ToLower(platform) {
+	if platform != "" && platform == strings.ToLower(platform) {
 		// A name taken from a file or directory name: capitalized as a platform's name is.
 		platform = strings.ToUpper(platform[:1]) + platform[1:]
 	}
