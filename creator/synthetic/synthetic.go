@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"math/rand/v2"
+	"mime/quotedprintable"
 	"os"
 	"path/filepath"
 	"sort"
@@ -163,6 +165,7 @@ func Generate(seed uint64) *World {
 	g.plant()
 	g.emit()
 	g.sponsor()
+	g.noise()
 	sort.Slice(g.w.Truth.Anomalies, func(i, j int) bool {
 		a, b := g.w.Truth.Anomalies[i], g.w.Truth.Anomalies[j]
 		return a.Kind+a.Stream+a.Period < b.Kind+b.Stream+b.Period
@@ -702,6 +705,21 @@ func (g *gen) statements(p *platform, rows []row) {
 		return line(f)
 	}
 	perMonth := g.chance(0.4)
+	if !perMonth && g.chance(0.3) {
+		// A distributor's file: the platform is named by a column, not by the file name.
+		head = append([]string{"Platform"}, head...)
+		inner := record
+		record = func(r row) string { return p.name + sh.sep + inner(r) }
+		var b strings.Builder
+		b.WriteString(line(append([]string(nil), head...)))
+		for _, r := range rows {
+			if !p.gap[r.i] {
+				b.WriteString(record(r))
+			}
+		}
+		g.w.Files[fmt.Sprintf("distributor/statement-%d.csv", p.model)] = []byte(b.String())
+		return
+	}
 	preamble := ""
 	if !perMonth && g.chance(0.4) {
 		preamble = p.name + " creator earnings statement\n\n"
@@ -766,15 +784,44 @@ func (g *gen) message(from, fromName, to, toName, subject, body string, date tim
 	g.msgN++
 	id := fmt.Sprintf("<%d.%d.%s@%s>", g.w.Seed, g.msgN, date.Format("20060102"), strings.SplitN(from, "@", 2)[1])
 	var b strings.Builder
-	fmt.Fprintf(&b, "From: %s <%s>\r\nTo: %s <%s>\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: %s\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n",
+	fmt.Fprintf(&b, "From: %s <%s>\r\nTo: %s <%s>\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: %s\r\nMIME-Version: 1.0\r\n",
 		fromName, from, toName, to, subject, date.Add(time.Duration(g.between(8, 18))*time.Hour).Format(time.RFC1123Z), id)
 	for _, e := range extra {
 		b.WriteString(e + "\r\n")
 	}
-	b.WriteString("\r\n")
-	b.WriteString(strings.ReplaceAll(body, "\n", "\r\n"))
-	b.WriteString("\r\n")
+	crlf := func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") }
+	htmlBody := "<html><body><p>" + strings.ReplaceAll(html.EscapeString(body), "\n", "<br>\n") + "</p></body></html>"
+	switch g.pick(5) {
+	case 0: // HTML only
+		b.WriteString("Content-Type: text/html; charset=utf-8\r\n\r\n" + crlf(htmlBody) + "\r\n")
+	case 1: // multipart/alternative, the text quoted-printable
+		var qp bytes.Buffer
+		w := quotedprintable.NewWriter(&qp)
+		w.Write([]byte(crlf(body)))
+		w.Close()
+		bd := fmt.Sprintf("alt-%d-%d", g.w.Seed, g.msgN)
+		fmt.Fprintf(&b, "Content-Type: multipart/alternative; boundary=%q\r\n\r\n--%s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n%s\r\n--%s\r\nContent-Type: text/html; charset=utf-8\r\n\r\n%s\r\n--%s--\r\n",
+			bd, bd, qp.String(), bd, crlf(htmlBody), bd)
+	default:
+		b.WriteString("Content-Type: text/plain; charset=utf-8\r\n\r\n" + crlf(body) + "\r\n")
+	}
 	g.w.Mail = append(g.w.Mail, []byte(b.String()))
+}
+
+// noise is mail from the platforms that mentions money and payouts without being revenue
+// evidence: community newsletters and reminders. It must not become a payout.
+func (g *gen) noise() {
+	for _, p := range g.ps {
+		m := g.months[g.pick(len(g.months)-1)]
+		switch g.pick(3) {
+		case 0:
+			g.message("news@"+p.domain, p.name, g.w.Self, "Creator", "Community update", fmt.Sprintf("Creators on %s earned over $2,000,000 in payouts in %s! Read how top creators grow their income.", p.name, m.Format("January 2006")), m.AddDate(0, 1, 3))
+		case 1:
+			g.message("news@"+p.domain, p.name, g.w.Self, "Creator", "Reminder", "Reminder: keep the payout details on file current to avoid payment delays.", m.AddDate(0, 1, 5))
+		default:
+			g.message("news@"+p.domain, p.name, g.w.Self, "Creator", "Grow with "+p.name, "Top sellers made $15,000 last month. Upgrade to Pro for $9.99 and join them.", m.AddDate(0, 0, 20))
+		}
+	}
 }
 
 func usd(c int64) string { return dollars.format(c, false) }
