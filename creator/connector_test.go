@@ -138,7 +138,8 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func TestStorefrontAgainstFake(t *testing.T) {
 	f := &fakeShop{token: "shpat_good"}
-	// March: 300 orders of $10.00 (paged 250 + 50), one $10.00 refund, 2.9% + $0.30 fees; paid
+	// March: 300 orders of $10.00 (paged 250 + 50), one $10.00 refund, $0.59 fees each, a
+	// $10.00 chargeback with a $15.00 fee; paid
 	// out on April 3. April: one order, payout scheduled.
 	var marchFees int64
 	for i := range 300 {
@@ -152,9 +153,13 @@ func TestStorefrontAgainstFake(t *testing.T) {
 		f.txns = append(f.txns, map[string]any{"id": 5000 + i, "type": "charge", "payout_id": 77, "currency": "USD", "amount": "10.00", "fee": "0.59", "net": "9.41", "processed_at": at.Format(time.RFC3339)})
 		marchFees += 59
 	}
+	// A chargeback: in the balance transactions only.
+	f.txns = append(f.txns, map[string]any{"id": 6001, "type": "dispute", "payout_id": 77, "currency": "USD", "amount": "-10.00", "fee": "15.00", "net": "-25.00", "processed_at": "2026-03-20T10:00:00Z"},
+		map[string]any{"id": 6002, "type": "payout", "payout_id": 77, "currency": "USD", "amount": "-1.00", "fee": "0.00", "net": "-1.00", "processed_at": "2026-04-03T10:00:00Z"})
+	marchFees += 1500
 	f.orders = append(f.orders, map[string]any{"id": 9999, "created_at": "2026-04-02T10:00:00-04:00", "currency": "USD", "total_price": "25.50", "refunds": []any{}})
 	f.payouts = []map[string]any{
-		{"id": 77, "status": "paid", "date": "2026-04-03", "currency": "USD", "amount": fmt.Sprintf("%d.%02d", (300000-marchFees-1000)/100, (300000-marchFees-1000)%100)},
+		{"id": 77, "status": "paid", "date": "2026-04-03", "currency": "USD", "amount": fmt.Sprintf("%d.%02d", (300000-marchFees-2000)/100, (300000-marchFees-2000)%100)},
 		{"id": 78, "status": "scheduled", "date": "2026-05-03", "currency": "USD", "amount": "24.00"},
 	}
 	srv := httptest.NewServer(f)
@@ -182,10 +187,10 @@ func TestStorefrontAgainstFake(t *testing.T) {
 		byLabel[it.Period.Label] = it
 	}
 	mar := byLabel["2026-03"]
-	if mar == nil || *mar.GrossCents != 300000 || mar.FeesCents != marchFees || mar.AdjustmentsCents != -1000 {
+	if mar == nil || *mar.GrossCents != 300000 || mar.FeesCents != marchFees || mar.AdjustmentsCents != -2000 {
 		t.Fatalf("March: %s", dump(mar))
 	}
-	if *mar.ReportedCents != 300000-marchFees-1000 || *mar.SettledCents != *mar.ReportedCents || mar.EvidenceLevel != creator.Estimated && mar.EvidenceLevel != creator.Confirmed {
+	if *mar.ReportedCents != 300000-marchFees-2000 || *mar.SettledCents != *mar.ReportedCents || mar.EvidenceLevel != creator.Estimated && mar.EvidenceLevel != creator.Confirmed {
 		t.Fatalf("March amounts: %s", dump(mar))
 	}
 	if mar.CreatorSourceID != src.ID {

@@ -201,14 +201,20 @@ func (c *storefrontConnector) Collect(ctx context.Context, since time.Time) (*Le
 			return nil, err
 		}
 		for _, t := range page.Transactions {
-			if t.Type == "payout" || (!since.IsZero() && t.ProcessedAt.Before(since)) {
-				continue
+			if strings.HasPrefix(t.Type, "payout") || (!since.IsZero() && t.ProcessedAt.Before(since)) {
+				continue // payout, payout_failure, payout_cancellation: read from payouts.json
 			}
 			fee, err := decimalCents(t.Fee)
 			if err != nil {
 				continue
 			}
 			a := act(t.ProcessedAt, t.Currency)
+			if t.Type == "dispute" || t.Type == "adjustment" || t.Type == "reserve" {
+				// Chargebacks, corrections and reserves: not in the orders, so adjustments here.
+				if amt, err := decimalCents(t.Amount); err == nil {
+					a.Adjustments += amt
+				}
+			}
 			a.Fees += fee
 			a.Deductions["payment processing fees"] += fee
 			if t.PayoutID != nil {
