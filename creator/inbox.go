@@ -256,12 +256,12 @@ func readMessage(led *Ledger, m *mail.Message, body string, o InboxOptions) {
 	case has(low, "effective", "starting", "beginning", "from the", "will change", "changes to", "update to") &&
 		has(low, "fee", "royalt", "rate", "commission", "tax", "deduct", "withh") && !has(low, "has been deposited", "was deposited"):
 		readAnnouncement(led, m, text, low, ev)
+	case has(low, "statement", "earnings report", "earnings summary") && len(reLabelled.FindAllString(text, -1)) >= 2 && strings.Contains(low, "gross"):
+		readStatementMail(led, m, text, ev, o)
 	case has(low, "payout", "payment", "transfer", "deposit", "remittance", "been paid", "paid out", "you've been paid", "earnings of") &&
 		(has(low, "your ", "you've", "you have", "you were", "sent you", "to you") || has(low, "amount paid", "amount:", "paid on", "period:", "payout date")) &&
 		len(amounts(text, o.Home)) > 0:
 		readPayout(led, m, text, low, ev, o)
-	case has(low, "statement", "earnings report", "earnings summary") && reLabelled.MatchString(text):
-		readStatementMail(led, m, text, ev, o)
 	}
 }
 

@@ -226,3 +226,18 @@ func TestAnnouncedChangeIsNotAnAnomaly(t *testing.T) {
 		}
 	}
 }
+
+// A statement sent by mail is reported activity (DETECTED), with the message as its evidence.
+func TestInboxStatementMail(t *testing.T) {
+	d := msg(t, "Vidhub <statements@vidhub.example>", "me@creator.example", "Your March 2026 earnings statement", "Thu, 2 Apr 2026 09:00:00 +0000", "s1@vidhub.example",
+		"Your statement for March 2026 is ready.\nGross earnings: $1,500.00\nPlatform fees: $150.00\nAdjustments: -$10.00\nNet payout: $1,340.00")
+	l := creator.ReadInbox([]*mail.Document{d}, creator.InboxOptions{})
+	if len(l.Activity) != 1 {
+		t.Fatalf("activity: %s", dump(l))
+	}
+	a := l.Activity[0]
+	if a.Stream != "vidhub" || a.Period.Label != "2026-03" || *a.Gross != 150000 || a.Fees != 15000 || a.Adjustments != -1000 || *a.Net != 134000 ||
+		a.Evidence.Kind != creator.EvidenceEmail || a.Evidence.Ref != "s1@vidhub.example" {
+		t.Fatalf("statement mail: %s", dump(a))
+	}
+}

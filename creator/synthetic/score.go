@@ -180,7 +180,8 @@ func (s *Score) Print(w io.Writer) {
 }
 
 // Run generates the worlds of seeds first..first+n-1, writes each under a temporary directory,
-// scans it as `svc creator scan` would and scores the scan.
+// scans it as `svc creator scan` would (its mail as an mbox for even seeds, as a Maildir for odd
+// ones) and scores the scan.
 func Run(ctx context.Context, first uint64, n int) (*Score, error) {
 	s := NewScore()
 	for seed := first; seed < first+uint64(n); seed++ {
@@ -192,8 +193,11 @@ func Run(ctx context.Context, first uint64, n int) (*Score, error) {
 		err = w.Write(dir)
 		if err == nil {
 			var res *creator.ScanResult
-			res, err = creator.Scan(ctx, creator.ScanInput{Statements: filepath.Join(dir, "statements"),
-				Mail: []string{filepath.Join(dir, "mail.mbox")}, AsOf: w.AsOf})
+			box := filepath.Join(dir, "mail.mbox")
+			if seed%2 == 1 {
+				box = filepath.Join(dir, "maildir")
+			}
+			res, err = creator.Scan(ctx, creator.ScanInput{Statements: filepath.Join(dir, "statements"), Mail: []string{box}, AsOf: w.AsOf})
 			if err == nil {
 				s.Add(w, res)
 			}

@@ -56,7 +56,8 @@ type World struct {
 	Truth Truth
 }
 
-// Write stores the world under dir: statements/, mail.mbox and truth.json.
+// Write stores the world under dir: statements/, the mail twice (mail.mbox and the Maildir
+// maildir/), and truth.json.
 func (w *World) Write(dir string) error {
 	for p, b := range w.Files {
 		full := filepath.Join(dir, "statements", filepath.FromSlash(p))
@@ -83,6 +84,17 @@ func (w *World) Write(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "mail.mbox"), mbox.Bytes(), 0o644); err != nil {
 		return err
+	}
+	for _, sub := range []string{"cur", "new", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, "maildir", sub), 0o755); err != nil {
+			return err
+		}
+	}
+	for i, m := range w.Mail {
+		name := fmt.Sprintf("%d.%06d.synthetic:2,S", 1767225600+i, i)
+		if err := os.WriteFile(filepath.Join(dir, "maildir", "cur", name), m, 0o644); err != nil {
+			return err
+		}
 	}
 	tb, err := json.MarshalIndent(w.Truth, "", "  ")
 	if err != nil {
