@@ -433,6 +433,13 @@ func (r *reconciler) gaps(s *series, acts []*slot) {
 			detail += fmt.Sprintf(" A payout of %s for it was received, so what it paid for cannot be checked.", money(sl.settled[0].Currency, sumSettled(sl)))
 		}
 		r.anomalyFor(s, sl, StatementGap, SeverityReview, detail)
+		// The evidence of a missing statement: the statements around the hole.
+		a := r.anomalies[len(r.anomalies)-1]
+		for _, x := range stmts {
+			if x.period.Label == p.prev().Label || x.period.Label == p.next().Label {
+				a.Evidence = appendEvidence(a.Evidence, x.act.Evidence)
+			}
+		}
 	}
 }
 

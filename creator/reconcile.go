@@ -496,6 +496,9 @@ func (r *reconciler) item(s *series, sl *slot) {
 			Excerpt: "two statements report different amounts for this period; the later one is used"})
 	}
 	it.State = state
+	if it.Evidence == nil {
+		it.Evidence = []Evidence{}
+	}
 	r.level(it, weakest)
 	if len(it.Estimated) > 0 && state == StateDiscrepancy {
 		it.State = StateReview // a discrepancy against estimated terms needs a person to look
@@ -617,6 +620,9 @@ func (r *reconciler) add(a *Anomaly, at time.Time) {
 	a.DetectedAt = r.opts.AsOf
 	if len(a.Evidence) > 8 {
 		a.Evidence = a.Evidence[:8]
+	}
+	if a.Evidence == nil {
+		a.Evidence = []Evidence{}
 	}
 	r.anomalies = append(r.anomalies, a)
 }
