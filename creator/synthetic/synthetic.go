@@ -492,12 +492,18 @@ func (g *gen) period(p *platform, i int) row {
 	}
 	if p.model == shop {
 		rw.refunds = bps(rw.gross, g.between(100, 300))
+		if g.chance(0.1) { // an ordinary bad month: more refunds, not a spike
+			rw.refunds = bps(rw.gross, g.between(300, 390))
+		}
 		if p.refundSpike[i] {
 			rw.refunds = bps(rw.gross, g.between(900, 1500))
 		}
 	}
 	if g.chance(0.5) && p.model != shop {
 		rw.adj = -bps(rw.gross, g.between(0, 40))
+		if g.chance(0.1) { // an ordinary larger correction, not a spike
+			rw.adj = -bps(rw.gross, g.between(60, 120))
+		}
 	}
 	if p.adjSpike[i] {
 		rw.adj = -bps(rw.gross, g.between(500, 1000))
@@ -905,6 +911,15 @@ func (g *gen) payoutMail(p *platform, rows []row) {
 			fmt.Sprintf("Your %s earnings of %s have been paid. The money landed in your account on %s.%s", pl, g.amount(p, r.net), dateWords(arrived, v+2), conv),
 		}[g.pick(3)]
 		subj := []string{"Your payout has been deposited", "Payment completed", "You've been paid"}[g.pick(3)]
+		if p.currency == "USD" && r.net > 20000 && g.chance(0.08) {
+			// Paid in two parts on the same day: the settlement is their sum.
+			first := r.net / 3
+			for k, part := range []int64{first, r.net - first} {
+				g.message(from, name, g.w.Self, "Creator", fmt.Sprintf("Payment completed (%d of 2)", k+1),
+					fmt.Sprintf("Payment completed.\n\nPeriod: %s\nAmount paid: %s (part %d of 2)\nPaid on: %s\n", pl, usd(part), k+1, dateWords(arrived, v)), arrived)
+			}
+			continue
+		}
 		g.message(from, name, g.w.Self, "Creator", subj, body, arrived)
 	}
 }
