@@ -223,9 +223,6 @@ func readStatements(ctx context.Context, dir string, led *Ledger) error {
 			led.Terms = append(led.Terms, ts...)
 			continue
 		}
-		if dirName := filepath.ToSlash(filepath.Dir(rel)); dirName != "." {
-			opts.Platform = strings.Split(dirName, "/")[0] // fanclub/2026-03.csv is Fanclub's
-		}
 		l, err := ParseStatement(fh, opts)
 		fh.Close()
 		if err != nil {

@@ -52,8 +52,8 @@ type StatementOptions struct {
 	// Path is the statement's path relative to the statements directory: the ref of its
 	// evidence ("fanclub/2026.csv#L4").
 	Path string
-	// Platform names the platform when the file has no platform column (default: the file
-	// name up to its first "-", "_" or ".").
+	// Platform names the platform when the file has no platform column (default: the first
+	// directory of Path, else the file name up to its first "-", "_" or ".").
 	Platform string
 	// Currency is the currency when neither a column nor the amounts say (default USD).
 	Currency string
@@ -229,6 +229,9 @@ func ParseStatement(r io.Reader, opts StatementOptions) (*Ledger, error) {
 		return nil, fail
 	}
 	platform := opts.Platform
+	if dir := path.Dir(opts.Path); platform == "" && dir != "." && dir != "/" {
+		platform = strings.Split(strings.TrimPrefix(dir, "/"), "/")[0] // fanclub/2026-03.csv is Fanclub's
+	}
 	if platform == "" {
 		base := path.Base(opts.Path)
 		if i := strings.IndexAny(base, "-_."); i > 0 {
