@@ -241,3 +241,28 @@ func TestInboxStatementMail(t *testing.T) {
 		t.Fatalf("statement mail: %s", dump(a))
 	}
 }
+
+func TestDeleteSourceWithdrawsItsEvidence(t *testing.T) {
+	ctx := context.Background()
+	st := creator.NewMemStore()
+	now := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	svc := &creator.Service{Now: func() time.Time { return now }}
+	src, _ := svc.CreateSource(ctx, st, creator.CreateRequest{Kind: creator.KindStatement})
+	csv := "Period,Gross,Fees,Net\n2026-01,1000.00,80.00,920.00\n2026-02,1000.00,80.00,920.00\n2026-04,1000.00,80.00,920.00\n"
+	if err := svc.UploadStatement(ctx, st, src.ID, "fanclub.csv", []byte(csv)); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := svc.Reconcile(ctx, st, now, nil); len(rep.Opened) != 1 {
+		t.Fatalf("want the 2026-03 gap: %s", dump(rep.Opened))
+	}
+	if err := svc.DeleteSource(ctx, st, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := svc.Reconcile(ctx, st, now, nil)
+	if len(rep.Result.Items) != 0 || len(rep.Result.Anomalies) != 0 || len(rep.Resolved) != 0 {
+		t.Fatalf("after delete: %s", dump(rep))
+	}
+	if srcs, _ := svc.Sources(ctx, st); len(srcs) != 0 {
+		t.Fatalf("sources %v", srcs)
+	}
+}

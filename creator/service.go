@@ -188,6 +188,18 @@ func (s *Service) Reconcile(ctx context.Context, st Store, asOf time.Time, progr
 		}
 		res.Anomalies = kept
 	}
+	// Items and anomalies of deleted sources do not come back as resolved.
+	live := map[string]bool{"": true}
+	for _, src := range srcs {
+		live[src.ID] = true
+	}
+	keptA := res.Anomalies[:0]
+	for _, a := range res.Anomalies {
+		if live[a.CreatorSourceID] {
+			keptA = append(keptA, a)
+		}
+	}
+	res.Anomalies = keptA
 	old := map[string]Status{}
 	if prev != nil {
 		for _, a := range prev.Anomalies {
@@ -391,4 +403,58 @@ func (m *MemStore) PutAnomaly(_ context.Context, a *Anomaly) error {
 		}
 	}
 	return ErrNotFound
+}
+
+// The events a reconcile gives rise to (CloudEvents types; data: the anomaly or the counts).
+const (
+	EventAnomalyOpened   = "svc.creator.anomaly.opened"
+	EventAnomalyResolved = "svc.creator.anomaly.resolved"
+	EventReconciled      = "svc.creator.reconciled"
+)
+
+// Source reads one source without its credentials; ErrNotFound when absent.
+func (s *Service) Source(ctx context.Context, st Store, id string) (*Source, error) {
+	src, err := st.Source(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	src.Credentials = Credentials{}
+	return src, nil
+}
+
+// Sources lists the sources, by id, without their credentials.
+func (s *Service) Sources(ctx context.Context, st Store) ([]*Source, error) {
+	srcs, err := st.Sources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(srcs, func(i, j int) bool { return srcs[i].ID < srcs[j].ID })
+	for _, src := range srcs {
+		src.Credentials = Credentials{}
+	}
+	return srcs, nil
+}
+
+// DeleteSource removes a source, its uploads, and its items and anomalies from the last result
+// (they are not "resolved": their evidence was withdrawn).
+func (s *Service) DeleteSource(ctx context.Context, st Store, id string) error {
+	if err := st.DeleteSource(ctx, id); err != nil {
+		return err
+	}
+	r, err := st.Result(ctx)
+	if err != nil || r == nil {
+		return err
+	}
+	out := &Result{}
+	for _, it := range r.Items {
+		if it.CreatorSourceID != id {
+			out.Items = append(out.Items, it)
+		}
+	}
+	for _, a := range r.Anomalies {
+		if a.CreatorSourceID != id {
+			out.Anomalies = append(out.Anomalies, a)
+		}
+	}
+	return st.SaveResult(ctx, out)
 }

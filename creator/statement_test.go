@@ -32,6 +32,7 @@ func TestStatementShapes(t *testing.T) {
 		{"eu.csv", "Month;Gross;Fees;Adjustments;Net;Currency\n03/2026;1.234,56;98,76;0,00;1.135,80;EUR\n", 123456, 9876, 0, 0, 113580, 2, "2026-03", "EUR"},
 		{"tab.tsv", "Start Date\tEnd Date\tGross Revenue\tService Fees\tAdjustments\tOther\tNet Earnings\n2026-03-01\t2026-03-31\t1234.56\t98.76\t\t\t1135.80\n", 123456, 9876, 0, 0, 113580, 2, "2026-03", "USD"},
 		{"us.csv", "Period Start,Period End,Gross,Fees,Net\n03/01/2026,03/31/2026,100.00,10.00,90.00\n", 10000, 1000, 0, 0, 9000, 2, "2026-03", "USD"},
+		{"crlf.csv", "\ufeffPeriod,Gross,Fees,Net\r\n\r\n2026-03,100.00,10.00,90.00\r\n", 10000, 1000, 0, 0, 9000, 3, "2026-03", "USD"},
 		{"words.csv", "Reporting Period,Revenue,Fee,Withholding Tax,Amount Payable\nMar 2026,€ 200.00,20.00-,18.00,162.00\n", 20000, 2000, 0, 1800, 16200, 2, "2026-03", "EUR"},
 	} {
 		l := parse(t, tc.name, tc.csv)
