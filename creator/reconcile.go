@@ -654,6 +654,9 @@ func (r *reconciler) merge(res *Result) {
 	}
 	for _, o := range prev.Anomalies {
 		a := now[o.ID]
+		if a != nil && !o.DetectedAt.IsZero() {
+			a.DetectedAt = o.DetectedAt // when it was first found
+		}
 		switch {
 		case a != nil && o.Status == StatusDismissed:
 			a.Status, a.DismissedAt = StatusDismissed, o.DismissedAt
