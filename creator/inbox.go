@@ -319,7 +319,7 @@ func readPayout(led *Ledger, m *mail.Message, text, low string, ev Evidence, o I
 		return
 	}
 	ds := datesIn(text)
-	p.Settled = has(low, "deposited", "has arrived", "arrived in", "was paid", "has been paid", "have been paid", "been paid out", "completed", "credited", "landed", "settled", "is in your account", "has been sent to your bank")
+	p.Settled = has(low, "deposited", "has arrived", "arrived in", "was paid", "has been paid", "have been paid", "been paid out", "completed", "credited", "landed", "settled", "is in your account", "now in your account", "has been sent to your bank", "arrived", "status: paid")
 	if p.Settled {
 		p.SettledAt = m.Date
 		if len(ds) > 0 {

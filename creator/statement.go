@@ -95,11 +95,11 @@ var headerAliases = map[string]field{}
 func init() {
 	for f, names := range map[field][]string{
 		fPlatform:   {"platform", "store", "channel", "network", "service", "partner", "retailer", "marketplace", "source platform"},
-		fPeriod:     {"period", "month", "statement period", "reporting period", "earning period", "earnings period", "sales period", "period label", "statement month", "payout period"},
+		fPeriod:     {"period", "month", "statement period", "reporting period", "earning period", "earnings period", "sales period", "period label", "statement month", "payout period", "month ending", "period ending", "month end"},
 		fStart:      {"period start", "start date", "start", "from", "period from", "period begin", "begin date"},
 		fEnd:        {"period end", "end date", "end", "to", "period to", "through"},
 		fCurrency:   {"currency", "ccy", "currency code", "cur"},
-		fGross:      {"gross", "gross revenue", "gross sales", "gross earnings", "gross amount", "revenue", "total sales", "sales", "list sales", "sales amount", "gross receipts", "gross income", "list price sales"},
+		fGross:      {"gross", "gross revenue", "gross sales", "gross earnings", "gross amount", "revenue", "total sales", "sales", "list sales", "sales amount", "gross receipts", "gross income", "list price sales", "total revenue", "total gross", "gross total", "sales revenue", "total sales amount"},
 		fUnits:      {"units", "streams", "views", "plays", "downloads", "quantity", "units sold", "impressions", "listens"},
 		fConv:       {"conversions", "referrals", "conversion count", "orders referred", "leads", "referred orders"},
 		fFees:       {"fees", "fee", "platform fee", "platform fees", "service fee", "service fees", "processing fee", "processing fees", "transaction fees", "transaction fee", "payment processing"},
