@@ -5,7 +5,6 @@ import (
 	"math/big"
 	"sort"
 	"strings"
-	"time"
 )
 
 // The thresholds of the anomaly rules; docs/creator.md explains each.
@@ -94,46 +93,44 @@ func (r *reconciler) rateRules(s *series, acts []*slot) {
 		}
 		diff := obs - *term
 		var dev bool
-		var money int64
+		var delta int64
 		if sl.expEarned != nil && a.Earned != nil {
-			money = *a.Earned - *sl.expEarned
+			delta = *a.Earned - *sl.expEarned
 		}
 		if a.Model == ModelFee && a.Gross != nil {
-			money = -(feeBase(sl, base) - bps(*a.Gross, *term))
+			delta = -(feeBase(sl, base) - bps(*a.Gross, *term))
 		}
 		switch a.Model {
 		case ModelFee, ModelRoyalty:
-			dev = abs(diff) >= rateToleranceBPS && abs(money) >= moneyFloorCents
+			dev = abs(diff) >= rateToleranceBPS && abs(delta) >= moneyFloorCents
 		default:
-			dev = abs(diff)*100 >= *term*unitRateTolerancePct && abs(money) >= moneyFloorCents
+			dev = abs(diff)*100 >= *term*unitRateTolerancePct && abs(delta) >= moneyFloorCents
 		}
 		sameRun := prevDev && (a.Model == ModelPerUnit || a.Model == ModelAffiliate || abs(obs-prevRate) < rateToleranceBPS)
 		if dev && !sameRun {
 			cur := a.Currency
 			sev := SeverityReview
-			if abs(money) >= 10000 || abs(diff)*10 >= *term {
+			if abs(delta) >= 10000 || abs(diff)*10 >= *term {
 				sev = SeverityHigh
 			}
 			switch a.Model {
 			case ModelFee:
 				r.anomalyFor(s, sl, FeeChange, sev, fmt.Sprintf("%s charged fees of %s on %s gross in %s, %s of gross, where its terms say %s: %s %s than the terms, with no announced change.",
-					s.info.Name, money2(cur, feeBase(sl, base)), money2(cur, *a.Gross), sl.period.Label, pct(obs), pct(*term), money2(cur, abs(money)), moreLess(-money)))
+					s.info.Name, money(cur, feeBase(sl, base)), money(cur, *a.Gross), sl.period.Label, pct(obs), pct(*term), money(cur, abs(delta)), moreLess(-delta)))
 			case ModelRoyalty:
 				r.anomalyFor(s, sl, RoyaltyRateChange, sev, fmt.Sprintf("%s paid a royalty of %s on %s of sales in %s, %s, where its terms say %s: %s %s, with no announced change.",
-					s.info.Name, money2(cur, *a.Earned), money2(cur, *a.Gross), sl.period.Label, pct(obs), pct(*term), money2(cur, abs(money)), moreLess(money)))
+					s.info.Name, money(cur, *a.Earned), money(cur, *a.Gross), sl.period.Label, pct(obs), pct(*term), money(cur, abs(delta)), moreLess(delta)))
 			case ModelPerUnit:
 				r.anomalyFor(s, sl, RateDeviation, sev, fmt.Sprintf("%s paid %s for %d units in %s, %s per 1,000, where its published rate is %s per 1,000: %s %s than the rate gives.",
-					s.info.Name, money2(cur, *a.Earned), *a.Units, sl.period.Label, formatRate(obs), formatRate(*term), money2(cur, abs(money)), moreLess(money)))
+					s.info.Name, money(cur, *a.Earned), *a.Units, sl.period.Label, formatRate(obs), formatRate(*term), money(cur, abs(delta)), moreLess(delta)))
 			case ModelAffiliate:
 				r.anomalyFor(s, sl, ConversionDivergence, sev, fmt.Sprintf("%s paid %s in commission for %d conversions in %s, %s per conversion, where the contracted commission is %s: %s %s.",
-					s.info.Name, money2(cur, *a.Earned), *a.Conversions, sl.period.Label, money2(cur, obs), money2(cur, *term), money2(cur, abs(money)), moreLess(money)))
+					s.info.Name, money(cur, *a.Earned), *a.Conversions, sl.period.Label, money(cur, obs), money(cur, *term), money(cur, abs(delta)), moreLess(delta)))
 			}
 		}
 		prevDev, prevRate = dev, obs
 	}
 }
-
-func money2(cur string, c int64) string { return money(cur, c) }
 
 func moreLess(v int64) string {
 	if v >= 0 {
@@ -527,5 +524,3 @@ func fxToHome(s *series, home string) *big.Rat {
 	}
 	return medianRat(rates)
 }
-
-var _ = time.Now

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/big"
 	"strings"
-	"time"
 )
 
 // termAliases maps normalized terms-file headers to fields.
@@ -192,5 +191,3 @@ func formatBPS(b int64) string {
 	s = strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(s, "0"), "."), ".")
 	return s + "%"
 }
-
-var _ = time.Now
