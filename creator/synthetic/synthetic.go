@@ -329,7 +329,8 @@ func (g *gen) plant() {
 		}
 		if g.chance(0.3) {
 			plants = append(plants, func() {
-				if i := free(p); i >= 0 {
+				// Not in the last paid months: a payout is missing when a later one came.
+				if i := free(p); i >= 0 && i <= Months-3 {
 					p.missing[i] = true
 					add("missing_payout_period", p, i)
 				}
