@@ -2,6 +2,7 @@ package id
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"sync"
@@ -71,3 +72,16 @@ func Time(s string) (time.Time, error) {
 // the source", providers.ErrNotFound, and a vault backend's missing file are other facts and
 // keep errors of their own.)
 var ErrNotFound = errors.New("not found")
+
+// Derive returns the id with the given prefix whose time part is at and whose random part comes
+// from key (its SHA-256): the same thing named again gets the same id, as reconciliation needs
+// when it recomputes a revenue item or an anomaly from the same evidence.
+func Derive(prefix string, at time.Time, key string) string {
+	sum := sha256.Sum256([]byte("svc/id/v1\x00" + prefix + "\x00" + key))
+	var u ulid.ULID
+	if at.Before(time.UnixMilli(0)) || u.SetTime(ulid.Timestamp(at)) != nil {
+		copy(u[:6], sum[10:16])
+	}
+	copy(u[6:], sum[:10])
+	return prefix + "_" + u.String()
+}
