@@ -120,6 +120,9 @@ func (r *remote) fetchResult(req providers.FetchRequest, res *batchResult, budge
 		return providers.FetchOutcome{}, fmt.Errorf("%w: fetched object %q, asked for %q", providers.ErrInvalidResponse, obj.ID, req.ObjectID)
 	case req.ExpectedVersion != "" && obj.Version != req.ExpectedVersion:
 		return providers.FetchOutcome{}, fmt.Errorf("%w: fetched version %q, expected %q", providers.ErrInvalidResponse, obj.Version, req.ExpectedVersion)
+	case req.MaxBytes > 0 && obj.SizeBytes > req.MaxBytes:
+		return providers.FetchOutcome{Err: &providers.Error{Op: "fetch", Provider: r.desc.Name, ObjectID: req.ObjectID,
+			Err: fmt.Errorf("%w: %d bytes, at most %d accepted", providers.ErrTooLarge, obj.SizeBytes, req.MaxBytes)}}, nil
 	case int64(len(content)) != obj.SizeBytes:
 		return providers.FetchOutcome{}, fmt.Errorf("%w: content of %q is %d bytes, object declares %d", providers.ErrInvalidResponse, obj.ID, len(content), obj.SizeBytes)
 	case !budget.Take(obj.SizeBytes):
@@ -219,6 +222,12 @@ func (r *remote) fetch(ctx context.Context, req providers.FetchRequest, useLane 
 	}
 	if req.ExpectedVersion != "" && obj.Version != req.ExpectedVersion {
 		return fail(fmt.Errorf("%w: fetched version %q, expected %q", providers.ErrInvalidResponse, obj.Version, req.ExpectedVersion), false)
+	}
+	if req.MaxBytes > 0 && obj.SizeBytes > req.MaxBytes {
+		// More than the caller accepts (what the plan authorized): not one
+		// byte of it is read, and the stream's exact length is checked
+		// against the declared size, so nothing larger can follow.
+		return fail(fmt.Errorf("%w: %q is %d bytes, at most %d accepted", providers.ErrTooLarge, obj.ID, obj.SizeBytes, req.MaxBytes), false)
 	}
 	body := &fetchBody{r: r, proc: proc, ctx: ctx, sctx: sctx, stream: stream, cancel: cancel, wd: wd, want: obj.SizeBytes, wrap: wrap, lane: lane, held: -1}
 	if lane != nil {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +36,12 @@ type Options struct {
 	// LogOutput receives the plugin's stderr and the transport's log lines.
 	// Nil discards them.
 	LogOutput io.Writer
+	// Env is added to the plugin's environment ("KEY=value" entries). A
+	// plugin does not inherit the host's environment: it gets the variables
+	// PluginEnv keeps, these, and go-plugin's handshake variables. A
+	// command whose Env is already set (by the newCmd passed to NewPlugin)
+	// is left as it is.
+	Env []string
 }
 
 func (o *Options) withDefaults() Options {
@@ -55,15 +64,55 @@ func (o *Options) withDefaults() Options {
 	return c
 }
 
+// killGrace is how long a probe waits for a plugin that let a call time out
+// before the host kills it.
+const killGrace = 2 * time.Second
+
 // Command returns a command factory for a plugin executable and its
 // arguments, for NewPlugin.
 func Command(path string, args ...string) func() *exec.Cmd {
 	return func() *exec.Cmd { return exec.Command(path, args...) }
 }
 
+// pluginEnvNames are the host variables a plugin keeps: where it may write
+// (HOME, TMPDIR, XDG_DATA_HOME for the freedesktop trash), how text and time
+// read, how it reaches the network (proxies, CA certificates), and the Go
+// runtime's own settings. Everything else, the host's secrets included
+// (SVC_STRIPE_SECRET_KEY, database URLs, cloud credentials), stays behind.
+var pluginEnvNames = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES",
+	"XDG_DATA_HOME", "XDG_RUNTIME_DIR", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG", "GOTRACEBACK", "GOCOVERDIR",
+}
+
+// PluginEnvPrefix names the host variables meant for plugins: every
+// variable whose name starts with it is passed on (SVC_PLUGIN_DEBUG_DIR).
+const PluginEnvPrefix = "SVC_PLUGIN_"
+
+// PluginEnv returns the environment a plugin process starts with, from the
+// host's environment env (os.Environ()): only the variables named in
+// docs/security.md ("What a plugin can reach") and those starting with
+// PluginEnvPrefix, then extra.
+func PluginEnv(env []string, extra ...string) []string {
+	out := []string{}
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && (slices.Contains(pluginEnvNames, k) || strings.HasPrefix(k, PluginEnvPrefix)) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
+}
+
 // Plugin runs one provider plugin executable: at most one process at a
 // time, started on first use and again after a crash. It is safe for
 // concurrent use and is a providers.Factory through its Open method.
+//
+// No lock is held across a call into the plugin or a wait on its process:
+// a start runs in its own goroutine and callers wait for it with their own
+// context, and stopping a process kills it first (a frozen plugin cannot
+// delay a kill) and reaps it in the background.
 type Plugin struct {
 	name   providers.Name
 	newCmd func() *exec.Cmd
@@ -71,25 +120,49 @@ type Plugin struct {
 
 	mu        sync.Mutex
 	cur       *process
+	starting  *startAttempt // the start in flight, if any
 	gen       uint64
 	lastStart time.Time
 	closed    bool
 	starts    atomic.Int64
 }
 
+// startAttempt is a start of the plugin process that callers wait on.
+type startAttempt struct {
+	done chan struct{}
+	proc *process
+	err  error
+}
+
 // process is one running plugin process.
 type process struct {
 	gen    uint64
 	client *goplugin.Client
+	cmd    *exec.Cmd
 	rpc    *grpcClient
 	desc   providers.Description
 	lanes  *lanePool // content lanes to it, opened on the first fetch
+
+	stopOnce sync.Once
+	reaped   chan struct{} // closed once go-plugin has cleaned up after it
 }
 
-// stop kills the process and closes its content lanes.
+// stop kills the process and closes its content lanes, without waiting on
+// the plugin: the process gets SIGKILL first (go-plugin's Kill would first
+// ask it to shut down over RPC and wait for it, which a frozen plugin never
+// answers), and go-plugin's clean-up (reaping, the socket directory) runs in
+// the background. It is safe to call more than once and from any goroutine.
 func (pr *process) stop() {
-	pr.client.Kill()
-	pr.lanes.close()
+	pr.stopOnce.Do(func() {
+		if pr.cmd != nil && pr.cmd.Process != nil {
+			_ = pr.cmd.Process.Kill()
+		}
+		pr.lanes.close()
+		go func() {
+			defer close(pr.reaped)
+			pr.client.Kill() // the process is gone: its Shutdown RPC fails at once
+		}()
+	})
 }
 
 // NewPlugin returns a host for the plugin that newCmd starts, which must
@@ -107,25 +180,29 @@ func (p *Plugin) Starts() int { return int(p.starts.Load()) }
 // Pid returns the current plugin process id, or 0 when none runs.
 func (p *Plugin) Pid() int {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == nil || p.cur.client.Exited() {
+	cur := p.cur
+	p.mu.Unlock()
+	if cur == nil || cur.client.Exited() || cur.cmd.Process == nil {
 		return 0
 	}
-	if rc := p.cur.client.ReattachConfig(); rc != nil {
-		return rc.Pid
-	}
-	return 0
+	return cur.cmd.Process.Pid
 }
 
 // Close stops the plugin process; later calls fail with
-// ErrPluginUnavailable.
+// ErrPluginUnavailable. It kills the process without waiting on the plugin,
+// then waits at most a second for the clean-up after it.
 func (p *Plugin) Close() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.closed = true
-	if p.cur != nil {
-		p.cur.stop()
-		p.cur = nil
+	cur := p.cur
+	p.cur = nil
+	p.mu.Unlock()
+	if cur != nil {
+		cur.stop()
+		select {
+		case <-cur.reaped:
+		case <-time.After(time.Second):
+		}
 	}
 	return nil
 }
@@ -154,51 +231,96 @@ func (p *Plugin) Open(ctx context.Context, cfg providers.Config) (providers.Prov
 	return r, nil
 }
 
-// get returns the live process, starting one if there is none.
+// get returns the live process, starting one if there is none. The start
+// runs in its own goroutine, bounded by StartTimeout and CallTimeout, so a
+// caller that gives up (ctx) neither holds others up nor fails their start.
 func (p *Plugin) get(ctx context.Context) (*process, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, fmt.Errorf("plugin %s: closed: %w", p.name, providers.ErrPluginUnavailable)
-	}
-	if p.cur != nil && !p.cur.client.Exited() {
-		return p.cur, nil
-	}
-	if p.cur != nil {
-		p.cur.stop()
-		p.cur = nil
-	}
-	if wait := p.opts.RestartDelay - time.Since(p.lastStart); wait > 0 && !p.lastStart.IsZero() {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("plugin %s: closed: %w", p.name, providers.ErrPluginUnavailable)
+		}
+		if p.cur != nil && !p.cur.client.Exited() {
+			cur := p.cur
+			p.mu.Unlock()
+			return cur, nil
+		}
+		if p.cur != nil {
+			go p.cur.stop()
+			p.cur = nil
+		}
+		a := p.starting
+		if a == nil {
+			var wait time.Duration
+			if !p.lastStart.IsZero() {
+				wait = p.opts.RestartDelay - time.Since(p.lastStart)
+			}
+			p.lastStart = time.Now().Add(max(wait, 0))
+			p.starts.Add(1)
+			a = &startAttempt{done: make(chan struct{})}
+			p.starting = a
+			go p.runStart(a, wait)
+		}
+		p.mu.Unlock()
 		select {
-		case <-time.After(wait):
+		case <-a.done:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		if a.err != nil {
+			return nil, a.err
+		}
+		if !a.proc.client.Exited() {
+			return a.proc, nil
+		}
+		// It died at once: start again (after RestartDelay).
 	}
-	p.lastStart = time.Now()
-	p.starts.Add(1)
-	proc, err := p.start(ctx)
-	if err != nil {
-		return nil, err
+}
+
+// runStart starts a process for a, after wait, and makes it current.
+func (p *Plugin) runStart(a *startAttempt, wait time.Duration) {
+	if wait > 0 {
+		time.Sleep(wait)
 	}
-	p.cur = proc
-	return proc, nil
+	proc, err := p.start(context.Background())
+	p.mu.Lock()
+	p.starting = nil
+	switch {
+	case err != nil:
+	case p.closed:
+		go proc.stop()
+		proc, err = nil, fmt.Errorf("plugin %s: closed: %w", p.name, providers.ErrPluginUnavailable)
+	default:
+		p.gen++
+		proc.gen = p.gen
+		p.cur = proc
+	}
+	a.proc, a.err = proc, err
+	p.mu.Unlock()
+	close(a.done)
 }
 
 func (p *Plugin) start(ctx context.Context) (*process, error) {
 	logger := hclog.New(&hclog.LoggerOptions{Name: "plugin." + string(p.name), Output: p.opts.LogOutput, Level: hclog.Info})
+	cmd := p.newCmd()
+	if cmd.Env == nil {
+		cmd.Env = PluginEnv(os.Environ(), p.opts.Env...)
+	}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: pluginSet(nil),
-		Cmd:              p.newCmd(),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		StartTimeout:     p.opts.StartTimeout,
 		Logger:           logger,
 		GRPCDialOptions:  dialOptions(),
 	})
+	proc := &process{client: client, cmd: cmd, reaped: make(chan struct{}), lanes: &lanePool{timeout: p.opts.CallTimeout}}
 	fail := func(err error) (*process, error) {
-		client.Kill()
+		proc.stop()
 		return nil, fmt.Errorf("start plugin %s: %w: %v", p.name, providers.ErrPluginUnavailable, err)
 	}
 	cp, err := client.Client()
@@ -226,29 +348,31 @@ func (p *Plugin) start(ctx context.Context) (*process, error) {
 	if p.name != "" && desc.Name != p.name {
 		return fail(fmt.Errorf("plugin describes itself as %q", desc.Name))
 	}
-	p.gen++
-	return &process{gen: p.gen, client: client, rpc: rpc, desc: desc, lanes: &lanePool{timeout: p.opts.CallTimeout}}, nil
+	proc.rpc, proc.desc = rpc, desc
+	return proc, nil
 }
 
 // Kill kills the current plugin process as a crash would; the next call
 // starts a new one. It is meant for tests and for an operator's recovery.
+// It does not wait on the plugin.
 func (p *Plugin) Kill() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur != nil {
-		p.cur.stop()
-		p.cur = nil
+	cur := p.cur
+	p.cur = nil
+	p.mu.Unlock()
+	if cur != nil {
+		cur.stop()
 	}
 }
 
 // drop forgets proc (after killing it) if it is still current.
 func (p *Plugin) drop(proc *process) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	proc.stop()
 	if p.cur == proc {
 		p.cur = nil
 	}
+	p.mu.Unlock()
+	proc.stop()
 }
 
 // classify turns a failed call's error into the typed error callers see.
@@ -272,6 +396,10 @@ func (p *Plugin) classify(ctx context.Context, proc *process, err error) error {
 	case codes.DeadlineExceeded, codes.Canceled:
 		go p.probe(proc)
 		return fmt.Errorf("%w after %s", providers.ErrPluginTimeout, p.opts.CallTimeout)
+	case codes.ResourceExhausted:
+		// A message over the protocol's size limit (a page of millions of
+		// objects): the plugin answered, but not within the protocol.
+		return fmt.Errorf("%w: %s", providers.ErrInvalidResponse, st.Message())
 	case codes.Unavailable, codes.Internal:
 		// The connection broke but the process still runs: it is of no use.
 		p.drop(proc)
@@ -283,7 +411,7 @@ func (p *Plugin) classify(ctx context.Context, proc *process, err error) error {
 // probe checks a plugin that let a call time out; one that does not answer
 // a Describe promptly is hung and is killed, so the next call restarts it.
 func (p *Plugin) probe(proc *process) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
 	defer cancel()
 	if _, err := proc.rpc.Describe(ctx, &pluginpb.DescribeRequest{}); err != nil {
 		p.drop(proc)

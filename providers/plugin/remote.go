@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -15,10 +16,11 @@ type remote struct {
 	cfg  providers.Config
 	desc providers.Description
 
-	mu     sync.Mutex
-	gen    uint64 // process generation id belongs to
-	id     uint64
-	closed bool
+	mu      sync.Mutex
+	gen     uint64 // process generation id belongs to
+	id      uint64
+	closed  bool
+	opening *openAttempt // the Open in flight, if any
 
 	pfMu  sync.Mutex
 	ahead []*prefetched // pages read ahead, oldest first
@@ -47,31 +49,74 @@ func (r *remote) Supports(c providers.Capability) bool {
 }
 
 // bind returns the live process and this instance's id in it, opening the
-// instance there if the process is new.
+// instance there if the process is new. Concurrent binds share one Open
+// call, which runs with no lock held.
 func (r *remote) bind(ctx context.Context) (*process, uint64, error) {
-	proc, err := r.p.get(ctx)
-	if err != nil {
-		return nil, 0, err
+	for {
+		proc, err := r.p.get(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return nil, 0, fmt.Errorf("provider closed: %w", providers.ErrInvalidArgument)
+		}
+		if r.gen == proc.gen && r.id != 0 {
+			id := r.id
+			r.mu.Unlock()
+			return proc, id, nil
+		}
+		if o := r.opening; o != nil && o.gen == proc.gen {
+			r.mu.Unlock()
+			select {
+			case <-o.done:
+			case <-ctx.Done():
+				return nil, 0, ctx.Err()
+			}
+			if o.err != nil && !errors.Is(o.err, context.Canceled) && !errors.Is(o.err, context.DeadlineExceeded) {
+				return nil, 0, o.err
+			}
+			continue // opened (or the opener gave up): look again
+		}
+		o := &openAttempt{gen: proc.gen, done: make(chan struct{})}
+		r.opening = o
+		r.mu.Unlock()
+		id, err := r.open(ctx, proc)
+		r.mu.Lock()
+		if err == nil {
+			r.gen, r.id = proc.gen, id
+		}
+		o.err = err
+		r.opening = nil
+		r.mu.Unlock()
+		close(o.done)
+		if err != nil {
+			return nil, 0, err
+		}
+		return proc, id, nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, 0, fmt.Errorf("provider closed: %w", providers.ErrInvalidArgument)
-	}
-	if r.gen == proc.gen && r.id != 0 {
-		return proc, r.id, nil
-	}
+}
+
+// openAttempt is an Open of the instance in a process that binds wait on.
+type openAttempt struct {
+	gen  uint64
+	done chan struct{}
+	err  error
+}
+
+// open opens the instance in proc under the call deadline.
+func (r *remote) open(ctx context.Context, proc *process) (uint64, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.p.opts.CallTimeout)
 	defer cancel()
 	resp, err := proc.rpc.Open(cctx, &pluginpb.OpenRequest{Config: r.cfg})
 	if err != nil {
-		return nil, 0, r.p.classify(ctx, proc, err)
+		return 0, r.p.classify(ctx, proc, err)
 	}
 	if err := validate(resp); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	r.gen, r.id = proc.gen, resp.GetInstanceId()
-	return proc, r.id, nil
+	return resp.GetInstanceId(), nil
 }
 
 // call runs one unary exchange with the instance under the call deadline.
