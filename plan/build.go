@@ -32,7 +32,7 @@ var ErrInvalid = errors.New("invalid plan request")
 // Request is what to plan.
 type Request struct {
 	// Budget bounds what building the plan may take; zero fields are the defaults.
-	Budget Budget
+	Budget           Budget
 	TenantID, UserID string
 	Actor            *svcv1.Actor
 	Simulated        bool
