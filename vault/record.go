@@ -152,6 +152,10 @@ type Placement struct {
 	Offset int64  `json:"offset,omitempty"`
 	Length int64  `json:"length"`         // sealed bytes
 	Pack   bool   `json:"pack,omitempty"` // Name is a pack (see Pack)
+	// Format is the seal format version the copy was written in (3: a
+	// bound stream, 4: a bound pack entry); a reader accepts no other. 0:
+	// written before formats were recorded (version 1 or 2, either read).
+	Format uint8 `json:"format,omitempty"`
 	// Corrupt is set when the copy failed verification; a copy that
 	// verifies again, or a fresh one, clears it.
 	Corrupt    bool      `json:"corrupt,omitempty"`

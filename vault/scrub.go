@@ -58,7 +58,7 @@ func (v *Vault) probeObject(ctx context.Context, t *tenant, o Object, memo map[c
 		pr.err = err
 		return pr, nil
 	}
-	err = v.verifyPlacement(ctx, be, p, t.dataKey, purposeContent, b.Digest, b.Size, "vault object "+o.ID, nil)
+	err = v.verifyPlacement(ctx, be, t, p, purposeContent, b.Digest, b.Digest, b.Size, "vault object "+o.ID, nil)
 	if err != nil && !errors.Is(err, ErrInvalidData) {
 		return pr, err
 	}
@@ -388,7 +388,7 @@ func (v *Vault) scrubTexts(ctx context.Context, t *tenant, rep *ScrubReport) err
 			if b.Text == nil {
 				continue
 			}
-			err := v.verifyPlacement(ctx, v.hot, b.Text, t.dataKey, purposeText, b.TextDigest, b.TextSize, "extracted text", nil)
+			err := v.verifyPlacement(ctx, v.hot, t, b.Text, purposeText, b.Digest, b.TextDigest, b.TextSize, "extracted text", nil)
 			if err != nil && !errors.Is(err, ErrInvalidData) {
 				return err
 			}

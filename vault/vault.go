@@ -83,6 +83,12 @@ type Vault struct {
 	locks keyedLocks
 	stats stats
 
+	// legacy writes the formats of before bound streams (seal versions 1
+	// and 2) and reads without holding back the final segment: the old
+	// path, kept for the benchmarks that compare the two and for tests of
+	// reading old data (SetLegacyFormat).
+	legacy bool
+
 	appendMu  sync.Mutex
 	appending map[string]bool // packs open for appending
 }
