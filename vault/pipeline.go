@@ -130,20 +130,20 @@ func (v *Vault) writeSealed(f backend.File, t *tenant, purpose string, known Dig
 // before the last bytes.
 type verifiedReader struct {
 	holdBack bool
-	rc   io.ReadCloser
-	h    hash.Hash
-	segs chan segment
-	free chan []byte
-	stop chan struct{}
-	once sync.Once
-	wg   sync.WaitGroup
-	cur  []byte // unread part of the current segment
-	buf  []byte // the current segment, to give back
-	n    int64
-	want Digest
-	size int64
-	what string
-	err  error
+	rc       io.ReadCloser
+	h        hash.Hash
+	segs     chan segment
+	free     chan []byte
+	stop     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+	cur      []byte // unread part of the current segment
+	buf      []byte // the current segment, to give back
+	n        int64
+	want     Digest
+	size     int64
+	what     string
+	err      error
 	// onInvalid, if set, is called once when the content turns out not
 	// to match (an error wrapping ErrInvalidData).
 	onInvalid func(error)
