@@ -667,7 +667,7 @@ func (c *committer) readBack(ctx context.Context, name string, base int64, writt
 			e.err = err
 		}
 	}
-	rc, err := c.v.hot.Open(ctx, name, base, int64(len(written)))
+	rc, err := c.v.openStored(ctx, c.v.hot, true, name, base, int64(len(written))) // the device, not the cache of the write
 	if err != nil {
 		fail(err)
 		return

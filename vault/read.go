@@ -21,7 +21,28 @@ const (
 // bind; for its text, the text's digest). A missing file is lost content: an
 // error wrapping ErrInvalidData.
 func (v *Vault) openPlacement(ctx context.Context, be backend.Backend, t *tenant, p *Placement, purpose string, bind, want Digest, size int64, what string) (*verifiedReader, error) {
-	rc, err := be.Open(ctx, p.Name, p.Offset, p.Length)
+	return v.openCopy(ctx, be, false, t, p, purpose, bind, want, size, what)
+}
+
+// fromMedium reports whether verifications on be read the medium itself
+// (backend.MediumReader), not a cache of what was written.
+func (v *Vault) fromMedium(be backend.Backend) bool {
+	m, ok := be.(backend.MediumReader)
+	return ok && m.Medium() != ""
+}
+
+// openStored opens a range of a stored file: from the medium when medium is
+// set and be can (backend.MediumReader), else as be serves it.
+func (v *Vault) openStored(ctx context.Context, be backend.Backend, medium bool, name string, offset, length int64) (io.ReadCloser, error) {
+	if m, ok := be.(backend.MediumReader); ok && medium && m.Medium() != "" {
+		return m.OpenMedium(ctx, name, offset, length)
+	}
+	return be.Open(ctx, name, offset, length)
+}
+
+// openCopy is openPlacement, reading from the medium when medium is set.
+func (v *Vault) openCopy(ctx context.Context, be backend.Backend, medium bool, t *tenant, p *Placement, purpose string, bind, want Digest, size int64, what string) (*verifiedReader, error) {
+	rc, err := v.openStored(ctx, be, medium, p.Name, p.Offset, p.Length)
 	if errors.Is(err, backend.ErrNotFound) {
 		return nil, fmt.Errorf("%s: stored copy is missing: %w: %w", what, ErrInvalidData, err)
 	}
@@ -32,10 +53,10 @@ func (v *Vault) openPlacement(ctx context.Context, be backend.Backend, t *tenant
 	return newVerifiedReader(rc, sr, want, size, what, !v.legacy), nil
 }
 
-// verifyPlacement reads a copy to the end and checks it; w, if not nil,
-// receives the plaintext.
+// verifyPlacement reads a copy to the end, from the medium where be can
+// (fromMedium), and checks it; w, if not nil, receives the plaintext.
 func (v *Vault) verifyPlacement(ctx context.Context, be backend.Backend, t *tenant, p *Placement, purpose string, bind, want Digest, size int64, what string, w io.Writer) error {
-	r, err := v.openPlacement(ctx, be, t, p, purpose, bind, want, size, what)
+	r, err := v.openCopy(ctx, be, true, t, p, purpose, bind, want, size, what)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,11 @@ type Object struct {
 	CreatedAt   time.Time      `json:"created_at"`
 	CommittedAt time.Time      `json:"committed_at,omitzero"`
 	VerifiedAt  time.Time      `json:"verified_at,omitzero"`
+	// MediumVerifiedAt is when the object's content was last re-read from
+	// the storage medium itself (not a cache of the write: see
+	// backend.MediumReader) and its SHA-256 matched: at commit, by Verify
+	// or by a scrub. Coverage reports on it.
+	MediumVerifiedAt time.Time `json:"medium_verified_at,omitzero"`
 	ColdSince   time.Time      `json:"cold_since,omitzero"`
 	HasText     bool           `json:"has_text,omitempty"`
 	HasOCR      bool           `json:"has_ocr,omitempty"`

@@ -17,6 +17,7 @@ type probe struct {
 	offset int64
 	bytes  int64 // bytes re-hashed (0 when the result came from the memo)
 	err    error // nil, or wrapping ErrInvalidData: the copy is bad or lost
+	medium bool  // the copy was read from the medium (not a cache)
 }
 
 type copyKey struct {
@@ -53,6 +54,7 @@ func (v *Vault) probeObject(ctx context.Context, t *tenant, o Object, memo map[c
 		return pr, nil
 	}
 	pr.name, pr.offset = p.Name, p.Offset
+	pr.medium = v.fromMedium(be)
 	k := copyKey{pr.cold, p.Name, p.Offset}
 	if err, ok := memo[k]; ok {
 		pr.err = err
@@ -114,6 +116,9 @@ func (v *Vault) applyProbe(tx MetaTx, id string, pr probe, now time.Time) (Objec
 			}
 		}
 		o.VerifiedAt, o.Reason = now, ""
+		if pr.medium {
+			o.MediumVerifiedAt = now
+		}
 	} else {
 		if p != nil && !p.Corrupt {
 			p.Corrupt = true
