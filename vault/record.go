@@ -31,10 +31,10 @@ type Object struct {
 	// backend.MediumReader) and its SHA-256 matched: at commit, by Verify
 	// or by a scrub. Coverage reports on it.
 	MediumVerifiedAt time.Time `json:"medium_verified_at,omitzero"`
-	ColdSince   time.Time      `json:"cold_since,omitzero"`
-	HasText     bool           `json:"has_text,omitempty"`
-	HasOCR      bool           `json:"has_ocr,omitempty"`
-	ManifestID  string         `json:"manifest_id,omitempty"`
+	ColdSince        time.Time `json:"cold_since,omitzero"`
+	HasText          bool      `json:"has_text,omitempty"`
+	HasOCR           bool      `json:"has_ocr,omitempty"`
+	ManifestID       string    `json:"manifest_id,omitempty"`
 	// Reason says why the object is corrupt (the last failed verification).
 	Reason string `json:"reason,omitempty"`
 	// Held reports that the object counts in its blob's Refs (from commit
