@@ -89,6 +89,9 @@ type Vault struct {
 	// reading old data (SetLegacyFormat).
 	legacy bool
 
+	schedMu   sync.Mutex // one ScrubScheduled with a budget at a time
+	schedDebt int64      // bytes read beyond the budget, owed by the next run
+
 	appendMu  sync.Mutex
 	appending map[string]bool // packs open for appending
 }
