@@ -60,10 +60,24 @@ var (
 // Fields are the names a query may use in field:value.
 var Fields = append(append([]string{}, textFields...), keywordFields...)
 
+// TextSource returns, at search time, the document a hit was indexed from (its subject, name
+// and body at least): the index stores no text of its own, so snippets are cut from what this
+// returns (for the vault: the object's record and manifest, and its text read to the end and
+// verified). It must return the fields as they were indexed (Put clips Body to MaxBodyBytes;
+// longer is fine): a field that no longer matches the positions indexed gives no snippet.
+type TextSource func(ctx context.Context, tenant, id string) (Doc, error)
+
+// Options configures an index; nil means defaults.
+type Options struct {
+	// Text gives the text snippets are cut from; nil: hits have no snippet.
+	Text TextSource
+}
+
 // Index is the vault's search index: one bleve index per tenant under a directory. It is safe
 // for concurrent use.
 type Index struct {
-	dir string
+	dir  string
+	text TextSource
 
 	mu      sync.Mutex
 	closed  bool
@@ -83,7 +97,11 @@ type tenantIndex struct {
 }
 
 // Open opens the index directory, creating it, and removes what an interrupted rebuild left.
-func Open(dir string) (*Index, error) {
+// Its hits have no snippets (OpenWith gives them a TextSource).
+func Open(dir string) (*Index, error) { return OpenWith(dir, nil) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, opts *Options) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open search index: %w", err)
 	}
@@ -96,7 +114,11 @@ func Open(dir string) (*Index, error) {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	return &Index{dir: dir, tenants: map[string]*tenantIndex{}}, nil
+	x := &Index{dir: dir, tenants: map[string]*tenantIndex{}}
+	if opts != nil {
+		x.text = opts.Text
+	}
+	return x, nil
 }
 
 // Close closes every tenant's index.
@@ -156,8 +178,9 @@ func openOrCreate(dir string) (bleve.Index, error) {
 }
 
 // newMapping is the index's schema. Words are analysed in English (lower case, stop words,
-// stems: "invoices" finds "invoice"); keyword fields are matched whole; only the fields a
-// snippet can come from are stored; the date has doc values for sorting.
+// stems: "invoices" finds "invoice"); keyword fields are matched whole; no field is stored
+// (no subject, name or body is kept in the index as text: snippets are cut at search time from
+// the TextSource, at the positions the index recorded); the order key sorts.
 func newMapping() mapping.IndexMapping {
 	m := bleve.NewIndexMapping()
 	m.DefaultAnalyzer = en.AnalyzerName
@@ -166,7 +189,7 @@ func newMapping() mapping.IndexMapping {
 		fm := bleve.NewTextFieldMapping()
 		fm.Analyzer = en.AnalyzerName
 		fm.IncludeInAll, fm.DocValues = false, false
-		fm.Store = f == "subject" || f == "body" || f == "name"
+		fm.Store = false // the terms and their positions are indexed; the text is not kept
 		doc.AddFieldMappingsAt(f, fm)
 	}
 	for _, f := range keywordFields {
