@@ -46,3 +46,47 @@ func TestIndexStoresNoText(t *testing.T) {
 		t.Fatalf("snippet %q, want %q", r.Hits[0].Snippet, want)
 	}
 }
+
+// An index opened without a TextSource stores its text and highlights it, as before; opened
+// later with one, it says it still stores text until it is rebuilt, and the rebuilt one
+// stores none.
+func TestIndexStoringTextIsRebuiltWithout(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	d := Doc{ID: "vlt_r", Subject: "Ledger", Body: "The zeppelin ledger for March.", Date: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
+	x, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Put(ctx, "t", d); err != nil {
+		t.Fatal(err)
+	}
+	if stores, err := x.StoresText("t"); err != nil || !stores {
+		t.Fatalf("an index without a TextSource: stores text %v, %v", stores, err)
+	}
+	r, err := x.Search(ctx, "t", Query{Q: "zeppelin", Limit: 5})
+	if err != nil || len(r.Hits) != 1 || !strings.Contains(r.Hits[0].Snippet, "<mark>zeppelin</mark>") {
+		t.Fatalf("highlighted from stored fields: %+v %v", r, err)
+	}
+	x.Close()
+
+	x, err = OpenWith(dir, &Options{Text: func(context.Context, string, string) (Doc, error) { return d, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if stores, _ := x.StoresText("t"); !stores {
+		t.Fatal("an index made with stored fields should say so until it is rebuilt")
+	}
+	n, err := x.Rebuild(ctx, "t", func(yield func(Doc, error) bool) { yield(d, nil) }, nil)
+	if err != nil || n != 1 {
+		t.Fatalf("rebuild: %d, %v", n, err)
+	}
+	if stores, _ := x.StoresText("t"); stores {
+		t.Fatal("the rebuilt index stores text")
+	}
+	r, err = x.Search(ctx, "t", Query{Q: "zeppelin", Limit: 5})
+	if err != nil || len(r.Hits) != 1 || r.Hits[0].Snippet != "The <mark>zeppelin</mark> ledger for March." {
+		t.Fatalf("after the rebuild: %+v %v", r, err)
+	}
+}
