@@ -17,13 +17,14 @@ import (
 	"svc.dev/svc/id"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/plan/discover"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/wire"
 )
 
 // EventSourceReauthRequired is announced when a source's provider refused its credentials.
-const EventSourceReauthRequired = "svc.source.reauth_required"
+const EventSourceReauthRequired = event.SourceReauthRequired
 
 // SourceSpec describes a source to connect.
 type SourceSpec struct {

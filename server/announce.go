@@ -15,23 +15,6 @@ import (
 	"svc.dev/svc/storage"
 )
 
-// Event types the server emits (docs/webhooks.md has the whole catalogue).
-const (
-	evPlanCreated        = "svc.plan.created"
-	evPlanAuthorized     = "svc.plan.authorized"
-	evPlanRejected       = "svc.plan.rejected"
-	evPlanCancelled      = "svc.plan.cancelled"
-	evPlanStale          = "svc.plan.stale"
-	evPlanExpired        = "svc.plan.expired"
-	evExecutionStarted   = "svc.execution.started"
-	evExecutionCancelled = "svc.execution.cancel_requested"
-	evSourceConnected    = "svc.source.connected"
-	evSourcePolicy       = "svc.source.policy_updated"
-	evJobStarted         = "svc.job.started"
-	evJobSucceeded       = "svc.job.succeeded"
-	evJobFailed          = "svc.job.failed"
-)
-
 // emit records a CloudEvents 1.0 event in the tenant's stream and in the stream of every
 // application that reaches the tenant, plus the applications in also (one a change just cut
 // off, say), and queues it for their webhooks, all in one transaction (bolt.EventsExtra): an

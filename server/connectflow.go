@@ -16,6 +16,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 )
 
@@ -25,11 +26,6 @@ import (
 // grant the edge enforces on every call the application makes with connection_id.
 
 // Event types of the connect flow (the catalogue's names).
-const (
-	evConnectionCreated    = "svc.connection.created"
-	evConnectionRevoked    = "svc.connection.revoked"
-	evSourceReauthRequired = "svc.source.reauth_required"
-)
 
 // OAuthProvider is how svc asks an end user's permission at a provider when they connect a
 // source of that provider: the OAuth 2.0 authorization code flow with PKCE (S256). The
@@ -270,7 +266,7 @@ func (s *Server) revokeConnection(ctx context.Context, req *svcv1.ConnectionRequ
 		s.auditChange(ctx, conn.AppID, "connection.revoked", conn.ID, map[string]any{"revoked_by": by})
 		// The application no longer reaches the user's tenant, so emit's audience would miss
 		// it: name it explicitly.
-		s.emitToApp(ctx, conn.Tenant(), conn.AppID, evConnectionRevoked, "/v1/connections", conn.ID, map[string]any{
+		s.emitToApp(ctx, conn.Tenant(), conn.AppID, event.ConnectionRevoked, "/v1/connections", conn.ID, map[string]any{
 			"connection_id": conn.ID, "application_id": conn.AppID, "revoked_by": by})
 	}
 	return connectionProto(conn), nil

@@ -18,6 +18,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 )
 
@@ -374,7 +375,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 		}
 		s.auditChange(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
 			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
-		s.emit(ctx, conn.Tenant(), evConnectionCreated, "/v1/connections", conn.ID, map[string]any{
+		s.emit(ctx, conn.Tenant(), event.ConnectionCreated, "/v1/connections", conn.ID, map[string]any{
 			"connection_id": conn.ID, "application_id": conn.AppID, "connect_session_id": csn.ID,
 			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs)})
 		s.backToApp(w, r, csn, url.Values{"connection_id": {conn.ID}})

@@ -40,7 +40,7 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 	}
 	// A live plan is metered in the transaction that stores it: exactly once.
 	if c.Key != nil && c.Key.Mode == platform.ModeLive {
-		br.Also = append(br.Also, s.store.Usage().Write(usageDeltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)))
+		br.Also = append(br.Also, s.store.Usage().Write(platform.Deltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)))
 	}
 	return s.scope(c).BuildPlan(ctx, br)
 }

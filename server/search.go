@@ -15,6 +15,7 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
 )
@@ -115,12 +116,12 @@ func indexJob(ctx context.Context, jobs storage.Records[*svcv1.Job], sc *svc.Sco
 // and svc.job.succeeded or svc.job.failed.
 func (s *Server) ReindexVault(ctx context.Context, tenant platform.Tenant) IndexResult {
 	res := indexJob(ctx, s.jobs, s.core.Tenant(tenant), s.cfg.Now, s.log, func(job *svcv1.Job) {
-		s.emit(ctx, tenant, evJobStarted, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "index"})
+		s.emit(ctx, tenant, event.JobStarted, "/v1/jobs", job.Id, map[string]any{"job_id": job.Id, "kind": "index"})
 	})
 	if res.Job != nil {
-		typ := evJobSucceeded
+		typ := event.JobSucceeded
 		if res.Err != nil {
-			typ = evJobFailed
+			typ = event.JobFailed
 		}
 		s.emit(ctx, tenant, typ, "/v1/jobs", res.Job.Id, map[string]any{"job_id": res.Job.Id, "kind": "index", "indexed": float64(res.Indexed)})
 	}

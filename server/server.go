@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,7 +127,7 @@ type Server struct {
 	auditLog     storage.Records[*svcv1.AuditEntry]
 	audit        *batchWriter[*svcv1.AuditEntry]
 	eventLog     storage.Records[*svcv1.Event]
-	usage        *usageMeter
+	meter        *platform.Meter
 
 	webhooks  *webhook.Engine
 	stopHooks context.CancelFunc
@@ -238,7 +239,11 @@ func New(cfg Config) (*Server, error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
 	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
-	if s.usage, err = newUsageMeter(s); err != nil {
+	if s.meter, err = platform.OpenMeter(filepath.Join(cfg.DataDir, usageLogFile), store.Usage(), s.devs, platform.MeterOptions{
+		Now: cfg.Now, Logger: cfg.Logger, RotateAt: usageLogRotate,
+		OnCeiling: func(ctx context.Context, orgID, typ string, data map[string]any) {
+			s.emit(ctx, platform.Tenant{Owner: orgID, Mode: platform.ModeLive}, typ, "/v1/usage", orgID, data)
+		}}); err != nil {
 		return fail(err)
 	}
 	// Requests in flight when the process last stopped will never finish: free their keys.
@@ -289,7 +294,7 @@ func (s *Server) Close() error {
 	s.stopHooks()
 	s.background.Wait() // the scrub loop stops between objects
 	s.core.Close()      // the search index, the vault, the sources it opened, the built-in providers it made
-	s.usage.close()
+	s.meter.Close()
 	s.audit.close()
 	return s.store.Close()
 }

@@ -12,7 +12,7 @@ import (
 
 func TestParseUsageLog(t *testing.T) {
 	complete := "org:o\t2026-11\tapi_operations\t1\napp:a\t2026-11\tapi_operations\t1\norg:o\t2026-11\tapi_operations\t2\nbad line\n"
-	deltas, used := parseUsageLog([]byte(complete + "org:o\t2026-11\tplans\t1")) // the last line is not complete
+	deltas, used := platform.ParseUsageLog([]byte(complete + "org:o\t2026-11\tplans\t1")) // the last line is not complete
 	if used != len(complete) || len(deltas) != 2 || deltas[0].Quantity != 3 || deltas[1].Scope != "app:a" {
 		t.Fatalf("used %d, deltas %+v", used, deltas)
 	}
@@ -43,14 +43,14 @@ func TestUsageLogAcrossRestartsAndRotation(t *testing.T) {
 
 	s := open()
 	for range 10 {
-		s.usage.add("org_x", "app_x", platform.MeterAPIOperations, 1)
+		s.meter.Add("org_x", "app_x", platform.MeterAPIOperations, 1)
 	}
-	s.usage.flush() // adds, then starts the log again (it is over 300 bytes)
+	s.meter.Flush() // adds, then starts the log again (it is over 300 bytes)
 	if fi, _ := os.Stat(filepath.Join(dir, usageLogFile)); fi.Size() != 0 || count(s) != 10 {
 		t.Fatalf("after a flush: log %d bytes, count %v", fi.Size(), count(s))
 	}
 	for range 3 {
-		s.usage.add("org_x", "app_x", platform.MeterAPIOperations, 1)
+		s.meter.Add("org_x", "app_x", platform.MeterAPIOperations, 1)
 	}
 	// The process dies: the store is closed first, so nothing more reaches it (the meter's
 	// last flush fails, as it would not have happened).
@@ -60,16 +60,14 @@ func TestUsageLogAcrossRestartsAndRotation(t *testing.T) {
 	s.vault.Close()
 	s.audit.close()
 	s.store.Close()
-	close(s.usage.stop)
-	<-s.usage.done
-	s.usage.log.Close()
+	s.meter.Close()
 
 	s = open()
 	defer s.Close()
 	if got := count(s); got != 13 {
 		t.Fatalf("after the restart: %v, want 13", got)
 	}
-	s.usage.flush()
+	s.meter.Flush()
 	if got := count(s); got != 13 {
 		t.Fatalf("after another flush: %v, want 13", got)
 	}

@@ -11,10 +11,9 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/platform/webhook"
 )
-
-const evWebhookDisabled = "svc.webhook.disabled"
 
 // newWebhooks starts the delivery engine on the server's store.
 func (s *Server) newWebhooks(ctx context.Context) (*webhook.Engine, error) {
@@ -30,7 +29,7 @@ func (s *Server) newWebhooks(ctx context.Context) (*webhook.Engine, error) {
 			if err != nil {
 				return
 			}
-			s.emit(context.Background(), platform.Tenant{Owner: app.OrgID, Mode: ep.Mode}, evWebhookDisabled, "/v1/webhooks", ep.ID,
+			s.emit(context.Background(), platform.Tenant{Owner: app.OrgID, Mode: ep.Mode}, event.WebhookDisabled, "/v1/webhooks", ep.ID,
 				map[string]any{"webhook_id": ep.ID, "reason": ep.DisabledReason})
 		},
 	})

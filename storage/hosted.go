@@ -83,20 +83,14 @@ type Resources interface {
 		keep func(x *svcv1.Execution, plan func() (*svcv1.Plan, error)) bool) (Page[*svcv1.Execution], error)
 }
 
-// UsageDelta adds Quantity to the counter of one meter of one scope ("org:...", "app:...")
-// in one month ("2006-01").
-type UsageDelta struct {
-	Scope, Month, Meter string
-	Quantity            float64
-}
+// UsageDelta adds Quantity to the counter of one meter of one scope in one month.
+type UsageDelta = platform.UsageDelta
 
 // Ceiling is an organization's monthly spending ceiling.
-type Ceiling struct {
-	Cents     int64  `json:"cents"`
-	UpdatedAt string `json:"updated_at"`
-}
+type Ceiling = platform.Ceiling
 
-// Usage keeps the usage counters (live-mode metering) and the organizations' ceilings.
+// Usage keeps the usage counters (live-mode metering) and the organizations' ceilings; it is
+// the platform's UsageStore with the Write a change's transaction carries.
 type Usage interface {
 	// Add adds deltas, in one transaction.
 	Add(ctx context.Context, deltas []UsageDelta) error
