@@ -2,6 +2,7 @@ package id
 
 import (
 	"crypto/rand"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -62,3 +63,11 @@ func Time(s string) (time.Time, error) {
 	}
 	return ulid.Time(u.Time()), nil
 }
+
+// ErrNotFound is returned (wrapped) when no record has the id asked for: a plan, a job, a
+// user, a vault object, a customer. It is the one "no such record" of svc's records, shared
+// by the storage seam, the platform, billing, the vault and the embedding package, so that a
+// caller matches one error whatever layer found the absence. (A provider's "no such object at
+// the source", providers.ErrNotFound, and a vault backend's missing file are other facts and
+// keep errors of their own.)
+var ErrNotFound = errors.New("not found")
