@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/mail"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,17 @@ func (s *Scope) SearchVault(ctx context.Context, q SearchQuery) (SearchResult, e
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
 		return SearchResult{}, invalid("to", "must be after from")
 	}
+	if s.access.limited() {
+		// Only the grant's sources: those asked for among them, or all of them.
+		if len(q.Sources) == 0 {
+			q.Sources = s.access.Sources
+		} else {
+			q.Sources = slices.DeleteFunc(slices.Clone(q.Sources), func(id string) bool { return !s.access.allowsSource(id) })
+			if len(q.Sources) == 0 {
+				return SearchResult{Hits: []SearchHit{}}, nil
+			}
+		}
+	}
 	sq := search.Query{Q: q.Q, Type: q.Type, From: q.From, To: q.To, Sources: q.Sources, Limit: q.Limit, After: q.Cursor}
 	if q.Provider != svcv1.Provider_PROVIDER_UNSPECIFIED {
 		sq.Provider = enumWire(q.Provider)
@@ -114,6 +126,9 @@ func (s *Scope) SearchVault(ctx context.Context, q SearchQuery) (SearchResult, e
 		}
 		if err != nil {
 			return SearchResult{}, err
+		}
+		if s.reachesVaultObject(o) != nil {
+			continue
 		}
 		out.Hits = append(out.Hits, SearchHit{Object: o, Score: h.Score, Matched: h.Matched, Snippet: h.Snippet})
 	}
@@ -197,7 +212,7 @@ const (
 
 // openSearch opens the search index of data directory dir (dir/search) on c's feed.
 func openSearch(dir string, c *core) (*vaultIndex, error) {
-	idx, err := search.Open(filepath.Join(dir, "search"))
+	idx, err := search.Open(filepath.Join(dir, SearchDir))
 	if err != nil {
 		return nil, fmt.Errorf("open the search index: %w", err)
 	}

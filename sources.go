@@ -15,9 +15,10 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
-	"svc.dev/svc/internal/discover"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/plan/discover"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/wire"
 )
 
@@ -125,21 +126,53 @@ func sourceQuota(q providers.Quota) *svcv1.SourceQuota {
 	return sq
 }
 
-// Source returns a source of the tenant.
+// Source returns a source of the tenant: another tenant's is not found, the tenant's own
+// outside the scope's grant is refused (CodeForbidden).
 func (s *Scope) Source(ctx context.Context, id string) (*svcv1.Source, error) {
-	return s.c.store.Sources().Get(ctx, s.key(), id)
+	src, err := s.c.store.Sources().Get(ctx, s.key(), id)
+	if err != nil {
+		return nil, err
+	}
+	return src, s.reachesSource(src.Id)
 }
 
-// Sources returns the tenant's sources, oldest first.
+// Sources returns the tenant's sources the scope reaches, oldest first.
 func (s *Scope) Sources(ctx context.Context) ([]*svcv1.Source, error) {
 	var out []*svcv1.Source
-	err := s.c.store.Sources().Scan(ctx, s.key(), func(src *svcv1.Source) bool { out = append(out, src); return true })
+	err := s.c.store.Sources().Scan(ctx, s.key(), func(src *svcv1.Source) bool {
+		if s.reachesSource(src.Id) == nil {
+			out = append(out, src)
+		}
+		return true
+	})
 	return out, err
+}
+
+// SourceFilter selects sources in ListSources; zero fields select all.
+type SourceFilter struct {
+	Status   *svcv1.SourceStatus
+	Provider *svcv1.Provider
+}
+
+// ListSources returns a page of the tenant's sources the scope reaches, newest first, after
+// the source id after ("": from the newest).
+func (s *Scope) ListSources(ctx context.Context, f SourceFilter, after string, limit int) (storage.Page[*svcv1.Source], error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return storage.Page[*svcv1.Source]{}, err
+	}
+	return res.Sources().List(ctx, s.key(), after, limit, func(src *svcv1.Source) bool {
+		return (f.Status == nil || src.GetStatus() == *f.Status) &&
+			(f.Provider == nil || src.GetProvider() == *f.Provider) && s.reachesSource(src.Id) == nil
+	})
 }
 
 // UpdateSourcePolicy replaces a source's policy; a policy without a version gets the next
 // revision number.
 func (s *Scope) UpdateSourcePolicy(ctx context.Context, id string, policy *svcv1.SourcePolicy) (*svcv1.Source, error) {
+	if _, err := s.Source(ctx, id); err != nil {
+		return nil, err
+	}
 	var out *svcv1.Source
 	err := s.c.store.Sources().Update(ctx, s.key(), id, func(src *svcv1.Source) error {
 		pol := proto.Clone(policy).(*svcv1.SourcePolicy)

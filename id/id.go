@@ -3,6 +3,7 @@ package id
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -76,3 +77,11 @@ func Derive(prefix string, at time.Time, key string) string {
 	copy(u[6:], sum[:10])
 	return prefix + "_" + u.String()
 }
+
+// ErrNotFound is returned (wrapped) when no record has the id asked for: a plan, a job, a
+// user, a vault object, a customer. It is the one "no such record" of svc's records, shared
+// by the storage seam, the platform, billing, the vault and the embedding package, so that a
+// caller matches one error whatever layer found the absence. (A provider's "no such object at
+// the source", providers.ErrNotFound, and a vault backend's missing file are other facts and
+// keep errors of their own.)
+var ErrNotFound = errors.New("not found")

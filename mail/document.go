@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/emersion/go-message"
 	"github.com/k3a/html2text"
@@ -109,7 +110,12 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 		opt.MaxAttachmentBytes = DefaultMaxAttachmentBytes
 	}
 	lim := &limitReader{r: r, n: opt.MaxBytes}
-	br := bufio.NewReaderSize(lim, 16<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(lim)
+	defer func() {
+		br.Reset(nil)
+		readers.Put(br)
+	}()
 	d := &document{opt: opt, lim: lim, doc: &Document{Message: &Message{MIMEType: "text/plain"}}}
 	m := d.doc.Message
 	h, n, err := readHeader(br, m)
@@ -144,6 +150,10 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	m.Attachments = append(m.Attachments, d.attachments...)
 	return d.doc, nil
 }
+
+// readers are the buffered readers ReadDocument reads through, reused: a scan reads many
+// messages one after another, and a fresh 16 KiB buffer each was a good part of its cost.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
 type document struct {
 	opt         DocumentOptions
@@ -228,6 +238,9 @@ func (d *document) entity(e *message.Entity, err error, path []int, depth int) {
 		kind := TextPlain
 		if t == "text/html" {
 			kind = TextHTML
+			// Table cells end without a space in html2text's output ("Total$5.00") and rows
+			// without a line break: a cell boundary is a word boundary, a row is a line.
+			s = cellEnds.Replace(s)
 			s = html2text.HTML2TextWithOptions(s, html2text.WithUnixLineBreaks())
 		}
 		d.add(TextPart{Kind: kind, Text: lines(s)})
@@ -320,6 +333,8 @@ func (d *document) forwarded(body io.Reader, path []int, depth int) (*Message, s
 	}
 	return im, b.String()
 }
+
+var cellEnds = strings.NewReplacer("</td>", " </td>", "</TD>", " </TD>", "</th>", " </th>", "</TH>", " </TH>", "</tr>", "</tr><br>", "</TR>", "</TR><br>")
 
 // add keeps a part, within the text budget.
 func (d *document) add(p TextPart) {

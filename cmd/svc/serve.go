@@ -17,12 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"svc.dev/svc/internal/billing"
-	"svc.dev/svc/internal/billing/stripe"
-	"svc.dev/svc/internal/platform"
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/billing"
+	"svc.dev/svc/platform/billing/stripe"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
+	"svc.dev/svc/server"
 )
 
 func newServeCmd() *cobra.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/server"
 	"svc.dev/svc/vault"
 )
 

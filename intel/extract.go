@@ -1,0 +1,772 @@
+package intel
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"svc.dev/svc/mail"
+)
+
+// Observation is what one message says about a service's billing: the facts extraction found,
+// each with the line that shows it. Observations are the scan's state: a service layer that
+// scans incrementally keeps them (they are JSON) and gives them back with Scanner.Restore.
+type Observation struct {
+	Ref        string    `json:"ref"`                 // the Message-ID as written, with angle brackets; else the source ref
+	SourceRef  string    `json:"sourceRef,omitempty"` // where the message was read (a path, "path#offset", an object id)
+	SourceID   string    `json:"sourceId,omitempty"`
+	Date       time.Time `json:"date"`
+	ServiceKey string    `json:"serviceKey"` // the registrable domain, or "name:" and the display name for mail sent through a payment processor
+	Service    string    `json:"service"`
+	Domain     string    `json:"domain,omitempty"`
+
+	Charge     bool   `json:"charge,omitempty"`     // a receipt or invoice: money was or will be taken
+	OneTime    bool   `json:"oneTime,omitempty"`    // an order or purchase, not a subscription
+	Recurring  bool   `json:"recurring,omitempty"`  // the message speaks of a subscription, plan or renewal
+	CreditNote bool   `json:"creditNote,omitempty"` // a credit note or refund
+	Marketing  bool   `json:"marketing,omitempty"`  // promotion: prices offered, nothing taken
+	Activity   bool   `json:"activity,omitempty"`   // a notice of the user's use of the service
+	Currency   string `json:"currency,omitempty"`
+
+	Total    *int64 `json:"total,omitempty"`
+	Subtotal *int64 `json:"subtotal,omitempty"`
+	Tax      *int64 `json:"tax,omitempty"`
+	Credits  *int64 `json:"credits,omitempty"` // credits applied, as a positive number
+	Overage  *int64 `json:"overage,omitempty"`
+	Base     *int64 `json:"base,omitempty"` // the plan or subscription line
+	Fees     []Fee  `json:"fees,omitempty"`
+
+	Period      BillingPeriod `json:"period,omitempty"`
+	PeriodStart time.Time     `json:"periodStart,omitzero"`
+	PeriodEnd   time.Time     `json:"periodEnd,omitzero"`
+	Plan        string        `json:"plan,omitempty"`
+	Seats       int           `json:"seats,omitempty"`
+	SeatPrice   *int64        `json:"seatPrice,omitempty"`
+	SeatsAdded  bool          `json:"seatsAdded,omitempty"`
+	Usage       string        `json:"usage,omitempty"`
+	Allowance   string        `json:"allowance,omitempty"`
+	Unit        string        `json:"unit,omitempty"`
+	Rate        string        `json:"rate,omitempty"`
+
+	OldPrice    *int64    `json:"oldPrice,omitempty"` // an announced price change
+	NewPrice    *int64    `json:"newPrice,omitempty"`
+	PriceDrop   bool      `json:"priceDrop,omitempty"`
+	EffectiveAt time.Time `json:"effectiveAt,omitzero"`
+
+	TeaserPrice  *int64    `json:"teaserPrice,omitempty"`
+	RegularPrice *int64    `json:"regularPrice,omitempty"`
+	TeaserEnd    time.Time `json:"teaserEnd,omitzero"`
+
+	CreditGrant     *int64    `json:"creditGrant,omitempty"`
+	CreditExpiry    time.Time `json:"creditExpiry,omitzero"`
+	CreditRemaining *int64    `json:"creditRemaining,omitempty"`
+	CreditsOut      bool      `json:"creditsOut,omitempty"`
+
+	AutoUpgrade bool `json:"autoUpgrade,omitempty"`
+	SelfChange  bool `json:"selfChange,omitempty"` // the user changed the plan themselves
+	Cancelled   bool `json:"cancelled,omitempty"`
+
+	TrialStart      bool          `json:"trialStart,omitempty"`
+	TrialNotice     bool          `json:"trialNotice,omitempty"` // a trial is running or ending
+	TrialDays       int           `json:"trialDays,omitempty"`
+	TrialEnd        time.Time     `json:"trialEnd,omitzero"`
+	PriceAfterTrial *int64        `json:"priceAfterTrial,omitempty"`
+	TrialCadence    BillingPeriod `json:"trialCadence,omitempty"`
+
+	Unsubscribe Unsubscribe `json:"unsubscribe,omitzero"`
+	// Excerpts are the lines that show each fact, keyed by the fact ("total", "overage", ...).
+	Excerpts map[string]string `json:"excerpts,omitempty"`
+
+	totalStrength int
+}
+
+// Fee is a fee line of a bill that is neither the price, a tax nor usage.
+type Fee struct {
+	Label string `json:"label"`
+	Cents int64  `json:"cents"`
+}
+
+func (o *Observation) excerpt(key, line string) {
+	if o.Excerpts == nil {
+		o.Excerpts = map[string]string{}
+	}
+	if _, ok := o.Excerpts[key]; !ok {
+		o.Excerpts[key] = cut(line, MaxExcerpt)
+	}
+}
+
+// cut shortens s to at most n characters (runes).
+func cut(s string, n int) string {
+	s = strings.TrimSpace(s)
+	i := 0
+	for j := range s {
+		if i == n {
+			return strings.TrimSpace(s[:j])
+		}
+		i++
+	}
+	return s
+}
+
+var (
+	reCharge      = mk(`(?i)\b(receipts?|invoices?|payment (received|confirmation|confirmed|successful|processed)|thanks? (you )?for your (payment|purchase|order)|amount (paid|charged|due|billed)|we('ve| have)? (successfully )?(charged|billed)|has been (charged|billed|renewed)|(was|were) (charged|billed)|your (bill|statement) (is ready|for)|billing (summary|statement)|renewal (confirmation|receipt)|subscription (renewed|renewal|receipt)|total (charged|due|paid)|payment of|charged to your|credit note|refund(ed)?)\b`, "receipt", "invoice", "payment", "amount", "charg", "bill", "renew", "total", "refund", "credit note", "purchase", "order", "paid")
+	reRecurring   = mk(`(?i)\b(subscriptions?|renews?|renewal|renewed|auto-?renew\w*|recurring|monthly|yearly|annual(ly)?|quarterly|weekly|per (month|year|week|quarter)|/ ?(mo|month|yr|year|wk|week)\b|membership|billing (period|cycle|date)|next (billing|payment|charge|invoice)|plan)\b`, "subscri", "renew", "recurring", "month", "year", "annual", "quarter", "week", "/mo", "/ mo", "/yr", "/ yr", "/wk", "/ wk", "membership", "billing", "next ", "plan")
+	reOrder       = mk(`(?i)\b(order (confirmation|confirmed|number|no\.?|#)|your order|has shipped|shipment|tracking (number|#)|out for delivery|estimated delivery|ship(ping)? to|items? ordered|booking (confirmation|reference)|e-ticket|itinerary|one-time (purchase|payment)|gift card)\b`, "order", "ship", "tracking", "delivery", "booking", "ticket", "itinerary", "one-time", "gift card", "items")
+	reBank        = mk(`(?i)\b(statement balance|minimum payment( due)?|available (balance|credit)|transaction alert|account ending in|direct deposit|(checking|savings) account|your card (ending in \d{4} )?was used|purchase (of|for) [^.\n]{0,20} at |wire transfer|overdraft|credit limit|new transaction)\b`, "statement balance", "minimum payment", "available", "transaction", "account ending", "direct deposit", "checking", "savings", "card", "purchase", "wire transfer", "overdraft", "credit limit")
+	reSplit       = mk(`(?i)\b(you owe|owes you|split (the|this|it|costs?)|your share|settle up|paid you|sent you|requested [^.\n]{0,12}from you|splitwise|venmo|reimburse( me)?|chip in|pay me back|iou)\b`, "owe", "split", "share", "settle", "paid you", "sent you", "requested", "splitwise", "venmo", "reimburse", "chip in", "pay me back", "iou")
+	rePromo       = mk(`(?i)\b(upgrade (now|today|and save)|limited[- ]time|\d+% off|save (up to )?\d+%|special offer|exclusive (offer|deal)|don'?t miss|act now|last chance|start your (free )?trial|try [^.\n]{0,30} (free|for \$)|claim your|unlock|get (\d+ months? )?(free|for \$)|deal|sale ends|promo code|coupon|sign up (now|today)|only \$[\d.]+ ?/ ?mo)\b`, "upgrade", "limited", "% off", "save", "offer", "exclusive", "miss", "act now", "last chance", "trial", "try ", "claim", "unlock", "get ", "deal", "sale", "promo code", "coupon", "sign up", "only ")
+	reTrialStart  = mk(`(?i)(\b(your|the) (free |\d+[- ]day (free )?)?trial (has (officially )?(started|begun)|is (now )?(active|live|underway)|starts (today|now)|begins (today|now)|period (has )?(started|begun))|welcome to your (free |\d+[- ]day (free )?)?trial|(thanks|thank you) for (starting|trying|signing up for) (a |your |the )?(free |\d+[- ]day )*trial|you('ve| have) (started|activated|begun) (a |your |the )?(free |\d+[- ]day )*trial|trial (activated|confirmed))`, "trial")
+	reTrialNotice = mk(`(?i)\b(trial (ends|will end|expires|will expire|is ending|ending soon|is about to end|period ends|runs (until|through))|(days?|hours?) left (in|on) your (free )?trial|(end|expiry) of your (free )?trial|your trial (has )?(ended|expired)|after your (free )?trial)\b`, "trial")
+	reCancel      = mk(`(?i)(\b(your|the) (subscription|membership|plan|trial|account|free trial)( to [^.\n]{1,30})? (has been|is now|was|is) (cancel+ed|terminated|ended|canceled)|we('ve| have) (cancel+ed|ended) your (subscription|membership|trial|plan)|you('ve| have) (successfully )?cancel+ed|cancel+ation (confirmed|confirmation|is complete)|sorry to see you go|won'?t be (charged|billed) (again|anymore|any more))`, "cancel", "terminated", "ended", "sorry to see", "be charged", "be billed")
+	reAutoUpgrade = mk(`(?i)(automatically (upgraded|moved|switched|changed|bumped)|we('ve| have) (upgraded|moved|switched|bumped) (you|your (account|plan|workspace|subscription|team))|(plan|account|workspace|subscription) (has been|was) (automatically )?(upgraded|moved up|bumped)|upgraded [^.\n]{0,40}because (you|your [a-z]+) (exceeded|went over|reached|outgrew|passed)|moved (you )?to (the |a )?(higher|next|larger) (tier|plan))`, "upgrad", "moved", "switched", "bumped", "changed", "higher", "next tier", "larger")
+	reSelfChange  = mk(`(?i)(\byou('ve| have)? (upgraded|switched|changed|moved|downgraded|chose|selected|picked)\b|thanks for upgrading|thank you for upgrading|as you requested|at your request|your (requested|chosen|new) plan (is|has been) (active|confirmed)|plan change (request )?(confirmed|confirmation))`, "you've", "you have", "you upgraded", "you switched", "you changed", "you moved", "you downgraded", "you chose", "you selected", "you picked", "thanks for upgrading", "thank you for upgrading", "as you requested", "at your request", "requested plan", "chosen plan", "new plan", "plan change")
+	rePriceChange = mk(`(?i)\b(price (change|increase|update|adjustment)|(new|updated|higher) (price|pricing|rate)|prices? (will )?(go(es|ing)? up|increas|rise|rising|chang)|(increase|raise|raising|update|updating|change|changing|adjust|adjusting)[a-z]* (the |our |your )?(price|pricing|rate|subscription fee)|will (now )?(cost|be)|will (increase|rise|go up|change)|renew(s|al)? at|going forward)`, "price", "pricing", "rate", "cost", "will", "renew", "going forward", "fee")
+	rePriceDrop   = mk(`(?i)\b(price (decrease|drop|reduction|cut)|(lower|reduced|reducing|cheaper) (price|pricing|rate)|prices? (will )?(go(es|ing)? down|decreas|drop|fall)|(lowering|reducing|cutting|decreasing) (the |our |your )?(price|pricing|rate))`, "price", "pricing", "rate")
+	reTeaser      = mk(`(?i)\b(introductory|intro (price|rate|offer|period)|promotional (price|rate|period|pricing)|promo (price|rate|period)|first (\d+|one|two|three|six|twelve) (months?|weeks?|years?)|for your first (month|year|\d+ months?)|first[- ](month|year) (price|discount|offer)|discounted (rate|price|period)|special (introductory )?rate)\b`, "intro", "promo", "first", "discount", "special")
+	reTeaserThen  = mk(`(?i)\b(then|after (that|which|this|the promotion|your (promo|promotion|introductory|intro|discount))|thereafter|regular(ly)? (price|rate)?|standard (price|rate)|normal (price|rate)|full price|reverts? to|renews at|goes up to|returns to)\b`, "then", "after", "thereafter", "regular", "standard", "normal", "full price", "revert", "renews at", "goes up", "returns to")
+	reCreditGrant = mk(`(?i)(\b(free|promotional|promo|welcome|trial|starter|bonus|sign-?up|startup|launch) credits?\b|\bcredits? (have been |has been |were |was )?(added|granted|applied to your account|issued)|\bin (free )?credits\b|\bcredits? (grant|balance)\b)`, "credit")
+	reCreditLeft  = mk(`(?i)\b(credits? (remaining|left|balance)|remaining (credits?|credit balance|balance of credits)|credit balance( is| of)?)\b`, "credit")
+	reCreditsOut  = mk(`(?i)\b(credits? (have |has )?(run out|been (used up|exhausted|depleted|fully used|consumed))|(used up|exhausted|depleted|run out of) (all )?(your |the )?(free |promotional )?credits?|no (free |promotional )?credits? (remaining|left)|credits? (expired|have expired|will expire|expire|expiring)|out of credits)\b`, "credit")
+	reOverage     = mk(`(?i)\b(overages?|over (your|the) (plan|limit|allowance|included|quota|cap)|beyond (your |the )?(included|plan|allowance|quota)|above (your |the )?(included|allowance|plan)|additional usage|excess (usage|data)|extra usage|exceeded|out-of-plan|over-limit)\b`, "overage", "over ", "beyond", "above", "additional", "excess", "extra", "exceeded", "out-of-plan", "over-limit")
+	reFee         = mk(`(?i)\b((fuel |energy |regulatory |regulatory recovery |cost recovery |peak |holiday |delivery |card |credit card |payment |processing |service |platform |convenience |handling |administrative |admin |compliance |network access |infrastructure |booking |transaction |paper bill |late )(fee|surcharge|charge)|surcharge)\b`, "fee", "surcharge", "charge")
+	reTax         = mk(`(?i)\b(tax(es)?|vat|gst|hst|pst|mwst|iva|tva|sales tax)\b`, "tax", "vat", "gst", "hst", "pst", "mwst", "iva", "tva")
+	reSubtotal    = mk(`(?i)\b(sub-?total|net amount|amount before tax|total before tax)\b`, "sub", "net amount", "before tax")
+	reCreditLine  = mk(`(?i)\b(credits?|discount|promo|coupon|adjustment)\b`, "credit", "discount", "promo", "coupon", "adjustment")
+	reTotal       = mk(`(?i)\b(total|amount (due|paid|charged|billed)|balance due|charged|billed|paid|payment|you (will )?pay|to pay|invoice amount)\b`, "total", "amount", "balance", "charged", "billed", "paid", "payment", "pay")
+	reFinal       = mk(`(?i)\b(amount (due|paid|charged|billed)|total (due|paid|charged)|balance due|grand total|invoice total|we('ve| have)? charged|charged to|has been charged|was charged|you paid)\b`, "amount", "total", "balance", "charged", "paid")
+	rePlanLine    = mk(`(?i)\b(plan|subscription|membership|tier|license|edition)\b`, "plan", "subscription", "membership", "tier", "license", "edition")
+	rePlanName    = regexp.MustCompile(`(?:(?i:plan|tier|edition|package)\s*[:\-–]\s*|(?i:your|the|on the|to the|to)\s+)([A-Z][A-Za-z0-9+]*(?:\s[A-Z0-9][A-Za-z0-9+]*){0,2})(?:\s+(?i:plan|tier|subscription|membership|edition))?`)
+	reSeats       = regexp.MustCompile(`(?i)\b(\d{1,5})\s*(?:x\s*)?(?:active |paid |billable )?(seats?|users?|licen[cs]es?|members?|editors?|agents?)\b|\b((?:seats?|users?|licen[cs]es?)\s*(?:\(|:|-|–)?\s*)(\d{1,5})\b`)
+	reSeatsAdded  = mk(`(?i)\b((new )?(seats?|users?|licen[cs]es?|members?) (were|was|have been|has been) (automatically )?(added|provisioned|billed)|added (\d+ )?(new )?(seats?|users?|licen[cs]es?|members?)|(seat|user|licen[cs]e) count (increased|went up|grew|changed))\b`, "seat", "user", "licen", "member")
+	reUsage       = regexp.MustCompile(`(?i)\b(?:used|usage|consumed|you('ve| have) used|total usage)[^\n\d]{0,25}([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|seats|compute hours|vcpu-hours|events|rows|executions)\b`)
+	reAllowance   = regexp.MustCompile(`(?i)(?:\b([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|compute hours|vcpu-hours|events|rows|executions)\s*(?:included|allowance|are included|free|per month included)|\b(?:includes?|included|allowance( of)?|of)\s+([\d][\d,.]*)\s*(gb|tb|mb|gib|tib|hours?|hrs|minutes?|mins|requests|calls|api calls|messages|emails|sms|texts|tokens|builds?|credits|units|compute hours|vcpu-hours|events|rows|executions)\s*(?:included|allowance|per month|a month|each month)?)`)
+	reRate        = regexp.MustCompile(`(?i)(\$|€|£|USD ?|EUR ?)\s?(\d+(?:[.,]\d+)?)\s*(?:/|per|each|an?)\s*(?:additional |extra )?(\d[\d,]*\s*)?(gb|tb|mb|gib|hour|hr|minute|min|request|call|api call|message|email|sms|text|token|build|credit|unit|compute hour|vcpu-hour|event|row|execution|seat|user|license|member)s?\b`)
+	reTrialDays   = mk(`(?i)\b(\d{1,3})[- ](day|week|month)s?[- ](free[- ])?trial\b|\btrial (period )?of (\d{1,3}) (day|week|month)s?\b`, "trial")
+	reAfterTrial  = mk(`(?i)\b(after (the|your) (free )?trial|when (the|your) (free )?trial ends|at the end of (the|your) (free )?trial|once (the|your) (free )?trial ends|trial (ends|converts)|you('ll| will) (then )?be (charged|billed)|will (automatically )?(be charged|renew|convert|start billing)|then)\b`, "trial", "charged", "billed", "renew", "convert", "then", "start billing")
+	reServicePer  = mk(`(?i)\b(period|service (from|dates?)|billing (period|cycle)|coverage|for the (month|week|year|quarter) of|from .* (to|through|until|-))`, "period", "service", "billing", "coverage", "for the", "from")
+	reEndWord     = mk(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`, "end", "expir", "until", "through", "on", "by", "effective", "start", "from", "begin", "as of")
+	reScam        = mk(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`, "confirm your", "verify your", "click here", "congratulations", "selected", "chosen", "winner", "miracle", "shipping", "risk", "100% free", "act now", "urgent")
+	reValidUntil  = mk(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`, "valid", "good", "expir", "use ")
+	reForwarded   = mk(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`, "forwarded", "original message")
+	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
+	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
+)
+
+// periodWords are the phrases that name a billing period, strongest first.
+var periodWords = []struct {
+	re   *regexp.Regexp
+	p    BillingPeriod
+	keys []string
+}{
+	{regexp.MustCompile(`(?i)(\bper week\b|/ ?(wk|week)\b|\bweekly\b|\bevery week\b|\beach week\b|\ba week\b)`), Weekly, []string{"week", "wk"}},
+	{regexp.MustCompile(`(?i)(\bquarterly\b|\bper quarter\b|/ ?(qtr|quarter)\b|\bevery (3|three) months\b|\beach quarter\b)`), Quarterly, []string{"quarter", "qtr", "months"}},
+	{regexp.MustCompile(`(?i)(\bper year\b|/ ?(yr|year)\b|\bannual(ly)?\b|\byearly\b|\bevery year\b|\beach year\b|\ba year\b|\b12[- ]month (plan|subscription|term)\b)`), Annual, []string{"year", "yr", "annual", "12"}},
+	{regexp.MustCompile(`(?i)(\bper month\b|/ ?(mo|month)\b|\bmonthly\b|\bevery month\b|\beach month\b|\ba month\b|\bmonth-to-month\b)`), Monthly, []string{"month", "mo"}},
+	{regexp.MustCompile(`(?i)(\bpay[- ]as[- ]you[- ]go\b|\busage[- ]based\b|\bmetered (billing|usage)\b|\bbilled (on|by) usage\b)`), Usage, []string{"pay", "usage", "metered"}},
+}
+
+// periodIn returns the billing period a text names, or "".
+func periodIn(s string) BillingPeriod {
+	best, pos := BillingPeriod(""), len(s)+1
+	low := strings.ToLower(s)
+	for _, w := range periodWords {
+		if !containsAny(low, w.keys) {
+			continue
+		}
+		if loc := w.re.FindStringIndex(s); loc != nil && loc[0] < pos {
+			best, pos = w.p, loc[0]
+		}
+	}
+	return best
+}
+
+// period from a service period's length in days.
+func periodOfSpan(days int) BillingPeriod {
+	switch {
+	case days >= 5 && days <= 9:
+		return Weekly
+	case days >= 26 && days <= 33:
+		return Monthly
+	case days >= 85 && days <= 95:
+		return Quarterly
+	case days >= 355 && days <= 370:
+		return Annual
+	}
+	return ""
+}
+
+// extract turns a read message into an observation of a service, or nil when the message says
+// nothing about one (it is personal, a list, spam, bank mail, cost splitting, or not billing).
+func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool) *Observation {
+	if d.Spam() != "" || d.ListPost != "" || isListPlatform(d.Message) {
+		return nil
+	}
+	body := d.Body()
+	subject := d.Subject
+	from, date := d.From, d.Date
+	forwarded := false
+	if len(d.Forwarded) > 0 && d.Forwarded[0].From.Addr != "" {
+		from, forwarded = d.Forwarded[0].From, true
+		if !d.Forwarded[0].Date.IsZero() {
+			date = d.Forwarded[0].Date
+		}
+		subject = d.Forwarded[0].Subject
+	} else if loc := forwardMark(body); loc != nil {
+		if f, dt, s, ok := inlineForward(body[loc[1]:], date); ok {
+			from, date, subject, forwarded = f, dt, s, true
+			body = body[loc[1]:]
+		}
+	}
+	dom := domainOf(from.Addr)
+	if dom == "" || (!forwarded && freemail(dom)) {
+		return nil
+	}
+	if freemail(dom) {
+		return nil
+	}
+	if !forwarded && d.InReplyTo != "" && strings.HasPrefix(strings.ToLower(subject), "re:") {
+		return nil // a conversation, not a notice
+	}
+	text := subject + "\n" + body
+	ltext := strings.ToLower(text)
+	if reBank.in(text, ltext) || reSplit.in(text, ltext) || reScam.in(text, ltext) {
+		return nil
+	}
+	replyTo := d.ReplyTo
+	if len(d.Forwarded) > 0 && forwarded {
+		replyTo = d.Forwarded[0].ReplyTo
+	}
+	key, service, domain := serviceOf(from, dom, replyTo)
+	o := &Observation{Ref: msgRef(d.Message, ref), SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain}
+
+	hasMoney := hasMoneyHint(text)
+	charge := reCharge.in(text, ltext)
+	trialStart := reTrialStart.in(text, ltext)
+	trialNotice := reTrialNotice.in(text, ltext)
+	cancelled := reCancel.in(text, ltext)
+	promo := rePromo.in(text, ltext)
+	notice := reAutoUpgrade.in(text, ltext) || reSelfChange.in(text, ltext) || reSeatsAdded.in(text, ltext) || reCreditsOut.in(text, ltext)
+	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
+		if !promo && !strings.Contains(strings.ToLower(text), "unsubscribe") && reActivity.in(text, ltext) {
+			o.Activity = true
+			return o
+		}
+		if promo || !reActivity.in(text, ltext) {
+			return nil
+		}
+		o.Activity = true
+		return o
+	}
+	o.Recurring = reRecurring.in(text, ltext)
+	o.OneTime = reOrder.in(text, ltext) && !o.Recurring
+	o.Cancelled = cancelled
+	o.TrialStart = trialStart
+	o.TrialNotice = trialNotice || trialStart
+	if trialStart || trialNotice {
+		o.excerpt("trial", firstLine(text, reTrialStart, reTrialNotice))
+	}
+	if cancelled {
+		o.excerpt("cancel", firstLine(text, reCancel))
+	}
+	o.Marketing = promo && !charge && !trialStart && !cancelled
+	o.Charge = charge && !o.Marketing && !trialStart
+	o.Period = periodIn(text)
+
+	ls := splitLines(text)
+	for i, line := range ls {
+		o.line(line, ls, i, date)
+	}
+	if o.Charge {
+		o.settleTotal()
+		if o.Total == nil {
+			o.Charge = false
+		}
+	}
+	if o.Marketing {
+		// A promotion's prices are offers, not facts of the user's billing.
+		o.Total, o.Subtotal, o.Tax, o.Credits, o.Overage, o.Base, o.Fees = nil, nil, nil, nil, nil, nil, nil
+		o.OldPrice, o.NewPrice, o.TeaserPrice, o.RegularPrice, o.AutoUpgrade = nil, nil, nil, nil, false
+	}
+	if o.PeriodStart.IsZero() == false && !o.PeriodEnd.IsZero() {
+		if p := periodOfSpan(int(o.PeriodEnd.Sub(o.PeriodStart).Hours()/24) + 1); p != "" && o.Period == "" {
+			o.Period = p
+		}
+	}
+	if strings.Contains(strings.ToLower(subject+" "+firstN(body, 400)), "credit note") {
+		o.CreditNote = true
+		if o.Total != nil && *o.Total > 0 {
+			*o.Total = -*o.Total
+		}
+	}
+	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.Marketing && !o.billingNotice() {
+		if reActivity.in(text, ltext) && !promo {
+			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
+		}
+		return nil
+	}
+	o.Unsubscribe = unsubscribeOf(d.Message, o.Ref, body)
+	return o
+}
+
+// kre is a regular expression with the literal words (lowercase) one of which every match
+// contains: a text without any of them is not searched. Most mail is not billing, and Go's
+// case-folding expressions are the scan's main cost.
+type kre struct {
+	*regexp.Regexp
+	keys []string
+}
+
+func mk(expr string, keys ...string) kre { return kre{regexp.MustCompile(expr), keys} }
+
+// in reports whether s (whose lowercase is low) matches.
+func (k kre) in(s, low string) bool {
+	if !containsAny(low, k.keys) {
+		return false
+	}
+	return k.MatchString(s)
+}
+
+func containsAny(low string, keys []string) bool {
+	for _, w := range keys {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordFacts are the words of the facts a line can state without a digit.
+var wordFacts = []string{"upgrad", "moved", "switched", "changed", "bumped", "seat", "user", "licen", "member", "credit", "trial", "plan", "tier", "total", "amount", "subtotal", "due"}
+
+// billingNotice reports whether a message that is not a bill still says something about
+// billing: a price change, a teaser, credits, a plan change, seats.
+func (o *Observation) billingNotice() bool {
+	return o.OldPrice != nil || o.NewPrice != nil || o.TeaserPrice != nil || o.CreditGrant != nil || o.CreditsOut ||
+		!o.CreditExpiry.IsZero() || o.CreditRemaining != nil || o.AutoUpgrade || o.SelfChange || o.SeatsAdded
+}
+
+// line reads the facts of one line.
+func (o *Observation) line(line string, all []string, i int, date time.Time) {
+	low := strings.ToLower(line)
+	if !strings.ContainsAny(line, "0123456789") && !containsAny(low, wordFacts) {
+		return // no sum, date or count, and none of the words of a fact without one
+	}
+	am := findMoney(line)
+	// A label alone on its line with its amount on the next ("Total" / "$12.00"), as HTML tables
+	// become text.
+	if len(am) == 0 && i+1 < len(all) && len(line) < 40 {
+		if next := findMoney(all[i+1]); len(next) == 1 && len(strings.TrimSpace(all[i+1])) <= next[0].end-next[0].start+4 {
+			line = line + " " + all[i+1]
+			low = strings.ToLower(line)
+			am = findMoney(line)
+		}
+	}
+	for _, a := range am {
+		if a.currency != "" && o.Currency == "" {
+			o.Currency = a.currency
+		}
+	}
+	if reAutoUpgrade.in(line, low) && !reSelfChange.in(line, low) {
+		o.AutoUpgrade = true
+		o.excerpt("auto_upgrade", line)
+	}
+	if reSelfChange.in(line, low) && rePlanLine.in(line, low) {
+		o.SelfChange = true
+		o.excerpt("self_change", line)
+	}
+	if reSeatsAdded.in(line, low) {
+		o.SeatsAdded = true
+		o.excerpt("seats", line)
+	}
+	if m := seatsIn(line, low); m != nil && (len(am) > 0 || strings.Contains(low, "seat") || strings.Contains(low, "licen")) {
+		k := m[1]
+		if k == "" {
+			k = m[4]
+		}
+		if n, err := strconv.Atoi(k); err == nil && n > 0 && n > o.Seats {
+			o.Seats = n
+			o.excerpt("seats", line)
+			for _, a := range am {
+				if strings.Contains(low[:a.start], " x") || strings.Contains(low[:a.start], "×") || strings.Contains(low[:a.start], "@") || strings.Contains(low[a.end:], "per ") || strings.Contains(low[a.end:], "/") || strings.Contains(low[a.end:], " each") {
+					o.SeatPrice = ptr(abs(a.cents))
+					break
+				}
+			}
+		}
+	}
+	if m := findIn(reUsage, line, low, "use", "usage", "consumed"); m != nil && o.Usage == "" {
+		o.Usage = m[2] + " " + strings.ToLower(m[3])
+		o.Unit = unitName(m[3])
+		o.excerpt("usage", line)
+	}
+	if m := findIn(reAllowance, line, low, "includ", "allowance", "free", " of "); m != nil && o.Allowance == "" {
+		if m[1] != "" {
+			o.Allowance = m[1] + " " + strings.ToLower(m[2])
+		} else {
+			o.Allowance = m[4] + " " + strings.ToLower(m[5])
+		}
+		o.excerpt("allowance", line)
+	}
+	if m := findIn(reRate, line, low, "/", " per ", " each", " a ", " an "); len(am) > 0 && m != nil && o.Rate == "" && !strings.Contains(low, "seat") && !strings.Contains(low, "user") {
+		o.Rate = strings.TrimSpace(m[0])
+		if o.Unit == "" {
+			o.Unit = unitName(m[4])
+		}
+	}
+	if (o.TrialNotice || strings.Contains(low, "trial")) && strings.Contains(low, "trial") {
+		if m := reTrialDays.FindStringSubmatch(line); m != nil {
+			n, u := m[1], m[2]
+			if n == "" {
+				n, u = m[5], m[6]
+			}
+			k, _ := strconv.Atoi(n)
+			switch strings.ToLower(u) {
+			case "week":
+				k *= 7
+			case "month":
+				k *= 30
+			}
+			if k > 0 && k <= 366 && o.TrialDays == 0 {
+				o.TrialDays = k
+			}
+		}
+		if reEndWord.in(line, low) && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
+			if ds := findDates(line, date); len(ds) > 0 && o.TrialEnd.IsZero() {
+				o.TrialEnd = ds[len(ds)-1].t
+				o.excerpt("trial_end", line)
+			}
+		}
+	}
+	if o.TrialNotice && len(am) > 0 && reAfterTrial.in(line, low) && o.PriceAfterTrial == nil {
+		a := am[len(am)-1]
+		o.PriceAfterTrial = ptr(abs(a.cents))
+		o.TrialCadence = periodIn(line[a.start:])
+		if o.TrialCadence == "" {
+			o.TrialCadence = periodIn(line)
+		}
+		o.excerpt("price_after_trial", line)
+	}
+	if reServicePer.in(line, low) {
+		if ds := findDates(line, date); len(ds) >= 2 && o.PeriodStart.IsZero() && ds[1].t.After(ds[0].t) {
+			o.PeriodStart, o.PeriodEnd = ds[0].t, ds[1].t
+			o.excerpt("period", line)
+		}
+	}
+	if o.Plan == "" && (strings.Contains(low, "plan") || strings.Contains(low, "tier") || strings.Contains(low, "edition")) {
+		if m := rePlanName.FindStringSubmatch(line); m != nil && !notPlanNames[strings.ToLower(m[1])] {
+			o.Plan = strings.TrimSpace(m[1])
+		}
+	}
+	// Credits.
+	if reCreditGrant.in(line, low) && len(am) > 0 && am[0].cents > 0 && !(o.Charge && strings.Contains(low, "applied")) {
+		if o.CreditGrant == nil && am[0].cents > 0 {
+			o.CreditGrant = ptr(am[0].cents)
+			o.excerpt("credit_grant", line)
+		}
+	}
+	if strings.Contains(low, "credit") && reValidUntil.in(line, low) {
+		if ds := findDates(line, date); len(ds) > 0 {
+			o.CreditExpiry = ds[len(ds)-1].t
+			o.excerpt("credit_expiry", line)
+		}
+	}
+	if reCreditLeft.in(line, low) && len(am) > 0 {
+		o.CreditRemaining = ptr(abs(am[len(am)-1].cents))
+		o.excerpt("credit_left", line)
+	}
+	if reCreditsOut.in(line, low) {
+		if strings.Contains(low, "expire") || strings.Contains(low, "expiring") {
+			if ds := findDates(line, date); len(ds) > 0 {
+				o.CreditExpiry = ds[len(ds)-1].t
+			}
+			if o.CreditGrant != nil || strings.Contains(low, "credit") {
+				o.excerpt("credit_expiry", line)
+			}
+		}
+		if !strings.Contains(low, "will expire") && !strings.Contains(low, "expire on") && !strings.Contains(low, "expires on") && !strings.Contains(low, "expiring") {
+			o.CreditsOut = true
+			o.excerpt("credits_out", line)
+		}
+	}
+	if len(am) == 0 {
+		return
+	}
+	// Announced price changes: "from $10.00 to $12.00", "new price $12.00 (was $10.00)".
+	if len(am) >= 2 && (rePriceChange.in(line, low) || rePriceDrop.in(line, low)) && !reTeaser.in(line, low) {
+		old, nw := am[0].cents, am[1].cents
+		if between := low[am[0].end:am[1].start]; strings.Contains(between, "was") || strings.Contains(between, "instead of") ||
+			strings.Contains(between, "previously") || strings.Contains(between, "currently") || strings.Contains(between, "current price") ||
+			strings.Contains(between, "down from") || strings.Contains(between, "up from") {
+			old, nw = nw, old
+		}
+		if old != nw && old > 0 && nw > 0 {
+			o.OldPrice, o.NewPrice = ptr(old), ptr(nw)
+			o.PriceDrop = nw < old
+			o.excerpt("price_change", line)
+			if ds := findDates(line, date); len(ds) > 0 {
+				o.EffectiveAt = ds[len(ds)-1].t
+			}
+		}
+		return
+	}
+	if rePriceChange.in(line, low) && len(am) == 1 && o.OldPrice == nil && !reTeaser.in(line, low) && !o.Charge && !o.TrialNotice && (strings.Contains(low, "increase") || strings.Contains(low, "new price") || strings.Contains(low, "going up") || strings.Contains(low, "will be") || strings.Contains(low, "renew")) {
+		o.NewPrice = ptr(abs(am[0].cents))
+		o.excerpt("price_change", line)
+		if ds := findDates(line, date); len(ds) > 0 {
+			o.EffectiveAt = ds[len(ds)-1].t
+		}
+	}
+	// Teasers: "$1.99 for the first 3 months, then $12.99/month".
+	if reTeaser.in(line, low) || (len(am) >= 2 && reTeaserThen.in(line, low) && strings.Contains(low, "promo")) {
+		if len(am) >= 2 && reTeaserThen.in(line, low) {
+			t, r := am[0].cents, am[len(am)-1].cents
+			if r > t {
+				o.TeaserPrice, o.RegularPrice = ptr(t), ptr(r)
+				o.excerpt("teaser", line)
+			}
+		} else if len(am) == 1 && o.TeaserPrice == nil {
+			o.TeaserPrice = ptr(abs(am[0].cents))
+			o.excerpt("teaser", line)
+		}
+		if ds := findDates(line, date); len(ds) > 0 && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
+			o.TeaserEnd = ds[len(ds)-1].t
+		}
+		return
+	}
+	if len(am) == 1 && o.TeaserPrice != nil && o.RegularPrice == nil && reTeaserThen.in(line, low) && am[0].cents > *o.TeaserPrice {
+		o.RegularPrice = ptr(am[0].cents)
+		o.excerpt("teaser_regular", line)
+		return
+	}
+	if !o.Charge {
+		return
+	}
+	// Bill lines: the label is what comes before the (last) amount.
+	a := am[len(am)-1]
+	label := low[:am[0].start]
+	if strings.TrimSpace(label) == "" {
+		label = low
+	}
+	switch {
+	case reSubtotal.in(label, label):
+		o.Subtotal = ptr(a.cents)
+		o.excerpt("subtotal", line)
+	case reTax.in(label, label) && !reTotal.in(label, label):
+		o.Tax = ptr(addc(o.Tax, a.cents))
+		o.excerpt("tax", line)
+	case reFee.in(label, label):
+		o.Fees = append(o.Fees, Fee{Label: feeLabel(line[:am[0].start]), Cents: abs(a.cents)})
+		o.excerpt("fee", line)
+	case reOverage.in(label, label) && !reFinal.in(label, label):
+		if a.cents > 0 {
+			o.Overage = ptr(addc(o.Overage, a.cents))
+			o.excerpt("overage", line)
+		}
+	case reCreditLine.in(label, label) && !reFinal.in(label, label) && (a.cents < 0 || strings.Contains(label, "applied") || strings.Contains(label, "used")):
+		o.Credits = ptr(addc(o.Credits, abs(a.cents)))
+		o.excerpt("credits", line)
+	case reFinal.in(line, low):
+		o.setTotal(a.cents, 3, line)
+	case reTotal.in(label, label) && !strings.Contains(label, "subtotal"):
+		o.setTotal(a.cents, 2, line)
+	case rePlanLine.in(label, label) && o.Base == nil:
+		o.Base = ptr(a.cents)
+		o.excerpt("base", line)
+	case reTotal.in(low, low):
+		o.setTotal(a.cents, 1, line)
+	}
+}
+
+// notPlanNames are words rePlanName catches that are not plan names.
+var notPlanNames = map[string]bool{"plan": true, "your": true, "the": true, "current": true, "new": true, "subscription": true, "account": true, "billing": true, "payment": true, "free": true, "this": true, "our": true, "next": true, "same": true, "monthly": true, "annual": true, "we": true, "you": true, "i": true}
+
+// setTotal keeps the strongest total: an explicit amount charged or due beats "Total", which beats
+// any sentence with a sum and a payment word.
+func (o *Observation) setTotal(c int64, strength int, line string) {
+	if o.Excerpts != nil && o.Excerpts["total"] != "" {
+		if o.totalStrength >= strength {
+			return
+		}
+		delete(o.Excerpts, "total")
+	}
+	o.Total = ptr(c)
+	o.totalStrength = strength
+	o.excerpt("total", line)
+}
+
+// settleTotal fills a missing total from the bill's other lines.
+func (o *Observation) settleTotal() {
+	if o.Total != nil {
+		return
+	}
+	if o.Subtotal != nil {
+		t := *o.Subtotal + val(o.Tax) - val(o.Credits)
+		for _, f := range o.Fees {
+			t += f.Cents
+		}
+		o.Total = ptr(t)
+		return
+	}
+	if o.Base != nil {
+		o.Total = ptr(*o.Base + val(o.Tax) + val(o.Overage))
+	}
+}
+
+func addc(p *int64, c int64) int64 { return val(p) + c }
+
+func val(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func abs(c int64) int64 {
+	if c < 0 {
+		return -c
+	}
+	return c
+}
+
+func feeLabel(s string) string {
+	s = strings.Trim(strings.TrimSpace(s), ":-–.")
+	return cut(s, 60)
+}
+
+func unitName(u string) string {
+	u = strings.ToLower(u)
+	switch u {
+	case "gib":
+		return "GB"
+	case "tib":
+		return "TB"
+	case "gb", "tb", "mb":
+		return strings.ToUpper(u)
+	}
+	return strings.TrimSuffix(u, "s")
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func firstLine(text string, res ...kre) string {
+	for l := range strings.SplitSeq(text, "\n") {
+		low := strings.ToLower(l)
+		for _, re := range res {
+			if re.in(l, low) {
+				return l
+			}
+		}
+	}
+	return ""
+}
+
+func firstN(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// inlineForward reads the header block a mail client writes above a forwarded message's text.
+func inlineForward(s string, fallback time.Time) (mail.Address, time.Time, string, bool) {
+	var from mail.Address
+	var subject string
+	date := fallback
+	for i, l := range strings.SplitN(s, "\n", 10) {
+		if i > 8 {
+			break
+		}
+		k, v, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch strings.ToLower(k) {
+		case "from":
+			m := mail.ReadHeader([]byte("From: " + v + "\n\n"))
+			from = m.From
+		case "date", "sent":
+			m := mail.ReadHeader([]byte("Date: " + v + "\n\n"))
+			if !m.Date.IsZero() {
+				date = m.Date
+			}
+		case "subject":
+			subject = v
+		}
+	}
+	return from, date, subject, from.Addr != ""
+}
+
+// seatsIn finds a seat count in a line.
+func seatsIn(line, low string) []string {
+	return findIn(reSeats, line, low, "seat", "user", "licen", "member", "editor", "agent")
+}
+
+func findIn(re *regexp.Regexp, s, low string, keys ...string) []string {
+	if !containsAny(low, keys) {
+		return nil
+	}
+	return re.FindStringSubmatch(s)
+}
+
+// forwardMark finds the line a mail client writes above a forwarded message's text.
+func forwardMark(body string) []int {
+	if !strings.Contains(body, "orward") && !strings.Contains(body, "riginal") && !strings.Contains(body, "ORWARD") {
+		return nil
+	}
+	return reForwarded.FindStringIndex(body)
+}
+
+func msgRef(m *mail.Message, ref string) string {
+	if v := strings.TrimSpace(m.Get("Message-Id")); v != "" {
+		return v
+	}
+	if m.MessageID != "" {
+		return "<" + m.MessageID + ">"
+	}
+	return ref
+}
+
+func isListPlatform(m *mail.Message) bool {
+	for _, p := range m.Platforms() {
+		switch p {
+		case "mailman", "google-groups", "groups.io", "discourse", "github", "gitlab", "gitea", "bugzilla", "jira":
+			return true
+		}
+	}
+	return false
+}
+
+// unsubscribeOf reads List-Unsubscribe and List-Unsubscribe-Post, and a manage link in the text.
+func unsubscribeOf(m *mail.Message, ref, body string) Unsubscribe {
+	var u Unsubscribe
+	for _, part := range strings.Split(m.ListUnsubscribe, ",") {
+		part = strings.Trim(strings.TrimSpace(part), "<>")
+		switch {
+		case strings.HasPrefix(part, "https://") && u.URL == "":
+			u.URL = part
+		case strings.HasPrefix(strings.ToLower(part), "mailto:") && u.Mailto == "":
+			u.Mailto = part
+		}
+	}
+	u.OneClick = m.ListUnsubscribePost && u.URL != ""
+	if u.URL != "" || u.Mailto != "" {
+		u.Ref = ref
+	}
+	if !strings.Contains(body, "http") {
+		return u
+	}
+	if loc := reManage.FindString(body); loc != "" {
+		u.Manage = strings.TrimRight(loc, ".,;)")
+	}
+	return u
+}
