@@ -65,6 +65,14 @@ func Time(s string) (time.Time, error) {
 	return ulid.Time(u.Time()), nil
 }
 
+// ErrNotFound is returned (wrapped) when no record has the id asked for: a plan, a job, a
+// user, a vault object, a customer. It is the one "no such record" of svc's records, shared
+// by the storage seam, the platform, billing, the vault and the embedding package, so that a
+// caller matches one error whatever layer found the absence. (A provider's "no such object at
+// the source", providers.ErrNotFound, and a vault backend's missing file are other facts and
+// keep errors of their own.)
+var ErrNotFound = errors.New("not found")
+
 // Derive returns the id with the given prefix whose time part is at and whose random part comes
 // from key (its SHA-256): the same thing named again gets the same id, as reconciliation needs
 // when it recomputes a revenue item or an anomaly from the same evidence.
@@ -77,11 +85,3 @@ func Derive(prefix string, at time.Time, key string) string {
 	copy(u[6:], sum[:10])
 	return prefix + "_" + u.String()
 }
-
-// ErrNotFound is returned (wrapped) when no record has the id asked for: a plan, a job, a
-// user, a vault object, a customer. It is the one "no such record" of svc's records, shared
-// by the storage seam, the platform, billing, the vault and the embedding package, so that a
-// caller matches one error whatever layer found the absence. (A provider's "no such object at
-// the source", providers.ErrNotFound, and a vault backend's missing file are other facts and
-// keep errors of their own.)
-var ErrNotFound = errors.New("not found")

@@ -85,7 +85,7 @@ func newCreatorScanCmd() *cobra.Command {
 	return cmd
 }
 
-func creatorCents(cur string, c *int64) string {
+func revenueCents(cur string, c *int64) string {
 	if c == nil {
 		return "-"
 	}
@@ -132,8 +132,8 @@ func printScan(w io.Writer, res *creator.ScanResult) {
 			if it.Invoice != "" {
 				label = it.Invoice
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, creatorCents(it.Currency, it.ExpectedCents), creatorCents(it.Currency, it.ReportedCents),
-				creatorCents(it.Currency, it.ScheduledCents), creatorCents(it.Currency, it.SettledCents), creatorCents(it.Currency, it.VarianceCents), it.State, it.EvidenceLevel)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, revenueCents(it.Currency, it.ExpectedCents), revenueCents(it.Currency, it.ReportedCents),
+				revenueCents(it.Currency, it.ScheduledCents), revenueCents(it.Currency, it.SettledCents), revenueCents(it.Currency, it.VarianceCents), it.State, it.EvidenceLevel)
 		}
 		tw.Flush()
 		as := anoms[s.ID]
