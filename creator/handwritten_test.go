@@ -62,3 +62,42 @@ func TestHandwrittenCreator(t *testing.T) {
 		t.Errorf("patreonish June rests on inferred fees: %s %s", it.EvidenceLevel, it.State)
 	}
 }
+
+// testdata/handwritten2 was written after the fixes the first one prompted and scanned once
+// before this test existed: KDPress (royalty report per month with a title line, an announced
+// cut to 60% from June, no April statement), Affilink (a contracts file, a distributor-style
+// file with a Network column, $12 instead of $15 per referral in July, a new "Network Levy" in
+// August, no March payment), Musicbox (EUR, semicolons, payouts converted to USD, June at
+// 1.0221 against about 1.08). Its first scan found exactly the five planted anomalies.
+func TestHandwrittenCreator2(t *testing.T) {
+	res, err := creator.Scan(context.Background(), creator.ScanInput{Statements: "testdata/handwritten2/statements",
+		Mail: []string{"testdata/handwritten2/mail"}, AsOf: time.Date(2026, 9, 20, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) > 0 {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	stream := map[string]string{}
+	for _, s := range res.Sources {
+		stream[s.ID] = s.Stream
+	}
+	var got []string
+	for _, a := range res.Anomalies {
+		got = append(got, string(a.Kind)+" "+stream[a.CreatorSourceID]+" "+a.Period)
+	}
+	sort.Strings(got)
+	want := []string{"conversion_commission_divergence affilink 2026-07", "currency_effect musicbox 2026-06",
+		"missing_payout_period affilink 2026-03", "new_deduction affilink 2026-08", "statement_gap kdpress 2026-04"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("anomalies:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, it := range res.Items {
+		if stream[it.CreatorSourceID] == "kdpress" && it.Period.Label == "2026-06" && (it.VarianceCents == nil || *it.VarianceCents != 0) {
+			t.Errorf("the announced royalty cut is expected: %s", dump(it))
+		}
+		if stream[it.CreatorSourceID] == "musicbox" && it.Period.Label == "2026-06" && (it.Conversion == nil || it.Conversion.Rate != "1.0221" || it.Conversion.AmountCents != 94033) {
+			t.Errorf("conversion: %s", dump(it))
+		}
+	}
+}
