@@ -122,7 +122,7 @@ func (r *reconciler) rateRules(s *series, acts []*slot) {
 					s.info.Name, money(cur, *a.Earned), money(cur, *a.Gross), sl.period.Label, pct(obs), pct(*term), money(cur, abs(delta)), moreLess(delta)))
 			case ModelPerUnit:
 				r.anomalyFor(s, sl, RateDeviation, sev, fmt.Sprintf("%s paid %s for %d units in %s, %s per 1,000, where its published rate is %s per 1,000: %s %s than the rate gives.",
-					s.info.Name, money(cur, *a.Earned), *a.Units, sl.period.Label, formatRate(obs), formatRate(*term), money(cur, abs(delta)), moreLess(delta)))
+					s.info.Name, money(cur, *a.Earned), *a.Units, sl.period.Label, rateIn(cur, obs), rateIn(cur, *term), money(cur, abs(delta)), moreLess(delta)))
 			case ModelAffiliate:
 				r.anomalyFor(s, sl, ConversionDivergence, sev, fmt.Sprintf("%s paid %s in commission for %d conversions in %s, %s per conversion, where the contracted commission is %s: %s %s.",
 					s.info.Name, money(cur, *a.Earned), *a.Conversions, sl.period.Label, money(cur, obs), money(cur, *term), money(cur, abs(delta)), moreLess(delta)))
@@ -130,6 +130,19 @@ func (r *reconciler) rateRules(s *series, acts []*slot) {
 		}
 		prevDev, prevRate = dev, obs
 	}
+}
+
+// rateIn writes a per-1,000 rate with its currency's sign ("$2.50").
+func rateIn(cur string, h int64) string {
+	switch cur {
+	case "USD":
+		return "$" + formatRate(h)
+	case "EUR":
+		return "€" + formatRate(h)
+	case "GBP":
+		return "£" + formatRate(h)
+	}
+	return cur + " " + formatRate(h)
 }
 
 func moreLess(v int64) string {

@@ -50,6 +50,7 @@ var (
 	reNetDays   = regexp.MustCompile(`(?i)\bnet[\s-]?(\d{1,3})\b|\bwithin\s+(\d{1,3})\s+days\b`)
 	reRate      = regexp.MustCompile(`(?i)\b(?:rate|at)\s+(?:of\s+)?(\d+[.,]\d{2,6})\b`)
 	rePercent   = regexp.MustCompile(`(\d{1,2}(?:[.,]\d{1,2})?)\s?%`)
+	reSettled   = regexp.MustCompile(`\b(?:was|were|has been|have been|got)\s+(?:paid|deposited|credited|transferred to your bank)\b|\bpaid (?:to|into) your (?:bank|account)\b`)
 	reLabelled  = regexp.MustCompile(`(?i)\b(gross(?:\s+(?:sales|earnings|revenue))?|fees?|platform fees?|adjustments?|refunds?|withholding(?:\s+tax)?|tax(?:es)?\s+withheld|net(?:\s+(?:earnings|payout|payable))?)\s*[:=]?\s*(\(?-?\s?(?:US\$|\$|€|£|USD\s?|EUR\s?|GBP\s?)\s?-?\d[\d,.]*\)?)`)
 )
 
@@ -258,7 +259,8 @@ func readMessage(led *Ledger, m *mail.Message, body string, o InboxOptions) {
 		readAnnouncement(led, m, text, low, ev)
 	case has(low, "statement", "earnings report", "earnings summary") && len(reLabelled.FindAllString(text, -1)) >= 2 && strings.Contains(low, "gross"):
 		readStatementMail(led, m, text, ev, o)
-	case has(low, "payout", "payment", "transfer", "deposit", "remittance", "been paid", "paid out", "you've been paid", "earnings of") &&
+	case has(low, "payout", "payment", "transfer", "deposit", "remittance", "been paid", "paid out", "you've been paid", "earnings of",
+		"funds", "on the way", "on its way", "were paid", "was paid") &&
 		(has(low, "your ", "you've", "you have", "you were", "sent you", "to you") || has(low, "amount paid", "amount:", "paid on", "period:", "payout date")) &&
 		len(amounts(text, o.Home)) > 0:
 		readPayout(led, m, text, low, ev, o)
@@ -319,7 +321,7 @@ func readPayout(led *Ledger, m *mail.Message, text, low string, ev Evidence, o I
 		return
 	}
 	ds := datesIn(text)
-	p.Settled = has(low, "deposited", "has arrived", "arrived in", "was paid", "has been paid", "have been paid", "been paid out", "completed", "credited", "landed", "settled", "is in your account", "now in your account", "has been sent to your bank", "arrived", "status: paid")
+	p.Settled = reSettled.MatchString(low) || has(low, "deposited", "has arrived", "arrived in", "was paid", "has been paid", "have been paid", "been paid out", "completed", "credited", "landed", "settled", "is in your account", "now in your account", "has been sent to your bank", "arrived", "status: paid")
 	if p.Settled {
 		p.SettledAt = m.Date
 		if len(ds) > 0 {

@@ -3,14 +3,16 @@ package creator
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
+
+	"svc.dev/svc/id"
 )
 
-// ErrNotFound is returned by a Store for an id it does not hold.
-var ErrNotFound = errors.New("creator: not found")
+// ErrNotFound is returned by a Store for an id it does not hold: id.ErrNotFound, svc's one "no
+// such record".
+var ErrNotFound = id.ErrNotFound
 
 // Store is what creator revenue keeps, bound by the caller to one tenant. Implementations must
 // make SaveResult atomic: a reader sees the former result or the new one, never a mix.
