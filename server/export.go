@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,13 +149,14 @@ func (s *Server) writeExport(ctx context.Context, userID, jobID string, p *job.P
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	return map[string]any{
-		"format":     archive.Format,
-		"media_type": "application/gzip",
-		"file_name":  "svc-export-" + jobID + ".tar.gz",
-		"size_bytes": cw.n,
-		"sha256":     hex.EncodeToString(cw.h.Sum(nil)),
-		"files":      aw.Files() + 1,
-		"expires_at": now.Add(ExportRetention).UTC().Format(time.RFC3339),
+		"format":                      archive.Format,
+		"media_type":                  "application/gzip",
+		"file_name":                   "svc-export-" + jobID + ".tar.gz",
+		"size_bytes":                  cw.n,
+		"sha256":                      hex.EncodeToString(cw.h.Sum(nil)),
+		"files":                       aw.Files() + 1,
+		"expires_at":                  now.Add(ExportRetention).UTC().Format(time.RFC3339),
+		"objects_failed_verification": failedIDs(x.failed),
 	}, nil
 }
 
@@ -167,6 +169,7 @@ type exporter struct {
 	total      int64
 	done       int64
 	contentFor map[string]bool // archive paths used by vault content
+	failed     []failedObject  // objects left out: their content failed verification
 }
 
 const exportByteUnit = 64 << 10
@@ -369,7 +372,8 @@ func (x *exporter) vaultContent(ctx context.Context, tenant, root string) error 
 	if x.contentFor == nil {
 		x.contentFor = map[string]bool{}
 	}
-	return eachVaultObject(ctx, s.vault, tenant, func(o vault.Object) error {
+	before := len(x.failed)
+	err := eachVaultObject(ctx, s.vault, tenant, func(o vault.Object) error {
 		if err := x.json(root+"/vault/objects/"+archive.CleanName(o.ID)+".json", o.Proto()); err != nil {
 			return err
 		}
@@ -381,6 +385,14 @@ func (x *exporter) vaultContent(ctx context.Context, tenant, root string) error 
 		x.step(ctx, 1+o.SizeBytes/exportByteUnit)
 		return nil
 	})
+	if err != nil || len(x.failed) == before {
+		return err
+	}
+	data, err := json.Marshal(map[string]any{"failed_verification": x.failed[before:]})
+	if err != nil {
+		return err
+	}
+	return x.aw.AddBytes(root+"/vault/failed-verification.json", data)
 }
 
 // eachVaultObject calls fn for every vault object of tenant, in pages of 200 read in short
@@ -404,22 +416,32 @@ func eachVaultObject(ctx context.Context, v *vault.Vault, tenant string, fn func
 	}
 }
 
+// object writes one object's content, read to its end and verified before any of it enters
+// the archive (vault.Spool): content that fails verification (it is then marked corrupt) is
+// left out and named in the tenant's vault/failed-verification.json and the job's result,
+// and the export goes on.
 func (x *exporter) object(ctx context.Context, tenant, root string, o vault.Object) error {
 	name := x.contentName(ctx, tenant, root, o)
-	rc, obj, err := x.s.vault.Open(ctx, tenant, o.ID)
-	if err == nil {
-		defer rc.Close()
-		err = x.aw.Add(name, obj.SizeBytes, rc)
-	}
+	sp, err := x.s.vault.Spool(ctx, tenant, o.ID, filepath.Join(x.s.cfg.DataDir, exportsDir))
 	if errors.Is(err, vault.ErrInvalidData) {
-		// The object is now marked corrupt (the vault does that on a failed read): say which,
-		// rather than hand out an archive without it.
-		return errors.Join(&job.PublicError{Msg: "vault object " + o.ID + " failed verification while it was exported; it is marked corrupt"}, err)
+		x.failed = append(x.failed, failedObject{ID: o.ID, Tenant: tenant, Path: name})
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("export %s: %w", o.ID, err)
 	}
+	defer sp.Close()
+	if err := x.aw.Add(name, sp.Object.SizeBytes, sp); err != nil {
+		return fmt.Errorf("export %s: %w", o.ID, err)
+	}
 	return nil
+}
+
+// failedObject is a vault object whose content failed verification during an export.
+type failedObject struct {
+	ID     string `json:"vault_object_id"`
+	Tenant string `json:"-"`
+	Path   string `json:"path"`
 }
 
 // contentName is the archive path of an object's content: its source, then the path (or
@@ -540,4 +562,13 @@ func (s *Server) purgeExports() {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// failedIDs are the ids of the objects an export left out ([] when none).
+func failedIDs(fs []failedObject) []any {
+	out := []any{}
+	for _, f := range fs {
+		out = append(out, f.ID)
+	}
+	return out
 }

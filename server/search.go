@@ -129,7 +129,8 @@ func (s *Server) ReindexVault(ctx context.Context, tenant platform.Tenant) Index
 }
 
 // indexMissing runs the index job for every tenant with vault content and no index (a data
-// directory from before search, or whose index was removed).
+// directory from before search, or whose index was removed), or an index that still keeps
+// text (a data directory from before the index stopped storing it).
 func (s *Server) indexMissing(ctx context.Context) {
 	tenants, err := s.store.VaultTenants(ctx)
 	if err != nil {
@@ -138,7 +139,11 @@ func (s *Server) indexMissing(ctx context.Context) {
 	}
 	for _, tn := range tenants {
 		t, err := parseTenant(tn)
-		if err != nil || s.core.Tenant(t).SearchIndexed() {
+		if err != nil {
+			continue
+		}
+		// A tenant with no index, or with one that still keeps text, gets one built.
+		if sc := s.core.Tenant(t); sc.SearchIndexed() && !sc.SearchIndexStoresText() {
 			continue
 		}
 		if res := s.ReindexVault(ctx, t); res.Err != nil && ctx.Err() == nil {

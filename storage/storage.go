@@ -70,10 +70,11 @@ type Store interface {
 	Close() error
 }
 
-// VaultMeta is what vault.Open needs of a store.
+// VaultMeta is what vault.Open needs of a store, and what a rotation of the vault's
+// key-encryption key needs (vault.RewrapKeys).
 type VaultMeta interface {
 	vault.Meta
-	vault.KeyStore
+	vault.RewrapStore
 }
 
 // Plans keeps each plan as a header (the plan without its objects) and its objects in

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,6 +82,28 @@ func (m *VaultMeta) CreateWrappedKey(ctx context.Context, tenant string, wrapped
 		return b.Put([]byte(tenant), out)
 	})
 	return out, err
+}
+
+// ReplaceWrappedKeys implements vault.RewrapStore: the wrapped keys of several tenants, each
+// replaced only if it is still the one the caller read, all in one transaction or none.
+func (m *VaultMeta) ReplaceWrappedKeys(ctx context.Context, rs []vault.KeyReplacement) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return m.db.update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(bVaultKeys))
+		for _, r := range rs {
+			if b == nil || !bytes.Equal(b.Get([]byte(r.Tenant)), r.Old) {
+				return fmt.Errorf("the data key of %q changed: %w", r.Tenant, vault.ErrInvalidState)
+			}
+		}
+		for _, r := range rs {
+			if err := b.Put([]byte(r.Tenant), bytes.Clone(r.New)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Tenants lists the tenants that have a vault (a data key), in order.

@@ -20,3 +20,15 @@ func TestVaultMetaConformance(t *testing.T) {
 		return db.VaultMeta()
 	})
 }
+
+// The bbolt key store passes the conformance suite of a KEK rotation's store.
+func TestRewrapStoreConformance(t *testing.T) {
+	vaulttest.RunRewrapStore(t, func(t testing.TB) vault.RewrapStore {
+		db, err := bolt.Open(filepath.Join(t.TempDir(), "svc.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db.VaultMeta()
+	})
+}
