@@ -262,3 +262,33 @@ func TestUndoUntrashesWhereTheProviderCannotWrite(t *testing.T) {
 		t.Fatalf("still in the trash: %v", got)
 	}
 }
+
+// TestExecutionEndsWhateverThePluginDoes: a plugin that never answers a fetch, or freezes its
+// whole process, fails its assets within the call deadlines and their retries; the execution
+// ends with its receipt (issue 27: "an execution can always reach a terminal state").
+func TestExecutionEndsWhateverThePluginDoes(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"hang_fetch", "freeze_fetch"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			pl := plugin.NewPlugin(providers.Simulated, plugin.Command(os.Args[0], "hostile-plugin"), &plugin.Options{CallTimeout: 300 * time.Millisecond})
+			t.Cleanup(func() { pl.Close() })
+			p, err := pl.Open(context.Background(), providers.Config{"mode": mode, "dir": dir, "objects": "2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			x, by, _ := hostileRun(t, p, 2, nil)
+			for asset, ts := range by {
+				if last := ts[len(ts)-1]; last.To != svcv1.StepState_STEP_STATE_FAILED {
+					t.Errorf("%s ended %v (%s), want failed", asset, last.To, last.Error)
+				}
+			}
+			if got := hostile.Trashed(dir, 2); len(got) != 0 {
+				t.Errorf("trashed %v", got)
+			}
+			t.Logf("execution %v after %s", x.Status, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
