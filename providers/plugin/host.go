@@ -235,47 +235,41 @@ func (p *Plugin) Open(ctx context.Context, cfg providers.Config) (providers.Prov
 // runs in its own goroutine, bounded by StartTimeout and CallTimeout, so a
 // caller that gives up (ctx) neither holds others up nor fails their start.
 func (p *Plugin) get(ctx context.Context) (*process, error) {
-	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return nil, fmt.Errorf("plugin %s: closed: %w", p.name, providers.ErrPluginUnavailable)
-		}
-		if p.cur != nil && !p.cur.client.Exited() {
-			cur := p.cur
-			p.mu.Unlock()
-			return cur, nil
-		}
-		if p.cur != nil {
-			go p.cur.stop()
-			p.cur = nil
-		}
-		a := p.starting
-		if a == nil {
-			var wait time.Duration
-			if !p.lastStart.IsZero() {
-				wait = p.opts.RestartDelay - time.Since(p.lastStart)
-			}
-			p.lastStart = time.Now().Add(max(wait, 0))
-			p.starts.Add(1)
-			a = &startAttempt{done: make(chan struct{})}
-			p.starting = a
-			go p.runStart(a, wait)
-		}
+	p.mu.Lock()
+	if p.closed {
 		p.mu.Unlock()
-		select {
-		case <-a.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if a.err != nil {
-			return nil, a.err
-		}
-		if !a.proc.client.Exited() {
-			return a.proc, nil
-		}
-		// It died at once: start again (after RestartDelay).
+		return nil, fmt.Errorf("plugin %s: closed: %w", p.name, providers.ErrPluginUnavailable)
 	}
+	if p.cur != nil && !p.cur.client.Exited() {
+		cur := p.cur
+		p.mu.Unlock()
+		return cur, nil
+	}
+	if p.cur != nil {
+		go p.cur.stop()
+		p.cur = nil
+	}
+	a := p.starting
+	if a == nil {
+		var wait time.Duration
+		if !p.lastStart.IsZero() {
+			wait = p.opts.RestartDelay - time.Since(p.lastStart)
+		}
+		p.lastStart = time.Now().Add(max(wait, 0))
+		p.starts.Add(1)
+		a = &startAttempt{done: make(chan struct{})}
+		p.starting = a
+		go p.runStart(a, wait)
+	}
+	p.mu.Unlock()
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// A process that died at once fails the call as a crash; the next call starts
+	// another (after RestartDelay).
+	return a.proc, a.err
 }
 
 // runStart starts a process for a, after wait, and makes it current.

@@ -109,3 +109,37 @@ func TestCloseDoesNotWaitOnAFrozenPlugin(t *testing.T) {
 		t.Fatalf("a call after Close: %v, want ErrPluginUnavailable", err)
 	}
 }
+
+// TestCloseDoesNotWaitOnAPluginFrozenBeforeItsFirstFetch: the first fetch of a process opens
+// its content channel (a call into the plugin) and dials a lane; the lane pool used to hold
+// its lock across both, and a kill closes the pool under that lock.
+func TestCloseDoesNotWaitOnAPluginFrozenBeforeItsFirstFetch(t *testing.T) {
+	t.Parallel() // each test has its own plugin process
+	pl := newPlugin(t, providers.Simulated, "hostile", &plugin.Options{CallTimeout: time.Minute})
+	p := open(t, pl, providers.Config{})
+	pid := pl.Pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	fetched := make(chan error, 1)
+	go func() {
+		_, err := p.Fetch(context.Background(), providers.FetchRequest{SourceRef: hostile.Source, ObjectID: hostile.ObjectID(nil, 0)})
+		fetched <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the fetch waits on the frozen plugin
+	closed := make(chan struct{})
+	go func() { pl.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close waits on a frozen plugin")
+	}
+	select {
+	case err := <-fetched:
+		if err == nil {
+			t.Fatal("the fetch of a killed plugin succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the fetch in flight outlived the plugin's kill")
+	}
+}

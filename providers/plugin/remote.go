@@ -84,11 +84,13 @@ func (r *remote) bind(ctx context.Context) (*process, uint64, error) {
 		r.mu.Unlock()
 		id, err := r.open(ctx, proc)
 		r.mu.Lock()
-		if err == nil {
+		if err == nil && proc.gen >= r.gen {
 			r.gen, r.id = proc.gen, id
 		}
 		o.err = err
-		r.opening = nil
+		if r.opening == o {
+			r.opening = nil
+		}
 		r.mu.Unlock()
 		close(o.done)
 		if err != nil {

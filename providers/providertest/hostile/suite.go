@@ -35,7 +35,15 @@ type Harness struct {
 }
 
 // Run runs the hostile suite: each subtest opens the provider with one
-// misbehaviour and checks what the host does with it.
+// misbehaviour and checks what the host does with it. With svc's own host,
+// from a test binary that serves the provider when asked (TestMain:
+// plugin.Serve(hostile.Description, hostile.New)):
+//
+//	pl := plugin.NewPlugin(providers.Simulated, plugin.Command(os.Args[0], "serve-hostile"), &plugin.Options{CallTimeout: 2 * time.Second})
+//	defer pl.Close()
+//	hostile.Run(t, hostile.Harness{Open: pl.Open, CallTimeout: 2 * time.Second, Secrets: []string{"MY_SECRET"}})
+//
+// The suite takes about four call timeouts and the kill grace.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	if h.CallTimeout <= 0 {
