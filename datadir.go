@@ -15,6 +15,8 @@ import (
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/bolt"
+	"svc.dev/svc/vault"
+	"svc.dev/svc/vault/backend"
 )
 
 // The layout of a data directory, known here and nowhere else.
@@ -109,4 +111,25 @@ func OpenReceiptKeys(ctx context.Context, dir string, store storage.Store) (*rec
 func holdsData(dir string) bool {
 	fi, err := os.Stat(filepath.Join(dir, StoreFile))
 	return err == nil && fi.Size() > 0
+}
+
+// OpenStoppedVault opens the store and the vault of an existing data directory whose server
+// is not running, for offline tools (coverage, a scrub): on the backends given (nil: local disk
+// under dir/vault). Close the vault, then the store.
+func OpenStoppedVault(dir string, hot, cold backend.Backend) (*vault.Vault, storage.Hosted, error) {
+	st, err := OpenStoppedStore(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	master, err := LoadMasterKey(dir, "")
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	v, err := OpenVault(dir, st.VaultMeta(), master, &vault.Options{Hot: hot, Cold: cold})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return v, st, nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -191,74 +190,45 @@ func (s *Scope) UpdateSourcePolicy(ctx context.Context, id string, policy *svcv1
 	return out, err
 }
 
-type openedSource struct {
-	p   providers.Provider
-	ref string
-}
-
 // OpenSource returns the provider behind a source (or destination) and its reference at it.
-// Opened providers are cached until Close (or ForgetSource).
+// Opened providers are cached until Close (or ForgetSource); a slow provider's open holds up
+// only the opens of the same source, never another tenant's (providers.Instances).
 func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Provider, string, error) {
 	c := s.c
 	key := s.key() + "/" + sourceID
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	if o, ok := c.opened[key]; ok {
-		return o.p, o.ref, nil
-	}
-	sealed, err := c.store.Sources().Config(ctx, s.key(), sourceID)
-	if err != nil {
-		return nil, "", fmt.Errorf("source %s configuration: %w", sourceID, err)
-	}
-	raw, err := c.sealer.Open(sealed, []byte(key))
+	p, ref, err := c.opened.Get(ctx, key, func(ctx context.Context) (providers.Provider, any, error) {
+		sealed, err := c.store.Sources().Config(ctx, s.key(), sourceID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("source %s configuration: %w", sourceID, err)
+		}
+		raw, err := c.sealer.Open(sealed, []byte(key))
+		if err != nil {
+			return nil, nil, err
+		}
+		var cfg sourceConfig
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return nil, nil, fmt.Errorf("source %s configuration: %w", sourceID, err)
+		}
+		p, err := c.providers.Open(ctx, cfg.Provider, cfg.Config)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open source %s: %w", sourceID, err)
+		}
+		return p, cfg.SourceRef, nil
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	var cfg sourceConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, "", fmt.Errorf("source %s configuration: %w", sourceID, err)
-	}
-	p, err := c.providers.Open(ctx, cfg.Provider, cfg.Config)
-	if err != nil {
-		return nil, "", fmt.Errorf("open source %s: %w", sourceID, err)
-	}
-	c.opened[key] = openedSource{p: p, ref: cfg.SourceRef}
-	return p, cfg.SourceRef, nil
+	r, _ := ref.(string)
+	return p, r, nil
 }
 
 // ForgetSource closes the provider opened for a source, if any: the next use opens it again.
-func (s *Scope) ForgetSource(sourceID string) {
-	c := s.c
-	key := s.key() + "/" + sourceID
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	if o, ok := c.opened[key]; ok {
-		providers.CloseProvider(o.p)
-		delete(c.opened, key)
-	}
-}
+func (s *Scope) ForgetSource(sourceID string) { s.c.opened.Forget(s.key() + "/" + sourceID) }
 
 // ForgetTenant closes the providers opened for the tenant's sources (its account is erased).
-func (s *Scope) ForgetTenant() {
-	c := s.c
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	for k, v := range c.opened {
-		if strings.HasPrefix(k, s.key()+"/") {
-			providers.CloseProvider(v.p)
-			delete(c.opened, k)
-		}
-	}
-}
+func (s *Scope) ForgetTenant() { s.c.opened.ForgetPrefix(s.key() + "/") }
 
-func (c *core) closeSources() {
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	for k, v := range c.opened {
-		providers.CloseProvider(v.p)
-		delete(c.opened, k)
-	}
-}
+func (c *core) closeSources() { c.opened.Close() }
 
 // MarkReauth marks a source reauth_required (its provider refused its credentials), closes
 // its provider, and announces the change once.

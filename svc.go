@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"svc.dev/svc/execute"
@@ -107,8 +106,7 @@ type core struct {
 	tempDir   string   // OpenMemory's directory, removed by Close
 	changes   *changes // an execution's journal or record changed (Wait, Watch)
 
-	openMu sync.Mutex
-	opened map[string]openedSource
+	opened providers.Instances // the providers opened for sources, by tenant/source
 }
 
 // Open opens (creating it if needed) svc's data directory dir: the store (svc.db unless
@@ -133,7 +131,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	c := &core{store: o.Store, providers: o.Providers, now: o.Now, log: o.Logger, opts: o, opened: map[string]openedSource{}}
+	c := &core{store: o.Store, providers: o.Providers, now: o.Now, log: o.Logger, opts: o}
 	ok := false
 	defer func() {
 		if !ok {

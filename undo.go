@@ -102,6 +102,10 @@ func (s *Scope) UndoReceipt(ctx context.Context, receiptID string, opts *Restore
 			o.ExpectedSizeBytes, o.ExpectedSha256 = obj.GetBytes(), proto.String(obj.GetVaultSha256())
 			if dst != nil {
 				o.ProviderObjectId = execute.DestinationPath(dst.GetPathTemplate(), po)
+			} else if t.Restorable && t.ResultID != "" {
+				// Both ways back: the engine writes the vault copy where the provider can
+				// write, and untrashes where it cannot (trash and untrash, no write).
+				o.ExpectedVersion = proto.String(execute.UntrashVersion(t.ResultID))
 			}
 		case dst != nil:
 			exclude(obj.GetAssetId(), why+"; an untrash brings an object back only to its original place")

@@ -274,3 +274,13 @@ func (s *Scope) restoreDestination(ctx context.Context, ro *RestoreOptions) erro
 	ro.Destination = d
 	return nil
 }
+
+// VaultCoverage says how much of the tenant's vault was re-read from its storage medium and
+// verified within 7, 30 and 90 days. It concerns the whole vault, so a scope limited to some
+// sources is refused (CodeForbidden).
+func (s *Scope) VaultCoverage(ctx context.Context) (vault.Coverage, error) {
+	if s.access.limited() {
+		return vault.Coverage{}, refused(CodeForbidden, "The connection's grant is limited to sources; coverage concerns the whole vault.")
+	}
+	return s.c.vault.Coverage(ctx, s.key())
+}

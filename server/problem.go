@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"connectrpc.com/connect"
 
@@ -154,6 +155,15 @@ func toProblem(err error) *problem {
 		return newProblem(http.StatusConflict, codeConflict, "An account with this email address already exists.")
 	case errors.Is(err, platform.ErrInvalidCursor):
 		return invalid("cursor", "is not a cursor issued for this request")
+	case errors.As(err, new(*plan.BudgetError)):
+		// A source too large for one plan: not a fault of the server's, and not worth a retry.
+		var be *plan.BudgetError
+		errors.As(err, &be)
+		return newProblem(http.StatusConflict, codeLimitReached, "The plan is over its "+be.Budget+" budget: "+
+			strings.TrimPrefix(be.Error(), plan.ErrBudgetExceeded.Error()+" ("+be.Budget+"): ")+
+			". Plan over fewer sources, or with a narrower policy.")
+	case errors.Is(err, providers.ErrTooLarge):
+		return newProblem(http.StatusBadGateway, codeProviderError, "A provider answered with more data than the plan authorized.")
 	case errors.Is(err, plan.ErrInvalidState):
 		return newProblem(http.StatusConflict, codeInvalidState, err.Error()+".")
 	case errors.Is(err, plan.ErrInvalid):

@@ -65,6 +65,7 @@ func (s *Server) register() {
 	handle(s, svcv1connect.VaultServiceExportManifestsProcedure, s.exportManifests)
 	handle(s, svcv1connect.VaultServiceRestoreVaultObjectProcedure, s.restoreVaultObject)
 	handle(s, svcv1connect.VaultServiceSearchVaultProcedure, s.searchVault)
+	handle(s, svcv1connect.VaultServiceGetVaultCoverageProcedure, s.getVaultCoverage)
 	handle(s, svcv1connect.UsageServiceGetUsageProcedure, s.getUsage)
 	handle(s, svcv1connect.UsageServiceGetApplicationUsageProcedure, s.getApplicationUsage)
 	handle(s, svcv1connect.UsageServiceSetCeilingProcedure, s.setCeiling)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"io"
 	"mime"
 	"net/http"
@@ -137,4 +138,24 @@ func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVault
 		return nil, err
 	}
 	return s.scope(c).RestoreVaultObject(ctx, req.GetId(), &opts)
+}
+
+// getVaultCoverage serves the tenant's verification coverage (GET /v1/vault/coverage).
+func (s *Server) getVaultCoverage(ctx context.Context, _ *svcv1.GetVaultCoverageRequest) (*svcv1.VaultCoverage, error) {
+	cv, err := s.scope(callerFrom(ctx)).VaultCoverage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return coverageProto(cv), nil
+}
+
+// coverageProto is a vault's coverage in the API's terms.
+func coverageProto(cv vault.Coverage) *svcv1.VaultCoverage {
+	out := &svcv1.VaultCoverage{At: timestamppb.New(cv.At), Objects: cv.Objects, Bytes: cv.Bytes,
+		Never: cv.Never, NeverBytes: cv.NeverBytes, Corrupt: cv.Corrupt, Windows: []*svcv1.VaultCoverageWindow{}}
+	for _, w := range cv.Windows {
+		out.Windows = append(out.Windows, &svcv1.VaultCoverageWindow{Days: int32(w.Days), Objects: w.Objects, Bytes: w.Bytes,
+			ObjectShare: w.ObjectShare, ByteShare: w.ByteShare})
+	}
+	return out
 }

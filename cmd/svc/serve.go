@@ -240,17 +240,29 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- srv.Close() }()
-	select {
-	case cerr := <-closed:
-		if err == nil {
-			err = cerr
+	wait := func(d time.Duration) bool {
+		select {
+		case cerr := <-closed:
+			if err == nil {
+				err = cerr
+			}
+			return true
+		case <-time.After(d):
+			return false
 		}
-	case <-time.After(closeGrace):
-		// Something holds the store (a stuck request's transaction): stop without it. Every
-		// committed transaction is on disk; executions resume from their journals at start.
-		logger.Error("the store did not close in time; stopping without it", "after", closeGrace)
-		if err == nil {
-			err = errors.New("stopped without closing the store (see the log)")
+	}
+	if !wait(closeGrace / 2) {
+		// Executions wait on provider calls (a frozen plugin, say): stop the plugins without
+		// waiting on them, so those calls fail at once; the steps resume from the journal.
+		logger.Warn("executions still wait on providers: stopping the provider plugins")
+		go reg.Close()
+		if !wait(closeGrace / 2) {
+			// Something holds the store (a stuck request's transaction): stop without it.
+			// Every committed transaction is on disk; executions resume from their journals.
+			logger.Error("the store did not close in time; stopping without it", "after", closeGrace)
+			if err == nil {
+				err = errors.New("stopped without closing the store (see the log)")
+			}
 		}
 	}
 	logger.Info("stopped")
