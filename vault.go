@@ -257,6 +257,26 @@ func (s *Scope) ScrubVault(ctx context.Context, opts *vault.ScrubOptions) (vault
 	return r, err
 }
 
+// VerifyScheduled re-reads from the storage medium and verifies the vault objects of every
+// tenant whose last verification is oldest, within a budget (vault.ScrubScheduled), so that every
+// object is verified once per opts.VerifyEvery when the budget allows it. Run it every
+// opts.Interval. Every object found corrupt is announced (svc.vault.object.corrupt).
+func (sv *Instance) VerifyScheduled(ctx context.Context, opts *vault.ScheduleOptions) (vault.ScheduleReport, error) {
+	c := sv.core
+	tenants, err := c.store.VaultMeta().Tenants(ctx)
+	if err != nil {
+		return vault.ScheduleReport{}, err
+	}
+	r, err := c.vault.ScrubScheduled(ctx, tenants, opts)
+	for _, ref := range r.Corrupt {
+		if t, perr := parseTenant(ref.Tenant); perr == nil {
+			sv.Tenant(t).emit(ctx, event.VaultObjectCorrupt, "/v1/vault/objects", ref.ID,
+				map[string]any{"vault_object_id": ref.ID, "found_by": "scheduled_verification"})
+		}
+	}
+	return r, err
+}
+
 // restoreDestination reads the destination a restore names (ro.DestinationID, or
 // ro.Destination again), refusing one outside the scope's grant.
 func (s *Scope) restoreDestination(ctx context.Context, ro *RestoreOptions) error {

@@ -179,3 +179,33 @@ func openStopped(dataDir string) (storage.Hosted, []byte, error) {
 	}
 	return db, master, nil
 }
+
+// verifyInterval is how often scheduled verification runs.
+const verifyInterval = time.Hour
+
+// verifyLoop runs scheduled verification every verifyInterval until ctx ends: the objects
+// whose last verification from the medium is oldest are re-read, within the budget, so that
+// each is verified once per Config.VerifyEvery (docs/vault.md).
+func (s *Server) verifyLoop(ctx context.Context) {
+	t := time.NewTicker(verifyInterval)
+	defer t.Stop()
+	opts := &vault.ScheduleOptions{VerifyEvery: s.cfg.VerifyEvery, Interval: verifyInterval, BytesPerHour: s.cfg.VerifyBytesPerHour}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r, err := s.core.VerifyScheduled(ctx, opts)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Error("scheduled verification", "err", err)
+		case len(r.Corrupt) > 0:
+			s.log.Warn("scheduled verification found corrupt objects", "corrupt", len(r.Corrupt))
+		}
+		if err == nil && (!r.Feasible || r.Overdue > 0) {
+			s.log.Warn("scheduled verification is behind: raise --verify-bytes-per-hour", "overdue", r.Overdue,
+				"overdue_bytes", r.OverdueBytes, "required_bytes_per_hour", r.RequiredBytesPerHour)
+		}
+	}
+}

@@ -58,6 +58,12 @@ type Config struct {
 	// ScrubInterval is how often every tenant's vault is scrubbed (re-read, re-hashed, marked
 	// corrupt or repaired) as a job; 0 means DefaultScrubInterval, negative never.
 	ScrubInterval time.Duration
+	// VerifyEvery is how often every vault object must be re-read from its storage medium and
+	// verified (scheduled verification, run hourly within VerifyBytesPerHour); 0 means 30 days,
+	// negative never.
+	VerifyEvery time.Duration
+	// VerifyBytesPerHour is the reading budget of scheduled verification (0: no limit).
+	VerifyBytesPerHour int64
 	// ColdAfter is how long after its commit a vault object moves to the cold tier, checked
 	// after each scrub; 0 means DefaultColdAfter, negative never.
 	ColdAfter time.Duration
@@ -264,6 +270,9 @@ func New(cfg Config) (*Server, error) {
 	s.background.Go(func() { s.deletionLoop(hooksCtx) })
 	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
 		s.background.Go(func() { s.scrubLoop(hooksCtx, every) })
+	}
+	if cfg.VerifyEvery >= 0 {
+		s.background.Go(func() { s.verifyLoop(hooksCtx) })
 	}
 	// Tenants with vault content and no search index (a data directory from before search)
 	// get one built by an index job.
