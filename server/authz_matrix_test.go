@@ -58,7 +58,7 @@ var matrixClass = map[string]string{
 	"JobService/GetJob":                      clsByID,
 	"JobService/ListJobs":                    clsTenant,
 	"JobService/CancelJob":                   clsByID,
-	"BillingService/CreatePortalSession":     clsTenant,
+	"BillingService/CreatePortalSession":     clsLiveOrg,
 	"ConnectService/ProviderCallback":        clsPublic,
 	"ConnectionService/CreateConnectSession": clsKey,
 	"ConnectionService/ListConnections":      clsOrg,
@@ -113,6 +113,7 @@ var matrixClass = map[string]string{
 	"VaultService/GetVaultObject":            clsByID,
 	"VaultService/GetVaultObjectContent":     clsByID,
 	"VaultService/SearchVault":               clsCX,
+	"VaultService/GetVaultCoverage":          clsCX,
 	"VaultService/ExportManifests":           clsCX,
 	"VaultService/RestoreVaultObject":        clsByID,
 }
@@ -243,6 +244,9 @@ var exceptions = map[string]map[string]string{
 	// The seeded destination was made by trusted setup from no source: it touches no source, so
 	// a grant limited to sources reaches it (docs/destinations.md).
 	"DestinationService/GetDestination": {crOutsideCxn: "pass", crAppOutside: "pass"},
+	// Coverage concerns the whole vault: a grant limited to some sources does not reach it
+	// (as for jobs).
+	"VaultService/GetVaultCoverage": {crOutsideCxn: "403"},
 	// The billing portal is a developer organization's: a user who belongs to none has nothing
 	// to bill (docs/billing.md).
 	"BillingService/CreatePortalSession": {crOtherUser: "404"},

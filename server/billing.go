@@ -42,6 +42,9 @@ func portalOrg(c *Caller, orgID *string) (string, error) {
 // expires like a portal session).
 func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePortalSessionRequest) (*svcv1.PortalSession, error) {
 	c := callerFrom(ctx)
+	if err := billingAccess(c, true); err != nil {
+		return nil, err
+	}
 	orgID, err := portalOrg(c, req.OrgId)
 	if err != nil {
 		return nil, err

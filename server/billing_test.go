@@ -64,8 +64,8 @@ func TestBillingPortalPage(t *testing.T) {
 			t.Errorf("the page does not show %q", want)
 		}
 	}
-	// A key opens its own organization's portal.
-	if k := portalURL(t, e, "", e.key()); k.Query().Get("org") != e.creds.OrgID {
+	// A live key opens its own organization's portal (a test key is refused: issue 21).
+	if k := portalURL(t, e, "", e.liveKey()); k.Query().Get("org") != e.creds.OrgID {
 		t.Fatalf("key's portal: %s", k)
 	}
 	// User content is never active: an organization named like markup is shown as text.
@@ -121,7 +121,7 @@ func TestBillingWithStripe(t *testing.T) {
 	if u.Host == "" || strings.Contains(u.Path, "/v1/billing/portal/page") {
 		t.Fatalf("not a processor's portal: %s", u)
 	}
-	portalURL(t, e, "", e.key())
+	portalURL(t, e, "", e.liveKey())
 	portalURL(t, e, "", with(e.session(), "Idempotency-Key", "p1"))
 	if n := ct.count("POST /v1/customers"); n != 1 {
 		t.Fatalf("%d customers created for one organization", n)
@@ -163,5 +163,23 @@ func TestBillingWithStripe(t *testing.T) {
 	json.Unmarshal(e.do("GET", "/v1/usage?month="+last, "", e.liveKey()...).body, &body) // usage is live-mode only
 	if body["total_cents"] != float64(1900+500+1000) {
 		t.Fatalf("usage of %s: %v", last, body)
+	}
+}
+
+// The portal shows an organization's live spend in full: a test key is refused, and so is a
+// live key without the billable_execute scope (issue 21, 1), behind the one check the usage
+// and the ceiling use.
+func TestBillingPortalNeedsALiveBillingKey(t *testing.T) {
+	e := newEnv(t)
+	checkProblem(t, e.do("POST", "/v1/billing/portal", "", e.key()...), 403, "forbidden")
+	app := e.creds.ApplicationID
+	r := e.do("POST", "/v1/developer/applications/"+app+"/keys", `{"mode":"live","scopes":["discover"]}`, e.session()...)
+	secret, _ := r.json(t)["secret"].(string)
+	if r.status != 201 || secret == "" {
+		t.Fatalf("create a discover key: %d %s", r.status, r.body)
+	}
+	checkProblem(t, e.do("POST", "/v1/billing/portal", "", "Authorization", "Bearer "+secret), 403, "forbidden")
+	if r := e.do("POST", "/v1/billing/portal", "", e.session()...); r.status != 200 {
+		t.Fatalf("the owner's session: %d %s", r.status, r.body)
 	}
 }

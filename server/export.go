@@ -111,6 +111,9 @@ func (s *Server) writeExport(ctx context.Context, userID, jobID string, p *job.P
 	if err != nil {
 		return nil, fmt.Errorf("export file: %w", err)
 	}
+	// The sweep (purgeExports) leaves the archive of an export in progress alone.
+	s.exportsInProgress.Store(filepath.Base(f.Name()), true)
+	defer s.exportsInProgress.Delete(filepath.Base(f.Name()))
 	defer os.Remove(f.Name())
 	defer f.Close()
 	now := s.cfg.Now()
@@ -557,6 +560,9 @@ func (s *Server) purgeExports() {
 		info, err := e.Info()
 		if err != nil {
 			continue
+		}
+		if _, writing := s.exportsInProgress.Load(e.Name()); writing {
+			continue // an export in progress: its job renames it when done
 		}
 		if strings.HasPrefix(e.Name(), ".") || info.ModTime().Before(cutoff) {
 			os.Remove(filepath.Join(dir, e.Name()))

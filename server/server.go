@@ -150,6 +150,8 @@ type Server struct {
 	exportKey []byte      // authenticates export download URLs and portal pages
 	biller    *billing.Biller
 	exportMu  sync.Mutex // one account export at a time per tenant
+	// exportsInProgress are the file names of the archives being written (the sweep keeps them).
+	exportsInProgress sync.Map
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.

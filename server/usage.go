@@ -82,14 +82,26 @@ func usageOrg(c *Caller, orgID *string) (string, error) {
 	return *orgID, memberOf(c, *orgID)
 }
 
-// liveOnly refuses a test key on live-mode organization state (usage, spend, the ceiling):
-// test mode is unbilled, and a test key touches only test-mode state.
-func liveOnly(c *Caller) error {
-	if c.Key != nil && c.Key.Mode != platform.ModeLive {
-		return newProblem(http.StatusForbidden, codeForbidden, "Usage and the spending ceiling are live-mode settings: use a live key or a signed-in owner.")
+// billingAccess is the one check of every route that shows or changes an organization's
+// live billing (usage, the portal, the ceiling): a test key is refused (test mode is unbilled,
+// and a test key touches only test-mode state); what shows spend in full (the portal) or
+// changes it (the ceiling) also needs a live key with the billable_execute scope, or a
+// signed-in user (each route then checks membership or ownership).
+func billingAccess(c *Caller, spend bool) error {
+	if c.Key == nil {
+		return nil
+	}
+	if c.Key.Mode != platform.ModeLive {
+		return newProblem(http.StatusForbidden, codeForbidden, "Usage, billing and the spending ceiling are live-mode settings: use a live key or a signed-in owner.")
+	}
+	if spend && !slices.Contains(c.Key.Scopes, "billable_execute") {
+		return newProblem(http.StatusForbidden, codeForbidden, "The billing portal and the spending ceiling need a live key with the billable_execute scope, or the organization's owner.")
 	}
 	return nil
 }
+
+// liveOnly refuses a test key on live-mode organization state (billingAccess, reading).
+func liveOnly(c *Caller) error { return billingAccess(c, false) }
 
 func (s *Server) getUsage(ctx context.Context, req *svcv1.GetUsageRequest) (*svcv1.Usage, error) {
 	c := callerFrom(ctx)
@@ -133,11 +145,8 @@ func (s *Server) getApplicationUsage(ctx context.Context, req *svcv1.GetApplicat
 
 func (s *Server) setCeiling(ctx context.Context, req *svcv1.SetCeilingRequest) (*svcv1.Ceiling, error) {
 	c := callerFrom(ctx)
-	if err := liveOnly(c); err != nil {
+	if err := billingAccess(c, true); err != nil {
 		return nil, err
-	}
-	if c.Key != nil && !slices.Contains(c.Key.Scopes, "billable_execute") {
-		return nil, newProblem(http.StatusForbidden, codeForbidden, "Changing the spending ceiling needs a live key with the billable_execute scope, or the organization's owner.")
 	}
 	org, err := usageOrg(c, req.OrgId)
 	if err != nil {

@@ -225,7 +225,10 @@ func serve(ctx context.Context, o serveOptions) error {
 		}
 		logger.Info("dev tenant ready", "credentials", filepath.Join(o.dataDir, server.DevCredentialsFile), "user_id", creds.UserID)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Idle keep-alive connections are closed after a minute, so idle clients cannot hold the
+	// server's descriptors (issue 21). No write timeout: downloads and exports stream for as
+	// long as they take; the per-request deadline bounds how long one may take to start.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	logger.Info("svc listening", "base_url", baseURL, "data", o.dataDir)
