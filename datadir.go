@@ -76,6 +76,9 @@ func LoadMasterKey(dir, keyFile string) ([]byte, error) {
 	if keyFile == "" {
 		keyFile = filepath.Join(dir, MasterKeyFile)
 	}
+	if err := checkNoRotationPending(dir, keyFile); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(keyFile); errors.Is(err, fs.ErrNotExist) && holdsData(dir) {
 		return nil, fmt.Errorf("master key %s is missing but %s holds data: restore the key file from your backup "+
 			"(or set %s), then start again; svc will not make a new key, which would make the data "+

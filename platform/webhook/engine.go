@@ -570,3 +570,27 @@ func (e *Engine) Deliveries(ctx context.Context, webhookID, before string, limit
 func (e *Engine) Delivery(ctx context.Context, deliveryID string) (*Delivery, error) {
 	return e.store.Delivery(ctx, deliveryID)
 }
+
+// Reseal re-encrypts a webhook's sealed signing secrets under to, from from (a rotation of the
+// master key the sealing key derives from). A secret that to opens already is left as it is,
+// so a rotation interrupted and run again is harmless. It reports whether it changed any.
+func Reseal(ep *Endpoint, from, to *platform.Sealer) (bool, error) {
+	changed := false
+	aad := secretAAD(ep.ID)
+	for i, s := range ep.Secrets {
+		if _, err := to.Open(s.Sealed, aad); err == nil {
+			continue
+		}
+		plain, err := from.Open(s.Sealed, aad)
+		if err != nil {
+			return changed, fmt.Errorf("webhook %s: open its secret: %w", ep.ID, err)
+		}
+		sealed, err := to.Seal(plain, aad)
+		if err != nil {
+			return changed, fmt.Errorf("webhook %s: seal its secret: %w", ep.ID, err)
+		}
+		ep.Secrets[i].Sealed = sealed
+		changed = true
+	}
+	return changed, nil
+}
