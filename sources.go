@@ -225,8 +225,14 @@ func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Prov
 // ForgetSource closes the provider opened for a source, if any: the next use opens it again.
 func (s *Scope) ForgetSource(sourceID string) { s.c.opened.Forget(s.key() + "/" + sourceID) }
 
-// ForgetTenant closes the providers opened for the tenant's sources (its account is erased).
-func (s *Scope) ForgetTenant() { s.c.opened.ForgetPrefix(s.key() + "/") }
+// ForgetTenant closes the providers opened for the tenant's sources and removes its search
+// index from the disk (its account is erased): the index holds its mail's words.
+func (s *Scope) ForgetTenant() {
+	s.c.opened.ForgetPrefix(s.key() + "/")
+	if err := s.c.search.index.Drop(s.key()); err != nil {
+		s.c.log.Error("erase the search index", "tenant", s.key(), "err", err)
+	}
+}
 
 func (c *core) closeSources() { c.opened.Close() }
 

@@ -286,6 +286,13 @@ func TestAccountDeletion(t *testing.T) {
 	if n := vaultFiles(t, dataDir); n == 0 {
 		t.Fatal("no vault files before the deletion")
 	}
+	// A search waits for the index to hold what is vaulted: the tenant has an index on disk.
+	if r := e.do("GET", "/v1/vault/search"+cx+"&q=x", "", e.key()...); r.status != 200 {
+		t.Fatalf("search: %d %s", r.status, r.body)
+	}
+	if idx, _ := filepath.Glob(filepath.Join(dataDir, "search", "*"+userID+"*")); len(idx) == 0 {
+		t.Fatal("no search index before the deletion")
+	}
 
 	// Delete, then change one's mind.
 	r := e.do("DELETE", "/v1/account", "", e.session()...)
@@ -351,6 +358,10 @@ func TestAccountDeletion(t *testing.T) {
 	}
 	if n := vaultFiles(t, dataDir); n != 0 {
 		t.Errorf("%d vault content files left on disk", n)
+	}
+	// ... the search index of its mail's words (issue 21, 6) ...
+	if left, _ := filepath.Glob(filepath.Join(dataDir, "search", "*"+userID+"*")); len(left) != 0 {
+		t.Errorf("search indexes left on disk: %v", left)
 	}
 	for _, name := range []string{"plans", "executions", "sources", "manifests", "events", "destinations"} {
 		col := bolt.NewCollection(server.DBOf(e.srv), name, func() *svcv1.Plan { return &svcv1.Plan{} })

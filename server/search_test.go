@@ -255,3 +255,17 @@ func TestVaultSearchFollowsTheVault(t *testing.T) {
 		t.Fatalf("job events %v", types)
 	}
 }
+
+// Malformed queries are a 400 problem on q, never a 500 (issue 21, 7).
+func TestVaultSearchMalformedQueries(t *testing.T) {
+	e, _ := mailFolder(t)
+	for _, bad := range []string{"/(/", "invoice~5", "/.{1000}/", `"unclosed`, "subject:", "(a OR"} {
+		r := e.do("GET", "/v1/vault/search?connection_id="+e.creds.ConnectionID+"&q="+url.QueryEscape(bad), "", e.key()...)
+		if r.status >= 500 {
+			t.Errorf("q=%q: %d %s", bad, r.status, r.body)
+		}
+		if r.status != 200 && r.status != 400 {
+			t.Errorf("q=%q: %d %s, want 200 or a 400 problem", bad, r.status, r.body)
+		}
+	}
+}

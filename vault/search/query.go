@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
@@ -186,19 +187,31 @@ func fielded(c query.FieldableQuery, field string) (query.Query, error) {
 	var out query.FieldableQuery
 	switch q := c.(type) {
 	case *query.MatchQuery:
+		if q.Fuzziness > maxFuzziness {
+			return nil, fmt.Errorf("%w: ~%d: at most ~%d edits", ErrInvalidQuery, q.Fuzziness, maxFuzziness)
+		}
 		cp := *q
 		cp.Operator = query.MatchQueryOperatorAnd
 		out = &cp
 	case *query.MatchPhraseQuery:
+		if q.Fuzziness > maxFuzziness {
+			return nil, fmt.Errorf("%w: ~%d: at most ~%d edits", ErrInvalidQuery, q.Fuzziness, maxFuzziness)
+		}
 		cp := *q
 		out = &cp
 	case *query.WildcardQuery:
 		cp := *q
 		out = &cp
 	case *query.RegexpQuery:
+		if err := checkRegexp(q.Regexp); err != nil {
+			return nil, err
+		}
 		cp := *q
 		out = &cp
 	case *query.FuzzyQuery:
+		if q.Fuzziness > maxFuzziness {
+			return nil, fmt.Errorf("%w: ~%d: at most ~%d edits", ErrInvalidQuery, q.Fuzziness, maxFuzziness)
+		}
 		cp := *q
 		out = &cp
 	case *query.PrefixQuery:
@@ -293,4 +306,37 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// Bounds of a query's patterns: what the index can expand without a cost out of proportion to
+// the request (fuzziness beyond 2 edits is refused by the index itself).
+const (
+	maxFuzziness    = 2
+	maxRegexpLength = 100
+	maxRegexpRepeat = 32
+)
+
+// checkRegexp refuses a /regexp/ that does not parse, is long, or repeats a part more than
+// maxRegexpRepeat times (such patterns compile to automata too large to run).
+func checkRegexp(re string) error {
+	if len(re) > maxRegexpLength {
+		return fmt.Errorf("%w: the pattern is longer than %d characters", ErrInvalidQuery, maxRegexpLength)
+	}
+	t, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return fmt.Errorf("%w: /%s/: %s", ErrInvalidQuery, re, firstLine(err.Error()))
+	}
+	var walk func(*syntax.Regexp) error
+	walk = func(r *syntax.Regexp) error {
+		if r.Op == syntax.OpRepeat && (r.Max > maxRegexpRepeat || r.Min > maxRegexpRepeat) {
+			return fmt.Errorf("%w: /%s/ repeats a part more than %d times", ErrInvalidQuery, re, maxRegexpRepeat)
+		}
+		for _, sub := range r.Sub {
+			if err := walk(sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(t)
 }

@@ -138,6 +138,27 @@ func (x *Index) Close() error {
 	return errs
 }
 
+// Drop closes a tenant's index and removes it from the disk (the tenant's account was
+// erased): nothing of what it indexed is left. A later Put makes a new, empty one.
+func (x *Index) Drop(tenant string) error {
+	x.mu.Lock()
+	t, ok := x.tenants[tenant]
+	delete(x.tenants, tenant)
+	x.mu.Unlock()
+	if ok {
+		t.mu.Lock()
+		err := t.idx.Close()
+		t.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("drop search index: %w", err)
+		}
+	}
+	if err := os.RemoveAll(x.path(tenant)); err != nil {
+		return fmt.Errorf("drop search index: %w", err)
+	}
+	return nil
+}
+
 func (x *Index) path(tenant string) string {
 	return filepath.Join(x.dir, url.PathEscape(tenant))
 }
