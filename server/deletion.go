@@ -142,7 +142,7 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 	receiptsKept := 0
 	var objects, exports []struct{ tenant, id string }
 	for _, t := range tenants {
-		err := eachVaultObject(ctx, s.vault, t, func(o vault.Object) error {
+		err := svc.EachVaultObject(ctx, s.vault, t, func(o vault.Object) error {
 			objects = append(objects, struct{ tenant, id string }{t, o.ID})
 			return nil
 		})

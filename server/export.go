@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"svc.dev/svc"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -192,7 +193,7 @@ func (x *exporter) plan(ctx context.Context, userID string) error {
 			}
 			x.total += int64(n)
 		}
-		err := eachVaultObject(ctx, x.s.vault, t, func(o vault.Object) error {
+		err := svc.EachVaultObject(ctx, x.s.vault, t, func(o vault.Object) error {
 			x.total += 1 + o.SizeBytes/exportByteUnit
 			return nil
 		})
@@ -376,7 +377,7 @@ func (x *exporter) vaultContent(ctx context.Context, tenant, root string) error 
 		x.contentFor = map[string]bool{}
 	}
 	before := len(x.failed)
-	err := eachVaultObject(ctx, s.vault, tenant, func(o vault.Object) error {
+	err := svc.EachVaultObject(ctx, s.vault, tenant, func(o vault.Object) error {
 		if err := x.json(root+"/vault/objects/"+archive.CleanName(o.ID)+".json", o.Proto()); err != nil {
 			return err
 		}
@@ -396,27 +397,6 @@ func (x *exporter) vaultContent(ctx context.Context, tenant, root string) error 
 		return err
 	}
 	return x.aw.AddBytes(root+"/vault/failed-verification.json", data)
-}
-
-// eachVaultObject calls fn for every vault object of tenant, in pages of 200 read in short
-// transactions (fn runs outside them).
-func eachVaultObject(ctx context.Context, v *vault.Vault, tenant string, fn func(vault.Object) error) error {
-	after := ""
-	for {
-		objs, more, err := v.List(ctx, tenant, after, 200, nil)
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			after = o.ID
-			if err := fn(o); err != nil {
-				return err
-			}
-		}
-		if !more || len(objs) == 0 {
-			return nil
-		}
-	}
 }
 
 // object writes one object's content, read to its end and verified before any of it enters

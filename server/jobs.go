@@ -10,7 +10,6 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform/job"
-	"svc.dev/svc/storage"
 )
 
 // jobEvents announces job transitions as svc.job.* events of the job's tenant. The data
@@ -38,15 +37,6 @@ func (e jobEvents) JobEvent(ctx context.Context, tenant, typ string, j *svcv1.Jo
 }
 
 // jobStore is the jobs collection as the runner's Store.
-type jobStore struct{ c storage.Records[*svcv1.Job] }
-
-func (j jobStore) Put(ctx context.Context, tenant, id string, v *svcv1.Job) error {
-	return j.c.Put(ctx, tenant, id, v)
-}
-
-func (j jobStore) Update(ctx context.Context, tenant, id string, fn func(*svcv1.Job) error) error {
-	return j.c.Update(ctx, tenant, id, fn)
-}
 
 // interruptJobs fails the jobs that were running when the process stopped (their owners start
 // their work again where that makes sense: a due deletion is picked up by the deletion loop).

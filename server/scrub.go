@@ -9,7 +9,6 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
-	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 )
 
@@ -19,59 +18,10 @@ const DefaultScrubInterval = 24 * time.Hour
 // DefaultColdAfter is how long after its commit a vault object moves to the cold tier.
 const DefaultColdAfter = 90 * 24 * time.Hour
 
-// ScrubResult is one tenant's scrub: the job that recorded it and what it found.
-type ScrubResult struct {
-	Tenant string
-	Job    *svcv1.Job
-	Report vault.ScrubReport
-	Err    error
-}
-
-// scrubJob scrubs one tenant's vault as a job of kind scan, run by runner (so it can be read,
-// listed and cancelled like any job): every stored copy is re-read and re-hashed, mismatches are
-// marked corrupt and repaired from the other tier where possible (vault.Scrub). Progress is the
-// share of the tenant's objects examined. The job's result holds the report's figures and the
-// corrupt object ids.
-func scrubJob(ctx context.Context, runner *job.Runner, vlt *vault.Vault, tenant string, opts *vault.ScrubOptions,
-	scrub func(context.Context, *vault.ScrubOptions) (vault.ScrubReport, error)) ScrubResult {
-	res := ScrubResult{Tenant: tenant}
-	var o vault.ScrubOptions
-	if opts != nil {
-		o = *opts
-	}
-	j, err := runner.Run(ctx, tenant, svcv1.JobKind_JOB_KIND_SCAN, func(ctx context.Context, p *job.Progress) (map[string]any, error) {
-		total := 0
-		if err := eachVaultObject(ctx, vlt, tenant, func(vault.Object) error { total++; return nil }); err != nil {
-			return nil, err
-		}
-		report := o.Progress
-		o.Progress = func(r vault.ScrubReport) {
-			p.Fraction(ctx, int64(r.Objects), int64(total))
-			if report != nil {
-				report(r)
-			}
-		}
-		var err error
-		res.Report, err = scrub(ctx, &o)
-		if err != nil {
-			return nil, err
-		}
-		r := res.Report
-		corrupt := make([]any, len(r.Corrupt))
-		for i, c := range r.Corrupt {
-			corrupt[i] = c
-		}
-		return map[string]any{"type": "vault_scrub", "objects": float64(r.Objects), "verified": float64(r.Verified),
-			"bytes": float64(r.Bytes), "corrupt": corrupt, "repaired": float64(len(r.Repaired)), "orphan_files": float64(r.OrphanFiles)}, nil
-	})
-	res.Job, res.Err = j, err
-	return res
-}
-
 // ScrubVault scrubs one tenant's vault now as a job (see scrubJob), with svc.job.* events; the
 // embedding package's scrub emits svc.vault.object.corrupt for every object left corrupt.
-func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *vault.ScrubOptions) ScrubResult {
-	return scrubJob(ctx, s.jobRunner, s.vault, tenant.String(), opts, s.core.Tenant(tenant).ScrubVault)
+func (s *Server) ScrubVault(ctx context.Context, tenant platform.Tenant, opts *vault.ScrubOptions) svc.ScrubResult {
+	return svc.ScrubJob(ctx, s.jobRunner, s.vault, tenant.String(), opts, s.core.Tenant(tenant).ScrubVault)
 }
 
 // TierVault moves a tenant's committed vault objects to the cold tier once they were committed
@@ -131,53 +81,6 @@ func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
-}
-
-// ScrubDataDir scrubs the vault of a data directory whose server is not running (`svc vault
-// scrub`), on the backends its server uses: one tenant, or every tenant with vault content when tenant is "". Each scrub is
-// recorded as a job like the server's; events are not emitted (they are the server's).
-func ScrubDataDir(ctx context.Context, dataDir string, be VaultBackends, tenant string, opts *vault.ScrubOptions) ([]ScrubResult, error) {
-	db, master, err := openStopped(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	vlt, err := svc.OpenVault(dataDir, db.VaultMeta(), master, &vault.Options{Hot: be.Hot, Cold: be.Cold})
-	if err != nil {
-		return nil, err
-	}
-	defer vlt.Close()
-	tenants := []string{tenant}
-	if tenant == "" {
-		if tenants, err = db.VaultTenants(ctx); err != nil {
-			return nil, err
-		}
-	}
-	runner := job.NewRunner(jobStore{db.Resources().Jobs()}, nil, nil)
-	defer runner.Close()
-	var out []ScrubResult
-	for _, tn := range tenants {
-		scrub := func(ctx context.Context, o *vault.ScrubOptions) (vault.ScrubReport, error) {
-			return vlt.Scrub(ctx, tn, o)
-		}
-		out = append(out, scrubJob(ctx, runner, vlt, tn, opts, scrub))
-	}
-	return out, nil
-}
-
-// openStopped opens the store and master key of a data directory whose server is not
-// running, for the offline commands (`svc vault scrub`, `svc vault reindex`).
-func openStopped(dataDir string) (storage.Hosted, []byte, error) {
-	db, err := svc.OpenStoppedStore(dataDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	master, err := svc.LoadMasterKey(dataDir, "")
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, master, nil
 }
 
 // verifyInterval is how often scheduled verification runs.

@@ -242,7 +242,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Billing != nil {
 		s.biller = billing.New(cfg.Billing, store.Billing())
 	}
-	s.jobRunner = job.NewRunner(jobStore{s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
+	s.jobRunner = job.NewRunner(svc.JobStore{Records: s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}

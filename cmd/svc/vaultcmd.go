@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"svc.dev/svc/server"
 	"svc.dev/svc/vault"
 )
 
@@ -41,7 +40,7 @@ objects are left corrupt.`,
 			if err != nil {
 				return err
 			}
-			results, err := server.ScrubDataDir(cmd.Context(), dataDir, vb, tenant, &vault.ScrubOptions{NoRepair: noRepair})
+			results, err := svc.ScrubDataDir(cmd.Context(), dataDir, vb.Hot, vb.Cold, tenant, &vault.ScrubOptions{NoRepair: noRepair})
 			if err != nil {
 				return err
 			}
@@ -130,7 +129,7 @@ on its own, and builds it at start for tenants that have none.`,
 			if err != nil {
 				return err
 			}
-			results, err := server.ReindexDataDir(cmd.Context(), dataDir, vb, tenant)
+			results, err := svc.ReindexDataDir(cmd.Context(), dataDir, vb.Hot, vb.Cold, tenant)
 			if err != nil {
 				return err
 			}
