@@ -148,7 +148,7 @@ var (
 	reEndWord     = mk(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`, "end", "expir", "until", "through", "on", "by", "effective", "start", "from", "begin", "as of")
 	reScam        = mk(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`, "confirm your", "verify your", "click here", "congratulations", "selected", "chosen", "winner", "miracle", "shipping", "risk", "100% free", "act now", "urgent")
 	reValidUntil  = mk(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`, "valid", "good", "expir", "use ")
-	reForwarded   = mk(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`, "forwarded", "original message")
+	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
 	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
 )
@@ -270,7 +270,13 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		o.excerpt("cancel", firstLine(text, reCancel))
 	}
 	o.Marketing = promo && !charge && !trialStart && !cancelled
+	if o.Marketing && !notice {
+		return nil // a promotion's prices are offers, not the user's billing
+	}
 	o.Charge = charge && !o.Marketing && !trialStart
+	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
+		return nil // an order or one-time purchase: no meter is made of it
+	}
 	o.Period = periodIn(text)
 
 	ls := splitLines(text)
@@ -317,14 +323,18 @@ type kre struct {
 	keys []string
 }
 
-func mk(expr string, keys ...string) kre { return kre{regexp.MustCompile(expr), keys} }
+// mk compiles a case-insensitive expression written in lowercase: it is matched against
+// lowercased text without (?i), which spares the expression engine its case folding.
+func mk(expr string, keys ...string) kre {
+	return kre{regexp.MustCompile(strings.TrimPrefix(expr, "(?i)")), keys}
+}
 
-// in reports whether s (whose lowercase is low) matches.
+// in reports whether s, whose lowercase is low, matches.
 func (k kre) in(s, low string) bool {
 	if !containsAny(low, k.keys) {
 		return false
 	}
-	return k.MatchString(s)
+	return k.MatchString(low)
 }
 
 func containsAny(low string, keys []string) bool {
