@@ -199,7 +199,7 @@ func periodOfSpan(days int) BillingPeriod {
 // extract turns a read message into an observation of a service, or nil when the message says
 // nothing about one (it is personal, a list, spam, bank mail, cost splitting, or not billing).
 func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool) *Observation {
-	if d.Spam() != "" || d.ListPost != "" || isListPlatform(d.Message) {
+	if notBilling(d.Message) {
 		return nil
 	}
 	body := d.Body()
@@ -224,9 +224,6 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	if freemail(dom) {
 		return nil
-	}
-	if !forwarded && d.InReplyTo != "" && strings.HasPrefix(strings.ToLower(subject), "re:") {
-		return nil // a conversation, not a notice
 	}
 	text := subject + "\n" + body
 	ltext := strings.ToLower(text)
@@ -744,6 +741,16 @@ func msgRef(m *mail.Message, ref string) string {
 		return "<" + m.MessageID + ">"
 	}
 	return ref
+}
+
+// notBilling reports whether a message's header alone shows it is not a service's billing
+// mail: a spam filter's verdict, a mailing list or code host, a reply in a conversation.
+func notBilling(m *mail.Message) bool {
+	if m.Spam() != "" || m.ListPost != "" || isListPlatform(m) {
+		return true
+	}
+	sub := strings.ToLower(m.Subject)
+	return m.InReplyTo != "" && strings.HasPrefix(sub, "re:") && !strings.Contains(sub, "fwd:") && !strings.Contains(sub, "fw:")
 }
 
 func isListPlatform(m *mail.Message) bool {

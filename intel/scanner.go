@@ -1,11 +1,13 @@
 package intel
 
 import (
+	"bufio"
 	"errors"
 	"hash/fnv"
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"svc.dev/svc/mail"
@@ -75,7 +77,20 @@ func NewScanner(o *Options) *Scanner {
 // object id). A message that cannot be read is recorded as skipped, with its reason, and
 // returned as a *mail.SkipError; the scan goes on with the next message either way.
 func (s *Scanner) Scan(ref string, r io.Reader) error {
-	d, err := mail.ReadDocument(r, s.opt.Document)
+	// The header alone rules out much of a mailbox (lists, spam, conversations): those are
+	// not read further.
+	br := peekers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		peekers.Put(br)
+	}()
+	head, _ := br.Peek(br.Size())
+	if h := mail.ReadHeader(head); h.Unreadable == "" && notBilling(h) {
+		s.stats.Messages++
+		return nil
+	}
+	d, err := mail.ReadDocument(br, s.opt.Document)
 	if err != nil {
 		s.stats.Messages++
 		s.skip(ref, err)
@@ -84,6 +99,9 @@ func (s *Scanner) Scan(ref string, r io.Reader) error {
 	s.ScanDocument(ref, d)
 	return nil
 }
+
+// peekers buffer the start of each message for the header check, reused across messages.
+var peekers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 func (s *Scanner) skip(ref string, err error) {
 	s.stats.Skipped++
