@@ -176,6 +176,8 @@ func (s *Scanner) add(o *Observation) {
 		if k < 0 {
 			k = 0
 		}
+		// Its Message-ID goes too, so the duplicate set stays as small as what is kept.
+		delete(s.seen, refHash(sv.obs[k].Ref))
 		sv.obs = slices.Delete(sv.obs, k, k+1)
 	}
 }
