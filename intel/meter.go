@@ -14,7 +14,7 @@ const (
 	// RenewalJumpMin is the smallest rise of a renewal's price over the last one that is a
 	// renewal jump when no mail announced it.
 	RenewalJumpMin = 0.10
-	// VariableMinCV is the coefficient of variation of a service's last bills above which its
+	// VariableMinCV is the coefficient of variation of a service's last twelve bills above which its
 	// bill is variable.
 	VariableMinCV = 0.20
 	// VariableMinBills is how many bills a variable-bill decision needs.
@@ -466,9 +466,9 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		}
 	}
 	// 9. variable_bill: bills that swing from period to period.
-	if len(charges) >= VariableMinBills && variable(recentN(charges, 6)) {
+	if len(charges) >= VariableMinBills && variable(recentN(charges, 12)) {
 		t := trap{kind: VariableBill, confidence: 0.75 + support, evidence: []*Observation{last}, keys: []string{"usage", "total"}}
-		lo, hi := minMax(recentN(charges, 6))
+		lo, hi := minMax(recentN(charges, 12))
 		t.driver = fmt.Sprintf("bills between %s and %s", money(lo), money(hi))
 		mean := meanTotal(recentN(charges, 3))
 		t.projected = ptr(mean)

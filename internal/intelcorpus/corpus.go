@@ -174,6 +174,21 @@ func (g *gen) moneyStyle() func(int64) string {
 			return f(c)
 		}
 	}
+	whole := func(f func(int64) string) func(int64) string {
+		// Whole sums written without cents ("$15"), as notices and some receipts do.
+		return func(c int64) string {
+			if c%100 == 0 && c != 0 {
+				s := f(c)
+				for _, z := range []string{".00", ",00"} {
+					if i := strings.LastIndex(s, z); i >= 0 {
+						return s[:i] + s[i+len(z):]
+					}
+				}
+				return s
+			}
+			return f(c)
+		}
+	}
 	styles := []func(int64) string{
 		func(c int64) string { return "$" + group(c, ",", ".") },
 		func(c int64) string { return "USD " + group(c, ",", ".") },
@@ -184,8 +199,18 @@ func (g *gen) moneyStyle() func(int64) string {
 		func(c int64) string { return "$ " + group(c, ",", ".") },
 		func(c int64) string { return "USD" + group(c, ",", ".") },
 		func(c int64) string { return group(c, " ", ",") + " USD" },
+		func(c int64) string { return "€" + group(c, ".", ",") },
+		func(c int64) string { return group(c, ".", ",") + " €" },
+		func(c int64) string { return "EUR " + group(c, ",", ".") },
+		func(c int64) string { return "£" + group(c, ",", ".") },
+		func(c int64) string { return "CA$" + group(c, ",", ".") },
+		func(c int64) string { return group(c, ",", ".") + " dollars" },
 	}
-	return neg(styles[g.r.IntN(len(styles))])
+	f := styles[g.r.IntN(len(styles))]
+	if g.chance(15) {
+		f = whole(f)
+	}
+	return neg(f)
 }
 
 func (g *gen) msgID(domain string) string {

@@ -75,7 +75,7 @@ func (g *gen) renderBill(s *svc, b bill, period string, df string) {
 		"Receipt #"+no,
 		s.name+": payment confirmation",
 	)
-	totalLabel := g.pick("Total", "Amount paid", "Total charged", "Amount due", "Total due", "Grand total", "Invoice total", "You paid", "TOTAL")
+	totalLabel := g.pick("Total", "Amount paid", "Total charged", "Amount due", "Total due", "Grand total", "Invoice total", "You paid", "TOTAL", "Charged today", "Payment amount", "Balance due", "Total (USD)")
 	var lines []string
 	var pdf []string
 	lines = append(lines, b.extra...)
