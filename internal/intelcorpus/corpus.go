@@ -257,6 +257,10 @@ func (g *gen) send(s *svc, date time.Time, subject, text string, kind string, bu
 	}
 	body := g.shape(s.shape, subject, text, pdf)
 	g.c.Messages = append(g.c.Messages, Message{Raw: render(h, body, s.crlf), Date: date, Kind: kind, Service: s.key})
+	if g.chance(3) {
+		// The same message twice (a copy kept in two folders): one Message-ID, one piece of evidence.
+		g.c.Messages = append(g.c.Messages, g.c.Messages[len(g.c.Messages)-1])
+	}
 	// A few bills are also forwarded by the user to themselves (an accountant, a work address):
 	// the same bill again, forwarded. The forward is a duplicate of evidence, not a new bill.
 	if kind == "bill" && g.chance(4) {

@@ -128,6 +128,10 @@ func (g *gen) renderBill(s *svc, b bill, period string, df string) {
 		}
 	}
 	lines = append(lines, b.after...)
+	if g.chance(30) {
+		next := b.periodE.AddDate(0, 0, 1)
+		lines = append(lines, g.pick("Next billing date: ", "Your next payment is due on ", "Renews on ")+next.Format(df))
+	}
 	lines = append(lines, "", g.pick("Manage your subscription: https://"+s.domain+"/account/billing", "Questions? Reply to this email.", "View your billing history in your account settings.", ""))
 	g.send(s, b.date, subject, strings.Join(lines, "\n"), "bill", false, pdfOrNil(s.layout == 4, pdf))
 }
@@ -183,11 +187,22 @@ func (g *gen) service(sc string) {
 		taxPct = g.pick2(5, 8, 10, 20)
 	}
 	var totals []int64
+	// Some services bill an add-on beside the plan, every time: part of the price, not a fee.
+	addOn, addOnName := int64(0), ""
+	if g.chance(20) {
+		addOn, addOnName = g.price(100, 900), g.pick("Extra storage add-on", "Priority support", "Additional mailbox", "HD streaming add-on")
+	}
 	flat := func(period string, n int, price int64) []time.Time {
 		ds := g.schedule(period, n)
 		for _, d := range ds {
-			rows, total := g.taxed(s, price, []line{{s.plan + " plan", price}}, taxPct)
-			if taxPct == 0 && g.chance(50) {
+			items := []line{{s.plan + " plan", price}}
+			p := price
+			if addOn > 0 {
+				items = append(items, line{addOnName, addOn})
+				p += addOn
+			}
+			rows, total := g.taxed(s, p, items, taxPct)
+			if taxPct == 0 && addOn == 0 && g.chance(50) {
 				rows = []line{{s.plan + " plan (" + period + ")", price}}
 			}
 			g.renderBill(s, bill{date: d, lines: rows, total: total, periodStart: d, periodE: periodEnd(d, period)}, period, df)
@@ -549,6 +564,8 @@ func (g *gen) trial(s *svc, lab *ServiceLabel, sc, df string, totals *[]int64) {
 	g.notice(s, start, g.pick("Welcome to your free trial", "Your "+s.name+" trial has started", "Thanks for trying "+s.name),
 		g.pick(
 			fmt.Sprintf("Your %d-day free trial has started. After your trial, you'll be charged %s %s unless you cancel.", days, s.money(price), w),
+			fmt.Sprintf("Good news: your free trial is now active and runs through %s. Once your trial ends, we'll bill %s %s.", end.Format(df), s.money(price), w),
+			fmt.Sprintf("You've started a %d-day trial of %s. At the end of your trial you will be billed %s %s unless you cancel before %s.", days, s.plan, s.money(price), w, end.Format(df)),
 			fmt.Sprintf("Welcome to your free trial! It runs until %s. When your trial ends, your plan renews at %s %s.", end.Format(df), s.money(price), w),
 			fmt.Sprintf("Thanks for starting a %d-day trial of %s %s. Your trial ends on %s; then it's %s %s.", days, s.name, s.plan, end.Format(df), s.money(price), w)))
 	if g.chance(60) && end.AddDate(0, 0, -3).Before(g.asOf) {
