@@ -86,7 +86,7 @@ func (s *Scanner) Scan(ref string, r io.Reader) error {
 		peekers.Put(br)
 	}()
 	head, _ := br.Peek(br.Size())
-	if h := mail.ReadHeader(head); h.Unreadable == "" && notBilling(h) {
+	if h := mail.ReadHeader(head); h.Unreadable == "" && (notBilling(h) || personal(h)) {
 		s.stats.Messages++
 		return nil
 	}
