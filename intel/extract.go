@@ -219,11 +219,8 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 	}
 	dom := domainOf(from.Addr)
-	if dom == "" || (!forwarded && freemail(dom)) {
-		return nil
-	}
-	if freemail(dom) {
-		return nil
+	if dom == "" || freemail(dom) {
+		return nil // a person (a forward from a person's mailbox is the original sender's)
 	}
 	text := subject + "\n" + body
 	ltext := strings.ToLower(text)
@@ -245,10 +242,8 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	promo := rePromo.in(text, ltext)
 	notice := reAutoUpgrade.in(text, ltext) || reSelfChange.in(text, ltext) || reSeatsAdded.in(text, ltext) || reCreditsOut.in(text, ltext)
 	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		if !promo && !strings.Contains(strings.ToLower(text), "unsubscribe") && reActivity.in(text, ltext) {
-			o.Activity = true
-			return o
-		}
+		// No sum and no billing words: at most a notice of the user's activity, which tells
+		// whether a trial is being used.
 		if promo || !reActivity.in(text, ltext) {
 			return nil
 		}
@@ -291,7 +286,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		o.Total, o.Subtotal, o.Tax, o.Credits, o.Overage, o.Base, o.Fees = nil, nil, nil, nil, nil, nil, nil
 		o.OldPrice, o.NewPrice, o.TeaserPrice, o.RegularPrice, o.AutoUpgrade = nil, nil, nil, nil, false
 	}
-	if o.PeriodStart.IsZero() == false && !o.PeriodEnd.IsZero() {
+	if !o.PeriodStart.IsZero() && !o.PeriodEnd.IsZero() {
 		if p := periodOfSpan(int(o.PeriodEnd.Sub(o.PeriodStart).Hours()/24) + 1); p != "" && o.Period == "" {
 			o.Period = p
 		}
