@@ -148,6 +148,9 @@ var (
 	reEndWord     = mk(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`, "end", "expir", "until", "through", "on", "by", "effective", "start", "from", "begin", "as of")
 	reScam        = mk(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`, "confirm your", "verify your", "click here", "congratulations", "selected", "chosen", "winner", "miracle", "shipping", "risk", "100% free", "act now", "urgent")
 	reValidUntil  = mk(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`, "valid", "good", "expir", "use ")
+	reFailed      = mk(`(?i)\b(payment (failed|declined|was declined|was unsuccessful|did not go through)|(unable|failed) to (charge|process|collect)|(couldn'?t|could not) (charge|process|collect)|card (was )?declined|past due|overdue|will retry|update your payment (method|details))\b`, "fail", "declin", "unsuccessful", "unable", "couldn", "could not", "past due", "overdue", "retry", "update your payment")
+	reRefund      = mk(`(?i)\b(refunded|refund (of|amount|issued|processed|has been)|your refund|we('ve| have) (refunded|credited|reversed))\b`, "refund", "credited", "reversed")
+	reNotYours    = mk(`(?i)\b(new (customers?|subscribers?|members?|users?|sign-?ups?)|existing (customers?|subscribers?|members?|users?) (keep|will keep|are not affected|won'?t be affected)|(does|will) not affect (you|your)|not affect(ed)? (you|your))\b`, "new ", "existing", "affect")
 	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
 	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
@@ -265,7 +268,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if o.Marketing && !notice {
 		return nil // a promotion's prices are offers, not the user's billing
 	}
-	o.Charge = charge && !o.Marketing && !trialStart
+	o.Charge = charge && !o.Marketing && !trialStart && !reFailed.in(text, ltext)
 	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
 		return nil // an order or one-time purchase: no meter is made of it
 	}
@@ -291,7 +294,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 			o.Period = p
 		}
 	}
-	if strings.Contains(strings.ToLower(subject+" "+firstN(body, 400)), "credit note") {
+	if head := strings.ToLower(subject + " " + firstN(body, 400)); strings.Contains(head, "credit note") || reRefund.in(head, head) {
 		o.CreditNote = true
 		if o.Total != nil && *o.Total > 0 {
 			*o.Total = -*o.Total
@@ -495,6 +498,9 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		return
 	}
 	// Announced price changes: "from $10.00 to $12.00", "new price $12.00 (was $10.00)".
+	if reNotYours.in(line, low) {
+		return // a price for other people (new customers), not the user's
+	}
 	if len(am) >= 2 && (rePriceChange.in(line, low) || rePriceDrop.in(line, low)) && !reTeaser.in(line, low) {
 		old, nw := am[0].cents, am[1].cents
 		if between := low[am[0].end:am[1].start]; strings.Contains(between, "was") || strings.Contains(between, "instead of") ||

@@ -314,3 +314,27 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// Mail that reads like a trap but is not one for this user.
+func TestHardLookAlikes(t *testing.T) {
+	flat := bills("Readr <billing@readr.example>", []int{7, 8, 9, 10}, func(int) string { return "Readr Plus (monthly)\nAmount paid: $12.00\n" })
+	for _, tc := range []struct {
+		name  string
+		extra msg
+	}{
+		{"a price rise for new customers only", msg{from: "Readr <news@readr.example>", subject: "Our prices are changing", date: month(10, 20),
+			body: "Starting next month, new subscribers will pay $15.00 per month instead of $12.00. Existing members keep their current price."}},
+		{"a refund", msg{from: "Readr <billing@readr.example>", subject: "Your refund", date: month(10, 10),
+			body: "We've refunded $4.00 to your card for the days you could not read.\nRefund amount: $4.00\n"}},
+		{"a failed payment retried", msg{from: "Readr <billing@readr.example>", subject: "Payment failed", date: month(10, 1),
+			body: "We were unable to charge your card. Your payment of $30.00 failed; we will retry in three days.\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := scanAll(t, append(flat, tc.extra)...)
+			m := one(t, res)
+			if m.TrapType != intel.NoTrap || *m.CurrentPeriodCostCents != 1200 || *m.PreviousPeriodCostCents != 1200 {
+				t.Fatalf("trap %s (%s) current %d previous %d", m.TrapType, m.PrimaryDriver, *m.CurrentPeriodCostCents, *m.PreviousPeriodCostCents)
+			}
+		})
+	}
+}
