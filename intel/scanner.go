@@ -2,6 +2,7 @@ package intel
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"hash/fnv"
 	"io"
@@ -70,6 +71,16 @@ func NewScanner(o *Options) *Scanner {
 	if o != nil {
 		s.opt = *o
 	}
+	// Only text that could state a fact is turned into text (HTML conversion is most of a
+	// message's reading cost, and most mail is not billing).
+	d := mail.DocumentOptions{}
+	if s.opt.Document != nil {
+		d = *s.opt.Document
+	}
+	if d.Want == nil {
+		d.Want = mayState
+	}
+	s.opt.Document = &d
 	return s
 }
 
@@ -113,6 +124,25 @@ func (s *Scanner) skip(ref string, err error) {
 	if len(s.skips) < maxSkipsKept {
 		s.skips = append(s.skips, Skip{Ref: ref, Reason: reason})
 	}
+}
+
+// hints are the words (lowercase) one of which any text that states a fact extract reads
+// contains: a currency, or a word of trials, cancellations, plan changes, seats, credits or
+// the user's activity.
+var hints = [][]byte{[]byte("$"), []byte("€"), []byte("£"), []byte("usd"), []byte("eur"), []byte("gbp"), []byte("cad"), []byte("aud"),
+	[]byte("chf"), []byte("dollar"), []byte("euro"), []byte("trial"), []byte("cancel"), []byte("upgrad"), []byte("moved"), []byte("switched"),
+	[]byte("seat"), []byte("licen"), []byte("member"), []byte("credit"), []byte("plan"), []byte("summary"), []byte("ready"),
+	[]byte("complete"), []byte("activity"), []byte("you created")}
+
+// mayState reports whether a part's text may state something extract reads.
+func mayState(_ mail.TextKind, b []byte) bool {
+	low := bytes.ToLower(b)
+	for _, h := range hints {
+		if bytes.Contains(low, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // Skip records a message that could not even be opened (a file error while walking), so that

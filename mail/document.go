@@ -30,6 +30,10 @@ type DocumentOptions struct {
 	MaxText            int   // bytes of text kept, over all parts
 	MaxAttachmentBytes int64 // of one attachment's decoded bytes; larger ones are not read
 	NoPDF              bool  // do not extract the text of PDF attachments
+	// Want, when set, is asked about each text part's decoded bytes (HTML before it is turned
+	// into text): a part it declines is not kept. A reader that only cares for some mail
+	// (intel, bills) spares itself the conversion of the rest.
+	Want func(kind TextKind, decoded []byte) bool
 }
 
 // TextKind says where a piece of a document's text came from.
@@ -234,10 +238,15 @@ func (d *document) entity(e *message.Entity, err error, path []int, depth int) {
 			return
 		}
 		b, _ := io.ReadAll(io.LimitReader(e.Body, int64(d.opt.MaxText)*4))
-		s := toUTF8(b, "")
 		kind := TextPlain
 		if t == "text/html" {
 			kind = TextHTML
+		}
+		if d.opt.Want != nil && !d.opt.Want(kind, b) {
+			return
+		}
+		s := toUTF8(b, "")
+		if kind == TextHTML {
 			// Table cells end without a space in html2text's output ("Total$5.00") and rows
 			// without a line break: a cell boundary is a word boundary, a row is a line.
 			s = cellEnds.Replace(s)
