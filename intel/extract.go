@@ -227,9 +227,6 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	text := subject + "\n" + body
 	ltext := strings.ToLower(text)
-	if reBank.in(text, ltext) || reSplit.in(text, ltext) || reScam.in(text, ltext) {
-		return nil
-	}
 	replyTo := d.ReplyTo
 	if len(d.Forwarded) > 0 && forwarded {
 		replyTo = d.Forwarded[0].ReplyTo
@@ -237,24 +234,39 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	key, service, domain := serviceOf(from, dom, replyTo)
 	o := &Observation{Ref: msgRef(d.Message, ref), SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain}
 
+	// Cheap words first: mail with no sum and none of the words of a trial, a cancellation or a
+	// plan, seat or credit notice is at most a notice of the user's activity (which tells
+	// whether a trial is being used), judged on its start.
 	hasMoney := hasMoneyHint(text)
-	charge := reCharge.in(text, ltext)
-	trialStart := reTrialStart.in(text, ltext)
-	trialNotice := reTrialNotice.in(text, ltext)
-	cancelled := reCancel.in(text, ltext)
-	promo := rePromo.in(text, ltext)
-	notice := reAutoUpgrade.in(text, ltext) || reSelfChange.in(text, ltext) || reSeatsAdded.in(text, ltext) || reCreditsOut.in(text, ltext)
-	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		// No sum and no billing words: at most a notice of the user's activity, which tells
-		// whether a trial is being used.
-		if promo || !reActivity.in(text, ltext) {
+	if !hasMoney && !strings.Contains(ltext, "trial") && !containsAny(ltext, reCancel.keys) && !containsAny(ltext, noticeWords) {
+		head, lhead := firstN(text, 600), firstN(ltext, 600)
+		if rePromo.in(head, lhead) || !reActivity.in(head, lhead) {
 			return nil
 		}
 		o.Activity = true
 		return o
 	}
-	o.Recurring = reRecurring.in(text, ltext)
-	o.OneTime = reOrder.in(text, ltext) && !o.Recurring
+	// What kind of mail it is shows near its start: classify on the first 8 KiB (a
+	// newsletter's text runs to 64 KiB); facts are read from every line below.
+	ctext, cl := firstN(text, 8<<10), firstN(ltext, 8<<10)
+	if reBank.in(ctext, cl) || reSplit.in(ctext, cl) || reScam.in(ctext, cl) {
+		return nil
+	}
+	charge := reCharge.in(ctext, cl)
+	trialStart := reTrialStart.in(ctext, cl)
+	trialNotice := reTrialNotice.in(ctext, cl)
+	cancelled := reCancel.in(ctext, cl)
+	promo := rePromo.in(ctext, cl)
+	notice := reAutoUpgrade.in(ctext, cl) || reSelfChange.in(ctext, cl) || reSeatsAdded.in(ctext, cl) || reCreditsOut.in(ctext, cl)
+	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
+		if promo || !reActivity.in(ctext, cl) {
+			return nil
+		}
+		o.Activity = true
+		return o
+	}
+	o.Recurring = reRecurring.in(ctext, cl)
+	o.OneTime = reOrder.in(ctext, cl) && !o.Recurring
 	o.Cancelled = cancelled
 	o.TrialStart = trialStart
 	o.TrialNotice = trialNotice || trialStart
@@ -268,7 +280,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if o.Marketing && !notice {
 		return nil // a promotion's prices are offers, not the user's billing
 	}
-	o.Charge = charge && !o.Marketing && !trialStart && !reFailed.in(text, ltext)
+	o.Charge = charge && !o.Marketing && !trialStart && !reFailed.in(ctext, cl)
 	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
 		return nil // an order or one-time purchase: no meter is made of it
 	}
@@ -301,7 +313,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 	}
 	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.Marketing && !o.billingNotice() {
-		if reActivity.in(text, ltext) && !promo {
+		if reActivity.in(ctext, cl) && !promo {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}
 		return nil
@@ -340,6 +352,9 @@ func containsAny(low string, keys []string) bool {
 	}
 	return false
 }
+
+// noticeWords are the words of plan, seat and credit notices that state no sum.
+var noticeWords = []string{"upgrad", "moved", "switched", "changed", "bumped", "seat", "licen", "member", "credit", "plan"}
 
 // wordFacts are the words of the facts a line can state without a digit.
 var wordFacts = []string{"upgrad", "moved", "switched", "changed", "bumped", "seat", "user", "licen", "member", "credit", "trial", "plan", "tier", "total", "amount", "subtotal", "due"}
