@@ -177,15 +177,26 @@ func newIntelBenchCmd() *cobra.Command {
 			if speed > 0 {
 				prev := runtime.GOMAXPROCS(1)
 				defer runtime.GOMAXPROCS(prev)
-				parse, err := intelcorpus.ParseOnly(box)
-				if err != nil {
-					return err
+				// The passes alternate, twice each, and the faster of each is kept: on a
+				// shared machine one pass can be slowed by others' work.
+				var parse, scan intelcorpus.Pass
+				for range 2 {
+					p, err := intelcorpus.ParseOnly(box)
+					if err != nil {
+						return err
+					}
+					q, _, err := intelcorpus.Scan(box, asOf)
+					if err != nil {
+						return err
+					}
+					if parse.Messages == 0 || p.Rate() > parse.Rate() {
+						parse = p
+					}
+					if scan.Messages == 0 || q.Rate() > scan.Rate() {
+						scan = q
+					}
 				}
-				scan, _, err := intelcorpus.Scan(box, asOf)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "speed on one core (GOMAXPROCS=1), %d messages:\n", n)
+				fmt.Fprintf(out, "speed on one core (GOMAXPROCS=1), %d messages, the faster of two alternating runs of each:\n", n)
 				fmt.Fprintf(out, "  parse-only (go-message walks and reads every part): %8.0f msg/s  peak heap %6.1f MB\n", parse.Rate(), float64(parse.PeakHeap)/1e6)
 				fmt.Fprintf(out, "  intel scan (read, extract, meters and trials):     %8.0f msg/s  peak heap %6.1f MB\n", scan.Rate(), float64(scan.PeakHeap)/1e6)
 				fmt.Fprintf(out, "  scan / parse-only: %.2f\n", scan.Rate()/parse.Rate())
