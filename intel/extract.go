@@ -769,16 +769,6 @@ func notBilling(m *mail.Message) bool {
 	return m.InReplyTo != "" && strings.HasPrefix(sub, "re:") && !strings.Contains(sub, "fwd:") && !strings.Contains(sub, "fw:")
 }
 
-// personal reports whether a message is from a person's mail provider and does not say it
-// forwards anything: such mail is not read past its header.
-func personal(m *mail.Message) bool {
-	if !isFreemail(domainOf(m.From.Addr)) {
-		return false
-	}
-	sub := strings.ToLower(m.Subject)
-	return !strings.Contains(sub, "fw") && !strings.Contains(sub, "wg:") && !strings.Contains(sub, "tr:") && !strings.HasPrefix(m.MIMEType, "multipart/mixed")
-}
-
 func isListPlatform(m *mail.Message) bool {
 	for _, p := range m.Platforms() {
 		switch p {

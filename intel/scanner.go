@@ -97,7 +97,7 @@ func (s *Scanner) Scan(ref string, r io.Reader) error {
 		peekers.Put(br)
 	}()
 	head, _ := br.Peek(br.Size())
-	if h := mail.ReadHeader(head); h.Unreadable == "" && (notBilling(h) || personal(h)) {
+	if quickSkip(head) {
 		s.stats.Messages++
 		return nil
 	}
@@ -124,6 +124,59 @@ func (s *Scanner) skip(ref string, err error) {
 	if len(s.skips) < maxSkipsKept {
 		s.skips = append(s.skips, Skip{Ref: ref, Reason: reason})
 	}
+}
+
+// skipHeaders are header fields (lowercase, at a line start) that only list, code-host and
+// spam-filter mail carries.
+var skipHeaders = [][]byte{[]byte("\nlist-post:"), []byte("\nx-spam-flag: yes"), []byte("\nx-spam-status: yes"), []byte("\nx-mailman-version:"),
+	[]byte("\nx-google-group-id:"), []byte("\nx-groupsio-msgnum:"), []byte("\nx-discourse-post-id:"), []byte("\nx-github-reason:"),
+	[]byte("\nx-gitlab-project:"), []byte("\nx-gitea-reason:"), []byte("\nx-bugzilla-reason:"), []byte("\nx-jira-fingerprint:")}
+
+// quickSkip is notBilling and personal judged on the raw header bytes, before anything is
+// parsed: a list, a spam verdict, a reply in a conversation, a person's mail that forwards
+// nothing. It may miss some of them (folded or encoded fields); extract checks again.
+func quickSkip(raw []byte) bool {
+	end := bytes.Index(raw, []byte("\n\n"))
+	if k := bytes.Index(raw, []byte("\n\r\n")); k >= 0 && (end < 0 || k < end) {
+		end = k
+	}
+	if end < 0 {
+		return false // a header longer than the peek: read it properly
+	}
+	h := append([]byte("\n"), bytes.ToLower(raw[:end+1])...)
+	for _, k := range skipHeaders {
+		if bytes.Contains(h, k) {
+			return true
+		}
+	}
+	subject := field(h, "\nsubject:")
+	fwd := bytes.Contains(subject, []byte("fw")) || bytes.Contains(subject, []byte("wg:")) || bytes.Contains(subject, []byte("tr:"))
+	if bytes.HasPrefix(bytes.TrimSpace(subject), []byte("re:")) && !fwd && bytes.Contains(h, []byte("\nin-reply-to:")) {
+		return true
+	}
+	from := field(h, "\nfrom:")
+	if i := bytes.LastIndexByte(from, '@'); i >= 0 && !fwd && !bytes.Contains(field(h, "\ncontent-type:"), []byte("multipart/mixed")) {
+		dom := from[i+1:]
+		if j := bytes.IndexAny(dom, "> \t\r\"'"); j >= 0 {
+			dom = dom[:j]
+		}
+		return isFreemail(domainOf("x@" + string(dom)))
+	}
+	return false
+}
+
+// field returns the value of a header field in a lowercased header block, unfolded lines not
+// included ("" when absent).
+func field(h []byte, key string) []byte {
+	i := bytes.Index(h, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	v := h[i+len(key):]
+	if j := bytes.IndexByte(v, '\n'); j >= 0 {
+		v = v[:j]
+	}
+	return v
 }
 
 // hints are the words (lowercase) one of which any text that states a fact extract reads

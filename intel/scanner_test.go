@@ -338,3 +338,21 @@ func TestHardLookAlikes(t *testing.T) {
 		})
 	}
 }
+
+func TestQuickSkip(t *testing.T) {
+	if !intel.QuickSkip([]byte("From: a@b.example\nList-Post: <mailto:l@b.example>\nSubject: x\n\nbody")) {
+		t.Error("list mail not skipped")
+	}
+	if !intel.QuickSkip([]byte("From: Jo <jo@gmail.com>\r\nSubject: lunch\r\n\r\nbody")) {
+		t.Error("personal mail not skipped")
+	}
+	for _, h := range []string{
+		"From: Jo <jo@gmail.com>\nSubject: Fwd: your receipt\n\nbody",
+		"From: Acme <billing@acme.example>\nSubject: Receipt\n\nbody",
+		"From: Jo <jo@gmail.com>\nContent-Type: multipart/mixed; boundary=x\n\nbody",
+	} {
+		if intel.QuickSkip([]byte(h)) {
+			t.Errorf("%q skipped", h)
+		}
+	}
+}

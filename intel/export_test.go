@@ -1,0 +1,4 @@
+package intel
+
+// QuickSkip exposes quickSkip to the black-box tests.
+var QuickSkip = quickSkip
