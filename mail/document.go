@@ -301,6 +301,9 @@ func (d *document) alternative(mr message.MultipartReader, path []int, depth int
 			}
 			break
 		}
+		if bestPlain {
+			continue // plain text is kept: the richer alternatives need not be read
+		}
 		d.doc.Parts = nil
 		d.entity(p, err, append(path[:len(path):len(path)], i), depth+1)
 		got := d.doc.Parts
