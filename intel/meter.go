@@ -317,9 +317,13 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		if o.TeaserPrice != nil && o.RegularPrice != nil && *o.RegularPrice > *o.TeaserPrice {
 			t := trap{kind: TeaserExpiration, confidence: 0.86 + support, evidence: []*Observation{o}, keys: []string{"teaser", "teaser_regular"}}
 			t.driver = fmt.Sprintf("introductory price %s becomes %s", money(*o.TeaserPrice), money(*o.RegularPrice))
-			t.projected, t.threshold = ptr(*o.RegularPrice), ptr(*o.RegularPrice)
-			t.at = o.TeaserEnd
-			t.derived = fmt.Sprintf("after the introductory period the price is %s (announced in mail)", money(*o.RegularPrice))
+			if cur < *o.RegularPrice {
+				// Still at the introductory price: what comes next is a projection. Once the bills
+				// show the regular price, they say it themselves.
+				t.projected, t.threshold = ptr(*o.RegularPrice), ptr(*o.RegularPrice)
+				t.at = o.TeaserEnd
+				t.derived = fmt.Sprintf("after the introductory period the price is %s (announced in mail)", money(*o.RegularPrice))
+			}
 			return t
 		}
 	}
@@ -389,8 +393,10 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 			}
 			t := trap{kind: RenewalJump, confidence: 0.88 + support, evidence: []*Observation{o}, keys: []string{"price_change"}}
 			t.driver = fmt.Sprintf("price rises from %s to %s", money(old), money(*o.NewPrice))
-			t.projected, t.threshold, t.at = ptr(*o.NewPrice), ptr(*o.NewPrice), o.EffectiveAt
-			t.derived = fmt.Sprintf("next period at the announced price %s", money(*o.NewPrice))
+			if cur < *o.NewPrice {
+				t.projected, t.threshold, t.at = ptr(*o.NewPrice), ptr(*o.NewPrice), o.EffectiveAt
+				t.derived = fmt.Sprintf("next period at the announced price %s", money(*o.NewPrice))
+			}
 			return t
 		}
 	}

@@ -149,6 +149,7 @@ func newIntelBenchCmd() *cobra.Command {
 	var seed uint64
 	var services, noise, speed int
 	var verbose bool
+	var write string
 	cmd := &cobra.Command{
 		Use:    "bench",
 		Short:  "Measure the intel detectors on the labelled synthetic mailbox",
@@ -158,6 +159,24 @@ func newIntelBenchCmd() *cobra.Command {
 			out := c.OutOrStdout()
 			asOf := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 			corp := intelcorpus.Generate(seed, services, noise, asOf)
+			if write != "" {
+				// The labelled mailbox for people and other tools: an mbox and its labels.
+				if err := os.MkdirAll(write, 0o755); err != nil {
+					return err
+				}
+				if _, err := intelcorpus.WriteMbox(filepath.Join(write, "corpus.mbox"), corp, len(corp.Messages)); err != nil {
+					return err
+				}
+				b, err := json.MarshalIndent(map[string]any{"asOf": asOf, "services": corp.Services, "trials": corp.Trials}, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(write, "labels.json"), b, 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "wrote %d messages to %s and their labels to %s\n", len(corp.Messages), filepath.Join(write, "corpus.mbox"), filepath.Join(write, "labels.json"))
+				return nil
+			}
 			dir, err := os.MkdirTemp("", "svc-intel-bench-")
 			if err != nil {
 				return err
@@ -222,5 +241,6 @@ func newIntelBenchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&noise, "noise", 10000, "noise messages (newsletters, spam, lists, orders, bank mail, ...)")
 	cmd.Flags().IntVar(&speed, "speed", 0, "measure speed over this many messages instead of quality")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list what went wrong")
+	cmd.Flags().StringVar(&write, "write", "", "write the labelled mailbox (corpus.mbox, labels.json) to this directory instead of measuring")
 	return cmd
 }
