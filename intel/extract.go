@@ -270,11 +270,12 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	o.Cancelled = cancelled
 	o.TrialStart = trialStart
 	o.TrialNotice = trialNotice || trialStart
+	// Excerpts come from the body when it says it (the subject is only a headline).
 	if trialStart || trialNotice {
-		o.excerpt("trial", firstLine(text, reTrialStart, reTrialNotice))
+		o.excerpt("trial", firstNonEmpty(firstLine(body, reTrialStart, reTrialNotice), firstLine(text, reTrialStart, reTrialNotice)))
 	}
 	if cancelled {
-		o.excerpt("cancel", firstLine(text, reCancel))
+		o.excerpt("cancel", firstNonEmpty(firstLine(body, reCancel), firstLine(text, reCancel)))
 	}
 	o.Marketing = promo && !charge && !trialStart && !cancelled
 	if o.Marketing && !notice {
@@ -687,6 +688,15 @@ func firstLine(text string, res ...kre) string {
 			if re.in(l, low) {
 				return l
 			}
+		}
+	}
+	return ""
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
 		}
 	}
 	return ""

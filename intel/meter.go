@@ -643,7 +643,7 @@ func concentration(t trap, last *Observation, cur int64) string {
 	if part <= 0 || part > cur {
 		return ""
 	}
-	return fmt.Sprintf("%s are %d%% of the current period cost", what, int(math.Round(float64(part)*100/float64(cur))))
+	return fmt.Sprintf("%s: %d%% of the current period cost", what, int(math.Round(float64(part)*100/float64(cur))))
 }
 
 // money renders cents as dollars for explanations: 123456 -> "$1,234.56".
