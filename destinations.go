@@ -103,6 +103,9 @@ func (s *Scope) DestinationFromSource(ctx context.Context, sourceID string, o De
 	if err := execute.CheckPathTemplate(template); err != nil {
 		return nil, invalid("path_template", err.Error())
 	}
+	if err := s.reachesSource(sourceID); err != nil {
+		return nil, err
+	}
 	src, err := s.Source(ctx, sourceID)
 	if errors.Is(err, storage.ErrNotFound) {
 		// Unknown and another tenant's sources are answered alike.
@@ -171,9 +174,64 @@ func (s *Scope) storeDestination(ctx context.Context, dst *svcv1.Destination, ra
 	return s.c.store.Destinations().Put(ctx, s.key(), dst)
 }
 
-// Destination returns a destination of the tenant.
+// Destination returns a destination of the tenant: refused (CodeForbidden) when the scope's
+// grant is limited to sources and the destination was made from another one, for reading it
+// and for every plan that would write to it (an export, a migration, a restore).
+// Destinations without an origin source (trusted setup's) touch no source.
 func (s *Scope) Destination(ctx context.Context, id string) (*svcv1.Destination, error) {
-	return s.c.store.Destinations().Get(ctx, s.key(), id)
+	d, err := s.c.store.Destinations().Get(ctx, s.key(), id)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.reachesDestination(ctx, d.DestinationId)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, refused(CodeForbidden, "The connection's grant does not include the source of destination "+d.DestinationId+".")
+	}
+	return d, nil
+}
+
+// reachesDestination reports whether the scope's grant reaches a destination.
+func (s *Scope) reachesDestination(ctx context.Context, id string) (bool, error) {
+	if !s.access.limited() {
+		return true, nil
+	}
+	origin, err := s.DestinationOrigin(ctx, id)
+	if err != nil || origin == "" {
+		return err == nil, err
+	}
+	return s.access.allowsSource(origin), nil
+}
+
+// ListDestinations returns a page of the tenant's destinations the scope reaches, newest
+// first, after the destination id after ("": from the newest).
+func (s *Scope) ListDestinations(ctx context.Context, after string, limit int) (storage.Page[*svcv1.Destination], error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return storage.Page[*svcv1.Destination]{}, err
+	}
+	// Under a grant limited to sources, decide which destinations it reaches before listing:
+	// the list's filter runs while the store reads, and must not read again.
+	hidden := map[string]bool{}
+	if s.access.limited() {
+		var ids []string
+		if err := res.Destinations().Scan(ctx, s.key(), func(d *svcv1.Destination) bool {
+			ids = append(ids, d.DestinationId)
+			return true
+		}); err != nil {
+			return storage.Page[*svcv1.Destination]{}, err
+		}
+		for _, did := range ids {
+			ok, err := s.reachesDestination(ctx, did)
+			if err != nil {
+				return storage.Page[*svcv1.Destination]{}, err
+			}
+			hidden[did] = !ok
+		}
+	}
+	return res.Destinations().List(ctx, s.key(), after, limit, func(d *svcv1.Destination) bool { return !hidden[d.DestinationId] })
 }
 
 // DestinationOrigin returns the source a destination was made from ("" for one added with

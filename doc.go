@@ -17,7 +17,7 @@
 // # Storage
 //
 // Everything is kept through the storage seam (svc.dev/svc/storage, named here as Store):
-// Open uses the bbolt implementation in svc.dev/svc/internal/store unless Options.Store gives another.
+// Open uses the bbolt implementation in svc.dev/svc/storage/bolt unless Options.Store gives another.
 //
 // # Stability
 //

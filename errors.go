@@ -26,6 +26,9 @@ const (
 	CodeActionDenied Code = "action_denied"
 	// CodeStepUpRequired: the plan needs approvals the caller did not give (Error.Approvals).
 	CodeStepUpRequired Code = "step_up_required"
+	// CodeForbidden: the scope's access (a connection's grant, a key's scopes) does not
+	// include a resource or operation the call names.
+	CodeForbidden Code = "forbidden"
 )
 
 // Error is a domain operation refused: Code says why, Detail says it to a person.
@@ -59,6 +62,7 @@ var (
 	ErrPlanStale       = &Error{Code: CodePlanStale}
 	ErrActionDenied    = &Error{Code: CodeActionDenied}
 	ErrStepUpRequired  = &Error{Code: CodeStepUpRequired}
+	ErrForbidden       = &Error{Code: CodeForbidden}
 )
 
 func invalid(field, msg string) error {

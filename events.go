@@ -12,24 +12,26 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/wire"
 )
 
-// Event types this package announces (docs/webhooks.md has the whole catalogue).
+// Event types this package announces: names of the one catalogue, platform/event
+// (docs/webhooks.md lists it).
 const (
-	EventPlanCreated        = "svc.plan.created"
-	EventPlanAuthorized     = "svc.plan.authorized"
-	EventPlanRejected       = "svc.plan.rejected"
-	EventPlanCancelled      = "svc.plan.cancelled"
-	EventPlanStale          = "svc.plan.stale"
-	EventPlanExpired        = "svc.plan.expired"
-	EventExecutionStarted   = "svc.execution.started"
-	EventExecutionCancelled = "svc.execution.cancel_requested"
-	EventSourceConnected    = "svc.source.connected"
-	EventSourcePolicy       = "svc.source.policy_updated"
-	EventReceiptCreated     = "svc.receipt.created"
+	EventPlanCreated        = event.PlanCreated
+	EventPlanAuthorized     = event.PlanAuthorized
+	EventPlanRejected       = event.PlanRejected
+	EventPlanCancelled      = event.PlanCancelled
+	EventPlanStale          = event.PlanStale
+	EventPlanExpired        = event.PlanExpired
+	EventExecutionStarted   = event.ExecutionStarted
+	EventExecutionCancelled = event.ExecutionCancelRequested
+	EventSourceConnected    = event.SourceConnected
+	EventSourcePolicy       = event.SourcePolicyUpdated
+	EventReceiptCreated     = event.ReceiptCreated
 )
 
 // Announcer records the events of domain changes. Announce returns the Write that stores ev

@@ -23,7 +23,7 @@ type ExecuteOptions struct {
 // was built (a moved one makes the plan stale: CodePlanStale) and that its hash is the
 // authorized one, then runs it in the background. Wait or Watch follow it.
 func (s *Scope) Execute(ctx context.Context, planID string, opts *ExecuteOptions) (*svcv1.Execution, error) {
-	principal := s.t.Owner
+	principal := s.actorOr(nil).GetPrincipalId()
 	if opts != nil && opts.Principal != "" {
 		principal = opts.Principal
 	}
@@ -33,6 +33,14 @@ func (s *Scope) Execute(ctx context.Context, planID string, opts *ExecuteOptions
 	}
 	if p.GetState() != svcv1.PlanState_PLAN_STATE_AUTHORIZED {
 		return nil, refused(CodeInvalidState, "Only an authorized plan can be executed; this plan is "+enumWire(p.GetState())+".")
+	}
+	if d := p.GetDestination(); d != nil {
+		if _, err := s.Destination(ctx, d.GetDestinationId()); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.allowsOperations(p); err != nil {
+		return nil, err
 	}
 	if err := s.checkSources(ctx, p); err != nil {
 		return nil, err
@@ -44,9 +52,40 @@ func (s *Scope) Execute(ctx context.Context, planID string, opts *ExecuteOptions
 	return x, err
 }
 
-// Execution returns an execution of the tenant.
+// Execution returns an execution of the tenant (refused, CodeForbidden, when the scope's
+// grant does not reach every source of its plan).
 func (s *Scope) Execution(ctx context.Context, id string) (*svcv1.Execution, error) {
-	return s.c.store.Executions().Get(ctx, s.key(), id)
+	x, err := s.c.store.Executions().Get(ctx, s.key(), id)
+	if err != nil {
+		return nil, err
+	}
+	return x, s.reachesPlanOf(ctx, x.GetPlanId(), "execution")
+}
+
+// ExecutionFilter selects executions in ListExecutions; zero fields select all.
+type ExecutionFilter struct {
+	PlanID *string
+	Status *svcv1.ExecutionStatus
+}
+
+// ListExecutions returns a page of the tenant's executions the scope reaches, newest first,
+// after the execution id after ("": from the newest). Under a source grant each execution's
+// plan is read in the list's own read.
+func (s *Scope) ListExecutions(ctx context.Context, f ExecutionFilter, after string, limit int) (storage.Page[*svcv1.Execution], error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return storage.Page[*svcv1.Execution]{}, err
+	}
+	return res.ListExecutions(ctx, s.key(), after, limit, func(x *svcv1.Execution, plan func() (*svcv1.Plan, error)) bool {
+		if (f.PlanID != nil && x.GetPlanId() != *f.PlanID) || (f.Status != nil && x.GetStatus() != *f.Status) {
+			return false
+		}
+		if !s.access.limited() {
+			return true
+		}
+		p, err := plan()
+		return err == nil && s.reaches(p.GetSourceMarkers())
+	})
 }
 
 // CancelExecution asks a running execution to stop between steps (an execution that already

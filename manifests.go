@@ -13,8 +13,19 @@ func (s *Scope) Manifest(ctx context.Context, assetID string) (*svcv1.Manifest, 
 	return s.c.store.Manifests().Get(ctx, s.key(), assetID)
 }
 
+// reachedManifests is keep limited to the manifests of sources the scope's grant reaches.
+func (s *Scope) reachedManifests(keep func(*svcv1.Manifest) bool) func(*svcv1.Manifest) bool {
+	if !s.access.limited() {
+		return keep
+	}
+	return func(m *svcv1.Manifest) bool {
+		return (keep == nil || keep(m)) && s.reachesSource(m.GetSource().GetSourceRef()) == nil
+	}
+}
+
 // Manifests returns the tenant's manifests that keep accepts (nil: all), in asset id order.
 func (s *Scope) Manifests(ctx context.Context, keep func(*svcv1.Manifest) bool) ([]*svcv1.Manifest, error) {
+	keep = s.reachedManifests(keep)
 	var ms []*svcv1.Manifest
 	for m, err := range s.c.store.Manifests().All(ctx, s.key()) {
 		if err != nil {
@@ -38,6 +49,7 @@ type ManifestExport struct {
 // PrepareManifestExport counts the tenant's manifests that keep accepts (nil: all): the
 // count comes first in a bundle, so a stream can start only once it is known.
 func (s *Scope) PrepareManifestExport(ctx context.Context, keep func(*svcv1.Manifest) bool) (*ManifestExport, error) {
+	keep = s.reachedManifests(keep)
 	n := 0
 	for m, err := range s.c.store.Manifests().All(ctx, s.key()) {
 		if err != nil {

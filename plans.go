@@ -3,6 +3,7 @@ package svc
 import (
 	"context"
 	"errors"
+	"iter"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ type PlanRequest struct {
 	Policy *svcv1.SourcePolicy
 	// Destination is required for the export and migrate intents.
 	Destination *svcv1.Destination
+	// DestinationID names the destination instead of Destination: the scope reads it, with
+	// Destination's checks, after the sources'.
+	DestinationID string
 	// PreservationRequired defaults to true: every asset is vaulted and verified before
 	// anything is trashed or moved at its source.
 	PreservationRequired *bool
@@ -52,7 +56,7 @@ func (s *Scope) BuildPlan(ctx context.Context, req PlanRequest) (*svcv1.Plan, er
 	case svcv1.PlanIntent_PLAN_INTENT_RESTORE:
 		return nil, invalid("intent", "restore plans start from the vault: POST /v1/vault/objects/{id}/restore")
 	case svcv1.PlanIntent_PLAN_INTENT_EXPORT, svcv1.PlanIntent_PLAN_INTENT_MIGRATE:
-		if req.Destination == nil {
+		if req.Destination == nil && req.DestinationID == "" {
 			return nil, invalid("destination_id", "is required for intent "+enumWire(req.Intent))
 		}
 	}
@@ -60,15 +64,20 @@ func (s *Scope) BuildPlan(ctx context.Context, req PlanRequest) (*svcv1.Plan, er
 	if err != nil {
 		return nil, err
 	}
+	if req.DestinationID != "" {
+		if req.Destination, err = s.Destination(ctx, req.DestinationID); err != nil {
+			return nil, err
+		}
+	}
 	br := plan.Request{
 		TenantID:             s.key(),
 		UserID:               s.t.Owner,
-		Actor:                s.actor(req.Actor),
+		Actor:                s.actorOr(req.Actor),
 		Simulated:            s.t.Simulated(),
 		Intent:               req.Intent,
 		Policy:               req.Policy,
 		PreservationRequired: req.PreservationRequired == nil || *req.PreservationRequired,
-		Grant:                req.Grant,
+		Grant:                s.grantOr(req.Grant),
 		Billing:              req.Billing,
 		Destination:          req.Destination,
 		Now:                  s.c.now(),
@@ -100,11 +109,15 @@ func (s *Scope) BuildPlan(ctx context.Context, req PlanRequest) (*svcv1.Plan, er
 	return p, nil
 }
 
-// planSources returns the sources named, or every connected one.
+// planSources returns the sources named (each in the grant, CodeForbidden, and in the tenant,
+// ErrNotFound), or every connected one the scope reaches.
 func (s *Scope) planSources(ctx context.Context, ids []string) ([]*svcv1.Source, error) {
 	var out []*svcv1.Source
 	if len(ids) > 0 {
 		for _, sid := range ids {
+			if err := s.reachesSource(sid); err != nil {
+				return nil, err
+			}
 			src, err := s.Source(ctx, sid)
 			if err != nil {
 				return nil, err
@@ -114,7 +127,7 @@ func (s *Scope) planSources(ctx context.Context, ids []string) ([]*svcv1.Source,
 		return out, nil
 	}
 	err := s.c.store.Sources().Scan(ctx, s.key(), func(src *svcv1.Source) bool {
-		if src.GetStatus() == svcv1.SourceStatus_SOURCE_STATUS_CONNECTED {
+		if src.GetStatus() == svcv1.SourceStatus_SOURCE_STATUS_CONNECTED && s.reachesSource(src.Id) == nil {
 			out = append(out, src)
 		}
 		return true
@@ -138,16 +151,55 @@ func (s *Scope) PutPlan(ctx context.Context, p *svcv1.Plan, also ...storage.Writ
 	return nil
 }
 
-// PlanHeader returns a plan without its objects, and lets it expire when its time has passed.
+// PlanHeader returns a plan without its objects (refused, CodeForbidden, when the scope's
+// grant does not reach every source of it), and lets it expire when its time has passed.
 func (s *Scope) PlanHeader(ctx context.Context, id string) (*svcv1.Plan, error) {
 	p, err := s.c.store.Plans().Header(ctx, s.key(), id)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.reachesAll(p.GetSourceMarkers(), "plan"); err != nil {
 		return nil, err
 	}
 	if s.c.now().After(p.GetExpiresAt().AsTime()) && plan.CanTransition(p.GetState(), svcv1.PlanState_PLAN_STATE_EXPIRED) {
 		return s.SetPlanState(ctx, p, svcv1.PlanState_PLAN_STATE_EXPIRED, nil, EventPlanExpired)
 	}
 	return p, nil
+}
+
+// PlanFilter selects plans in ListPlans; zero fields select all.
+type PlanFilter struct {
+	State  *svcv1.PlanState
+	Intent *svcv1.PlanIntent
+}
+
+// ListPlans returns a page of the tenant's plan headers (without their objects) the scope
+// reaches, newest first, after the plan id after ("": from the newest).
+func (s *Scope) ListPlans(ctx context.Context, f PlanFilter, after string, limit int) (storage.Page[*svcv1.Plan], error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return storage.Page[*svcv1.Plan]{}, err
+	}
+	return res.PlanHeaders().List(ctx, s.key(), after, limit, func(p *svcv1.Plan) bool {
+		return (f.State == nil || p.GetState() == *f.State) && (f.Intent == nil || p.GetIntent() == *f.Intent) &&
+			s.reaches(p.GetSourceMarkers())
+	})
+}
+
+// FillPlans reads the objects of plan headers when they hold at most limit objects in all,
+// and reports whether it did (with more, a caller streams them: PlanObjectChunks).
+func (s *Scope) FillPlans(ctx context.Context, plans []*svcv1.Plan, limit int) (bool, error) {
+	return s.c.store.Plans().FillSmall(ctx, s.key(), plans, limit)
+}
+
+// FillPlan reads the objects of a plan header into it.
+func (s *Scope) FillPlan(ctx context.Context, p *svcv1.Plan) error {
+	return s.c.store.Plans().Fill(ctx, s.key(), p)
+}
+
+// PlanObjectChunks yields a plan's objects chunk by chunk, each read on its own.
+func (s *Scope) PlanObjectChunks(ctx context.Context, planID string) iter.Seq2[[]*svcv1.PlanObject, error] {
+	return s.c.store.Plans().Objects(ctx, s.key(), planID)
 }
 
 // Plan returns a whole plan, objects and all (PlanHeader, then its objects).
@@ -249,6 +301,8 @@ type AuthorizeOptions struct {
 	// Approvals are the approvals the authorizer gives; nil means the tenant's owner's own (a
 	// human user approving their own plan).
 	Approvals *plan.Approvals
+	// ApprovalsFor, when set, gives the approvals from the plan itself (who made it).
+	ApprovalsFor func(*svcv1.Plan) plan.Approvals
 }
 
 // AuthorizePlan authorizes a plan by the hash the caller reviewed. The plan must be validated
@@ -261,14 +315,19 @@ func (s *Scope) AuthorizePlan(ctx context.Context, planID, hash string, opts *Au
 		o = *opts
 	}
 	if o.Principal == "" {
-		o.Principal = s.t.Owner
+		o.Principal = s.actorOr(nil).GetPrincipalId()
 	}
+	o.Grant = s.grantOr(o.Grant)
 	if o.Approvals == nil {
 		o.Approvals = &plan.Approvals{HumanUser: true}
 	}
 	p, err := s.Plan(ctx, planID)
 	if err != nil {
 		return nil, err
+	}
+	if o.ApprovalsFor != nil {
+		a := o.ApprovalsFor(p)
+		o.Approvals = &a
 	}
 	if st := p.GetState(); st != svcv1.PlanState_PLAN_STATE_VALIDATED && st != svcv1.PlanState_PLAN_STATE_DRAFT {
 		return nil, refused(CodeInvalidState, "Only a draft or validated plan can be authorized; this plan is "+enumWire(st)+".")

@@ -9,18 +9,24 @@ import (
 )
 
 // ReceiptJSON returns a receipt's exact signed bytes, as issued: what verification covers.
+// A receipt lists every object of its execution: under a source grant it is served only when
+// the grant reaches every source of its plan (CodeForbidden otherwise).
 func (s *Scope) ReceiptJSON(ctx context.Context, id string) ([]byte, error) {
-	return s.c.store.Receipts().Get(ctx, s.key(), id)
+	_, raw, err := s.Receipt(ctx, id)
+	return raw, err
 }
 
-// Receipt returns a receipt, decoded, and its exact signed bytes.
+// Receipt returns a receipt, decoded, and its exact signed bytes (see ReceiptJSON).
 func (s *Scope) Receipt(ctx context.Context, id string) (*svcv1.Receipt, []byte, error) {
-	raw, err := s.ReceiptJSON(ctx, id)
+	raw, err := s.c.store.Receipts().Get(ctx, s.key(), id)
 	if err != nil {
 		return nil, nil, err
 	}
 	var r svcv1.Receipt
 	if err := wire.Unmarshal(raw, &r); err != nil {
+		return nil, nil, err
+	}
+	if err := s.reachesPlanOf(ctx, r.GetPlanId(), "receipt"); err != nil {
 		return nil, nil, err
 	}
 	return &r, raw, nil

@@ -2,13 +2,14 @@ package svc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/mail"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,17 @@ func (s *Scope) SearchVault(ctx context.Context, q SearchQuery) (SearchResult, e
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
 		return SearchResult{}, invalid("to", "must be after from")
 	}
+	if s.access.limited() {
+		// Only the grant's sources: those asked for among them, or all of them.
+		if len(q.Sources) == 0 {
+			q.Sources = s.access.Sources
+		} else {
+			q.Sources = slices.DeleteFunc(slices.Clone(q.Sources), func(id string) bool { return !s.access.allowsSource(id) })
+			if len(q.Sources) == 0 {
+				return SearchResult{Hits: []SearchHit{}}, nil
+			}
+		}
+	}
 	sq := search.Query{Q: q.Q, Type: q.Type, From: q.From, To: q.To, Sources: q.Sources, Limit: q.Limit, After: q.Cursor}
 	if q.Provider != svcv1.Provider_PROVIDER_UNSPECIFIED {
 		sq.Provider = enumWire(q.Provider)
@@ -114,6 +126,9 @@ func (s *Scope) SearchVault(ctx context.Context, q SearchQuery) (SearchResult, e
 		}
 		if err != nil {
 			return SearchResult{}, err
+		}
+		if s.reachesVaultObject(o) != nil {
+			continue
 		}
 		out.Hits = append(out.Hits, SearchHit{Object: o, Score: h.Score, Matched: h.Matched, Snippet: h.Snippet})
 	}
@@ -158,6 +173,14 @@ func (s *Scope) ReindexVault(ctx context.Context, progress func(indexed int, tot
 // search, or whose index was removed, has none: ReindexVault makes it).
 func (s *Scope) SearchIndexed() bool { return s.c.search.index.Exists(s.key()) }
 
+// SearchIndexStoresText reports whether the tenant's search index was built by an older
+// version that kept text in it (subjects, names, bodies, in plaintext): a rebuild
+// (ReindexVault) replaces it with one that keeps none.
+func (s *Scope) SearchIndexStoresText() bool {
+	stores, err := s.c.search.index.StoresText(s.key())
+	return err == nil && stores
+}
+
 // vaultIndex keeps the search index (DIR/search) in step with the vault from the store's
 // durable change feed (storage.VaultChanges): every commit, tier move and deletion, and every
 // manifest stored for a preserved asset, writes an entry in its own transaction, so a crash
@@ -197,12 +220,26 @@ const (
 
 // openSearch opens the search index of data directory dir (dir/search) on c's feed.
 func openSearch(dir string, c *core) (*vaultIndex, error) {
-	idx, err := search.Open(filepath.Join(dir, "search"))
+	ix := &vaultIndex{c: c, feed: c.store.VaultChanges(), progress: make(chan struct{}),
+		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}
+	// The index stores no text: snippets are cut at search time from the object's verified
+	// text, read again from the vault (docs/search.md).
+	idx, err := search.OpenWith(filepath.Join(dir, SearchDir), &search.Options{Text: ix.text})
 	if err != nil {
 		return nil, fmt.Errorf("open the search index: %w", err)
 	}
-	return &vaultIndex{index: idx, c: c, feed: c.store.VaultChanges(), progress: make(chan struct{}),
-		wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1)}, nil
+	ix.index = idx
+	return ix, nil
+}
+
+// text is the index's TextSource: the document of an object as it is indexed, read from the
+// vault and verified.
+func (ix *vaultIndex) text(ctx context.Context, tenant, id string) (search.Doc, error) {
+	o, err := ix.c.vault.Get(ctx, tenant, id)
+	if err != nil {
+		return search.Doc{}, err
+	}
+	return ix.doc(ctx, tenant, o)
 }
 
 // start runs the worker until close.
@@ -429,12 +466,8 @@ func (ix *vaultIndex) doc(ctx context.Context, tenant string, o vault.Object) (s
 		}
 	}
 	if o.HasText {
-		rc, err := ix.c.vault.OpenText(ctx, tenant, o.ID)
-		if err != nil {
-			return d, fmt.Errorf("text of %s: %w", o.ID, err)
-		}
-		text, err := io.ReadAll(io.LimitReader(rc, search.MaxBodyBytes))
-		rc.Close()
+		// Read to its end, so only verified text is indexed (or cut into snippets).
+		text, err := ix.c.vault.ReadText(ctx, tenant, o.ID, search.MaxBodyBytes)
 		if err != nil {
 			return d, fmt.Errorf("text of %s: %w", o.ID, err)
 		}
@@ -450,12 +483,11 @@ func isMessage(o vault.Object) bool {
 
 // headers reads a message's headers from its content (the first 64 KiB at most).
 func (ix *vaultIndex) headers(ctx context.Context, tenant string, o vault.Object, d *search.Doc) error {
-	rc, _, err := ix.c.vault.Open(ctx, tenant, o.ID)
+	head, _, err := ix.c.vault.ReadHead(ctx, tenant, o.ID, 64<<10) // verified before it is read
 	if err != nil {
 		return fmt.Errorf("headers of %s: %w", o.ID, err)
 	}
-	defer rc.Close()
-	msg, err := mail.ReadMessage(bufio.NewReader(io.LimitReader(rc, 64<<10)))
+	msg, err := mail.ReadMessage(bufio.NewReader(bytes.NewReader(head)))
 	if err != nil {
 		return nil // not a parseable message: its text is still indexed
 	}

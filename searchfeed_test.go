@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/internal/store"
+	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/search"
 	"svc.dev/svc/vault/vaulttest"
@@ -22,14 +22,14 @@ import (
 // runs on its own (the test drains the feed).
 type feedRig struct {
 	dir  string
-	seam *store.Seam
+	seam *bolt.Seam
 	vlt  *vault.Vault
 	ix   *vaultIndex
 }
 
 func openFeedRig(t *testing.T, dir string) *feedRig {
 	t.Helper()
-	seam, err := store.OpenSeam(filepath.Join(dir, "svc.db"), nil)
+	seam, err := bolt.OpenSeam(filepath.Join(dir, "svc.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,21 +8,22 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
-	"svc.dev/svc/internal/discover"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/plan/discover"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/storage"
 	"svc.dev/svc/wire"
 )
 
 // EventSourceReauthRequired is announced when a source's provider refused its credentials.
-const EventSourceReauthRequired = "svc.source.reauth_required"
+const EventSourceReauthRequired = event.SourceReauthRequired
 
 // SourceSpec describes a source to connect.
 type SourceSpec struct {
@@ -125,21 +126,53 @@ func sourceQuota(q providers.Quota) *svcv1.SourceQuota {
 	return sq
 }
 
-// Source returns a source of the tenant.
+// Source returns a source of the tenant: another tenant's is not found, the tenant's own
+// outside the scope's grant is refused (CodeForbidden).
 func (s *Scope) Source(ctx context.Context, id string) (*svcv1.Source, error) {
-	return s.c.store.Sources().Get(ctx, s.key(), id)
+	src, err := s.c.store.Sources().Get(ctx, s.key(), id)
+	if err != nil {
+		return nil, err
+	}
+	return src, s.reachesSource(src.Id)
 }
 
-// Sources returns the tenant's sources, oldest first.
+// Sources returns the tenant's sources the scope reaches, oldest first.
 func (s *Scope) Sources(ctx context.Context) ([]*svcv1.Source, error) {
 	var out []*svcv1.Source
-	err := s.c.store.Sources().Scan(ctx, s.key(), func(src *svcv1.Source) bool { out = append(out, src); return true })
+	err := s.c.store.Sources().Scan(ctx, s.key(), func(src *svcv1.Source) bool {
+		if s.reachesSource(src.Id) == nil {
+			out = append(out, src)
+		}
+		return true
+	})
 	return out, err
+}
+
+// SourceFilter selects sources in ListSources; zero fields select all.
+type SourceFilter struct {
+	Status   *svcv1.SourceStatus
+	Provider *svcv1.Provider
+}
+
+// ListSources returns a page of the tenant's sources the scope reaches, newest first, after
+// the source id after ("": from the newest).
+func (s *Scope) ListSources(ctx context.Context, f SourceFilter, after string, limit int) (storage.Page[*svcv1.Source], error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return storage.Page[*svcv1.Source]{}, err
+	}
+	return res.Sources().List(ctx, s.key(), after, limit, func(src *svcv1.Source) bool {
+		return (f.Status == nil || src.GetStatus() == *f.Status) &&
+			(f.Provider == nil || src.GetProvider() == *f.Provider) && s.reachesSource(src.Id) == nil
+	})
 }
 
 // UpdateSourcePolicy replaces a source's policy; a policy without a version gets the next
 // revision number.
 func (s *Scope) UpdateSourcePolicy(ctx context.Context, id string, policy *svcv1.SourcePolicy) (*svcv1.Source, error) {
+	if _, err := s.Source(ctx, id); err != nil {
+		return nil, err
+	}
 	var out *svcv1.Source
 	err := s.c.store.Sources().Update(ctx, s.key(), id, func(src *svcv1.Source) error {
 		pol := proto.Clone(policy).(*svcv1.SourcePolicy)
@@ -157,74 +190,45 @@ func (s *Scope) UpdateSourcePolicy(ctx context.Context, id string, policy *svcv1
 	return out, err
 }
 
-type openedSource struct {
-	p   providers.Provider
-	ref string
-}
-
 // OpenSource returns the provider behind a source (or destination) and its reference at it.
-// Opened providers are cached until Close (or ForgetSource).
+// Opened providers are cached until Close (or ForgetSource); a slow provider's open holds up
+// only the opens of the same source, never another tenant's (providers.Instances).
 func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Provider, string, error) {
 	c := s.c
 	key := s.key() + "/" + sourceID
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	if o, ok := c.opened[key]; ok {
-		return o.p, o.ref, nil
-	}
-	sealed, err := c.store.Sources().Config(ctx, s.key(), sourceID)
-	if err != nil {
-		return nil, "", fmt.Errorf("source %s configuration: %w", sourceID, err)
-	}
-	raw, err := c.sealer.Open(sealed, []byte(key))
+	p, ref, err := c.opened.Get(ctx, key, func(ctx context.Context) (providers.Provider, any, error) {
+		sealed, err := c.store.Sources().Config(ctx, s.key(), sourceID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("source %s configuration: %w", sourceID, err)
+		}
+		raw, err := c.sealer.Open(sealed, []byte(key))
+		if err != nil {
+			return nil, nil, err
+		}
+		var cfg sourceConfig
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return nil, nil, fmt.Errorf("source %s configuration: %w", sourceID, err)
+		}
+		p, err := c.providers.Open(ctx, cfg.Provider, cfg.Config)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open source %s: %w", sourceID, err)
+		}
+		return p, cfg.SourceRef, nil
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	var cfg sourceConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, "", fmt.Errorf("source %s configuration: %w", sourceID, err)
-	}
-	p, err := c.providers.Open(ctx, cfg.Provider, cfg.Config)
-	if err != nil {
-		return nil, "", fmt.Errorf("open source %s: %w", sourceID, err)
-	}
-	c.opened[key] = openedSource{p: p, ref: cfg.SourceRef}
-	return p, cfg.SourceRef, nil
+	r, _ := ref.(string)
+	return p, r, nil
 }
 
 // ForgetSource closes the provider opened for a source, if any: the next use opens it again.
-func (s *Scope) ForgetSource(sourceID string) {
-	c := s.c
-	key := s.key() + "/" + sourceID
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	if o, ok := c.opened[key]; ok {
-		providers.CloseProvider(o.p)
-		delete(c.opened, key)
-	}
-}
+func (s *Scope) ForgetSource(sourceID string) { s.c.opened.Forget(s.key() + "/" + sourceID) }
 
 // ForgetTenant closes the providers opened for the tenant's sources (its account is erased).
-func (s *Scope) ForgetTenant() {
-	c := s.c
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	for k, v := range c.opened {
-		if strings.HasPrefix(k, s.key()+"/") {
-			providers.CloseProvider(v.p)
-			delete(c.opened, k)
-		}
-	}
-}
+func (s *Scope) ForgetTenant() { s.c.opened.ForgetPrefix(s.key() + "/") }
 
-func (c *core) closeSources() {
-	c.openMu.Lock()
-	defer c.openMu.Unlock()
-	for k, v := range c.opened {
-		providers.CloseProvider(v.p)
-		delete(c.opened, k)
-	}
-}
+func (c *core) closeSources() { c.opened.Close() }
 
 // MarkReauth marks a source reauth_required (its provider refused its credentials), closes
 // its provider, and announces the change once.

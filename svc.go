@@ -7,16 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"svc.dev/svc/execute"
-	"svc.dev/svc/internal/platform"
-	"svc.dev/svc/internal/store"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
+	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
 )
@@ -35,7 +34,7 @@ const (
 )
 
 // BoltOptions tune the bbolt store Open opens by default (its initial map size, for tests).
-type BoltOptions = store.Options
+type BoltOptions = bolt.Options
 
 // DefaultTenant is the tenant an embedder's Instance acts for: one live owner, "local".
 var DefaultTenant = Tenant{Owner: "local", Mode: ModeLive}
@@ -46,9 +45,13 @@ type Options struct {
 	Store Store
 	// StoreOptions tune the bbolt store Open opens.
 	StoreOptions *BoltOptions
-	// MasterKey is the key every other key derives from; nil reads DIR/master.key (made on
-	// first use, 0600).
+	// MasterKey is the key every other key derives from; nil loads it (LoadMasterKey): from
+	// the environment (MasterKeyEnv), from MasterKeyFile, or from DIR/master.key (made, 0600,
+	// only for a new directory).
 	MasterKey []byte
+	// MasterKeyFile is where the master key is kept when not in DIR/master.key (a file
+	// outside the data directory, away from what it protects).
+	MasterKeyFile string
 	// Providers opens sources; nil registers the built-ins in process (Close closes them).
 	Providers *providers.Registry
 	// Tenant is the tenant the Instance's own methods act for (default DefaultTenant).
@@ -87,11 +90,13 @@ type Instance struct {
 // core is what every scope of an Instance shares.
 type core struct {
 	store     Store
+	hosted    storage.Hosted // the store's listable resources, when it keeps them (nil: not)
 	ownStore  bool
 	providers *providers.Registry
 	ownReg    bool
 	keyring   *receipt.Keyring
 	sealer    *platform.Sealer
+	keys      *platform.Keyring // every key derives from the master key here, by purpose
 	vault     *vault.Vault
 	search    *vaultIndex
 	engine    *execute.Engine
@@ -101,8 +106,7 @@ type core struct {
 	tempDir   string   // OpenMemory's directory, removed by Close
 	changes   *changes // an execution's journal or record changed (Wait, Watch)
 
-	openMu sync.Mutex
-	opened map[string]openedSource
+	opened providers.Instances // the providers opened for sources, by tenant/source
 }
 
 // Open opens (creating it if needed) svc's data directory dir: the store (svc.db unless
@@ -127,7 +131,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	c := &core{store: o.Store, providers: o.Providers, now: o.Now, log: o.Logger, opts: o, opened: map[string]openedSource{}}
+	c := &core{store: o.Store, providers: o.Providers, now: o.Now, log: o.Logger, opts: o}
 	ok := false
 	defer func() {
 		if !ok {
@@ -137,7 +141,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	master := o.MasterKey
 	if master == nil {
 		var err error
-		if master, err = platform.LoadMasterKey(filepath.Join(dir, "master.key")); err != nil {
+		if master, err = LoadMasterKey(dir, o.MasterKeyFile); err != nil {
 			return nil, err
 		}
 	}
@@ -145,18 +149,20 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.keys = keys
 	if c.sealer, err = platform.NewSealer(keys.Derive("sealed-secrets")); err != nil {
 		return nil, err
 	}
 	if c.store == nil {
-		if c.store, err = store.OpenSeam(filepath.Join(dir, "svc.db"), o.StoreOptions); err != nil {
+		if c.store, err = OpenStore(dir, o.StoreOptions); err != nil {
 			return nil, err
 		}
 		c.ownStore = true
 	}
+	c.hosted, _ = c.store.(storage.Hosted)
 	c.changes = &changes{}
 	c.store = signalling{c.store, c.changes}
-	if c.keyring, err = receipt.OpenKeyring(filepath.Join(dir, "keys")); err != nil {
+	if c.keyring, err = OpenReceiptKeys(ctx, dir, c.store); err != nil {
 		return nil, err
 	}
 	if c.search, err = openSearch(dir, c); err != nil {
@@ -172,7 +178,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 			user(ctx, tenant, obj)
 		}
 	}
-	if c.vault, err = OpenVault(dir, c.store.VaultMeta(), master,
+	if c.vault, err = openVault(dir, c.store.VaultMeta(), keys,
 		&vault.Options{Now: o.Now, Hot: o.VaultHot, Cold: o.VaultCold, OnChange: c.opts.OnVaultChange}); err != nil {
 		return nil, err
 	}
@@ -211,9 +217,13 @@ func OpenVault(dir string, meta storage.VaultMeta, masterKey []byte, opts *vault
 	if err != nil {
 		return nil, err
 	}
+	return openVault(dir, meta, keys, opts)
+}
+
+func openVault(dir string, meta storage.VaultMeta, keys *platform.Keyring, opts *vault.Options) (*vault.Vault, error) {
 	var kek vault.KEK
 	copy(kek[:], keys.Derive("vault-kek"))
-	return vault.Open(filepath.Join(dir, "vault"), meta, meta, kek, opts)
+	return vault.Open(filepath.Join(dir, VaultDir), meta, meta, kek, opts)
 }
 
 // OpenMemory opens svc on a new temporary directory that Close removes: for tests and
@@ -240,6 +250,13 @@ func (sv *Instance) Vault() *vault.Vault { return sv.core.vault }
 
 // ReceiptKeys is the keyring that signs receipts; its KeySet verifies them.
 func (sv *Instance) ReceiptKeys() *receipt.Keyring { return sv.core.keyring }
+
+// DeriveKey returns the key for one purpose ("cursor", "export-url", ...), derived from the
+// master key: a host keeps no key of its own beside it.
+func (sv *Instance) DeriveKey(purpose string) []byte { return sv.core.keys.Derive(purpose) }
+
+// Sealer seals and opens the secrets kept at rest (provider credentials, webhook secrets).
+func (sv *Instance) Sealer() *platform.Sealer { return sv.core.sealer }
 
 // Providers is the registry sources are opened with.
 func (sv *Instance) Providers() *providers.Registry { return sv.core.providers }
@@ -299,8 +316,9 @@ func (c *core) close() error {
 
 // Scope is an Instance's methods for one tenant.
 type Scope struct {
-	c *core
-	t Tenant
+	c      *core
+	t      Tenant
+	access Access
 }
 
 // TenantOf is the tenant the scope acts for.

@@ -34,6 +34,9 @@ func (s *Scope) UndoReceipt(ctx context.Context, receiptID string, opts *Restore
 	if _, err := s.Execution(ctx, r.GetExecutionId()); err != nil {
 		return nil, err
 	}
+	if err := s.restoreDestination(ctx, &ro); err != nil {
+		return nil, err
+	}
 	// Memory follows what was taken from the source, not the size of the execution: the
 	// journal and the plan's objects are streamed, and only the entries of removed assets are
 	// kept. What the journal says was taken: the trash's result, and whether the provider
@@ -67,7 +70,7 @@ func (s *Scope) UndoReceipt(ctx context.Context, receiptID string, opts *Restore
 
 	now := s.c.now().UTC().Truncate(time.Millisecond)
 	p := &svcv1.Plan{
-		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: tenant, UserId: s.t.Owner, Actor: s.actor(ro.Actor),
+		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: tenant, UserId: s.t.Owner, Actor: s.actorOr(ro.Actor),
 		Intent: svcv1.PlanIntent_PLAN_INTENT_RESTORE, Simulated: s.t.Simulated(), Destination: dst,
 		OperationClasses: []svcv1.OperationClass{svcv1.OperationClass_OPERATION_CLASS_DISCOVER, svcv1.OperationClass_OPERATION_CLASS_RESTORE},
 		CreatedAt:        timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(plan.DefaultTTL)),
@@ -99,6 +102,10 @@ func (s *Scope) UndoReceipt(ctx context.Context, receiptID string, opts *Restore
 			o.ExpectedSizeBytes, o.ExpectedSha256 = obj.GetBytes(), proto.String(obj.GetVaultSha256())
 			if dst != nil {
 				o.ProviderObjectId = execute.DestinationPath(dst.GetPathTemplate(), po)
+			} else if t.Restorable && t.ResultID != "" {
+				// Both ways back: the engine writes the vault copy where the provider can
+				// write, and untrashes where it cannot (trash and untrash, no write).
+				o.ExpectedVersion = proto.String(execute.UntrashVersion(t.ResultID))
 			}
 		case dst != nil:
 			exclude(obj.GetAssetId(), why+"; an untrash brings an object back only to its original place")
@@ -133,7 +140,7 @@ func (s *Scope) UndoReceipt(ctx context.Context, receiptID string, opts *Restore
 		}
 		status[sid] = src.GetStatus()
 	}
-	p.Policy = plan.Decide(p, plan.Decision{SourceStatus: status, Grant: ro.Grant})
+	p.Policy = plan.Decide(p, plan.Decision{SourceStatus: status, Grant: s.grantOr(ro.Grant)})
 	if p.Hash, err = plan.Hash(p); err != nil {
 		return nil, err
 	}

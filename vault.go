@@ -16,19 +16,49 @@ import (
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
-	"svc.dev/svc/internal/platform/event"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/platform/event"
 	"svc.dev/svc/vault"
 )
 
-// VaultObject returns a vault object of the tenant (its metadata).
+// VaultObject returns a vault object of the tenant (its metadata); one from a source outside
+// the scope's grant is refused (CodeForbidden).
 func (s *Scope) VaultObject(ctx context.Context, id string) (vault.Object, error) {
-	return s.c.vault.Get(ctx, s.key(), id)
+	o, err := s.c.vault.Get(ctx, s.key(), id)
+	if err != nil {
+		return vault.Object{}, err
+	}
+	return o, s.reachesVaultObject(o)
 }
 
-// OpenVaultObject opens a vault object's content; reading it verifies it, and anything but
-// io.EOF at its end means it failed verification.
+func (s *Scope) reachesVaultObject(o vault.Object) error {
+	if o.SourceID == "" {
+		return nil
+	}
+	return s.reachesSource(o.SourceID)
+}
+
+// VaultFilter selects vault objects in ListVaultObjects; zero fields select all.
+type VaultFilter struct {
+	SourceID *string
+	State    *svcv1.VaultObjectState
+}
+
+// ListVaultObjects returns up to limit of the tenant's vault objects the scope reaches, after
+// the object id after, and whether more follow.
+func (s *Scope) ListVaultObjects(ctx context.Context, f VaultFilter, after string, limit int) ([]vault.Object, bool, error) {
+	return s.c.vault.List(ctx, s.key(), after, limit, func(o vault.Object) bool {
+		return (f.SourceID == nil || o.SourceID == *f.SourceID) && (f.State == nil || o.Proto().GetState() == *f.State) &&
+			s.reachesVaultObject(o) == nil
+	})
+}
+
+// OpenVaultObject opens a vault object's content (VaultObject's checks first); reading it
+// verifies it, and anything but io.EOF at its end means it failed verification.
 func (s *Scope) OpenVaultObject(ctx context.Context, id string) (io.ReadCloser, vault.Object, error) {
+	if _, err := s.VaultObject(ctx, id); err != nil {
+		return nil, vault.Object{}, err
+	}
 	return s.c.vault.Open(ctx, s.key(), id)
 }
 
@@ -37,8 +67,13 @@ type RestoreOptions struct {
 	// Path is where, inside the source (or destination), the object is written; empty: its
 	// original place (or where the destination's path template puts the original).
 	Path string
+	// PathSet says Path was given even when empty (an empty path is refused, not ignored).
+	PathSet bool
 	// Destination, when set, receives the object instead of its original source.
 	Destination *svcv1.Destination
+	// DestinationID names the destination instead of Destination: the scope reads it, with
+	// Destination's checks, once the object or receipt itself passed its own.
+	DestinationID string
 	// Actor is who asks (default: the tenant's owner, as a user).
 	Actor *svcv1.Actor
 	// Grant limits the operation classes (zero: all).
@@ -87,6 +122,9 @@ func (s *Scope) RestoreVaultObject(ctx context.Context, vaultID string, opts *Re
 // RestoreObject is RestoreVaultObject for an object already read (the server checks it is
 // visible to the caller first).
 func (s *Scope) RestoreObject(ctx context.Context, o vault.Object, ro RestoreOptions) (*svcv1.Plan, error) {
+	if err := s.reachesVaultObject(o); err != nil {
+		return nil, err
+	}
 	if o.SourceID == "" || o.AssetID == "" {
 		return nil, invalid("id", "the vault object has no original source to restore to")
 	}
@@ -94,8 +132,11 @@ func (s *Scope) RestoreObject(ctx context.Context, o vault.Object, ro RestoreOpt
 	if err != nil {
 		return nil, err
 	}
+	if err := s.restoreDestination(ctx, &ro); err != nil {
+		return nil, err
+	}
 	dst := ro.Destination
-	if ro.Path != "" {
+	if ro.Path != "" || ro.PathSet {
 		if err := CheckRestorePath(ro.Path); err != nil {
 			return nil, err
 		}
@@ -118,7 +159,7 @@ func (s *Scope) RestoreObject(ctx context.Context, o vault.Object, ro RestoreOpt
 	}
 	now := s.c.now().UTC().Truncate(time.Millisecond)
 	p := &svcv1.Plan{
-		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: s.key(), UserId: s.t.Owner, Actor: s.actor(ro.Actor),
+		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: s.key(), UserId: s.t.Owner, Actor: s.actorOr(ro.Actor),
 		Intent: svcv1.PlanIntent_PLAN_INTENT_RESTORE, Simulated: s.t.Simulated(),
 		OperationClasses: ops, Destination: dst,
 		CreatedAt: timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(plan.DefaultTTL)),
@@ -139,7 +180,7 @@ func (s *Scope) RestoreObject(ctx context.Context, o vault.Object, ro RestoreOpt
 	if err != nil {
 		return nil, err
 	}
-	p.Policy = plan.Decide(p, plan.Decision{SourceStatus: map[string]svcv1.SourceStatus{src.Id: src.GetStatus()}, Grant: ro.Grant})
+	p.Policy = plan.Decide(p, plan.Decision{SourceStatus: map[string]svcv1.SourceStatus{src.Id: src.GetStatus()}, Grant: s.grantOr(ro.Grant)})
 	if p.Hash, err = plan.Hash(p); err != nil {
 		return nil, err
 	}
@@ -214,4 +255,52 @@ func (s *Scope) ScrubVault(ctx context.Context, opts *vault.ScrubOptions) (vault
 		s.emit(ctx, event.VaultObjectCorrupt, "/v1/vault/objects", vid, map[string]any{"vault_object_id": vid, "found_by": "scrub"})
 	}
 	return r, err
+}
+
+// VerifyScheduled re-reads from the storage medium and verifies the vault objects of every
+// tenant whose last verification is oldest, within a budget (vault.ScrubScheduled), so that every
+// object is verified once per opts.VerifyEvery when the budget allows it. Run it every
+// opts.Interval. Every object found corrupt is announced (svc.vault.object.corrupt).
+func (sv *Instance) VerifyScheduled(ctx context.Context, opts *vault.ScheduleOptions) (vault.ScheduleReport, error) {
+	c := sv.core
+	tenants, err := c.store.VaultMeta().Tenants(ctx)
+	if err != nil {
+		return vault.ScheduleReport{}, err
+	}
+	r, err := c.vault.ScrubScheduled(ctx, tenants, opts)
+	for _, ref := range r.Corrupt {
+		if t, perr := parseTenant(ref.Tenant); perr == nil {
+			sv.Tenant(t).emit(ctx, event.VaultObjectCorrupt, "/v1/vault/objects", ref.ID,
+				map[string]any{"vault_object_id": ref.ID, "found_by": "scheduled_verification"})
+		}
+	}
+	return r, err
+}
+
+// restoreDestination reads the destination a restore names (ro.DestinationID, or
+// ro.Destination again), refusing one outside the scope's grant.
+func (s *Scope) restoreDestination(ctx context.Context, ro *RestoreOptions) error {
+	id := ro.DestinationID
+	if id == "" && ro.Destination != nil {
+		id = ro.Destination.GetDestinationId()
+	}
+	if id == "" {
+		return nil
+	}
+	d, err := s.Destination(ctx, id)
+	if err != nil {
+		return err
+	}
+	ro.Destination = d
+	return nil
+}
+
+// VaultCoverage says how much of the tenant's vault was re-read from its storage medium and
+// verified within 7, 30 and 90 days. It concerns the whole vault, so a scope limited to some
+// sources is refused (CodeForbidden).
+func (s *Scope) VaultCoverage(ctx context.Context) (vault.Coverage, error) {
+	if s.access.limited() {
+		return vault.Coverage{}, refused(CodeForbidden, "The connection's grant is limited to sources; coverage concerns the whole vault.")
+	}
+	return s.c.vault.Coverage(ctx, s.key())
 }

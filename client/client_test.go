@@ -19,11 +19,11 @@ import (
 
 	"svc.dev/svc/client"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/internal/platform"
-	"svc.dev/svc/internal/platform/webhook"
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
+	"svc.dev/svc/server"
 )
 
 // rig is a real server (server.New on a loopback listener, seeded like --dev) and what was

@@ -14,8 +14,8 @@ import (
 
 	"svc.dev/svc/client"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/internal/platform"
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/server"
 )
 
 // exampleServer starts an in-process server seeded like svc serve --dev and returns its URL,

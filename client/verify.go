@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	"svc.dev/svc/internal/platform/webhook"
+	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/receipt"
 )
 

@@ -148,7 +148,7 @@ type planned struct {
 // plan a chunk at a time, within the memory budget of assets in flight.
 func (r *runner) feed(ctx context.Context, work chan<- planned, mem *budget) error {
 	index := int64(-1)
-	for objs, err := range r.e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()) {
+	for objs, err := range uniqueObjects(r.e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId())) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -193,7 +193,7 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		reason = "cancelled before this asset was processed"
 	}
 	c := r.tally.totals()
-	for objs, err := range e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()) {
+	for objs, err := range uniqueObjects(e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId())) {
 		if err != nil {
 			return err
 		}
@@ -264,7 +264,7 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 	if err != nil {
 		return err
 	}
-	objects := e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId())
+	objects := uniqueObjects(e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()))
 	journal := func(fn func(Transition) error) error { return e.store.ScanJournal(ctx, r.tenant, r.exeID, fn) }
 	rc, err := e.finish.Finish(ctx, r.tenant, x, r.plan, objects, journal)
 	if err != nil {
@@ -412,12 +412,16 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 			return
 		}
 		var ref2 VaultRef
+		limit := FetchLimit(o.GetExpectedSizeBytes())
 		store := func(content *providers.Content) error {
+			content, err := bounded(content, limit)
+			if err != nil {
+				return err
+			}
 			defer content.Body.Close()
 			if !step(vaulting, "vault", "ok", nil) {
 				return errJournal
 			}
-			var err error
 			ref2, err = r.e.vault.Store(work, r.tenant, Asset{ExecutionID: r.exeID, Object: o, Index: index, Content: content.Object}, content.Body, func() error {
 				if !step(verifying, "verify", "ok", nil) {
 					return errJournal
@@ -426,7 +430,7 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 			})
 			return err
 		}
-		req := providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()}
+		req := providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion(), MaxBytes: limit}
 		// A small object of a provider that fetches in batches comes in a batch call first; a
 		// deferred one, a transient failure of it or of the whole call, and a transient failure
 		// of its vault write are done again alone, with the usual backoff.
@@ -460,6 +464,9 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 			return
 		case errors.Is(err, providers.ErrNotFound):
 			skip("fetch", "the object is no longer at the source")
+			return
+		case errors.Is(err, providers.ErrTooLarge):
+			fail("fetch", fmt.Errorf("larger than the plan allows (%d bytes planned): %w", o.GetExpectedSizeBytes(), err))
 			return
 		case err != nil:
 			fail("vault", err)
@@ -533,19 +540,29 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 		res, err = out.Result, out.Err
 		// A transient failure of this object, or of the whole call, is retried alone below.
 		done = !whole && (err == nil || !providers.IsRetryable(err))
-		mayBeTrashed = mayBeTrashed || whole
+		mayBeTrashed = mayBeTrashed || whole || (err != nil && providers.IsRetryable(err))
 	}
 	if !done {
 		err = r.retry(work, pace, func() error {
 			var err error
 			res, err = tr.Trash(work, req)
+			// A plugin that crashed or timed out with the call in flight, or a provider that
+			// answered a transient error, may have trashed the object all the same.
+			mayBeTrashed = mayBeTrashed || (err != nil && providers.IsRetryable(err))
 			return err
 		})
 	}
+	if err != nil && providers.IsRetryable(err) && mayBeTrashed {
+		// Its outcome is still unknown: ask the source whether the object is there.
+		err = r.stillThere(work, pace, src, req, err)
+	}
 	switch {
 	case errors.Is(err, providers.ErrNotFound) && mayBeTrashed:
-		// Trashed before the interruption (or removed meanwhile): either way it is gone from the
-		// source and its copy is in the vault.
+		// svc's own trash, whose answer was lost (a crash, a timeout, an interruption, a
+		// transient error after the fact), or a removal meanwhile: either way it is gone from
+		// the source after svc asked to trash it, and its copy is in the vault. It is recorded
+		// as trashed, so that the receipt says so and an undo brings it back (from the vault:
+		// its trash result id is unknown).
 		res = providers.ActionResult{Restorable: false}
 	case errors.Is(err, providers.ErrVersionMismatch):
 		skip("trash", "the object's version changed since the plan; it was left at the source: "+err.Error())
@@ -564,6 +581,31 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 	}
 	step(reclaimPending, "reclaim", "ok", nil)
 	r.processed.Add(1)
+}
+
+// stillThere resolves a trash whose outcome is unknown after its retries (the provider kept
+// failing transiently): it asks the source for the object, at the planned version. It returns
+// an error wrapping providers.ErrNotFound when the object is gone (the trash happened), and
+// trashErr, with what the source said, otherwise (the object is still there, or the source
+// cannot tell).
+func (r *runner) stillThere(ctx context.Context, pace interface{ Wait(context.Context) error }, src providers.Provider, req providers.ActionRequest, trashErr error) error {
+	err := r.retry(ctx, pace, func() error {
+		c, err := src.Fetch(ctx, providers.FetchRequest{SourceRef: req.SourceRef, ObjectID: req.ObjectID, ExpectedVersion: req.ExpectedVersion, MaxBytes: 1})
+		if err == nil {
+			c.Body.Close()
+		}
+		if errors.Is(err, providers.ErrTooLarge) {
+			return nil // it is there: its content was not wanted
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, providers.ErrNotFound):
+		return fmt.Errorf("the trash's outcome was unknown (%v) and the object is no longer at the source: %w", trashErr, err)
+	case err == nil:
+		return fmt.Errorf("%w; the object is still at the source", trashErr)
+	}
+	return fmt.Errorf("%w; whether the object is still at the source is unknown too: %v", trashErr, err)
 }
 
 var errJournal = errors.New("journal write failed")
@@ -648,8 +690,12 @@ func (r *runner) writeOut(ctx context.Context, o *svcv1.PlanObject, state svcv1.
 			}
 			body, want, size, out.vault = rc, v.SHA256, v.Size, v
 		} else {
-			c, err := src.Fetch(work, providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion()})
+			limit := FetchLimit(o.GetExpectedSizeBytes())
+			c, err := src.Fetch(work, providers.FetchRequest{SourceRef: ref, ObjectID: o.GetProviderObjectId(), ExpectedVersion: o.GetExpectedVersion(), MaxBytes: limit})
 			if err != nil {
+				return err
+			}
+			if c, err = bounded(c, limit); err != nil {
 				return err
 			}
 			body, want, size = c.Body, o.GetExpectedSha256(), c.Object.SizeBytes
@@ -875,8 +921,14 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 		return
 	}
 	if result, ok := UntrashResult(o); ok {
-		r.untrash(work, o, src, ref, result, step, fail)
-		return
+		// An object with both (the trash's result id and a vault copy, planned with its
+		// SHA-256) is restored from the verified copy where the provider can write, and
+		// untrashed where it cannot (a provider with trash and untrash but no write).
+		_, writes := providers.AsWriter(src)
+		if !writes || o.ExpectedSha256 == nil || r.plan.GetDestination() != nil {
+			r.untrash(work, o, src, ref, result, step, fail)
+			return
+		}
 	}
 	w, ok := providers.AsWriter(src)
 	if !ok {
@@ -919,7 +971,9 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 const untrashPrefix = "untrash:"
 
 // UntrashVersion is the expectedVersion of a plan object restored by untrashing it at its
-// provider, from the result id its trash returned.
+// provider, from the result id its trash returned. A restore object may carry it together
+// with its vault copy (expectedSha256): the engine then writes the vault copy back where the
+// provider can write, and untrashes where it cannot.
 func UntrashVersion(resultID string) string { return untrashPrefix + resultID }
 
 // UntrashResult reports whether a restore object is restored by untrashing it at the provider,

@@ -2,6 +2,8 @@ package id
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -61,4 +63,25 @@ func Time(s string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return ulid.Time(u.Time()), nil
+}
+
+// ErrNotFound is returned (wrapped) when no record has the id asked for: a plan, a job, a
+// user, a vault object, a customer. It is the one "no such record" of svc's records, shared
+// by the storage seam, the platform, billing, the vault and the embedding package, so that a
+// caller matches one error whatever layer found the absence. (A provider's "no such object at
+// the source", providers.ErrNotFound, and a vault backend's missing file are other facts and
+// keep errors of their own.)
+var ErrNotFound = errors.New("not found")
+
+// Derive returns the id with the given prefix whose time part is at and whose random part comes
+// from key (its SHA-256): the same thing named again gets the same id, as reconciliation needs
+// when it recomputes a revenue item or an anomaly from the same evidence.
+func Derive(prefix string, at time.Time, key string) string {
+	sum := sha256.Sum256([]byte("svc/id/v1\x00" + prefix + "\x00" + key))
+	var u ulid.ULID
+	if at.Before(time.UnixMilli(0)) || u.SetTime(ulid.Timestamp(at)) != nil {
+		copy(u[:6], sum[10:16])
+	}
+	copy(u[6:], sum[:10])
+	return prefix + "_" + u.String()
 }

@@ -2,6 +2,7 @@ package id_test
 
 import (
 	"testing"
+	"time"
 
 	"svc.dev/svc/id"
 )
@@ -33,5 +34,25 @@ func TestValid(t *testing.T) {
 		if got := id.Valid("pln", s); got != want {
 			t.Errorf("Valid(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+func TestDerive(t *testing.T) {
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	a := id.Derive("rev", at, "crs_1/2026-03")
+	if !id.Valid("rev", a) {
+		t.Fatalf("%q is not a valid rev id", a)
+	}
+	if b := id.Derive("rev", at, "crs_1/2026-03"); b != a {
+		t.Fatalf("the same key gave %s, then %s", a, b)
+	}
+	if b := id.Derive("rev", at, "crs_1/2026-04"); b == a {
+		t.Fatal("another key gave the same id")
+	}
+	if ts, err := id.Time(a); err != nil || !ts.Equal(at) {
+		t.Fatalf("time %v, %v; want %v", ts, err, at)
+	}
+	if b := id.Derive("rev", time.Time{}, "x"); !id.Valid("rev", b) {
+		t.Fatalf("zero time: %q", b)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/internal/discover"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/plan/discover"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/simulated"
 )

@@ -31,6 +31,8 @@ var ErrInvalid = errors.New("invalid plan request")
 
 // Request is what to plan.
 type Request struct {
+	// Budget bounds what building the plan may take; zero fields are the defaults.
+	Budget           Budget
 	TenantID, UserID string
 	Actor            *svcv1.Actor
 	Simulated        bool
@@ -61,6 +63,9 @@ type candidate struct {
 	sent   bool   // filed in a sent folder
 	from   string // sender address, lower case
 	thread string
+
+	seq    int32 // position in the listing, across sources
+	repeat bool  // the provider listed this object before (an id listed twice)
 }
 
 // Build makes a plan. It reads each source's listing to the end, one page at a time, and never
@@ -105,7 +110,12 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		return s
 	}
 	var cands []candidate
+	var exSeq []int32 // each exclusion's position in the listing
 	bySHA := map[string][]int32{}
+	budget := req.Budget.withDefaults()
+	spent := spending{start: time.Now()}
+	lctx, cancel := context.WithTimeout(ctx, budget.MaxDuration)
+	defer cancel()
 	for si := range req.Sources {
 		src := &req.Sources[si]
 		pol := src.Policy
@@ -116,18 +126,26 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		r := &rules[si]
 		marker := Marker{Kind: "none"}
 		for {
-			page, err := src.Objects.Next(ctx)
+			page, err := src.Objects.Next(lctx)
 			if err != nil {
+				if ctx.Err() == nil && lctx.Err() != nil {
+					return nil, &BudgetError{Budget: BudgetTime, Limit: int64(budget.MaxDuration / time.Second), SourceID: src.ID}
+				}
 				return nil, fmt.Errorf("list source %s: %w", src.ID, err)
 			}
 			if page.Marker.Kind != "" {
 				marker = page.Marker
 			}
+			if err := spent.add(page.Objects, budget, src.ID); err != nil {
+				return nil, err
+			}
 			for i := range page.Objects {
 				o := &page.Objects[i]
 				asset := AssetID(req.TenantID, src.ID, o.ID)
+				seq := spent.seq()
 				if reason, detail := r.exclusion(o, now); reason != 0 {
 					p.Excluded = append(p.Excluded, &svcv1.Exclusion{AssetId: asset, Reason: reason, Detail: detail})
+					exSeq = append(exSeq, seq)
 					continue
 				}
 				class, why, v, owner := r.classify(o, now)
@@ -153,7 +171,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				}
 				_, oneClick := OneClickTarget(o.ListUnsubscribe, o.ListUnsubscribePost)
 				c := candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick,
-					kind: v.kind, owner: owner}
+					kind: v.kind, owner: owner, seq: seq}
 				if o.Kind == "message" {
 					c.sent, c.from, c.thread = inFolder(o, sentFolders) != "", address(o.From), o.ThreadID
 				}
@@ -170,6 +188,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		p.SourceMarkers = append(p.SourceMarkers, &svcv1.SourceMarker{Provider: src.Provider, SourceId: src.ID,
 			Kind: svcv1.SourceMarkerKind(mk), Value: marker.Value, ObservedAt: timestamppb.New(now)})
 	}
+	p.Excluded = markRepeats(cands, p.Excluded, exSeq)
 	markConversations(cands)
 	markDuplicates(cands, bySHA, rules)
 
@@ -177,6 +196,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	ops := map[svcv1.OperationClass]bool{svcv1.OperationClass_OPERATION_CLASS_DISCOVER: true}
 	for i := range cands {
 		c := &cands[i]
+		if c.repeat {
+			continue
+		}
 		src := &req.Sources[c.src]
 		acts, reason, detail := actionsFor(req, &rules[c.src], src, c)
 		switch {
@@ -239,7 +261,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 func markConversations(cands []candidate) {
 	own, threads := map[string]bool{}, map[string]bool{}
 	for i := range cands {
-		if c := &cands[i]; c.sent {
+		if c := &cands[i]; c.sent && !c.repeat {
 			if c.from != "" {
 				own[c.from] = true
 			}
@@ -260,7 +282,7 @@ func markConversations(cands []candidate) {
 	for i := range cands {
 		c := &cands[i]
 		mine := c.sent || (c.from != "" && own[c.from])
-		if c.owner || c.kind == mailTransactional || c.kind == mailUnreadable || (!mine && (c.thread == "" || !threads[c.thread])) {
+		if c.repeat || c.owner || c.kind == mailTransactional || c.kind == mailUnreadable || (!mine && (c.thread == "" || !threads[c.thread])) {
 			continue
 		}
 		switch {
@@ -279,6 +301,7 @@ func markConversations(cands []candidate) {
 // or protects keep their class, and a preserved or protected member is the one kept.
 func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) {
 	for _, group := range bySHA {
+		group = slices.DeleteFunc(group, func(i int32) bool { return cands[i].repeat })
 		if len(group) < 2 {
 			continue
 		}

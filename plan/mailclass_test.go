@@ -8,9 +8,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/internal/discover"
 	"svc.dev/svc/mail"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/plan/discover"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/simulated"
 )

@@ -14,7 +14,7 @@ func TestDependencies(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"svc.dev/svc/internal/server", "connectrpc.com/", "go.etcd.io/bbolt"} {
+		for _, banned := range []string{"svc.dev/svc/server", "connectrpc.com/", "go.etcd.io/bbolt"} {
 			if strings.HasPrefix(dep, banned) {
 				t.Errorf("providers depend on %s", dep)
 			}

@@ -33,6 +33,9 @@ var (
 	// ErrInvalidData is returned when content does not match its expected
 	// size or SHA-256.
 	ErrInvalidData = errors.New("invalid data")
+	// ErrTooLarge is returned when an object's content is larger than the
+	// caller accepts (FetchRequest.MaxBytes): more than a plan authorized.
+	ErrTooLarge = errors.New("content larger than allowed")
 
 	// ErrUnknownProvider is returned by a Registry for a name it does not hold.
 	ErrUnknownProvider = errors.New("unknown provider")

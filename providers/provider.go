@@ -240,6 +240,13 @@ type FetchRequest struct {
 	SourceRef       string
 	ObjectID        string
 	ExpectedVersion string // empty: any version
+	// MaxBytes, when positive, is the most content the caller accepts: what
+	// the plan authorized (the expected size, with the tolerance
+	// execute.FetchLimit allows). A fetch whose object is larger fails with
+	// ErrTooLarge; the plugin host refuses it before any content crosses the
+	// boundary, and counts the bytes of a stream against it too. Providers
+	// may ignore it: the caller bounds what it reads anyway.
+	MaxBytes int64
 }
 
 // Content is an open object: its metadata as of the fetch and its bytes.

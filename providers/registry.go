@@ -128,10 +128,14 @@ func (r *Registry) Close() error {
 	closers := r.closers
 	r.closers = nil
 	r.mu.Unlock()
-	var errs []error
-	for _, c := range closers {
-		errs = append(errs, c.Close())
+	// In parallel: each plugin host kills its process without waiting on it, then waits a
+	// moment for the clean-up, and a shutdown should not add those moments up.
+	errs := make([]error, len(closers))
+	var wg sync.WaitGroup
+	for i, c := range closers {
+		wg.Go(func() { errs[i] = c.Close() })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

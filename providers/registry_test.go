@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/simulated"
@@ -59,5 +60,27 @@ func TestValidateObject(t *testing.T) {
 		if providers.ValidateObject(o) == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+type slowCloser struct{ d time.Duration }
+
+func (s slowCloser) Close() error { time.Sleep(s.d); return nil }
+
+// TestRegistryClosesPluginsInParallel: a host's shutdown closes every plugin host; each may
+// wait a moment for its process's clean-up, and those moments must not add up (issue 27).
+func TestRegistryClosesPluginsInParallel(t *testing.T) {
+	reg := providers.NewRegistry()
+	for _, name := range []providers.Name{providers.Simulated, providers.VendorDLocal, providers.ObjectStoreCompatible, providers.SvcVault} {
+		desc := simulated.Description
+		desc.Name = name
+		r := providers.InProcess(desc, simulated.New)
+		r.Closer = &slowCloser{300 * time.Millisecond}
+		reg.Register(r)
+	}
+	start := time.Now()
+	reg.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close of four plugin hosts of 300 ms each took %s", d)
 	}
 }

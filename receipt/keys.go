@@ -16,6 +16,8 @@ import (
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+
+	"svc.dev/svc/internal/atomicfile"
 )
 
 // Alg is the signature algorithm of receipts (signature.alg).
@@ -254,49 +256,21 @@ func (k *Keyring) set(keys []storedKey, current string) error {
 	return nil
 }
 
-// writeKeyFile writes kf to path atomically: a private temporary file in the same directory,
-// synced, then renamed over path (replace) or hard-linked to it (create only: fs.ErrExist when
-// path exists), then the directory synced.
+// writeKeyFile writes kf to path atomically (atomicfile): replacing the file (replace) or
+// creating it only (fs.ErrExist when path exists).
 func writeKeyFile(path string, kf keyFile, replace bool) error {
 	data, err := json.MarshalIndent(kf, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".receipt-keys-*.tmp") // mode 0600
-	if err != nil {
-		return fmt.Errorf("receipt keys: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("receipt keys: %w", err)
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("receipt keys: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("receipt keys: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("receipt keys: %w", err)
-	}
+	data = append(data, '\n')
 	if replace {
-		err = os.Rename(tmp.Name(), path)
+		err = atomicfile.Write(path, data, 0o600)
 	} else {
-		err = os.Link(tmp.Name(), path)
+		err = atomicfile.Create(path, data, 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("receipt keys: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("receipt keys: sync %s: %w", dir, err)
-		}
 	}
 	return nil
 }

@@ -2,7 +2,7 @@
 // embedded svc keeps (plans as a header and object chunks, executions, their journals,
 // sources and their sealed configurations, receipts, manifests, events, vault metadata, the
 // vault's change feed), behind narrow interfaces that a store implements.
-// svc.dev/svc/internal/store implements them on bbolt; a PostgreSQL store implements the same
+// svc.dev/svc/storage/bolt implements them on bbolt; a PostgreSQL store implements the same
 // interfaces.
 //
 // The interfaces live in a package of their own, as database/sql/driver does for
@@ -27,15 +27,16 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"iter"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/vault"
+
+	"svc.dev/svc/id"
 )
 
 // ErrNotFound is returned (wrapped) when a record does not exist in the tenant.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = id.ErrNotFound
 
 // Write is a record a store writes in the transaction of another change: an event announcing
 // the change, a usage count, a resource made with it. A store accepts only the Writes it (or
@@ -69,10 +70,11 @@ type Store interface {
 	Close() error
 }
 
-// VaultMeta is what vault.Open needs of a store.
+// VaultMeta is what vault.Open needs of a store, and what a rotation of the vault's
+// key-encryption key needs (vault.RewrapKeys).
 type VaultMeta interface {
 	vault.Meta
-	vault.KeyStore
+	vault.RewrapStore
 }
 
 // Plans keeps each plan as a header (the plan without its objects) and its objects in
@@ -99,6 +101,9 @@ type Plans interface {
 	UpdateHeader(ctx context.Context, tenant, id string, fn func(*svcv1.Plan) error, also ...Write) error
 	// Scan calls fn with each of the tenant's plan headers, newest first, until it returns false.
 	Scan(ctx context.Context, tenant string, fn func(*svcv1.Plan) bool) error
+	// FillSmall reads the objects of plan headers, in one read, when they hold at most limit
+	// objects in all, and reports whether it did; with more, it fills none of them.
+	FillSmall(ctx context.Context, tenant string, plans []*svcv1.Plan, limit int) (bool, error)
 }
 
 // Executions keeps executions.

@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
-	"svc.dev/svc/internal/store"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/local"
+	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
 	localbackend "svc.dev/svc/vault/backend/local"
 	"svc.dev/svc/vault/vaulttest"
@@ -612,7 +612,7 @@ func BenchmarkSmallObjectsStore(b *testing.B) {
 	var s vault.Stats
 	for b.Loop() {
 		dir := b.TempDir()
-		db, err := store.Open(filepath.Join(dir, "svc.db"))
+		db, err := bolt.Open(filepath.Join(dir, "svc.db"))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -237,6 +237,9 @@ func (v *Vault) commit(tx MetaTx, in *commitInput, now time.Time) (commitResult,
 	}
 	o.SHA256, o.SizeBytes = in.digest, in.size
 	o.CommittedAt, o.VerifiedAt = now, now
+	if v.fromMedium(v.hot) { // the read-back (or the reused copy's check) read the device
+		o.MediumVerifiedAt = now
+	}
 	o.HasText = b.hasText()
 	o.Reason = ""
 	rm, err := v.trim(tx, &b)

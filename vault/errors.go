@@ -3,6 +3,8 @@ package vault
 import (
 	"errors"
 	"fmt"
+
+	"svc.dev/svc/id"
 )
 
 // Sentinel errors. Errors from the vault wrap them with context; match them
@@ -15,7 +17,7 @@ var (
 	ErrInvalidData = errors.New("invalid data")
 	// ErrNotFound is returned when a vault object (or a blob) does not
 	// exist in the tenant; an id of another tenant is not found.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = id.ErrNotFound
 	// ErrInvalidState is returned when an object's state does not allow an
 	// operation (reading a deleted object, putting into a committed id
 	// different content). The concrete error is often a *TransitionError.

@@ -8,3 +8,9 @@ func SetGroupsInFlight(n int) (restore func()) {
 	groupsInFlight = n
 	return func() { groupsInFlight = old }
 }
+
+// SetLegacyFormat makes v write the seal formats of before bound streams (versions 1 and
+// 2) and read without holding back the final segment (on) or not: the old path, for the
+// benchmarks that compare the two and the tests that read old data. Call it before any
+// write.
+func SetLegacyFormat(v *Vault, on bool) { v.legacy = on }

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"svc.dev/svc/internal/vaultfs"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/providertest"
+	"svc.dev/svc/providers/vaultfs"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
 	"svc.dev/svc/vault/backend/local"

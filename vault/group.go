@@ -245,16 +245,33 @@ type entry struct {
 // the ones written.
 type sealers struct{ content, text *seal.Group }
 
-func newSealers(key []byte) (*sealers, error) {
-	c, err := seal.NewGroup(key, purposeContent)
+// newSealers starts the groups of a group commit: version 4 (every entry
+// bound to the tenant, its purpose and its content's digest), or version 2
+// in legacy mode.
+func (v *Vault) newSealers(t *tenant) (*sealers, error) {
+	group := func(purpose string) (*seal.Group, error) {
+		if v.legacy {
+			return seal.NewGroup(t.dataKey, purpose)
+		}
+		return seal.NewBoundGroup(t.dataKey, purpose, t.name)
+	}
+	c, err := group(purposeContent)
 	if err != nil {
 		return nil, err
 	}
-	t, err := seal.NewGroup(key, purposeText)
+	tx, err := group(purposeText)
 	if err != nil {
 		return nil, err
 	}
-	return &sealers{content: c, text: t}, nil
+	return &sealers{content: c, text: tx}, nil
+}
+
+// format is the Placement.Format of the entries the sealers write.
+func (s *sealers) format() uint8 {
+	if s.content.Version() == seal.VersionGroup4 {
+		return seal.VersionGroup4
+	}
+	return 0
 }
 
 func (s *sealers) of(text bool) *seal.Group {
@@ -348,7 +365,7 @@ func (c *committer) writeGroup(batch []*pending) *groupCommit {
 		if p == nil || !b.Hot.good() {
 			continue
 		}
-		err := v.verifyPlacement(ctx, v.hot, b.Hot, t.dataKey, purposeContent, d, b.Size, "vault object "+p.draft.ID, nil)
+		err := v.verifyPlacement(ctx, v.hot, t, b.Hot, purposeContent, d, d, b.Size, "vault object "+p.draft.ID, nil)
 		if errors.Is(err, ErrInvalidData) {
 			v.markCopyCorrupt(ctx, t, d, b.Hot.Name, b.Hot.Offset, false)
 			b.Hot.Corrupt = true
@@ -361,7 +378,7 @@ func (c *committer) writeGroup(batch []*pending) *groupCommit {
 	// Seal what must be written into one pack, in a buffer sized for all of it up front
 	// (growing it by append copied the pack about five times over: most of what a clean-up of
 	// small messages allocated), taken from a pool.
-	sl, err := newSealers(t.dataKey)
+	sl, err := v.newSealers(t)
 	if err != nil {
 		fail(err, batch...)
 		return g
@@ -378,13 +395,14 @@ func (c *committer) writeGroup(batch []*pending) *groupCommit {
 	add := func(e *entry, plain []byte) {
 		off := len(buf)
 		var err error
-		buf, err = sl.of(e.text).Seal(buf, plain)
+		// Text is bound to the content it was extracted from, as content is to itself.
+		buf, err = sl.of(e.text).SealFor(buf, plain, e.digest)
 		if err != nil {
 			e.err = err
 			buf = buf[:off]
 			return
 		}
-		e.p = Placement{Offset: int64(off), Length: int64(len(buf) - off), Pack: true} // in buf until written
+		e.p = Placement{Offset: int64(off), Length: int64(len(buf) - off), Pack: true, Format: sl.format()} // in buf until written
 		g.entries = append(g.entries, e)
 	}
 	for _, p := range batch {
@@ -649,7 +667,7 @@ func (c *committer) readBack(ctx context.Context, name string, base int64, writt
 			e.err = err
 		}
 	}
-	rc, err := c.v.hot.Open(ctx, name, base, int64(len(written)))
+	rc, err := c.v.openStored(ctx, c.v.hot, true, name, base, int64(len(written))) // the device, not the cache of the write
 	if err != nil {
 		fail(err)
 		return
@@ -678,7 +696,7 @@ func (c *committer) readBack(ctx context.Context, name string, base int64, writt
 			e.err = fmt.Errorf("pack %s: read back %d bytes, entry ends at %d: %w", name, len(data), end, ErrInvalidData)
 			continue
 		}
-		plain, err = sl.of(e.text).Open(plain[:0], data[start:end])
+		plain, err = sl.of(e.text).OpenFor(plain[:0], data[start:end], e.digest)
 		if err != nil {
 			e.err = fmt.Errorf("pack %s: %w: %w", name, ErrInvalidData, err)
 			continue

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"svc.dev/svc/vault/internal/seal"
 )
 
 // Delete deletes a vault object: the record goes to deleting, the
@@ -214,7 +213,7 @@ func (v *Vault) copyTier(ctx context.Context, t *tenant, b *Blob, toCold bool, w
 	if !src.good() {
 		return nil, fmt.Errorf("%s: no intact copy to copy from: %w", what, ErrInvalidData)
 	}
-	r, err := v.openPlacement(ctx, srcBE, src, t.dataKey, purposeContent, b.Digest, b.Size, what)
+	r, err := v.openPlacement(ctx, srcBE, t, src, purposeContent, b.Digest, b.Digest, b.Size, what)
 	if err != nil {
 		if errors.Is(err, ErrInvalidData) {
 			v.markCopyCorrupt(ctx, t, b.Digest, src.Name, src.Offset, !toCold)
@@ -226,7 +225,7 @@ func (v *Vault) copyTier(ctx context.Context, t *tenant, b *Blob, toCold bool, w
 	if err != nil {
 		return nil, err
 	}
-	d, n, err := writeSealed(f, t.dataKey, purposeContent, r)
+	d, n, format, err := v.writeSealed(f, t, purposeContent, b.Digest, r)
 	if err != nil {
 		_ = f.Abort()
 		if errors.Is(err, ErrInvalidData) {
@@ -243,8 +242,8 @@ func (v *Vault) copyTier(ctx context.Context, t *tenant, b *Blob, toCold bool, w
 		return nil, err
 	}
 	v.stats.durableWrite(false)
-	p := &Placement{Name: name, Length: seal.SealedSize(n), VerifiedAt: v.now()}
-	if err := v.verifyPlacement(ctx, dstBE, p, t.dataKey, purposeContent, b.Digest, b.Size, what, nil); err != nil {
+	p := &Placement{Name: name, Length: sealedLen(format, n), Format: format, VerifiedAt: v.now()}
+	if err := v.verifyPlacement(ctx, dstBE, t, p, purposeContent, b.Digest, b.Digest, b.Size, what, nil); err != nil {
 		return nil, fmt.Errorf("read back: %w", err)
 	}
 	return p, nil

@@ -26,14 +26,36 @@ var segPool = sync.Pool{New: func() any { b := make([]byte, segSize); return &b 
 func getSeg() []byte  { return *(segPool.Get().(*[]byte)) }
 func putSeg(b []byte) { b = b[:cap(b)]; segPool.Put(&b) }
 
-// writeSealed seals r into f and returns the SHA-256 and size of what it
-// read: the caller's goroutine reads and hashes, a second one encrypts and
-// writes.
-func writeSealed(f backend.File, key []byte, purpose string, r io.Reader) (Digest, int64, error) {
-	sw, err := seal.NewWriter(f, key, purpose)
-	if err != nil {
-		return Digest{}, 0, err
+// sealedLen returns the size of a stream of n plaintext bytes sealed in
+// format (a Placement's Format: 0 for version 1).
+func sealedLen(format uint8, n int64) int64 {
+	if format == seal.VersionBound {
+		return seal.SealedSizeBound(n)
 	}
+	return seal.SealedSize(n)
+}
+
+// writeSealed seals r into f as a stream of tenant t and returns the
+// SHA-256 and size of what it read, and the format it wrote (a Placement's
+// Format): the caller's goroutine reads and hashes, a second one encrypts
+// and writes. The stream is bound to known, when it is not zero (a content
+// whose digest the caller knows: every chunk is bound to it, and content
+// that does not match it must be refused by the caller), or else to the
+// digest computed, which binds its last chunk.
+func (v *Vault) writeSealed(f backend.File, t *tenant, purpose string, known Digest, r io.Reader) (Digest, int64, uint8, error) {
+	var sw *seal.Writer
+	var err error
+	var format uint8
+	if v.legacy {
+		sw, err = seal.NewWriter(f, t.dataKey, purpose)
+	} else {
+		format = seal.VersionBound
+		sw, err = seal.NewBoundWriter(f, t.dataKey, purpose, seal.Binding{Tenant: t.name, Digest: known}, !known.IsZero())
+	}
+	if err != nil {
+		return Digest{}, 0, 0, err
+	}
+	digest := make(chan Digest, 1) // the digest computed, for the last chunk
 	full := make(chan []byte, segCount-1)
 	free := make(chan []byte, segCount)
 	for range segCount {
@@ -48,8 +70,9 @@ func writeSealed(f backend.File, key []byte, purpose string, r io.Reader) (Diges
 			}
 			free <- seg[:cap(seg)]
 		}
+		d := <-digest
 		if err == nil {
-			err = sw.Close()
+			err = sw.CloseDigest(d)
 		}
 		werr <- err
 	}()
@@ -74,42 +97,53 @@ func writeSealed(f backend.File, key []byte, purpose string, r io.Reader) (Diges
 			break
 		}
 	}
+	var d Digest
+	h.Sum(d[:0])
+	digest <- d
 	close(full)
 	err = <-werr
 	for range segCount {
 		putSeg(<-free)
 	}
 	if rerr != nil {
-		return Digest{}, n, rerr
+		return Digest{}, n, 0, rerr
 	}
 	if err != nil {
-		return Digest{}, n, err
+		return Digest{}, n, 0, err
 	}
-	var d Digest
-	h.Sum(d[:0])
-	return d, n, nil
+	return d, n, format, nil
 }
 
 // verifiedReader decrypts a sealed copy and checks its size and SHA-256: a
 // mismatch is reported, wrapping ErrInvalidData, instead of io.EOF. A
 // goroutine reads and decrypts ahead (up to segCount segments) while the
 // reader hashes. Every byte it returns was authenticated (chunk by chunk)
-// under the tenant's key; the digest check at the end proves the whole.
+// under the tenant's key (and, in the bound formats, together with the
+// content's digest); the digest check at the end proves the whole.
+//
+// With holdBack, the final segment (the one that reaches the expected size,
+// up to segSize bytes) is returned only once the stream has ended and its size
+// and SHA-256 matched: a consumer never receives the last bytes of content
+// that fails verification, so one that stops after the expected size (a
+// limit reader, an HTTP body of that Content-Length) has still been given
+// nothing unverified in full, and one that reads to the end gets the error
+// before the last bytes.
 type verifiedReader struct {
-	rc   io.ReadCloser
-	h    hash.Hash
-	segs chan segment
-	free chan []byte
-	stop chan struct{}
-	once sync.Once
-	wg   sync.WaitGroup
-	cur  []byte // unread part of the current segment
-	buf  []byte // the current segment, to give back
-	n    int64
-	want Digest
-	size int64
-	what string
-	err  error
+	holdBack bool
+	rc       io.ReadCloser
+	h        hash.Hash
+	segs     chan segment
+	free     chan []byte
+	stop     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+	cur      []byte // unread part of the current segment
+	buf      []byte // the current segment, to give back
+	n        int64
+	want     Digest
+	size     int64
+	what     string
+	err      error
 	// onInvalid, if set, is called once when the content turns out not
 	// to match (an error wrapping ErrInvalidData).
 	onInvalid func(error)
@@ -120,21 +154,24 @@ type segment struct {
 	err error
 }
 
-func newVerifiedReader(rc io.ReadCloser, key []byte, purpose string, want Digest, size int64, what string) *verifiedReader {
+func newVerifiedReader(rc io.ReadCloser, sr *seal.Reader, want Digest, size int64, what string, holdBack bool) *verifiedReader {
 	r := &verifiedReader{
-		rc: rc, h: sha256.New(), want: want, size: size, what: what,
+		rc: rc, h: sha256.New(), want: want, size: size, what: what, holdBack: holdBack,
 		segs: make(chan segment, segCount), free: make(chan []byte, segCount), stop: make(chan struct{}),
 	}
 	// Small content needs no read-ahead of a whole segment count.
 	count := segCount
 	if size < segSize {
 		count = 1
+		if holdBack {
+			count = 2 // the end is read into a second while the first is held
+		}
 	}
 	for range count {
 		r.free <- getSeg()
 	}
 	r.wg.Add(1)
-	go r.decrypt(seal.NewReader(rc, key, purpose))
+	go r.decrypt(sr)
 	return r
 }
 
@@ -187,6 +224,22 @@ func (r *verifiedReader) next() bool {
 		return false
 	}
 	r.h.Write(seg.b)
+	if r.holdBack && r.n == r.size {
+		// The final segment: hold it until the end of the stream is
+		// read and the whole verified.
+		end := <-r.segs
+		switch {
+		case end.err != nil:
+			r.finish(end.err)
+		default:
+			r.free <- end.b[:cap(end.b)]
+			r.fail(fmt.Errorf("%s: more than %d bytes: %w", r.what, r.size, ErrInvalidData))
+		}
+		if r.err != io.EOF {
+			r.cur = nil
+			return false
+		}
+	}
 	return true
 }
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"svc.dev/svc/internal/vaultfs"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/vaultfs"
 )
 
 // ProviderStore returns the tenant's vault as a vaultfs.Store, for the

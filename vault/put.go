@@ -310,7 +310,7 @@ func (v *Vault) putLarge(ctx context.Context, t *tenant, draft Object, req *PutR
 	if err != nil {
 		return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
 	}
-	d, n, err := writeSealed(f, t.dataKey, purposeContent, body)
+	d, n, format, err := v.writeSealed(f, t, purposeContent, req.SHA256, body)
 	if err == nil {
 		err = req.check(d, n)
 	}
@@ -345,7 +345,7 @@ func (v *Vault) putLarge(ctx context.Context, t *tenant, draft Object, req *PutR
 	if found && b.Hot.good() {
 		// The content is stored: verify that copy instead of storing
 		// another one.
-		err := v.verifyPlacement(ctx, v.hot, b.Hot, t.dataKey, purposeContent, d, n, what, nil)
+		err := v.verifyPlacement(ctx, v.hot, t, b.Hot, purposeContent, d, d, n, what, nil)
 		switch {
 		case err == nil:
 			reuse = true
@@ -367,7 +367,7 @@ func (v *Vault) putLarge(ctx context.Context, t *tenant, draft Object, req *PutR
 			return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
 		}
 		v.stats.durableWrite(false)
-		in.hot = &Placement{Name: name, Length: seal.SealedSize(n), VerifiedAt: v.now()}
+		in.hot = &Placement{Name: name, Length: sealedLen(format, n), Format: format, VerifiedAt: v.now()}
 		if err := v.setState(ctx, t.name, draft.ID, func(o *Object) { o.SHA256, o.SizeBytes = d, n }, StateUploading, StateVerifying); err != nil {
 			return Object{}, fmt.Errorf("put %s: %w", draft.ID, err)
 		}
@@ -405,7 +405,7 @@ func (v *Vault) putLarge(ctx context.Context, t *tenant, draft Object, req *PutR
 // from the verified plaintext on the way.
 func (v *Vault) readBack(ctx context.Context, t *tenant, p *Placement, d Digest, n int64, mode extract.Mode, what string) ([]byte, error) {
 	if mode != extract.HTML && mode != extract.Message {
-		return nil, v.verifyPlacement(ctx, v.hot, p, t.dataKey, purposeContent, d, n, what, nil)
+		return nil, v.verifyPlacement(ctx, v.hot, t, p, purposeContent, d, d, n, what, nil)
 	}
 	pr, pw := io.Pipe()
 	type result struct {
@@ -418,7 +418,7 @@ func (v *Vault) readBack(ctx context.Context, t *tenant, p *Placement, d Digest,
 		_, _ = io.Copy(io.Discard, pr) // the extractor may stop early
 		done <- result{text, ok}
 	}()
-	err := v.verifyPlacement(ctx, v.hot, p, t.dataKey, purposeContent, d, n, what, pw)
+	err := v.verifyPlacement(ctx, v.hot, t, p, purposeContent, d, d, n, what, pw)
 	pw.CloseWithError(err)
 	r := <-done
 	if err != nil || !r.ok {
@@ -429,7 +429,17 @@ func (v *Vault) readBack(ctx context.Context, t *tenant, p *Placement, d Digest,
 
 // writeText stores extracted text as its own sealed file and verifies it.
 func (v *Vault) writeText(ctx context.Context, t *tenant, d Digest, text []byte) (*Placement, Digest, error) {
-	sealed, err := seal.Seal(nil, text, t.dataKey, purposeText)
+	td := Sum(text)
+	var sealed []byte
+	var format uint8
+	var err error
+	if v.legacy {
+		sealed, err = seal.Seal(nil, text, t.dataKey, purposeText)
+	} else {
+		// Bound to the content it was extracted from.
+		sealed, err = seal.SealBound(nil, text, t.dataKey, purposeText, seal.Binding{Tenant: t.name, Digest: d})
+		format = seal.VersionBound
+	}
 	if err != nil {
 		return nil, Digest{}, err
 	}
@@ -438,9 +448,8 @@ func (v *Vault) writeText(ctx context.Context, t *tenant, d Digest, text []byte)
 		return nil, Digest{}, err
 	}
 	v.stats.durableWrite(false)
-	p := &Placement{Name: name, Length: int64(len(sealed)), VerifiedAt: v.now()}
-	td := Sum(text)
-	if err := v.verifyPlacement(ctx, v.hot, p, t.dataKey, purposeText, td, int64(len(text)), "extracted text", nil); err != nil {
+	p := &Placement{Name: name, Length: int64(len(sealed)), Format: format, VerifiedAt: v.now()}
+	if err := v.verifyPlacement(ctx, v.hot, t, p, purposeText, d, td, int64(len(text)), "extracted text", nil); err != nil {
 		return nil, Digest{}, err
 	}
 	return p, td, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"svc.dev/svc/vault/backend"
+	"svc.dev/svc/vault/internal/seal"
 )
 
 const (
@@ -14,23 +15,48 @@ const (
 	purposeText    = "text"
 )
 
-// openPlacement opens a verified reader of a copy. A missing file is lost
-// content: an error wrapping ErrInvalidData.
-func (v *Vault) openPlacement(ctx context.Context, be backend.Backend, p *Placement, key []byte, purpose string, want Digest, size int64, what string) (*verifiedReader, error) {
-	rc, err := be.Open(ctx, p.Name, p.Offset, p.Length)
+// openPlacement opens a verified reader of a copy of tenant t: sealed for
+// purpose, bound to the content bind (its chunks, in the bound formats), and
+// whose plaintext must be size bytes with SHA-256 want (for a content, want is
+// bind; for its text, the text's digest). A missing file is lost content: an
+// error wrapping ErrInvalidData.
+func (v *Vault) openPlacement(ctx context.Context, be backend.Backend, t *tenant, p *Placement, purpose string, bind, want Digest, size int64, what string) (*verifiedReader, error) {
+	return v.openCopy(ctx, be, false, t, p, purpose, bind, want, size, what)
+}
+
+// fromMedium reports whether verifications on be read the medium itself
+// (backend.MediumReader), not a cache of what was written.
+func (v *Vault) fromMedium(be backend.Backend) bool {
+	m, ok := be.(backend.MediumReader)
+	return ok && m.Medium() != ""
+}
+
+// openStored opens a range of a stored file: from the medium when medium is
+// set and be can (backend.MediumReader), else as be serves it.
+func (v *Vault) openStored(ctx context.Context, be backend.Backend, medium bool, name string, offset, length int64) (io.ReadCloser, error) {
+	if m, ok := be.(backend.MediumReader); ok && medium && m.Medium() != "" {
+		return m.OpenMedium(ctx, name, offset, length)
+	}
+	return be.Open(ctx, name, offset, length)
+}
+
+// openCopy is openPlacement, reading from the medium when medium is set.
+func (v *Vault) openCopy(ctx context.Context, be backend.Backend, medium bool, t *tenant, p *Placement, purpose string, bind, want Digest, size int64, what string) (*verifiedReader, error) {
+	rc, err := v.openStored(ctx, be, medium, p.Name, p.Offset, p.Length)
 	if errors.Is(err, backend.ErrNotFound) {
 		return nil, fmt.Errorf("%s: stored copy is missing: %w: %w", what, ErrInvalidData, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return newVerifiedReader(rc, key, purpose, want, size, what), nil
+	sr := seal.NewBoundReader(rc, t.dataKey, purpose, seal.Binding{Tenant: t.name, Digest: bind}, p.Format)
+	return newVerifiedReader(rc, sr, want, size, what, !v.legacy), nil
 }
 
-// verifyPlacement reads a copy to the end and checks it; w, if not nil,
-// receives the plaintext.
-func (v *Vault) verifyPlacement(ctx context.Context, be backend.Backend, p *Placement, key []byte, purpose string, want Digest, size int64, what string, w io.Writer) error {
-	r, err := v.openPlacement(ctx, be, p, key, purpose, want, size, what)
+// verifyPlacement reads a copy to the end, from the medium where be can
+// (fromMedium), and checks it; w, if not nil, receives the plaintext.
+func (v *Vault) verifyPlacement(ctx context.Context, be backend.Backend, t *tenant, p *Placement, purpose string, bind, want Digest, size int64, what string, w io.Writer) error {
+	r, err := v.openCopy(ctx, be, true, t, p, purpose, bind, want, size, what)
 	if err != nil {
 		return err
 	}
@@ -140,7 +166,7 @@ func (v *Vault) openBlob(ctx context.Context, t *tenant, b *Blob, preferCold boo
 			continue
 		}
 		failed := func(cause error) { v.readFailed(t, b.Digest, obj, c.p, c.cold, cause) }
-		r, err := v.openPlacement(ctx, c.be, c.p, t.dataKey, purposeContent, b.Digest, b.Size, what)
+		r, err := v.openPlacement(ctx, c.be, t, c.p, purposeContent, b.Digest, b.Digest, b.Size, what)
 		if errors.Is(err, ErrInvalidData) {
 			failed(err)
 		}
@@ -204,7 +230,7 @@ func (v *Vault) OpenText(ctx context.Context, tenant, id string) (io.ReadCloser,
 		if !b.Text.good() {
 			return nil, fmt.Errorf("text of vault object %s: stored text is corrupt: %w", id, ErrInvalidData)
 		}
-		return v.openPlacement(ctx, v.hot, b.Text, t.dataKey, purposeText, b.TextDigest, b.TextSize, "text of vault object "+id)
+		return v.openPlacement(ctx, v.hot, t, b.Text, purposeText, b.Digest, b.TextDigest, b.TextSize, "text of vault object "+id)
 	}
 	return nil, fmt.Errorf("text of vault object %s: %w", id, ErrNotFound)
 }

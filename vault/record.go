@@ -26,10 +26,15 @@ type Object struct {
 	CreatedAt   time.Time      `json:"created_at"`
 	CommittedAt time.Time      `json:"committed_at,omitzero"`
 	VerifiedAt  time.Time      `json:"verified_at,omitzero"`
-	ColdSince   time.Time      `json:"cold_since,omitzero"`
-	HasText     bool           `json:"has_text,omitempty"`
-	HasOCR      bool           `json:"has_ocr,omitempty"`
-	ManifestID  string         `json:"manifest_id,omitempty"`
+	// MediumVerifiedAt is when the object's content was last re-read from
+	// the storage medium itself (not a cache of the write: see
+	// backend.MediumReader) and its SHA-256 matched: at commit, by Verify
+	// or by a scrub. Coverage reports on it.
+	MediumVerifiedAt time.Time `json:"medium_verified_at,omitzero"`
+	ColdSince        time.Time `json:"cold_since,omitzero"`
+	HasText          bool      `json:"has_text,omitempty"`
+	HasOCR           bool      `json:"has_ocr,omitempty"`
+	ManifestID       string    `json:"manifest_id,omitempty"`
 	// Reason says why the object is corrupt (the last failed verification).
 	Reason string `json:"reason,omitempty"`
 	// Held reports that the object counts in its blob's Refs (from commit
@@ -152,6 +157,10 @@ type Placement struct {
 	Offset int64  `json:"offset,omitempty"`
 	Length int64  `json:"length"`         // sealed bytes
 	Pack   bool   `json:"pack,omitempty"` // Name is a pack (see Pack)
+	// Format is the seal format version the copy was written in (3: a
+	// bound stream, 4: a bound pack entry); a reader accepts no other. 0:
+	// written before formats were recorded (version 1 or 2, either read).
+	Format uint8 `json:"format,omitempty"`
 	// Corrupt is set when the copy failed verification; a copy that
 	// verifies again, or a fresh one, clears it.
 	Corrupt    bool      `json:"corrupt,omitempty"`

@@ -17,6 +17,7 @@ type probe struct {
 	offset int64
 	bytes  int64 // bytes re-hashed (0 when the result came from the memo)
 	err    error // nil, or wrapping ErrInvalidData: the copy is bad or lost
+	medium bool  // the copy was read from the medium (not a cache)
 }
 
 type copyKey struct {
@@ -53,12 +54,13 @@ func (v *Vault) probeObject(ctx context.Context, t *tenant, o Object, memo map[c
 		return pr, nil
 	}
 	pr.name, pr.offset = p.Name, p.Offset
+	pr.medium = v.fromMedium(be)
 	k := copyKey{pr.cold, p.Name, p.Offset}
 	if err, ok := memo[k]; ok {
 		pr.err = err
 		return pr, nil
 	}
-	err = v.verifyPlacement(ctx, be, p, t.dataKey, purposeContent, b.Digest, b.Size, "vault object "+o.ID, nil)
+	err = v.verifyPlacement(ctx, be, t, p, purposeContent, b.Digest, b.Digest, b.Size, "vault object "+o.ID, nil)
 	if err != nil && !errors.Is(err, ErrInvalidData) {
 		return pr, err
 	}
@@ -114,6 +116,9 @@ func (v *Vault) applyProbe(tx MetaTx, id string, pr probe, now time.Time) (Objec
 			}
 		}
 		o.VerifiedAt, o.Reason = now, ""
+		if pr.medium {
+			o.MediumVerifiedAt = now
+		}
 	} else {
 		if p != nil && !p.Corrupt {
 			p.Corrupt = true
@@ -388,7 +393,7 @@ func (v *Vault) scrubTexts(ctx context.Context, t *tenant, rep *ScrubReport) err
 			if b.Text == nil {
 				continue
 			}
-			err := v.verifyPlacement(ctx, v.hot, b.Text, t.dataKey, purposeText, b.TextDigest, b.TextSize, "extracted text", nil)
+			err := v.verifyPlacement(ctx, v.hot, t, b.Text, purposeText, b.Digest, b.TextDigest, b.TextSize, "extracted text", nil)
 			if err != nil && !errors.Is(err, ErrInvalidData) {
 				return err
 			}

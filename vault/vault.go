@@ -83,6 +83,15 @@ type Vault struct {
 	locks keyedLocks
 	stats stats
 
+	// legacy writes the formats of before bound streams (seal versions 1
+	// and 2) and reads without holding back the final segment: the old
+	// path, kept for the benchmarks that compare the two and for tests of
+	// reading old data (SetLegacyFormat).
+	legacy bool
+
+	schedMu   sync.Mutex // one ScrubScheduled with a budget at a time
+	schedDebt int64      // bytes read beyond the budget, owed by the next run
+
 	appendMu  sync.Mutex
 	appending map[string]bool // packs open for appending
 }

@@ -19,7 +19,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
-	"svc.dev/svc/internal/archive"
+	"svc.dev/svc/platform/archive"
 	"svc.dev/svc/wire"
 )
 

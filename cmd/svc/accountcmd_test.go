@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"svc.dev/svc/internal/archive"
+	"svc.dev/svc/platform/archive"
 )
 
 // svc account export --wait -o FILE exports the dev account, downloads the archive and checks

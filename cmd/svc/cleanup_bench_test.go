@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"svc.dev/svc/internal/store"
+	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/vaulttest"
 )
@@ -261,7 +261,7 @@ func vaultOnly(tb testing.TB, files []string, dir string) time.Duration {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	db, err := store.Open(filepath.Join(dir, "svc.db"))
+	db, err := bolt.Open(filepath.Join(dir, "svc.db"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/internal/platform"
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/server"
 )
 
 // cliServer is a real server in process (server.New on a loopback listener, seeded like

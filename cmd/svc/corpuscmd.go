@@ -14,9 +14,9 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/internal/corpus"
-	"svc.dev/svc/internal/discover"
 	"svc.dev/svc/mail"
 	"svc.dev/svc/plan"
+	"svc.dev/svc/plan/discover"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/local"
 )

@@ -1,27 +1,107 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
-// Domain packages and the provider SDK must not reach the edge or the storage engine:
-// storage comes to them through interfaces they declare.
-func TestDomainDependencies(t *testing.T) {
-	domain := []string{"platform", "platform/webhook", "platform/event", "wire", "id", "plan", "plan/discover", "execute", "receipt",
-		"manifest", "vault", "intel", "creator", "providers", "storage"}
-	forbidden := []string{"svc.dev/svc/internal/server", "svc.dev/svc/internal/store", "go.etcd.io/bbolt", "connectrpc.com/connect"}
-	for _, pkg := range domain {
-		out, err := exec.Command("go", "list", "-deps", "svc.dev/svc/"+pkg).Output()
-		if err != nil {
-			continue // not written yet
+// pkg is what `go list -json` says of one package.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+	Error      *struct{ Err string }
+}
+
+// listPackages lists the module's packages (not their tests) with their direct imports and
+// transitive dependencies.
+func listPackages(t *testing.T) map[string]pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Deps,Error", "svc.dev/svc/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list: %v", err)
 		}
-		for _, dep := range strings.Fields(string(out)) {
-			for _, f := range forbidden {
-				if dep == f || strings.HasPrefix(dep, f+"/") {
-					t.Errorf("%s depends on %s", pkg, dep)
+		if p.Error != nil {
+			t.Fatalf("%s: %s", p.ImportPath, p.Error.Err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+const mod = "svc.dev/svc"
+
+// under reports whether dep is path or a package below it.
+func under(dep, path string) bool { return dep == path || strings.HasPrefix(dep, path+"/") }
+
+// TestLayers keeps the layers of docs/architecture.md: domain packages and the provider SDK
+// reach neither the edge, Connect, nor a storage engine (storage comes to them through
+// interfaces they declare); the edge reaches no storage engine; only cmd and the embedding
+// package's default Open pick the bbolt engine, and only that engine imports bbolt.
+func TestLayers(t *testing.T) {
+	pkgs := listPackages(t)
+	domain := []string{"platform", "platform/event", "platform/webhook", "platform/job", "platform/billing",
+		"platform/archive", "wire", "id", "mail", "plan", "plan/discover", "execute", "receipt", "manifest",
+		"vault", "intel", "creator", "providers", "providers/plugin", "providers/pagetoken", "providers/vaultfs",
+		"storage", "storage/storagetest"}
+	engines := []string{mod + "/server", "connectrpc.com/connect", mod + "/storage/bolt", "go.etcd.io/bbolt"}
+	for _, d := range domain {
+		p, ok := pkgs[mod+"/"+d]
+		if !ok {
+			t.Errorf("%s: no such package (the layer map names it)", d)
+			continue
+		}
+		for _, dep := range p.Deps {
+			for _, f := range engines {
+				if under(dep, f) {
+					t.Errorf("%s depends on %s", d, dep)
 				}
+			}
+		}
+	}
+	// The edge reaches no storage engine, directly or through another package but the
+	// embedding package's default Open.
+	if p, ok := pkgs[mod+"/server"]; !ok {
+		t.Error("server: no such package")
+	} else {
+		for _, imp := range p.Imports {
+			if under(imp, mod+"/storage/bolt") || imp == "go.etcd.io/bbolt" {
+				t.Errorf("server imports %s", imp)
+			}
+		}
+	}
+	for path, p := range pkgs {
+		for _, imp := range p.Imports {
+			switch {
+			case imp == mod+"/storage/bolt" && path != mod && path != mod+"/cmd/svc":
+				t.Errorf("%s imports the bbolt engine (only cmd and the default Open may)", path)
+			case imp == "go.etcd.io/bbolt" && path != mod+"/storage/bolt":
+				t.Errorf("%s imports bbolt (only storage/bolt may)", path)
+			}
+		}
+	}
+}
+
+// TestClientDependencies: the client is for programs that call a hosted svc, so it pulls in
+// neither the server, the store, the vault nor the execution engine.
+func TestClientDependencies(t *testing.T) {
+	p := listPackages(t)[mod+"/client"]
+	for _, dep := range p.Deps {
+		for _, f := range []string{mod + "/server", mod + "/storage/bolt", "go.etcd.io/bbolt", mod + "/vault", mod + "/execute"} {
+			if under(dep, f) {
+				t.Errorf("client depends on %s", dep)
 			}
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"os"
 	"slices"
 
-	"svc.dev/svc/internal/server"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/server"
 )
 
 // oauthEntry is one provider in the file of `svc serve --oauth-config`: svc's client at the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/server"
 )
 
 // newOpenAPICmd returns "svc openapi": print the OpenAPI document this binary's server serves

@@ -17,12 +17,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"svc.dev/svc/internal/billing"
-	"svc.dev/svc/internal/billing/stripe"
-	"svc.dev/svc/internal/platform"
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/billing"
+	"svc.dev/svc/platform/billing/stripe"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
+	"svc.dev/svc/server"
 )
 
 func newServeCmd() *cobra.Command {
@@ -37,6 +37,8 @@ func newServeCmd() *cobra.Command {
 		baseURL       string
 		oauthConfig   string
 		scrubEvery    time.Duration
+		verifyEvery   time.Duration
+		verifyBudget  int64
 		coldAfter     time.Duration
 		vaultStore    vaultFlags
 		debugAddr     string
@@ -55,7 +57,7 @@ func newServeCmd() *cobra.Command {
 				dataDir = defaultDataDir()
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
-				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain,
 				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
 		},
@@ -70,6 +72,8 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&inProcess, "in-process-providers", false, "run the built-in providers in this process instead of as plugins")
 	f.StringVar(&baseURL, "base-url", "", "the externally visible origin, as clients and OAuth callbacks reach it (default: the listen address over http)")
 	f.StringVar(&oauthConfig, "oauth-config", "", "JSON file of the providers end users connect through OAuth 2 (docs/connect.md)")
+	f.DurationVar(&verifyEvery, "verify-every", 30*24*time.Hour, "re-read every vault object from its disk and verify it at least this often (hourly runs within --verify-bytes-per-hour); 0 never")
+	f.Int64Var(&verifyBudget, "verify-bytes-per-hour", 0, "the reading budget of scheduled verification, in bytes per hour (0: no limit)")
 	f.DurationVar(&scrubEvery, "scrub-every", server.DefaultScrubInterval, "how often to scrub every tenant's vault (re-read and re-hash every copy); 0 never")
 	f.DurationVar(&coldAfter, "cold-after", server.DefaultColdAfter, "move vault objects to the cold tier this long after their commit (checked after each scrub); 0 never")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off when empty")
@@ -111,10 +115,13 @@ type serveOptions struct {
 	baseURL       string
 	oauthConfig   string
 	scrubEvery    time.Duration
-	coldAfter     time.Duration
-	vault         vaultFlags
-	log           interface{ Write([]byte) (int, error) }
-	debugAddr     string
+	// verifyEvery and verifyBudget configure scheduled verification (0: never).
+	verifyEvery  time.Duration
+	verifyBudget int64
+	coldAfter    time.Duration
+	vault        vaultFlags
+	log          interface{ Write([]byte) (int, error) }
+	debugAddr    string
 	// requestTimeout is the per-request deadline (0: the server's default).
 	requestTimeout time.Duration
 	// drain bounds the graceful shutdown (0: 30 s); closing the store gets closeGrace more.
@@ -166,7 +173,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.stripeKey != "" {
 		processor = stripe.New(o.stripeKey, &stripe.Options{URL: o.stripeURL})
 	}
-	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), ColdAfter: orNever(o.coldAfter),
+	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, ColdAfter: orNever(o.coldAfter),
 		RequestTimeout: o.requestTimeout})
 	if err != nil {
 		return err
@@ -218,7 +225,10 @@ func serve(ctx context.Context, o serveOptions) error {
 		}
 		logger.Info("dev tenant ready", "credentials", filepath.Join(o.dataDir, server.DevCredentialsFile), "user_id", creds.UserID)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Idle keep-alive connections are closed after a minute, so idle clients cannot hold the
+	// server's descriptors (issue 21). No write timeout: downloads and exports stream for as
+	// long as they take; the per-request deadline bounds how long one may take to start.
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	logger.Info("svc listening", "base_url", baseURL, "data", o.dataDir)
@@ -240,17 +250,29 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- srv.Close() }()
-	select {
-	case cerr := <-closed:
-		if err == nil {
-			err = cerr
+	wait := func(d time.Duration) bool {
+		select {
+		case cerr := <-closed:
+			if err == nil {
+				err = cerr
+			}
+			return true
+		case <-time.After(d):
+			return false
 		}
-	case <-time.After(closeGrace):
-		// Something holds the store (a stuck request's transaction): stop without it. Every
-		// committed transaction is on disk; executions resume from their journals at start.
-		logger.Error("the store did not close in time; stopping without it", "after", closeGrace)
-		if err == nil {
-			err = errors.New("stopped without closing the store (see the log)")
+	}
+	if !wait(closeGrace / 2) {
+		// Executions wait on provider calls (a frozen plugin, say): stop the plugins without
+		// waiting on them, so those calls fail at once; the steps resume from the journal.
+		logger.Warn("executions still wait on providers: stopping the provider plugins")
+		go reg.Close()
+		if !wait(closeGrace / 2) {
+			// Something holds the store (a stuck request's transaction): stop without it.
+			// Every committed transaction is on disk; executions resume from their journals.
+			logger.Error("the store did not close in time; stopping without it", "after", closeGrace)
+			if err == nil {
+				err = errors.New("stopped without closing the store (see the log)")
+			}
 		}
 	}
 	logger.Info("stopped")

@@ -17,7 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/server"
 )
 
 // svcBinary builds the real binary once per test run.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"svc.dev/svc/internal/server"
+	"svc.dev/svc/server"
 	"svc.dev/svc/vault/backend/s3"
 )
 

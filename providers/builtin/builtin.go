@@ -13,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"svc.dev/svc/internal/vaultfs"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/local"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/s3"
 	"svc.dev/svc/providers/simulated"
+	"svc.dev/svc/providers/vaultfs"
 )
 
 // Builtin is one built-in provider.

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"svc.dev/svc/internal/pagetoken"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/pagetoken"
 )
 
 // A listing walks the source in a fixed order: directory entries sorted by

@@ -37,6 +37,11 @@ func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.
 		if isTrashName(part) {
 			return providers.Object{}, fmt.Errorf("local: write path %q: %w", req.Path, providers.ErrInvalidArgument)
 		}
+		if isWriteTemp(part) {
+			// The name of one of svc's own temporary files: written there, the next write
+			// into its folder would sweep it as a leftover (and listings skip it).
+			return providers.Object{}, fmt.Errorf("local: write path %q: the name is reserved for svc's temporary files: %w", req.Path, providers.ErrInvalidArgument)
+		}
 	}
 	root, err := os.OpenRoot(src)
 	if err != nil {

@@ -146,3 +146,30 @@ func TestWriteErrorsHideHostPaths(t *testing.T) {
 		t.Fatalf("the error names the host path: %v", err)
 	}
 }
+
+// An export of an object named exactly like svc's temporaries (".svc-write-" + 32 hex +
+// ".tmp") used to be written, reported verified, and then deleted by the next write's sweep
+// (issue 27, finding 7). Such a path is refused, and nothing is left under that name.
+func TestWriteRefusesTheTemporaryNameForm(t *testing.T) {
+	root := t.TempDir()
+	ctx := context.Background()
+	p, err := New(ctx, providers.Config{"root": root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := providers.AsWriter(p)
+	for _, path := range []string{".svc-write-0123456789abcdef0123456789abcdef.tmp", "dir/.svc-write-0123456789abcdef0123456789abcdef.tmp",
+		".svc-write-0123456789abcdef0123456789abcdef.tmp/inside.txt"} {
+		_, err := w.Write(ctx, providers.WriteRequest{Path: path, SizeBytes: -1}, strings.NewReader("exported"))
+		if !errors.Is(err, providers.ErrInvalidArgument) {
+			t.Errorf("write %s: %v, want ErrInvalidArgument", path, err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, filepath.FromSlash(path))); err == nil {
+			t.Errorf("%s was written", path)
+		}
+	}
+	// A name that only starts like one is an ordinary name.
+	if _, err := w.Write(ctx, providers.WriteRequest{Path: ".svc-write-notes.txt", SizeBytes: -1}, strings.NewReader("n")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -103,6 +103,7 @@ type lanePool struct {
 	nextID  uint64
 	closed  bool
 	timeout time.Duration
+	opening chan struct{} // closed when the OpenContentChannel in flight is answered
 }
 
 // hostLane is the host's end of a lane.
@@ -122,64 +123,93 @@ func (l *hostLane) begin() *pluginpb.ContentLane {
 }
 
 // acquire returns an idle lane, opening the channel or a new lane if
-// needed, or nil when content should travel in messages instead.
+// needed, or nil when content should travel in messages instead. The call
+// that opens the channel and the dial of a new lane run without lp.mu, so
+// that closing the pool (a kill) never waits on the plugin.
 func (lp *lanePool) acquire(ctx context.Context, rpc pluginpb.ProviderServiceClient) *hostLane {
 	if !lanesSupported {
 		return nil
 	}
 	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	if lp.closed {
-		return nil
-	}
-	if !lp.tried {
-		err := lp.openChannel(ctx, rpc)
+	for !lp.tried && !lp.closed {
+		if ch := lp.opening; ch != nil {
+			lp.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil
+			}
+			lp.mu.Lock()
+			continue
+		}
+		ch := make(chan struct{})
+		lp.opening = ch
+		lp.mu.Unlock()
+		dir, path, token, err := openChannel(ctx, rpc, lp.timeout)
+		lp.mu.Lock()
+		lp.opening = nil
+		close(ch)
+		if lp.closed {
+			if dir != "" {
+				os.RemoveAll(dir)
+			}
+			break
+		}
 		// A fetch cancelled meanwhile says nothing about the plugin: the
 		// next one asks again.
 		lp.tried = err == nil || ctx.Err() == nil
 		lp.ok = err == nil
+		lp.dir, lp.path, lp.token = dir, path, token
 	}
-	if !lp.ok {
+	if lp.closed || !lp.ok {
+		lp.mu.Unlock()
 		return nil
 	}
 	if n := len(lp.idle); n > 0 {
 		l := lp.idle[n-1]
 		lp.idle = lp.idle[:n-1]
+		lp.mu.Unlock()
 		return l
 	}
 	if lp.open >= maxLanes {
+		lp.mu.Unlock()
 		return nil
 	}
 	lp.nextID++
-	l, err := dialLane(lp.path, lp.token, lp.nextID, lp.timeout)
+	lp.open++
+	path, token, id := lp.path, lp.token, lp.nextID
+	lp.mu.Unlock()
+	l, err := dialLane(path, token, id, lp.timeout)
 	if err != nil {
+		lp.mu.Lock()
+		lp.open--
+		lp.mu.Unlock()
 		return nil
 	}
-	lp.open++
 	return l
 }
 
-// openChannel asks the plugin to listen for lanes. Any failure (a plugin
-// without lanes answers Unimplemented) leaves content in messages.
-func (lp *lanePool) openChannel(ctx context.Context, rpc pluginpb.ProviderServiceClient) error {
-	dir, err := os.MkdirTemp("", "svc-lanes-") // mode 0700
+// openChannel asks the plugin to listen for lanes in a new directory, and
+// returns the directory, the socket's path and the lanes' secret. Any
+// failure (a plugin without lanes answers Unimplemented) leaves content in
+// messages.
+func openChannel(ctx context.Context, rpc pluginpb.ProviderServiceClient, timeout time.Duration) (dir, path string, token []byte, err error) {
+	dir, err = os.MkdirTemp("", "svc-lanes-") // mode 0700
 	if err != nil {
-		return err
+		return "", "", nil, err
 	}
-	lp.dir, lp.path = dir, filepath.Join(dir, "lanes.sock")
-	cctx, cancel := context.WithTimeout(ctx, lp.timeout)
+	path = filepath.Join(dir, "lanes.sock")
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := rpc.OpenContentChannel(cctx, &pluginpb.OpenContentChannelRequest{SocketPath: lp.path})
+	resp, err := rpc.OpenContentChannel(cctx, &pluginpb.OpenContentChannelRequest{SocketPath: path})
 	if err == nil {
 		err = validate(resp)
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		lp.dir = ""
-		return err
+		return "", "", nil, err
 	}
-	lp.token = resp.GetToken()
-	return nil
+	return dir, path, resp.GetToken(), nil
 }
 
 // release gives a lane back after a fetch: to the idle set if the fetch

@@ -16,6 +16,7 @@ import (
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/providertest"
+	"svc.dev/svc/providers/providertest/hostile"
 	"svc.dev/svc/providers/simulated"
 )
 
@@ -27,11 +28,17 @@ func TestMain(m *testing.M) {
 			plugin.Serve(simulated.Description, simulated.NewFactory(simulated.Options{Crash: func() { os.Exit(3) }}))
 		case "bad":
 			plugin.Serve(badDescription, newBad)
+		case "hostile":
+			plugin.Serve(hostile.Description, hostile.New)
 		}
 		os.Exit(0)
 	}
+	// A secret of the host's, which no plugin may see (TestHostile).
+	os.Setenv(hostSecret, "sk_test_not_for_plugins")
 	os.Exit(m.Run())
 }
+
+const hostSecret = "SVC_STRIPE_SECRET_KEY"
 
 func newPlugin(t testing.TB, name providers.Name, serve string, opts *plugin.Options) *plugin.Plugin {
 	t.Helper()

@@ -43,8 +43,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"svc.dev/svc/internal/pagetoken"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/pagetoken"
 )
 
 var caps = []providers.Capability{providers.CapRemove, providers.CapWrite}

@@ -271,6 +271,21 @@ func (x memPlans) Put(_ context.Context, tenant string, p *svcv1.Plan, also ...s
 	return x.m.change(also, func() error { return x.m.put("plan", tenant, p.GetPlanId(), p) })
 }
 
+func (x memPlans) FillSmall(ctx context.Context, tenant string, plans []*svcv1.Plan, limit int) (bool, error) {
+	total := 0
+	for _, p := range plans {
+		if total += int(p.GetProjection().GetObjectCount()); total > limit {
+			return false, nil
+		}
+	}
+	for _, p := range plans {
+		if err := x.Fill(ctx, tenant, p); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 func (x memPlans) Get(_ context.Context, tenant, id string) (*svcv1.Plan, error) {
 	x.m.mu.Lock()
 	defer x.m.mu.Unlock()

@@ -1,5 +1,5 @@
 // Package storagetest is the conformance suite of the embedding package's storage seam
-// (svc.dev/svc/storage): every Store implementation (the bbolt one in svc.dev/svc/internal/store, a
+// (svc.dev/svc/storage): every Store implementation (the bbolt one in svc.dev/svc/storage/bolt, a
 // PostgreSQL one) runs Run against fresh, empty stores. The vault's records have their own
 // suite, vaulttest.RunMeta.
 package storagetest

@@ -18,7 +18,7 @@
 //   - Implementations are safe for concurrent use.
 //
 // Optional capabilities are one-method interfaces found by type assertion
-// (Saver, Appender).
+// (Saver, Appender, MediumReader).
 package backend
 
 import (
@@ -93,6 +93,20 @@ type AppendFile interface {
 	Sync() error
 	// Close closes the file.
 	Close() error
+}
+
+// MediumReader is an optional capability: read a byte range from the
+// storage medium itself, not from a cache of recent writes (the page cache),
+// so that a read-back or a scrub verifies what the medium holds. The vault
+// reads through it whenever it verifies (the read-back of a write, Verify,
+// Scrub), and records such verifications as made from the medium.
+type MediumReader interface {
+	// OpenMedium is Open, reading around any local cache.
+	OpenMedium(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error)
+	// Medium says how ("direct": O_DIRECT; "evict": cached pages dropped,
+	// then read; "remote": a store with no local cache), or "" when this
+	// backend cannot go around its cache.
+	Medium() string
 }
 
 // Info describes a committed file.

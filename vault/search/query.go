@@ -62,9 +62,13 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Result, err
 	limit := max(q.Limit, 1)
 	req := bleve.NewSearchRequestOptions(root, limit+1, 0, false)
 	req.SortBy([]string{"order"})
-	req.IncludeLocations = true
-	req.Highlight = bleve.NewHighlightWithStyle("html")
-	req.Highlight.Fields = []string{"body", "subject", "name"}
+	req.IncludeLocations = true // which fields matched, and where (for snippets)
+	if x.text == nil {
+		// No TextSource: bleve highlights the stored fields (an index opened without options
+		// stores subject, name and body).
+		req.Highlight = bleve.NewHighlightWithStyle("html")
+		req.Highlight.Fields = []string{"body", "subject", "name"}
+	}
 	if q.After != "" {
 		after, err := decodePosition(q.After)
 		if err != nil {
@@ -93,10 +97,14 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Result, err
 			hit.Matched = append(hit.Matched, f)
 		}
 		sort.Strings(hit.Matched)
-		for _, f := range []string{"body", "subject", "name"} {
-			if frags := h.Fragments[f]; len(frags) > 0 {
-				hit.Snippet = strings.TrimSpace(frags[0])
-				break
+		if x.text != nil {
+			hit.Snippet = x.snippet(ctx, tenant, h.ID, h.Locations)
+		} else {
+			for _, f := range []string{"body", "subject", "name"} {
+				if frags := h.Fragments[f]; len(frags) > 0 {
+					hit.Snippet = strings.TrimSpace(frags[0])
+					break
+				}
 			}
 		}
 		out.Hits = append(out.Hits, hit)

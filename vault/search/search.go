@@ -60,10 +60,25 @@ var (
 // Fields are the names a query may use in field:value.
 var Fields = append(append([]string{}, textFields...), keywordFields...)
 
+// TextSource returns, at search time, the document a hit was indexed from (its subject, name
+// and body at least): the index stores no text of its own, so snippets are cut from what this
+// returns (for the vault: the object's record and manifest, and its text read to the end and
+// verified). It must return the fields as they were indexed (Put clips Body to MaxBodyBytes;
+// longer is fine): a field that no longer matches the positions indexed gives no snippet.
+type TextSource func(ctx context.Context, tenant, id string) (Doc, error)
+
+// Options configures an index; nil means defaults.
+type Options struct {
+	// Text gives the text snippets are cut from; with it the index stores no text. nil: the
+	// index stores subject, name and body to highlight them (as before).
+	Text TextSource
+}
+
 // Index is the vault's search index: one bleve index per tenant under a directory. It is safe
 // for concurrent use.
 type Index struct {
-	dir string
+	dir  string
+	text TextSource
 
 	mu      sync.Mutex
 	closed  bool
@@ -83,7 +98,12 @@ type tenantIndex struct {
 }
 
 // Open opens the index directory, creating it, and removes what an interrupted rebuild left.
-func Open(dir string) (*Index, error) {
+// Without a TextSource (OpenWith gives one) the index keeps subject, name and body as stored
+// fields, in plaintext, to cut snippets from: the server opens it with one.
+func Open(dir string) (*Index, error) { return OpenWith(dir, nil) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, opts *Options) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open search index: %w", err)
 	}
@@ -96,7 +116,11 @@ func Open(dir string) (*Index, error) {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	return &Index{dir: dir, tenants: map[string]*tenantIndex{}}, nil
+	x := &Index{dir: dir, tenants: map[string]*tenantIndex{}}
+	if opts != nil {
+		x.text = opts.Text
+	}
+	return x, nil
 }
 
 // Close closes every tenant's index.
@@ -135,7 +159,7 @@ func (x *Index) tenant(tenant string) (*tenantIndex, error) {
 		return t, nil
 	}
 	dir := x.path(tenant)
-	idx, err := openOrCreate(dir)
+	idx, err := openOrCreate(dir, x.storesText())
 	if err != nil {
 		return nil, err
 	}
@@ -144,10 +168,14 @@ func (x *Index) tenant(tenant string) (*tenantIndex, error) {
 	return t, nil
 }
 
-func openOrCreate(dir string) (bleve.Index, error) {
+// storesText reports whether new indexes keep subject, name and body as stored fields: only
+// when no TextSource gives the text for snippets (Open without options, as before).
+func (x *Index) storesText() bool { return x.text == nil }
+
+func openOrCreate(dir string, storeText bool) (bleve.Index, error) {
 	idx, err := bleve.Open(dir)
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-		idx, err = bleve.New(dir, newMapping())
+		idx, err = bleve.New(dir, newMapping(storeText))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open search index %s: %w", filepath.Base(dir), err)
@@ -156,9 +184,12 @@ func openOrCreate(dir string) (bleve.Index, error) {
 }
 
 // newMapping is the index's schema. Words are analysed in English (lower case, stop words,
-// stems: "invoices" finds "invoice"); keyword fields are matched whole; only the fields a
-// snippet can come from are stored; the date has doc values for sorting.
-func newMapping() mapping.IndexMapping {
+// stems: "invoices" finds "invoice"); keyword fields are matched whole; no field is stored
+// (no subject, name or body is kept in the index as text: snippets are cut at search time from
+// the TextSource, at the positions the index recorded); the order key sorts. storeText keeps
+// subject, name and body as stored fields (for an index without a TextSource, whose snippets
+// bleve highlights from them).
+func newMapping(storeText bool) mapping.IndexMapping {
 	m := bleve.NewIndexMapping()
 	m.DefaultAnalyzer = en.AnalyzerName
 	doc := bleve.NewDocumentStaticMapping()
@@ -166,7 +197,7 @@ func newMapping() mapping.IndexMapping {
 		fm := bleve.NewTextFieldMapping()
 		fm.Analyzer = en.AnalyzerName
 		fm.IncludeInAll, fm.DocValues = false, false
-		fm.Store = f == "subject" || f == "body" || f == "name"
+		fm.Store = storeText && (f == "subject" || f == "body" || f == "name") // else only the terms and their positions
 		doc.AddFieldMappingsAt(f, fm)
 	}
 	for _, f := range keywordFields {
@@ -273,6 +304,34 @@ func (x *Index) apply(ctx context.Context, tenant string, op func(*bleve.Batch))
 	return nil
 }
 
+// StoresText reports whether a tenant's index keeps text as stored fields (subject, name or
+// body): an index made before the index stopped storing them (or opened without a
+// TextSource). With a TextSource such an index still answers, with snippets from the source,
+// but its files keep the text until it is rebuilt (Rebuild): the server rebuilds the tenants
+// for which this is true.
+func (x *Index) StoresText(tenant string) (bool, error) {
+	t, err := x.tenant(tenant)
+	if err != nil {
+		return false, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	im, ok := t.idx.Mapping().(*mapping.IndexMappingImpl)
+	if !ok || im.DefaultMapping == nil {
+		return false, nil
+	}
+	for _, f := range textFields {
+		if dm := im.DefaultMapping.Properties[f]; dm != nil {
+			for _, fm := range dm.Fields {
+				if fm.Store {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
+}
+
 // Count returns how many documents a tenant's index holds.
 func (x *Index) Count(tenant string) (uint64, error) {
 	t, err := x.tenant(tenant)
@@ -326,7 +385,7 @@ func (x *Index) Rebuild(ctx context.Context, tenant string, docs func(yield func
 	}()
 
 	tmp := t.dir + ".rebuild-" + randomSuffix()
-	idx, err := bleve.New(tmp, newMapping())
+	idx, err := bleve.New(tmp, newMapping(x.storesText()))
 	if err != nil {
 		return 0, fmt.Errorf("rebuild search index: %w", err)
 	}
@@ -357,16 +416,16 @@ func (x *Index) Rebuild(ctx context.Context, tenant string, docs func(yield func
 	}
 	old := t.dir + ".old-" + randomSuffix()
 	if err := os.Rename(t.dir, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.idx, _ = openOrCreate(t.dir)
+		t.idx, _ = openOrCreate(t.dir, x.storesText())
 		return n, fmt.Errorf("rebuild search index: %w", err)
 	}
 	if err := os.Rename(tmp, t.dir); err != nil {
 		os.Rename(old, t.dir)
-		t.idx, _ = openOrCreate(t.dir)
+		t.idx, _ = openOrCreate(t.dir, x.storesText())
 		return n, fmt.Errorf("rebuild search index: %w", err)
 	}
 	os.RemoveAll(old)
-	if t.idx, err = openOrCreate(t.dir); err != nil {
+	if t.idx, err = openOrCreate(t.dir, x.storesText()); err != nil {
 		return n, err
 	}
 	return n, nil

@@ -30,9 +30,33 @@ func docs() []search.Doc {
 	}
 }
 
+// texts is the TextSource of the tests' indexes: the documents they put.
+var texts sync.Map // id -> search.Doc
+
+func textSource(_ context.Context, _, id string) (search.Doc, error) {
+	d, ok := texts.Load(id)
+	if !ok {
+		return search.Doc{}, errors.New("no such document")
+	}
+	return d.(search.Doc), nil
+}
+
+func putDocs(t *testing.T, x *search.Index, tenant string, ds ...search.Doc) {
+	t.Helper()
+	for _, d := range ds {
+		texts.Store(d.ID, d)
+	}
+	if err := x.Put(context.Background(), tenant, ds...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func open(t *testing.T) *search.Index {
 	t.Helper()
-	x, err := search.Open(t.TempDir())
+	for _, d := range docs() {
+		texts.Store(d.ID, d)
+	}
+	x, err := search.OpenWith(t.TempDir(), &search.Options{Text: textSource})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +134,7 @@ func TestHitsSayWhatMatched(t *testing.T) {
 		t.Fatalf("snippet %q", h.Snippet)
 	}
 	// Stored text is escaped around the marks.
-	x.Put(context.Background(), "test:usr_1", search.Doc{ID: "vlt_9", Body: "a <b> & zeppelin", Date: day0})
+	putDocs(t, x, "test:usr_1", search.Doc{ID: "vlt_9", Body: "a <b> & zeppelin", Date: day0})
 	r, _ = x.Search(context.Background(), "test:usr_1", search.Query{Q: "zeppelin", Limit: 10})
 	if len(r.Hits) != 1 || r.Hits[0].Snippet != "a &lt;b&gt; &amp; <mark>zeppelin</mark>" {
 		t.Fatalf("snippet %+v", r.Hits)

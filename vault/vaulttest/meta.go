@@ -5,10 +5,12 @@
 package vaulttest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,7 +155,13 @@ func (m *Meta) persist() error {
 	if err != nil {
 		return err
 	}
-	tmp := m.path + ".tmp"
+	return writeDurably(m.path, raw)
+}
+
+// writeDurably replaces the file at path with raw: a temporary file, fsync, rename,
+// directory fsync.
+func writeDurably(path string, raw []byte) error {
+	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
@@ -169,10 +177,10 @@ func (m *Meta) persist() error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, m.path); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	d, err := os.Open(filepath.Dir(m.path))
+	d, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
@@ -292,10 +300,41 @@ func (t *tx) Blobs(after vault.Digest, fn func(vault.Blob) bool) error {
 type KeyStore struct {
 	mu   sync.Mutex
 	keys map[string][]byte
+	path string // when set, every change is written there durably
 }
 
 // NewKeyStore returns an empty KeyStore.
 func NewKeyStore() *KeyStore { return &KeyStore{keys: map[string][]byte{}} }
+
+// NewFileKeyStore returns a KeyStore that keeps its keys in a file, written durably
+// (temporary file, fsync, rename, directory fsync) on every change, and loads them if the
+// file exists: a key store that survives a crash of the process.
+func NewFileKeyStore(path string) (*KeyStore, error) {
+	k := NewKeyStore()
+	k.path = path
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return k, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &k.keys); err != nil {
+		return nil, fmt.Errorf("vaulttest: %s: %w", path, err)
+	}
+	return k, nil
+}
+
+func (k *KeyStore) persist() error {
+	if k.path == "" {
+		return nil
+	}
+	raw, err := json.Marshal(k.keys)
+	if err != nil {
+		return err
+	}
+	return writeDurably(k.path, raw)
+}
 
 // WrappedKey implements vault.KeyStore.
 func (k *KeyStore) WrappedKey(_ context.Context, tenant string) ([]byte, error) {
@@ -316,7 +355,38 @@ func (k *KeyStore) CreateWrappedKey(_ context.Context, tenant string, wrapped []
 		return slices.Clone(w), nil
 	}
 	k.keys[tenant] = slices.Clone(wrapped)
+	if err := k.persist(); err != nil {
+		delete(k.keys, tenant)
+		return nil, err
+	}
 	return slices.Clone(wrapped), nil
+}
+
+// Tenants implements vault.RewrapStore.
+func (k *KeyStore) Tenants(context.Context) ([]string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Sorted(maps.Keys(k.keys)), nil
+}
+
+// ReplaceWrappedKeys implements vault.RewrapStore.
+func (k *KeyStore) ReplaceWrappedKeys(_ context.Context, rs []vault.KeyReplacement) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, r := range rs {
+		if w, ok := k.keys[r.Tenant]; !ok || !bytes.Equal(w, r.Old) {
+			return fmt.Errorf("key of %q changed: %w", r.Tenant, vault.ErrInvalidState)
+		}
+	}
+	old := maps.Clone(k.keys)
+	for _, r := range rs {
+		k.keys[r.Tenant] = slices.Clone(r.New)
+	}
+	if err := k.persist(); err != nil {
+		k.keys = old
+		return err
+	}
+	return nil
 }
 
 // Set replaces a tenant's wrapped key (to test tampering).
@@ -324,6 +394,7 @@ func (k *KeyStore) Set(tenant string, wrapped []byte) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.keys[tenant] = slices.Clone(wrapped)
+	_ = k.persist()
 }
 
 // KEK is the key-encryption key Open uses.

@@ -63,3 +63,20 @@ func TestFileMetaSurvivesReopening(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestKeyStoreRewrap(t *testing.T) {
+	vaulttest.RunRewrapStore(t, func(testing.TB) vault.RewrapStore { return vaulttest.NewKeyStore() })
+}
+
+func TestFileKeyStoreRewrap(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	vaulttest.RunRewrapStore(t, func(testing.TB) vault.RewrapStore {
+		n++
+		k, err := vaulttest.NewFileKeyStore(filepath.Join(dir, fmt.Sprint(n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	})
+}

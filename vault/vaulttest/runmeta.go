@@ -22,12 +22,12 @@ func RunMeta(t *testing.T, open func(t testing.TB) vault.Meta) {
 		ID: "vlt_01JD0000000000000000000001", AssetID: "ast_01JD0000000000000000000001", Name: "n.eml",
 		Provider: svcv1.Provider_PROVIDER_VENDOR_D_LOCAL, SourceID: "src_01JD0000000000000000000001",
 		SHA256: vault.Sum([]byte("x")), SizeBytes: 1, MIMEType: "message/rfc822", Kind: "message",
-		State: vault.StateCold, CreatedAt: now, CommittedAt: now, VerifiedAt: now, ColdSince: now,
+		State: vault.StateCold, CreatedAt: now, CommittedAt: now, VerifiedAt: now, MediumVerifiedAt: now, ColdSince: now,
 		HasText: true, ManifestID: "mfs_01JD0000000000000000000001", Reason: "r", Held: true,
 	}
 	blob := vault.Blob{
 		Digest: full.SHA256, Size: 1, Refs: 2, ColdRefs: 1,
-		Hot:  &vault.Placement{Name: "t/a/packs/p", Offset: 10, Length: 50, Pack: true, VerifiedAt: now},
+		Hot:  &vault.Placement{Name: "t/a/packs/p", Offset: 10, Length: 50, Pack: true, Format: 4, VerifiedAt: now},
 		Cold: &vault.Placement{Name: "t/a/data/00/x", Length: 50, Corrupt: true},
 		Text: &vault.Placement{Name: "t/a/text/00/x", Length: 60}, TextDigest: vault.Sum([]byte("t")), TextSize: 1,
 		Name: "n", MIMEType: "m", Kind: "message", CreatedAt: now,

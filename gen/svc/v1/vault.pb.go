@@ -767,6 +767,227 @@ func (x *GetVaultObjectRequest) GetConnectionId() string {
 	return ""
 }
 
+// GetVaultCoverageRequest asks how much of the tenant's vault was verified lately.
+type GetVaultCoverageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId  *string                `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVaultCoverageRequest) Reset() {
+	*x = GetVaultCoverageRequest{}
+	mi := &file_svc_v1_vault_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVaultCoverageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVaultCoverageRequest) ProtoMessage() {}
+
+func (x *GetVaultCoverageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_vault_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVaultCoverageRequest.ProtoReflect.Descriptor instead.
+func (*GetVaultCoverageRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_vault_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetVaultCoverageRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// VaultCoverageWindow is the share of the vault re-read from its storage medium and verified
+// within a number of days.
+type VaultCoverageWindow struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Days    int32                  `protobuf:"varint,1,opt,name=days,proto3" json:"days,omitempty"`
+	Objects int64                  `protobuf:"varint,2,opt,name=objects,proto3" json:"objects,omitempty"`
+	Bytes   int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// object_share and byte_share are objects and bytes over the vault's (0 to 1; 1 for an
+	// empty vault).
+	ObjectShare   float64 `protobuf:"fixed64,4,opt,name=object_share,json=objectShare,proto3" json:"object_share,omitempty"`
+	ByteShare     float64 `protobuf:"fixed64,5,opt,name=byte_share,json=byteShare,proto3" json:"byte_share,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VaultCoverageWindow) Reset() {
+	*x = VaultCoverageWindow{}
+	mi := &file_svc_v1_vault_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VaultCoverageWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VaultCoverageWindow) ProtoMessage() {}
+
+func (x *VaultCoverageWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_vault_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VaultCoverageWindow.ProtoReflect.Descriptor instead.
+func (*VaultCoverageWindow) Descriptor() ([]byte, []int) {
+	return file_svc_v1_vault_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *VaultCoverageWindow) GetDays() int32 {
+	if x != nil {
+		return x.Days
+	}
+	return 0
+}
+
+func (x *VaultCoverageWindow) GetObjects() int64 {
+	if x != nil {
+		return x.Objects
+	}
+	return 0
+}
+
+func (x *VaultCoverageWindow) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *VaultCoverageWindow) GetObjectShare() float64 {
+	if x != nil {
+		return x.ObjectShare
+	}
+	return 0
+}
+
+func (x *VaultCoverageWindow) GetByteShare() float64 {
+	if x != nil {
+		return x.ByteShare
+	}
+	return 0
+}
+
+// VaultCoverage is how much of a vault was re-read from its storage medium itself (not a
+// cache) and verified against its SHA-256, within 7, 30 and 90 days.
+type VaultCoverage struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	At      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	Objects int64                  `protobuf:"varint,2,opt,name=objects,proto3" json:"objects,omitempty"`
+	Bytes   int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Windows []*VaultCoverageWindow `protobuf:"bytes,4,rep,name=windows,proto3" json:"windows,omitempty"`
+	// never counts the objects never verified from the medium, never_bytes their bytes.
+	Never      int64 `protobuf:"varint,5,opt,name=never,proto3" json:"never,omitempty"`
+	NeverBytes int64 `protobuf:"varint,6,opt,name=never_bytes,json=neverBytes,proto3" json:"never_bytes,omitempty"`
+	// corrupt counts the objects found corrupt.
+	Corrupt       int64 `protobuf:"varint,7,opt,name=corrupt,proto3" json:"corrupt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VaultCoverage) Reset() {
+	*x = VaultCoverage{}
+	mi := &file_svc_v1_vault_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VaultCoverage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VaultCoverage) ProtoMessage() {}
+
+func (x *VaultCoverage) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_vault_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VaultCoverage.ProtoReflect.Descriptor instead.
+func (*VaultCoverage) Descriptor() ([]byte, []int) {
+	return file_svc_v1_vault_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *VaultCoverage) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *VaultCoverage) GetObjects() int64 {
+	if x != nil {
+		return x.Objects
+	}
+	return 0
+}
+
+func (x *VaultCoverage) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *VaultCoverage) GetWindows() []*VaultCoverageWindow {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *VaultCoverage) GetNever() int64 {
+	if x != nil {
+		return x.Never
+	}
+	return 0
+}
+
+func (x *VaultCoverage) GetNeverBytes() int64 {
+	if x != nil {
+		return x.NeverBytes
+	}
+	return 0
+}
+
+func (x *VaultCoverage) GetCorrupt() int64 {
+	if x != nil {
+		return x.Corrupt
+	}
+	return 0
+}
+
 var File_svc_v1_vault_proto protoreflect.FileDescriptor
 
 const file_svc_v1_vault_proto_rawDesc = "" +
@@ -861,7 +1082,26 @@ const file_svc_v1_vault_proto_rawDesc = "" +
 	"\x15GetVaultObjectRequest\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^vlt_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
 	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
-	"\x0e_connection_id*\xf9\x02\n" +
+	"\x0e_connection_id\"z\n" +
+	"\x17GetVaultCoverageRequest\x12M\n" +
+	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\x9b\x01\n" +
+	"\x13VaultCoverageWindow\x12\x12\n" +
+	"\x04days\x18\x01 \x01(\x05R\x04days\x12\x18\n" +
+	"\aobjects\x18\x02 \x01(\x03R\aobjects\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12!\n" +
+	"\fobject_share\x18\x04 \x01(\x01R\vobjectShare\x12\x1d\n" +
+	"\n" +
+	"byte_share\x18\x05 \x01(\x01R\tbyteShare\"\xf3\x01\n" +
+	"\rVaultCoverage\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x18\n" +
+	"\aobjects\x18\x02 \x01(\x03R\aobjects\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x125\n" +
+	"\awindows\x18\x04 \x03(\v2\x1b.svc.v1.VaultCoverageWindowR\awindows\x12\x14\n" +
+	"\x05never\x18\x05 \x01(\x03R\x05never\x12\x1f\n" +
+	"\vnever_bytes\x18\x06 \x01(\x03R\n" +
+	"neverBytes\x12\x18\n" +
+	"\acorrupt\x18\a \x01(\x03R\acorrupt*\xf9\x02\n" +
 	"\x10VaultObjectState\x12\"\n" +
 	"\x1eVAULT_OBJECT_STATE_UNSPECIFIED\x10\x00\x12/\n" +
 	"\x1cVAULT_OBJECT_STATE_UPLOADING\x10\x01\x1a\r\x8a\xb5\x18\tuploading\x12/\n" +
@@ -870,13 +1110,14 @@ const file_svc_v1_vault_proto_rawDesc = "" +
 	"\x1aVAULT_OBJECT_STATE_CORRUPT\x10\x04\x1a\v\x8a\xb5\x18\acorrupt\x12-\n" +
 	"\x1bVAULT_OBJECT_STATE_DELETING\x10\x05\x1a\f\x8a\xb5\x18\bdeleting\x12+\n" +
 	"\x1aVAULT_OBJECT_STATE_DELETED\x10\x06\x1a\v\x8a\xb5\x18\adeleted\x12%\n" +
-	"\x17VAULT_OBJECT_STATE_COLD\x10\a\x1a\b\x8a\xb5\x18\x04cold2\x94\x06\n" +
+	"\x17VAULT_OBJECT_STATE_COLD\x10\a\x1a\b\x8a\xb5\x18\x04cold2\x8f\a\n" +
 	"\fVaultService\x12\x81\x01\n" +
 	"\x10ListVaultObjects\x12\x1f.svc.v1.ListVaultObjectsRequest\x1a .svc.v1.ListVaultObjectsResponse\"*\x9a\xb5\x18\n" +
 	"*\bpreserve\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/vault/objects\x90\x02\x01\x12w\n" +
 	"\x0eGetVaultObject\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x13.svc.v1.VaultObject\"1\x9a\xb5\x18\f*\bpreserve0\x01\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/vault/objects/{id}\x90\x02\x01\x12\x87\x01\n" +
 	"\x15GetVaultObjectContent\x12\x1d.svc.v1.GetVaultObjectRequest\x1a\x14.google.api.HttpBody\"9\x9a\xb5\x18\f*\bpreserve0\x01\x82\xd3\xe4\x93\x02 \x12\x1e/v1/vault/objects/{id}/content\x90\x02\x01\x12s\n" +
-	"\vSearchVault\x12\x1a.svc.v1.SearchVaultRequest\x1a\x1b.svc.v1.SearchVaultResponse\"+\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/vault/search\x90\x02\x01\x12\x80\x01\n" +
+	"\vSearchVault\x12\x1a.svc.v1.SearchVaultRequest\x1a\x1b.svc.v1.SearchVaultResponse\"+\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/vault/search\x90\x02\x01\x12y\n" +
+	"\x10GetVaultCoverage\x12\x1f.svc.v1.GetVaultCoverageRequest\x1a\x15.svc.v1.VaultCoverage\"-\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x14\x12\x12/v1/vault/coverage\x90\x02\x01\x12\x80\x01\n" +
 	"\x0fExportManifests\x12\x1e.svc.v1.ExportManifestsRequest\x1a\x16.svc.v1.ManifestBundle\"5\x9a\xb5\x18\f\x18\x01*\bpreserve\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/vault/manifests/export\x90\x02\x01\x12\x84\x01\n" +
 	"\x12RestoreVaultObject\x12!.svc.v1.RestoreVaultObjectRequest\x1a\f.svc.v1.Plan\"=\x9a\xb5\x18\x10\b\xc9\x01\x10\x01*\arestore0\x01\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/v1/vault/objects/{id}/restoreB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
@@ -893,7 +1134,7 @@ func file_svc_v1_vault_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_vault_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_svc_v1_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_svc_v1_vault_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_svc_v1_vault_proto_goTypes = []any{
 	(VaultObjectState)(0),             // 0: svc.v1.VaultObjectState
 	(*VaultObject)(nil),               // 1: svc.v1.VaultObject
@@ -905,42 +1146,49 @@ var file_svc_v1_vault_proto_goTypes = []any{
 	(*ListVaultObjectsRequest)(nil),   // 7: svc.v1.ListVaultObjectsRequest
 	(*ListVaultObjectsResponse)(nil),  // 8: svc.v1.ListVaultObjectsResponse
 	(*GetVaultObjectRequest)(nil),     // 9: svc.v1.GetVaultObjectRequest
-	(Provider)(0),                     // 10: svc.v1.Provider
-	(*timestamppb.Timestamp)(nil),     // 11: google.protobuf.Timestamp
-	(*httpbody.HttpBody)(nil),         // 12: google.api.HttpBody
-	(*ManifestBundle)(nil),            // 13: svc.v1.ManifestBundle
-	(*Plan)(nil),                      // 14: svc.v1.Plan
+	(*GetVaultCoverageRequest)(nil),   // 10: svc.v1.GetVaultCoverageRequest
+	(*VaultCoverageWindow)(nil),       // 11: svc.v1.VaultCoverageWindow
+	(*VaultCoverage)(nil),             // 12: svc.v1.VaultCoverage
+	(Provider)(0),                     // 13: svc.v1.Provider
+	(*timestamppb.Timestamp)(nil),     // 14: google.protobuf.Timestamp
+	(*httpbody.HttpBody)(nil),         // 15: google.api.HttpBody
+	(*ManifestBundle)(nil),            // 16: svc.v1.ManifestBundle
+	(*Plan)(nil),                      // 17: svc.v1.Plan
 }
 var file_svc_v1_vault_proto_depIdxs = []int32{
-	10, // 0: svc.v1.VaultObject.provider:type_name -> svc.v1.Provider
+	13, // 0: svc.v1.VaultObject.provider:type_name -> svc.v1.Provider
 	0,  // 1: svc.v1.VaultObject.state:type_name -> svc.v1.VaultObjectState
-	11, // 2: svc.v1.VaultObject.created_at:type_name -> google.protobuf.Timestamp
-	11, // 3: svc.v1.VaultObject.verified_at:type_name -> google.protobuf.Timestamp
-	11, // 4: svc.v1.VaultObject.cold_since:type_name -> google.protobuf.Timestamp
+	14, // 2: svc.v1.VaultObject.created_at:type_name -> google.protobuf.Timestamp
+	14, // 3: svc.v1.VaultObject.verified_at:type_name -> google.protobuf.Timestamp
+	14, // 4: svc.v1.VaultObject.cold_since:type_name -> google.protobuf.Timestamp
 	1,  // 5: svc.v1.SearchHit.vault_object:type_name -> svc.v1.VaultObject
-	10, // 6: svc.v1.SearchVaultRequest.provider:type_name -> svc.v1.Provider
-	11, // 7: svc.v1.SearchVaultRequest.from:type_name -> google.protobuf.Timestamp
-	11, // 8: svc.v1.SearchVaultRequest.to:type_name -> google.protobuf.Timestamp
+	13, // 6: svc.v1.SearchVaultRequest.provider:type_name -> svc.v1.Provider
+	14, // 7: svc.v1.SearchVaultRequest.from:type_name -> google.protobuf.Timestamp
+	14, // 8: svc.v1.SearchVaultRequest.to:type_name -> google.protobuf.Timestamp
 	2,  // 9: svc.v1.SearchVaultResponse.data:type_name -> svc.v1.SearchHit
 	0,  // 10: svc.v1.ListVaultObjectsRequest.state:type_name -> svc.v1.VaultObjectState
 	1,  // 11: svc.v1.ListVaultObjectsResponse.data:type_name -> svc.v1.VaultObject
-	7,  // 12: svc.v1.VaultService.ListVaultObjects:input_type -> svc.v1.ListVaultObjectsRequest
-	9,  // 13: svc.v1.VaultService.GetVaultObject:input_type -> svc.v1.GetVaultObjectRequest
-	9,  // 14: svc.v1.VaultService.GetVaultObjectContent:input_type -> svc.v1.GetVaultObjectRequest
-	3,  // 15: svc.v1.VaultService.SearchVault:input_type -> svc.v1.SearchVaultRequest
-	5,  // 16: svc.v1.VaultService.ExportManifests:input_type -> svc.v1.ExportManifestsRequest
-	6,  // 17: svc.v1.VaultService.RestoreVaultObject:input_type -> svc.v1.RestoreVaultObjectRequest
-	8,  // 18: svc.v1.VaultService.ListVaultObjects:output_type -> svc.v1.ListVaultObjectsResponse
-	1,  // 19: svc.v1.VaultService.GetVaultObject:output_type -> svc.v1.VaultObject
-	12, // 20: svc.v1.VaultService.GetVaultObjectContent:output_type -> google.api.HttpBody
-	4,  // 21: svc.v1.VaultService.SearchVault:output_type -> svc.v1.SearchVaultResponse
-	13, // 22: svc.v1.VaultService.ExportManifests:output_type -> svc.v1.ManifestBundle
-	14, // 23: svc.v1.VaultService.RestoreVaultObject:output_type -> svc.v1.Plan
-	18, // [18:24] is the sub-list for method output_type
-	12, // [12:18] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 12: svc.v1.VaultCoverage.at:type_name -> google.protobuf.Timestamp
+	11, // 13: svc.v1.VaultCoverage.windows:type_name -> svc.v1.VaultCoverageWindow
+	7,  // 14: svc.v1.VaultService.ListVaultObjects:input_type -> svc.v1.ListVaultObjectsRequest
+	9,  // 15: svc.v1.VaultService.GetVaultObject:input_type -> svc.v1.GetVaultObjectRequest
+	9,  // 16: svc.v1.VaultService.GetVaultObjectContent:input_type -> svc.v1.GetVaultObjectRequest
+	3,  // 17: svc.v1.VaultService.SearchVault:input_type -> svc.v1.SearchVaultRequest
+	10, // 18: svc.v1.VaultService.GetVaultCoverage:input_type -> svc.v1.GetVaultCoverageRequest
+	5,  // 19: svc.v1.VaultService.ExportManifests:input_type -> svc.v1.ExportManifestsRequest
+	6,  // 20: svc.v1.VaultService.RestoreVaultObject:input_type -> svc.v1.RestoreVaultObjectRequest
+	8,  // 21: svc.v1.VaultService.ListVaultObjects:output_type -> svc.v1.ListVaultObjectsResponse
+	1,  // 22: svc.v1.VaultService.GetVaultObject:output_type -> svc.v1.VaultObject
+	15, // 23: svc.v1.VaultService.GetVaultObjectContent:output_type -> google.api.HttpBody
+	4,  // 24: svc.v1.VaultService.SearchVault:output_type -> svc.v1.SearchVaultResponse
+	12, // 25: svc.v1.VaultService.GetVaultCoverage:output_type -> svc.v1.VaultCoverage
+	16, // 26: svc.v1.VaultService.ExportManifests:output_type -> svc.v1.ManifestBundle
+	17, // 27: svc.v1.VaultService.RestoreVaultObject:output_type -> svc.v1.Plan
+	21, // [21:28] is the sub-list for method output_type
+	14, // [14:21] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_vault_proto_init() }
@@ -961,13 +1209,14 @@ func file_svc_v1_vault_proto_init() {
 	file_svc_v1_vault_proto_msgTypes[6].OneofWrappers = []any{}
 	file_svc_v1_vault_proto_msgTypes[7].OneofWrappers = []any{}
 	file_svc_v1_vault_proto_msgTypes[8].OneofWrappers = []any{}
+	file_svc_v1_vault_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_vault_proto_rawDesc), len(file_svc_v1_vault_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -3,6 +3,8 @@ package local
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // oDirect bypasses the page cache (see direct.go).
@@ -17,4 +19,13 @@ func datasync(f *os.File) error {
 			return err
 		}
 	}
+}
+
+// canEvict reports that evict drops cached pages here.
+const canEvict = true
+
+// evict drops the clean cached pages of a range of f (posix_fadvise
+// DONTNEED), so that the next read of it comes from the device.
+func evict(f *os.File, offset, length int64) error {
+	return unix.Fadvise(int(f.Fd()), offset, length, unix.FADV_DONTNEED)
 }

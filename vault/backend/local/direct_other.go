@@ -10,3 +10,9 @@ const oDirect = 0
 
 // datasync is fsync where fdatasync is not available.
 func datasync(f *os.File) error { return f.Sync() }
+
+// canEvict reports that evict cannot drop cached pages here.
+const canEvict = false
+
+// evict does nothing where posix_fadvise is not available.
+func evict(*os.File, int64, int64) error { return nil }

@@ -20,18 +20,22 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"svc.dev/svc/vault/backend"
 )
 
 // Backend is a backend.Backend on a local directory.
 type Backend struct {
-	root string
+	root       string
+	mediumOnce sync.Once
+	medium     string // how OpenMedium reads (Medium)
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Saver   = (*Backend)(nil)
+	_ backend.Backend      = (*Backend)(nil)
+	_ backend.Saver        = (*Backend)(nil)
+	_ backend.MediumReader = (*Backend)(nil)
 )
 
 // New opens (creating if needed) a local backend rooted at dir and removes

@@ -293,3 +293,12 @@ func (b *Backend) CleanTemp(ctx context.Context, age time.Duration) (int, error)
 	}
 	return n, nil
 }
+
+// OpenMedium implements backend.MediumReader: every read of an object store
+// comes from the store (this process keeps no cache of what it wrote).
+func (b *Backend) OpenMedium(ctx context.Context, name string, offset, length int64) (io.ReadCloser, error) {
+	return b.Open(ctx, name, offset, length)
+}
+
+// Medium implements backend.MediumReader.
+func (b *Backend) Medium() string { return "remote" }

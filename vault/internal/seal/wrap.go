@@ -88,3 +88,14 @@ func Unwrap(keks [][]byte, wrapped []byte, owner string) ([]byte, error) {
 	}
 	return nil, ErrUnknownKEK
 }
+
+// WrappedKEKID returns the id of the key-encryption key a wrapped key names,
+// and whether wrapped has the form Wrap gives.
+func WrappedKEKID(wrapped []byte) ([8]byte, bool) {
+	var id [8]byte
+	if len(wrapped) != 1+8+12+KeySize+TagSize || wrapped[0] != wrapVersion {
+		return id, false
+	}
+	copy(id[:], wrapped[1:9])
+	return id, true
+}

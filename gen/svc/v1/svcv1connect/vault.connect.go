@@ -46,6 +46,9 @@ const (
 	// VaultServiceSearchVaultProcedure is the fully-qualified name of the VaultService's SearchVault
 	// RPC.
 	VaultServiceSearchVaultProcedure = "/svc.v1.VaultService/SearchVault"
+	// VaultServiceGetVaultCoverageProcedure is the fully-qualified name of the VaultService's
+	// GetVaultCoverage RPC.
+	VaultServiceGetVaultCoverageProcedure = "/svc.v1.VaultService/GetVaultCoverage"
 	// VaultServiceExportManifestsProcedure is the fully-qualified name of the VaultService's
 	// ExportManifests RPC.
 	VaultServiceExportManifestsProcedure = "/svc.v1.VaultService/ExportManifests"
@@ -66,6 +69,10 @@ type VaultServiceClient interface {
 	GetVaultObjectContent(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[httpbody.HttpBody], error)
 	// SearchVault searches vault objects by text and metadata (spec #11).
 	SearchVault(context.Context, *connect.Request[v1.SearchVaultRequest]) (*connect.Response[v1.SearchVaultResponse], error)
+	// GetVaultCoverage says how much of the vault was re-read from its storage medium and
+	// verified within 7, 30 and 90 days (docs/vault.md). It concerns the whole vault: a
+	// connection's grant limited to sources is refused.
+	GetVaultCoverage(context.Context, *connect.Request[v1.GetVaultCoverageRequest]) (*connect.Response[v1.VaultCoverage], error)
 	// ExportManifests returns every manifest as one bundle (spec #16).
 	ExportManifests(context.Context, *connect.Request[v1.ExportManifestsRequest]) (*connect.Response[v1.ManifestBundle], error)
 	// RestoreVaultObject builds a draft restore plan for a vault object; the plan is run like
@@ -112,6 +119,13 @@ func NewVaultServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getVaultCoverage: connect.NewClient[v1.GetVaultCoverageRequest, v1.VaultCoverage](
+			httpClient,
+			baseURL+VaultServiceGetVaultCoverageProcedure,
+			connect.WithSchema(vaultServiceMethods.ByName("GetVaultCoverage")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		exportManifests: connect.NewClient[v1.ExportManifestsRequest, v1.ManifestBundle](
 			httpClient,
 			baseURL+VaultServiceExportManifestsProcedure,
@@ -134,6 +148,7 @@ type vaultServiceClient struct {
 	getVaultObject        *connect.Client[v1.GetVaultObjectRequest, v1.VaultObject]
 	getVaultObjectContent *connect.Client[v1.GetVaultObjectRequest, httpbody.HttpBody]
 	searchVault           *connect.Client[v1.SearchVaultRequest, v1.SearchVaultResponse]
+	getVaultCoverage      *connect.Client[v1.GetVaultCoverageRequest, v1.VaultCoverage]
 	exportManifests       *connect.Client[v1.ExportManifestsRequest, v1.ManifestBundle]
 	restoreVaultObject    *connect.Client[v1.RestoreVaultObjectRequest, v1.Plan]
 }
@@ -158,6 +173,11 @@ func (c *vaultServiceClient) SearchVault(ctx context.Context, req *connect.Reque
 	return c.searchVault.CallUnary(ctx, req)
 }
 
+// GetVaultCoverage calls svc.v1.VaultService.GetVaultCoverage.
+func (c *vaultServiceClient) GetVaultCoverage(ctx context.Context, req *connect.Request[v1.GetVaultCoverageRequest]) (*connect.Response[v1.VaultCoverage], error) {
+	return c.getVaultCoverage.CallUnary(ctx, req)
+}
+
 // ExportManifests calls svc.v1.VaultService.ExportManifests.
 func (c *vaultServiceClient) ExportManifests(ctx context.Context, req *connect.Request[v1.ExportManifestsRequest]) (*connect.Response[v1.ManifestBundle], error) {
 	return c.exportManifests.CallUnary(ctx, req)
@@ -180,6 +200,10 @@ type VaultServiceHandler interface {
 	GetVaultObjectContent(context.Context, *connect.Request[v1.GetVaultObjectRequest]) (*connect.Response[httpbody.HttpBody], error)
 	// SearchVault searches vault objects by text and metadata (spec #11).
 	SearchVault(context.Context, *connect.Request[v1.SearchVaultRequest]) (*connect.Response[v1.SearchVaultResponse], error)
+	// GetVaultCoverage says how much of the vault was re-read from its storage medium and
+	// verified within 7, 30 and 90 days (docs/vault.md). It concerns the whole vault: a
+	// connection's grant limited to sources is refused.
+	GetVaultCoverage(context.Context, *connect.Request[v1.GetVaultCoverageRequest]) (*connect.Response[v1.VaultCoverage], error)
 	// ExportManifests returns every manifest as one bundle (spec #16).
 	ExportManifests(context.Context, *connect.Request[v1.ExportManifestsRequest]) (*connect.Response[v1.ManifestBundle], error)
 	// RestoreVaultObject builds a draft restore plan for a vault object; the plan is run like
@@ -222,6 +246,13 @@ func NewVaultServiceHandler(svc VaultServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	vaultServiceGetVaultCoverageHandler := connect.NewUnaryHandler(
+		VaultServiceGetVaultCoverageProcedure,
+		svc.GetVaultCoverage,
+		connect.WithSchema(vaultServiceMethods.ByName("GetVaultCoverage")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	vaultServiceExportManifestsHandler := connect.NewUnaryHandler(
 		VaultServiceExportManifestsProcedure,
 		svc.ExportManifests,
@@ -245,6 +276,8 @@ func NewVaultServiceHandler(svc VaultServiceHandler, opts ...connect.HandlerOpti
 			vaultServiceGetVaultObjectContentHandler.ServeHTTP(w, r)
 		case VaultServiceSearchVaultProcedure:
 			vaultServiceSearchVaultHandler.ServeHTTP(w, r)
+		case VaultServiceGetVaultCoverageProcedure:
+			vaultServiceGetVaultCoverageHandler.ServeHTTP(w, r)
 		case VaultServiceExportManifestsProcedure:
 			vaultServiceExportManifestsHandler.ServeHTTP(w, r)
 		case VaultServiceRestoreVaultObjectProcedure:
@@ -272,6 +305,10 @@ func (UnimplementedVaultServiceHandler) GetVaultObjectContent(context.Context, *
 
 func (UnimplementedVaultServiceHandler) SearchVault(context.Context, *connect.Request[v1.SearchVaultRequest]) (*connect.Response[v1.SearchVaultResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.VaultService.SearchVault is not implemented"))
+}
+
+func (UnimplementedVaultServiceHandler) GetVaultCoverage(context.Context, *connect.Request[v1.GetVaultCoverageRequest]) (*connect.Response[v1.VaultCoverage], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.VaultService.GetVaultCoverage is not implemented"))
 }
 
 func (UnimplementedVaultServiceHandler) ExportManifests(context.Context, *connect.Request[v1.ExportManifestsRequest]) (*connect.Response[v1.ManifestBundle], error) {

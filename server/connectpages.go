@@ -1,0 +1,471 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"golang.org/x/oauth2"
+	"google.golang.org/protobuf/proto"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/event"
+	"svc.dev/svc/providers"
+)
+
+// The consent page: plain server-rendered HTML, no script. Every form posts back to the page;
+// the POSTs are authenticated by the session cookie and protected against CSRF twice: the
+// browser's fetch metadata and Origin (http.CrossOriginProtection) and a token in a hidden
+// field bound to the connect session and to the browser session.
+
+//go:embed connecttmpl/pages.html connecttmpl/style.css
+var connectFiles embed.FS
+
+var (
+	connectTemplates = template.Must(template.ParseFS(connectFiles, "connecttmpl/pages.html"))
+	connectStyle     = mustRead(connectFiles, "connecttmpl/style.css")
+	// connectStyleHash lets the Content-Security-Policy allow the one inline style sheet and
+	// nothing else.
+	connectStyleHash = func() string {
+		sum := sha256.Sum256([]byte(connectStyle))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}()
+)
+
+func mustRead(fs embed.FS, name string) string {
+	b, err := fs.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// opWords says what each operation class lets an application do, in plain words.
+var opWords = map[string][2]string{
+	"discover":         {"See what you keep", "list your messages and files (names, sizes, dates, senders) to build plans, without changing anything"},
+	"preserve":         {"Keep copies", "copy content into your svc vault and verify it"},
+	"write":            {"Write", "add content to your providers and destinations"},
+	"remove":           {"Clean up", "move content to the trash or remove it at your providers, after a verified copy is in your vault"},
+	"restore":          {"Restore", "bring content back from your vault or the provider's trash"},
+	"migrate":          {"Move", "move content from one provider to another"},
+	"monitor":          {"Watch", "keep an eye on your accounts for changes, storage limits and billing traps"},
+	"automate":         {"Act on a schedule", "run plans you approved without asking you each time"},
+	"billable_execute": {"Run billed work", "run executions that are billed to the application's developer account"},
+}
+
+// connectPages mounts the consent page and its forms.
+func (s *Server) connectPages(mux *http.ServeMux) {
+	mux.HandleFunc("GET /connect/{id}", s.consentPage)
+	mux.HandleFunc("POST /connect/{id}", s.consentDecision)
+	mux.HandleFunc("POST /connect/{id}/sign-in", s.consentSignIn)
+	mux.HandleFunc("POST /connect/{id}/provider", s.consentProvider)
+}
+
+// pageView is what the templates render.
+type pageView struct {
+	Title, App, Action, Token, User, Expires, Email string
+	Notice, Error                                   string
+	Provider                                        string
+	Test                                            bool
+	// Destructive is set when the application asks to remove or move content.
+	Destructive bool
+	// Connected is set once the user connected a provider account during this consent.
+	Connected bool
+	Ops       []opView
+	Sources   []sourceView
+	Style     template.CSS
+}
+
+type opView struct{ Title, Words string }
+
+type sourceView struct {
+	ID, Name, Detail string
+	Checked          bool
+}
+
+// consentRequest is what every consent handler starts from.
+type consentRequest struct {
+	csn   *platform.ConnectSession
+	app   *platform.Application
+	user  *platform.User // nil when not signed in
+	token string         // the session token
+}
+
+// pageHeaders are the security headers of every page: no framing (clickjacking a consent is
+// the classic attack), no script, forms only to svc and to where the flow redirects, no
+// referrer (the URLs carry ids), no caching.
+func (s *Server) pageHeaders(w http.ResponseWriter, formTargets ...string) {
+	h := w.Header()
+	targets := []string{"'self'"}
+	for _, t := range formTargets {
+		if src := cspSource(t); src != "" && !slices.Contains(targets, src) {
+			targets = append(targets, src)
+		}
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+connectStyleHash+"; form-action "+strings.Join(targets, " ")+
+		"; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+}
+
+// cspSource is the CSP source expression of a URL's origin ("https://app.example", or
+// "myapp:" for a custom scheme).
+func cspSource(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || strings.ContainsAny(raw, " ;,'\"") {
+		return ""
+	}
+	if u.Host == "" {
+		return u.Scheme + ":"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+func (s *Server) render(w http.ResponseWriter, status int, name string, v *pageView) {
+	v.Style = template.CSS(connectStyle)
+	var buf bytes.Buffer
+	if err := connectTemplates.ExecuteTemplate(&buf, name, v); err != nil {
+		s.log.Error("render page", "template", name, "err", err)
+		http.Error(w, "The page could not be shown.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func (s *Server) message(w http.ResponseWriter, status int, title, text string) {
+	s.pageHeaders(w)
+	v := &pageView{Title: title}
+	if status >= 400 {
+		v.Error = text
+	} else {
+		v.Notice = text
+	}
+	s.render(w, status, "message", v)
+}
+
+// begin loads the connect session, its application and the signed-in user (if any), after
+// the rate limit. It writes the error page itself and returns nil when there is nothing more
+// to do.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request) *consentRequest {
+	if !s.rateHeaders(w, r) {
+		return nil
+	}
+	csnID := r.PathValue("id")
+	csn, err := s.connectFlow().Session(r.Context(), csnID)
+	if err == nil {
+		var app *platform.Application
+		if app, err = s.devs.Application(r.Context(), csn.AppID); err == nil {
+			cr := &consentRequest{csn: csn, app: app}
+			if tok := sessionToken(r.Header); tok != "" {
+				if u, err := s.accounts.Authenticate(r.Context(), tok); err == nil {
+					cr.user, cr.token = u, tok
+				}
+			}
+			return cr
+		}
+	}
+	if errors.Is(err, platform.ErrNotFound) {
+		s.message(w, http.StatusNotFound, "Request not found", "This connect request does not exist. Go back to the application and start again.")
+		return nil
+	}
+	s.log.ErrorContext(r.Context(), "consent page", "request_id", requestIDFrom(r.Context()), "err", err)
+	s.message(w, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
+	return nil
+}
+
+// checkPost applies the CSRF defences and the session to a form POST. With needToken, the
+// form's csrf_token must be the consent token of this browser session.
+func (s *Server) checkPost(w http.ResponseWriter, r *http.Request, cr *consentRequest, needToken bool) bool {
+	if err := s.csrf.Check(r); err != nil {
+		s.message(w, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was refused. Open the connect link again and decide there.")
+		return false
+	}
+	if err := r.ParseForm(); err != nil {
+		s.message(w, http.StatusBadRequest, "Request refused", "The form could not be read.")
+		return false
+	}
+	if !needToken {
+		return true
+	}
+	if cr.user == nil {
+		s.signInPage(w, r, cr, http.StatusUnauthorized, "Your session ended. Sign in again to continue.")
+		return false
+	}
+	if !cr.csn.CheckConsentToken(cr.token, r.PostForm.Get("csrf_token")) {
+		s.message(w, http.StatusForbidden, "Request refused", "This form is out of date or did not come from this page. Open the connect link again.")
+		return false
+	}
+	return true
+}
+
+// decided shows a connect session that can no longer be decided; it reports whether it did.
+func (s *Server) decided(w http.ResponseWriter, cr *consentRequest) bool {
+	switch cr.csn.Status {
+	case platform.ConnectPending:
+		return false
+	case platform.ConnectExpired:
+		s.message(w, http.StatusGone, "This request has expired", "Connect requests are valid for 30 minutes. Go back to "+cr.app.Name+" and start again.")
+	case platform.ConnectApproved:
+		s.message(w, http.StatusConflict, "Already approved", "You approved this request. You can revoke "+cr.app.Name+"'s access at any time.")
+	default:
+		s.message(w, http.StatusConflict, "Already denied", "This request was denied. Nothing was shared with "+cr.app.Name+".")
+	}
+	return true
+}
+
+func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
+	cr := s.begin(w, r)
+	if cr == nil || s.decided(w, cr) {
+		return
+	}
+	if cr.user == nil {
+		s.signInPage(w, r, cr, http.StatusOK, "")
+		return
+	}
+	v, err := s.consentView(r.Context(), cr)
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "consent page", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.message(w, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
+		return
+	}
+	q := r.URL.Query()
+	if id := q.Get("connected"); id != "" && slices.Contains(cr.csn.ConnectedSourceIDs, id) {
+		v.Notice = "Your " + v.Provider + " account is connected. It is ticked below."
+	}
+	if code := q.Get("provider_error"); code != "" {
+		v.Error = v.Provider + " did not connect (" + errorCode(code) + "). You can try again, or go on without it."
+	}
+	s.consentHeaders(w, cr)
+	s.render(w, http.StatusOK, "consent", v)
+}
+
+func (s *Server) consentHeaders(w http.ResponseWriter, cr *consentRequest) {
+	targets := []string{cr.csn.RedirectURI}
+	if p, ok := s.oauthProvider(providers.Name(cr.csn.Provider)); ok {
+		targets = append(targets, p.AuthURL)
+	}
+	s.pageHeaders(w, targets...)
+}
+
+// consentView gathers what the consent page shows: the application, the operation classes in
+// plain words, and the user's sources in the session's mode.
+func (s *Server) consentView(ctx context.Context, cr *consentRequest) (*pageView, error) {
+	csn := cr.csn
+	v := &pageView{Title: "Connect " + cr.app.Name, App: cr.app.Name, Action: consentPath(csn.ID), Token: csn.ConsentToken(cr.token),
+		User: cr.user.Email, Test: csn.Mode == platform.ModeTest, Expires: csn.ExpiresAt.UTC().Format("15:04 UTC")}
+	for _, op := range csn.OperationClasses {
+		w, ok := opWords[op]
+		if !ok {
+			w = [2]string{op, op}
+		}
+		v.Ops = append(v.Ops, opView{Title: w[0], Words: w[1]})
+		v.Destructive = v.Destructive || op == "remove" || op == "migrate"
+	}
+	v.Connected = len(csn.ConnectedSourceIDs) > 0
+	if csn.Provider != "" {
+		v.Provider = s.providerLabel(providers.Name(csn.Provider))
+	}
+	tenant := platform.Tenant{Owner: cr.user.ID, Mode: csn.Mode}
+	err := s.sources.Scan(ctx, tenant.String(), func(src *svcv1.Source) bool {
+		fresh := slices.Contains(csn.ConnectedSourceIDs, src.Id)
+		if src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_CONNECTED || (len(csn.SourceIDs) > 0 && !slices.Contains(csn.SourceIDs, src.Id) && !fresh) {
+			return true
+		}
+		detail := s.providerLabel(providers.Name(enumWire(src.GetProvider())))
+		if src.Email != nil && !strings.Contains(src.DisplayName, src.GetEmail()) {
+			detail += " · " + src.GetEmail()
+		}
+		v.Sources = append(v.Sources, sourceView{ID: src.Id, Name: src.DisplayName, Detail: detail,
+			Checked: fresh || slices.Contains(csn.SourceIDs, src.Id)})
+		return true
+	})
+	return v, err
+}
+
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, cr *consentRequest, status int, errText string) {
+	s.pageHeaders(w)
+	v := &pageView{Title: "Sign in", App: cr.app.Name, Action: consentPath(cr.csn.ID), Error: errText}
+	if r.Method == http.MethodPost {
+		v.Email = r.PostForm.Get("email")
+	}
+	s.render(w, status, "signin", v)
+}
+
+// consentSignIn signs the user in from the consent page and comes back to it. It is the same
+// sign-in as POST /v1/auth/sign-in, with the same cookie.
+func (s *Server) consentSignIn(w http.ResponseWriter, r *http.Request) {
+	cr := s.begin(w, r)
+	if cr == nil || !s.checkPost(w, r, cr, false) || s.decided(w, cr) {
+		return
+	}
+	_, token, err := s.accounts.SignIn(r.Context(), r.PostForm.Get("email"), r.PostForm.Get("password"))
+	if errors.Is(err, platform.ErrInvalidCredentials) {
+		s.signInPage(w, r, cr, http.StatusUnauthorized, "The email or password is not correct.")
+		return
+	}
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "consent sign-in", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.message(w, http.StatusInternalServerError, "Something went wrong", "You could not be signed in. Try again in a moment.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: platform.SessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: s.secureCookies(r), MaxAge: int(s.accounts.SessionTTL().Seconds())})
+	s.pageHeaders(w)
+	http.Redirect(w, r, consentPath(cr.csn.ID), http.StatusSeeOther)
+}
+
+// consentDecision records Approve or Deny and sends the browser back to the application.
+func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
+	cr := s.begin(w, r)
+	if cr == nil || !s.checkPost(w, r, cr, true) || s.decided(w, cr) {
+		return
+	}
+	ctx := s.pageCaller(r, cr)
+	flow := s.connectFlow()
+	switch r.PostForm.Get("decision") {
+	case "deny":
+		csn, err := flow.Deny(ctx, cr.csn.ID, cr.user.ID)
+		if err != nil {
+			s.decisionFailed(w, r, cr, err)
+			return
+		}
+		s.auditChange(ctx, csn.AppID, "connect_session.denied", csn.ID, map[string]any{"user_id": cr.user.ID})
+		s.backToApp(w, r, csn, url.Values{"error": {"access_denied"}})
+	case "approve":
+		chosen := slices.Compact(slices.Sorted(slices.Values(r.PostForm["source_id"])))
+		tenant := platform.Tenant{Owner: cr.user.ID, Mode: cr.csn.Mode}
+		for _, id := range chosen {
+			src, err := s.sources.Get(ctx, tenant.String(), id)
+			if err != nil || src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_CONNECTED {
+				s.message(w, http.StatusBadRequest, "Request refused", "One of the sources chosen is not one of your connected sources.")
+				return
+			}
+		}
+		csn, conn, err := flow.Approve(ctx, cr.csn.ID, cr.user.ID, chosen)
+		if errors.Is(err, platform.ErrNoSources) {
+			s.consentError(w, r, cr, http.StatusUnprocessableEntity, "Choose at least one source that "+cr.app.Name+" may use.")
+			return
+		}
+		if err != nil {
+			s.decisionFailed(w, r, cr, err)
+			return
+		}
+		// Sources connected during this consent came through the new connection.
+		for _, id := range csn.ConnectedSourceIDs {
+			err := s.sources.Update(ctx, tenant.String(), id, func(src *svcv1.Source) error {
+				src.ConnectionId, src.ConnectedViaApplicationId = proto.String(conn.ID), proto.String(conn.AppID)
+				return nil
+			})
+			if err != nil {
+				s.log.ErrorContext(ctx, "record source connection", "source_id", id, "err", err)
+			}
+		}
+		s.auditChange(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
+			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
+		s.emit(ctx, conn.Tenant(), event.ConnectionCreated, "/v1/connections", conn.ID, map[string]any{
+			"connection_id": conn.ID, "application_id": conn.AppID, "connect_session_id": csn.ID,
+			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs)})
+		s.backToApp(w, r, csn, url.Values{"connection_id": {conn.ID}})
+	default:
+		s.message(w, http.StatusBadRequest, "Request refused", "Choose Approve or Deny.")
+	}
+}
+
+// pageCaller puts the signed-in user in the request's context as its Caller, so that events
+// and audit entries name them as they do for API calls.
+func (s *Server) pageCaller(r *http.Request, cr *consentRequest) context.Context {
+	c := &Caller{RequestID: requestIDFrom(r.Context()), User: cr.user, SessionToken: cr.token,
+		Tenant: platform.Tenant{Owner: cr.user.ID, Mode: cr.csn.Mode}, Header: http.Header{}}
+	return context.WithValue(r.Context(), callerKey{}, c)
+}
+
+func (s *Server) consentError(w http.ResponseWriter, r *http.Request, cr *consentRequest, status int, text string) {
+	v, err := s.consentView(r.Context(), cr)
+	if err != nil {
+		s.message(w, status, "Request refused", text)
+		return
+	}
+	v.Error = text
+	s.consentHeaders(w, cr)
+	s.render(w, status, "consent", v)
+}
+
+func (s *Server) decisionFailed(w http.ResponseWriter, r *http.Request, cr *consentRequest, err error) {
+	switch {
+	case errors.Is(err, platform.ErrConnectExpired):
+		cr.csn.Status = platform.ConnectExpired
+		s.decided(w, cr)
+	case errors.Is(err, platform.ErrConnectDecided):
+		if csn, err := s.connectFlow().Session(r.Context(), cr.csn.ID); err == nil {
+			cr.csn = csn
+		}
+		if !s.decided(w, cr) {
+			s.message(w, http.StatusConflict, "Already decided", "This request was already decided.")
+		}
+	case errors.Is(err, platform.ErrScope):
+		s.message(w, http.StatusForbidden, "Request refused", cr.app.Name+" is no longer allowed what it asked for. Go back to it and start again.")
+	default:
+		s.log.ErrorContext(r.Context(), "consent decision", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.message(w, http.StatusInternalServerError, "Something went wrong", "Your decision could not be recorded. Try again in a moment.")
+	}
+}
+
+// backToApp sends the browser to the application's redirect URI with the outcome and the
+// application's state.
+func (s *Server) backToApp(w http.ResponseWriter, r *http.Request, csn *platform.ConnectSession, q url.Values) {
+	u, err := url.Parse(csn.RedirectURI)
+	if err != nil {
+		s.message(w, http.StatusInternalServerError, "Something went wrong", "The application's return address is not valid.")
+		return
+	}
+	all := u.Query()
+	for k, v := range q {
+		all[k] = v
+	}
+	if csn.State != "" {
+		all.Set("state", csn.State)
+	}
+	u.RawQuery = all.Encode()
+	s.pageHeaders(w, csn.RedirectURI)
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
+}
+
+// consentProvider starts the provider authorization for the provider the application asked
+// the user to connect: a state bound to this browser session and connect session (stored
+// server side, single use, 10 minutes) and a PKCE S256 challenge.
+func (s *Server) consentProvider(w http.ResponseWriter, r *http.Request) {
+	cr := s.begin(w, r)
+	if cr == nil || !s.checkPost(w, r, cr, true) || s.decided(w, cr) {
+		return
+	}
+	name := providers.Name(cr.csn.Provider)
+	p, ok := s.oauthProvider(name)
+	if !ok {
+		s.consentError(w, r, cr, http.StatusBadRequest, "This request does not ask you to connect a provider.")
+		return
+	}
+	verifier := oauth2.GenerateVerifier()
+	redirectURL := s.publicBase(r) + "/v1/connect/" + string(name) + "/callback"
+	state, err := s.connectFlow().BeginOAuth(r.Context(), platform.OAuthStart{SessionToken: cr.token, UserID: cr.user.ID,
+		ConnectSessionID: cr.csn.ID, Provider: string(name), Verifier: verifier, RedirectURL: redirectURL})
+	if err != nil {
+		s.log.ErrorContext(r.Context(), "begin oauth", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.message(w, http.StatusInternalServerError, "Something went wrong", "The connection could not be started. Try again in a moment.")
+		return
+	}
+	s.pageHeaders(w, p.AuthURL)
+	http.Redirect(w, r, p.oauth2(redirectURL).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), http.StatusSeeOther)
+}

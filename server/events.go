@@ -1,0 +1,39 @@
+package server
+
+import (
+	"context"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/platform/event"
+)
+
+// listEvents reads the caller's stream (spec #1): an application's (for a key) or the
+// user's own tenant's (for a session), newest first, filtered by types and since.
+func (s *Server) listEvents(ctx context.Context, req *svcv1.ListEventsRequest) (*svcv1.ListEventsResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.EventServiceListEventsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	c := callerFrom(ctx)
+	stream := c.Tenant.String()
+	if c.Key != nil {
+		stream = appStream(c.Key.AppID, c.Key.Mode)
+	}
+	page, err := s.eventLog.List(ctx, stream, after, limit, func(ev *svcv1.Event) bool {
+		if req.Since != nil && ev.GetTime().AsTime().Before(req.GetSince().AsTime()) {
+			return false
+		}
+		return matchType(req.GetTypes(), ev.GetType())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &svcv1.ListEventsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+}
+
+// matchType reports whether an event type is among types: exact names, "prefix.*" wildcards,
+// or "*"; no types means all.
+func matchType(types []string, t string) bool {
+	return len(types) == 0 || event.MatchAny(types, t)
+}

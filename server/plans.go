@@ -1,0 +1,226 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	"svc.dev/svc"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/plan"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/wire"
+)
+
+// DefaultCeilingCents is the monthly spending ceiling until one is set (100 USD).
+const DefaultCeilingCents = 10000
+
+// Problem codes of plan decisions.
+const (
+	codePlanStale      = "plan_stale"
+	codeActionDenied   = "action_denied"
+	codeStepUpRequired = "step_up_required"
+)
+
+// createPlan builds a plan over the caller's sources (POST /v1/plans).
+func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (*svcv1.Plan, error) {
+	c := callerFrom(ctx)
+	br := svc.PlanRequest{Intent: req.GetIntent(), Policy: req.GetPolicy(), PreservationRequired: req.PreservationRequired,
+		SourceIDs: req.GetSourceIds(), DestinationID: req.GetDestinationId()}
+	var err error
+	if br.Billing, err = s.planBilling(ctx, c); err != nil {
+		return nil, err
+	}
+	// A live plan is metered in the transaction that stores it: exactly once.
+	if c.Key != nil && c.Key.Mode == platform.ModeLive {
+		br.Also = append(br.Also, s.store.Usage().Write(platform.Deltas(c.Key.OrgID, c.Key.AppID, platform.Month(s.cfg.Now()), platform.MeterPlans, 1)))
+	}
+	return s.scope(c).BuildPlan(ctx, br)
+}
+
+// getPlan reads a plan; over REST its objects are streamed from the store (planStore).
+func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1.Plan, error) {
+	c := callerFrom(ctx)
+	sc := s.scope(c)
+	p, err := sc.PlanHeader(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	if c.REST {
+		if small, err := sc.FillPlans(ctx, []*svcv1.Plan{p}, inlineObjects); small || err != nil {
+			return p, err
+		}
+		s.streamPlans(ctx, p, []*svcv1.Plan{p}) // a big plan: one chunk in memory at a time
+		return p, nil
+	}
+	return p, sc.FillPlan(ctx, p)
+}
+
+// streamPlans makes the REST response msg, whose plans are headers, a stream that writes each
+// plan's objects from the store as the client reads (writePlansJSON).
+func (s *Server) streamPlans(ctx context.Context, msg proto.Message, plans []*svcv1.Plan) {
+	c := callerFrom(ctx)
+	sc := s.scope(c)
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writePlansJSON(context.WithoutCancel(ctx), sc.PlanObjectChunks, pw, msg, plans))
+	}()
+	c.Header.Set("Content-Type", "application/json")
+	c.Stream = pr
+}
+
+// listPlanObjects pages one plan's objects (GET /v1/plans/{id}/objects).
+func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjectsRequest) (*svcv1.ListPlanObjectsResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.PlanServiceListPlanObjectsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Limit != nil {
+		limit = int(req.GetLimit()) // up to 1,000 here (validated), not the lists' 200
+	}
+	sc := s.scope(callerFrom(ctx))
+	p, err := sc.PlanHeader(ctx, req.GetId())
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	if after != "" {
+		if start, err = strconv.Atoi(after); err != nil || start < 0 {
+			return nil, invalid("cursor", "is not a cursor of this listing")
+		}
+	}
+	objs, more, err := sc.PlanObjects(ctx, p, start, limit)
+	if err != nil {
+		return nil, err
+	}
+	last := ""
+	if more {
+		last = strconv.Itoa(start + len(objs))
+	}
+	return &svcv1.ListPlanObjectsResponse{Data: nonNil(objs), NextCursor: s.nextCursor(binding, last)}, nil
+}
+
+func (s *Server) cancelPlan(ctx context.Context, req *svcv1.CancelPlanRequest) (*svcv1.Plan, error) {
+	return s.scope(callerFrom(ctx)).CancelPlan(ctx, req.GetId())
+}
+
+// authorizePlan authorizes a plan by the hash the caller reviewed. The plan must be validated,
+// unexpired, with that hash, and its sources unmoved since it was built; the policy decision is
+// taken again with the authorizer's approvals, grant and ceiling.
+func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequest) (*svcv1.Plan, error) {
+	c := callerFrom(ctx)
+	billing, err := s.planBilling(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.scope(c).AuthorizePlan(ctx, req.GetId(), req.GetPlanHash(), &svc.AuthorizeOptions{Billing: billing,
+		ApprovalsFor: func(p *svcv1.Plan) plan.Approvals {
+			return plan.Approvals{HumanUser: c.User != nil && c.User.ID == p.GetUserId(),
+				DeveloperOwner: s.ownsApplication(ctx, c, p.GetActor().GetApplicationId())}
+		}})
+}
+
+// ownsApplication reports whether a signed-in user owns the organization of an application.
+func (s *Server) ownsApplication(ctx context.Context, c *Caller, appID string) bool {
+	if c.User == nil || appID == "" {
+		return false
+	}
+	app, err := s.devs.Application(ctx, appID)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(c.User.OrgIDs, app.OrgID) && s.orgOwner(ctx, app.OrgID) == c.User.ID
+}
+
+func (s *Server) orgOwner(ctx context.Context, orgID string) string {
+	o, err := s.store.Org(ctx, orgID)
+	if err != nil {
+		return ""
+	}
+	return o.OwnerID
+}
+
+func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*svcv1.ListPlansResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.PlanServiceListPlansProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	c := callerFrom(ctx)
+	sc := s.scope(c)
+	page, err := sc.ListPlans(ctx, svc.PlanFilter{State: req.State, Intent: req.Intent}, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	res := &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}
+	if c.REST {
+		if small, err := sc.FillPlans(ctx, page.Items, inlineObjects); small || err != nil {
+			return res, err
+		}
+		s.streamPlans(ctx, res, page.Items) // big plans: one chunk of objects in memory at a time
+		return res, nil
+	}
+	for _, p := range page.Items {
+		if err := sc.FillPlan(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// inlineObjects is how many objects, in all, a REST response of plans holds in memory and
+// encodes at once (about 1 MiB of JSON); pages and plans with more are streamed chunk by chunk.
+const inlineObjects = 5_000
+
+// WritePlansJSON writes msg (a plan, or a list of plans) as the REST JSON the codec would
+// write for it with every plan's objects, streaming those from the store: msg's plans are
+// headers, and each header's empty "objects":[] is replaced by its objects, one chunk in
+// memory at a time. A plan stored whole is encoded as it is.
+func writePlansJSON(ctx context.Context, chunks func(context.Context, string) iter.Seq2[[]*svcv1.PlanObject, error], w io.Writer, msg proto.Message, plans []*svcv1.Plan) error {
+	body, err := wire.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	empty := []byte(`"objects":[]`)
+	var buf []byte
+	for _, p := range plans {
+		if len(p.Objects) > 0 {
+			continue // encoded whole: no "objects":[] of its own
+		}
+		i := bytes.Index(body, empty)
+		if i < 0 {
+			return fmt.Errorf("plan %s: no objects field in its JSON", p.PlanId)
+		}
+		if _, err := w.Write(body[:i+len(empty)-1]); err != nil {
+			return err
+		}
+		body = body[i+len(empty)-1:]
+		first := true
+		for objs, err := range chunks(ctx, p.PlanId) {
+			if err != nil {
+				return err
+			}
+			buf = buf[:0]
+			for _, o := range objs {
+				if !first {
+					buf = append(buf, ',')
+				}
+				first = false
+				if buf, err = wire.Append(buf, o); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = w.Write(body)
+	return err
+}

@@ -1,0 +1,320 @@
+// Package server is svc's API edge: one implementation of every svc.v1 method served over
+// Connect (and gRPC, gRPC-Web) and over the spec's REST paths, with authentication, tenancy,
+// validation, idempotency, rate limits, pagination and RFC 9457 problem details shared by both.
+// It is the only package that turns domain errors into wire errors.
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"buf.build/go/protovalidate"
+
+	"svc.dev/svc"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/billing"
+	"svc.dev/svc/platform/job"
+	"svc.dev/svc/platform/webhook"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/receipt"
+	"svc.dev/svc/storage"
+	"svc.dev/svc/vault"
+	"svc.dev/svc/vault/backend"
+)
+
+// Config configures a Server. Zero fields take defaults.
+type Config struct {
+	// DataDir holds the store, the master key and, with Dev, dev-credentials.json.
+	DataDir string
+	// BaseURL is the externally visible address (for dev-credentials.json and links).
+	BaseURL string
+	// RateLimit is the per-principal allowance (default platform.DefaultRateLimit).
+	RateLimit platform.RateLimit
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// Password sets the argon2id cost (default platform.DefaultPasswordParams).
+	Password platform.PasswordParams
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives operational logs; secrets are never logged (default slog.Default()).
+	Logger *slog.Logger
+	// Providers opens sources (default: the built-ins, in process). The caller closes it.
+	Providers *providers.Registry
+	// Dev relaxes what only a local developer setup needs: webhook receivers on loopback.
+	Dev bool
+	// OAuth configures providers whose sources connect through OAuth 2 (the connect flow).
+	OAuth map[providers.Name]OAuthProvider
+	// ScrubInterval is how often every tenant's vault is scrubbed (re-read, re-hashed, marked
+	// corrupt or repaired) as a job; 0 means DefaultScrubInterval, negative never.
+	ScrubInterval time.Duration
+	// VerifyEvery is how often every vault object must be re-read from its storage medium and
+	// verified (scheduled verification, run hourly within VerifyBytesPerHour); 0 means 30 days,
+	// negative never.
+	VerifyEvery time.Duration
+	// VerifyBytesPerHour is the reading budget of scheduled verification (0: no limit).
+	VerifyBytesPerHour int64
+	// ColdAfter is how long after its commit a vault object moves to the cold tier, checked
+	// after each scrub; 0 means DefaultColdAfter, negative never.
+	ColdAfter time.Duration
+	// Vault chooses the vault's storage backends (default: local disk in the data directory).
+	Vault VaultBackends
+	// RequestTimeout is how long a request may take to start its response before the client
+	// gets 503 with Retry-After (default DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	// Store keeps every record; nil opens the default store of DataDir (svc.OpenStore). The
+	// server closes it.
+	Store storage.Hosted
+	// StoreOptions tunes the default store (tests: a small initial map).
+	StoreOptions *svc.BoltOptions
+	// MasterKeyFile is where the master key is kept when not in DataDir (svc.LoadMasterKey).
+	MasterKeyFile string
+	// OutboundTLS configures TLS for the requests svc makes to third parties' servers (one-click
+	// unsubscribes); nil: the system's roots.
+	OutboundTLS *tls.Config
+	// BodyReadTimeout bounds how long a client may take to send a request body, so a client
+	// trickling one byte at a time cannot hold a connection (default DefaultBodyReadTimeout).
+	BodyReadTimeout time.Duration
+	// Billing is the payment processor (billing/stripe); nil serves svc's own portal page and
+	// creates no invoice items.
+	Billing billing.Processor
+	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
+	// job (default DefaultDeletionGrace).
+	DeletionGrace time.Duration
+}
+
+// DefaultBodyReadTimeout is the default Config.BodyReadTimeout.
+const DefaultBodyReadTimeout = 30 * time.Second
+
+// VaultBackends are the vault's two tiers; nil ones are local disk under DataDir/vault. The
+// caller owns them.
+type VaultBackends struct {
+	Hot, Cold backend.Backend
+}
+
+// Server is the API. Make it with New, serve Handler, and Close it when done.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	store     storage.Hosted
+	accounts  *platform.Accounts
+	devs      *platform.Developers
+	idem      *platform.Idempotency
+	limiter   *platform.Limiter
+	cursors   *platform.Cursors
+	validator protovalidate.Validator
+	csrf      *http.CrossOriginProtection
+	methods   map[string]*method // by procedure
+	handler   http.Handler
+	openapi   []byte
+	providers *providers.Registry
+	sealer    *platform.Sealer
+
+	// core is the embedding package: sources, plans, executions, receipts, manifests and the
+	// vault live there; the handlers check the caller and call it.
+	core *svc.Instance
+
+	plans        storage.Plans
+	planHeaders  storage.Records[*svcv1.Plan]
+	jobs         storage.Records[*svcv1.Job]
+	sources      storage.Records[*svcv1.Source]
+	destinations storage.Records[*svcv1.Destination]
+	executions   storage.Records[*svcv1.Execution]
+	auditLog     storage.Records[*svcv1.AuditEntry]
+	audit        *batchWriter[*svcv1.AuditEntry]
+	eventLog     storage.Records[*svcv1.Event]
+	meter        *platform.Meter
+
+	webhooks  *webhook.Engine
+	stopHooks context.CancelFunc
+	keyring   *receipt.Keyring
+	vault     *vault.Vault
+	manifests storage.Records[*svcv1.Manifest]
+
+	background sync.WaitGroup // work that Close waits for (the scrub loop)
+	// probing is set while a readiness probe of the store runs (GET /readyz): a probe stuck
+	// behind a wedged store is not joined by another.
+	probing atomic.Bool
+
+	jobRunner *job.Runner // runs jobs (export, deletion, ...)
+	exportKey []byte      // authenticates export download URLs and portal pages
+	biller    *billing.Biller
+	exportMu  sync.Mutex // one account export at a time per tenant
+	// exportsInProgress are the file names of the archives being written (the sweep keeps them).
+	exportsInProgress sync.Map
+}
+
+// New opens (creating if needed) the data directory and returns a ready server.
+func New(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: no data directory")
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.BodyReadTimeout == 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	// The master key first: a new key is made only for a directory that holds no store yet.
+	master, err := svc.LoadMasterKey(cfg.DataDir, cfg.MasterKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	store := cfg.Store
+	if store == nil {
+		if store, err = svc.OpenStore(cfg.DataDir, cfg.StoreOptions); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{}
+	core, err := svc.Open(context.Background(), cfg.DataDir, &svc.Options{
+		Store: store, MasterKey: master, Providers: cfg.Providers, Now: cfg.Now, Logger: cfg.Logger,
+		VaultHot: cfg.Vault.Hot, VaultCold: cfg.Vault.Cold,
+		Announcer: announcer{s}, Charger: charger{s},
+		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send,
+		DeferResume: true, // after the webhooks and handlers are ready (below)
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	// fail undoes what New opened so far.
+	fail := func(err error) (*Server, error) {
+		core.Close()
+		store.Close()
+		return nil, err
+	}
+	v, err := protovalidate.New()
+	if err != nil {
+		return fail(fmt.Errorf("validator: %w", err))
+	}
+	res := store.Resources()
+	*s = Server{
+		cfg:          cfg,
+		core:         core,
+		log:          cfg.Logger,
+		store:        store,
+		accounts:     platform.NewAccounts(store, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
+		devs:         platform.NewDevelopers(store, cfg.Now),
+		idem:         platform.NewIdempotency(store, cfg.Now),
+		limiter:      platform.NewLimiter(cfg.RateLimit, cfg.Now),
+		cursors:      platform.NewCursors(core.DeriveKey("cursor")),
+		validator:    v,
+		csrf:         http.NewCrossOriginProtection(),
+		methods:      map[string]*method{},
+		plans:        store.Plans(),
+		planHeaders:  res.PlanHeaders(),
+		jobs:         res.Jobs(),
+		sources:      res.Sources(),
+		destinations: res.Destinations(),
+		executions:   res.Executions(),
+		auditLog:     res.Audit(),
+		eventLog:     res.EventLog(),
+		providers:    core.Providers(),
+		keyring:      core.ReceiptKeys(),
+		vault:        core.Vault(),
+		manifests:    res.Manifests(),
+		sealer:       core.Sealer(),
+		exportKey:    core.DeriveKey("export-url"),
+	}
+	if cfg.Billing != nil {
+		s.biller = billing.New(cfg.Billing, store.Billing())
+	}
+	s.jobRunner = job.NewRunner(jobStore{s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
+	logErr := func(what string) func(error) {
+		return func(err error) { s.log.Error("write "+what, "err", err) }
+	}
+	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
+	if s.meter, err = platform.OpenMeter(filepath.Join(cfg.DataDir, usageLogFile), store.Usage(), s.devs, platform.MeterOptions{
+		Now: cfg.Now, Logger: cfg.Logger, RotateAt: usageLogRotate,
+		OnCeiling: func(ctx context.Context, orgID, typ string, data map[string]any) {
+			s.emit(ctx, platform.Tenant{Owner: orgID, Mode: platform.ModeLive}, typ, "/v1/usage", orgID, data)
+		}}); err != nil {
+		return fail(err)
+	}
+	// Requests in flight when the process last stopped will never finish: free their keys.
+	if _, err := s.idem.Purge(context.Background(), true); err != nil {
+		return fail(fmt.Errorf("purge idempotency keys: %w", err))
+	}
+	hooksCtx, stopHooks := context.WithCancel(context.Background())
+	if s.webhooks, err = s.newWebhooks(hooksCtx); err != nil {
+		stopHooks()
+		return fail(err)
+	}
+	s.stopHooks = stopHooks
+	go s.webhooks.Run(hooksCtx)
+	if err := s.interruptJobs(context.Background()); err != nil {
+		stopHooks()
+		return fail(fmt.Errorf("interrupted jobs: %w", err))
+	}
+	s.background.Go(func() { s.deletionLoop(hooksCtx) })
+	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
+		s.background.Go(func() { s.scrubLoop(hooksCtx, every) })
+	}
+	if cfg.VerifyEvery >= 0 {
+		s.background.Go(func() { s.verifyLoop(hooksCtx) })
+	}
+	// Tenants with vault content and no search index (a data directory from before search)
+	// get one built by an index job.
+	s.background.Go(func() { s.indexMissing(hooksCtx) })
+	if err := s.loadMethods(); err != nil {
+		return fail(err)
+	}
+	s.register()
+	if s.openapi, err = s.openAPIDocument(); err != nil {
+		return fail(err)
+	}
+	s.handler = s.routes()
+	// Executions that were running when the process stopped continue from their journals.
+	if err := s.core.Resume(context.Background()); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Handler returns the HTTP handler serving the whole API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close closes the open providers and the store. Call it after the HTTP server has drained.
+func (s *Server) Close() error {
+	s.core.Shutdown()
+	s.jobRunner.Close()
+	s.stopHooks()
+	s.background.Wait() // the scrub loop stops between objects
+	s.core.Close()      // the search index, the vault, the sources it opened, the built-in providers it made
+	s.meter.Close()
+	s.audit.close()
+	return s.store.Close()
+}
+
+// Store returns the server's store, for tools and tests that load data directly.
+func (s *Server) Store() storage.Hosted { return s.store }
+
+// Accounts returns the account service, for tools and tests.
+func (s *Server) Accounts() *platform.Accounts { return s.accounts }
+
+// Developers returns the developer platform service, for tools and tests.
+func (s *Server) Developers() *platform.Developers { return s.devs }
