@@ -25,7 +25,6 @@ type Observation struct {
 	OneTime    bool   `json:"oneTime,omitempty"`    // an order or purchase, not a subscription
 	Recurring  bool   `json:"recurring,omitempty"`  // the message speaks of a subscription, plan or renewal
 	CreditNote bool   `json:"creditNote,omitempty"` // a credit note or refund
-	Marketing  bool   `json:"marketing,omitempty"`  // promotion: prices offered, nothing taken
 	Activity   bool   `json:"activity,omitempty"`   // a notice of the user's use of the service
 	Currency   string `json:"currency,omitempty"`
 
@@ -151,6 +150,7 @@ var (
 	reFailed      = mk(`(?i)\b(payment (failed|declined|was declined|was unsuccessful|did not go through)|(unable|failed) to (charge|process|collect)|(couldn'?t|could not) (charge|process|collect)|card (was )?declined|past due|overdue|will retry|update your payment (method|details))\b`, "fail", "declin", "unsuccessful", "unable", "couldn", "could not", "past due", "overdue", "retry", "update your payment")
 	reRefund      = mk(`(?i)\b(refunded|refund (of|amount|issued|processed|has been)|your refund|we('ve| have) (refunded|credited|reversed))\b`, "refund", "credited", "reversed")
 	reNotYours    = mk(`(?i)\b(new (customers?|subscribers?|members?|users?|sign-?ups?)|existing (customers?|subscribers?|members?|users?) (keep|will keep|are not affected|won'?t be affected)|(does|will) not affect (you|your)|not affect(ed)? (you|your))\b`, "new ", "existing", "affect")
+	reYours       = mk(`(?i)(\b(you|your|yours)\b|\benjoy\b)`, "you", "enjoy")
 	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
 	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
@@ -254,9 +254,12 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	charge := reCharge.in(ctext, cl)
 	trialStart := reTrialStart.in(ctext, cl)
-	trialNotice := reTrialNotice.in(ctext, cl)
 	cancelled := reCancel.in(ctext, cl)
 	promo := rePromo.in(ctext, cl)
+	if promo && !charge && !trialStart && !cancelled {
+		return nil // a promotion's prices are offers, not the user's billing
+	}
+	trialNotice := reTrialNotice.in(ctext, cl)
 	notice := reAutoUpgrade.in(ctext, cl) || reSelfChange.in(ctext, cl) || reSeatsAdded.in(ctext, cl) || reCreditsOut.in(ctext, cl)
 	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
 		if promo || !reActivity.in(ctext, cl) {
@@ -264,6 +267,15 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 		o.Activity = true
 		return o
+	}
+	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !reYours.in(ctext, cl) {
+		// Neither a bill nor a trial, cancellation or plan notice, and not addressed to the
+		// user's account: prices in an article or a newsletter are about other people.
+		if !promo && reActivity.in(ctext, cl) {
+			o.Activity = true
+			return o
+		}
+		return nil
 	}
 	o.Recurring = reRecurring.in(ctext, cl)
 	o.OneTime = reOrder.in(ctext, cl) && !o.Recurring
@@ -277,17 +289,15 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if cancelled {
 		o.excerpt("cancel", firstNonEmpty(firstLine(body, reCancel), firstLine(text, reCancel)))
 	}
-	o.Marketing = promo && !charge && !trialStart && !cancelled
-	if o.Marketing && !notice {
-		return nil // a promotion's prices are offers, not the user's billing
-	}
-	o.Charge = charge && !o.Marketing && !trialStart && !reFailed.in(ctext, cl)
+	o.Charge = charge && !trialStart && !reFailed.in(ctext, cl)
 	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
 		return nil // an order or one-time purchase: no meter is made of it
 	}
 	o.Period = periodIn(text)
 
-	ls := splitLines(text)
+	// Facts are read from the first 16 KiB of text: a bill, with its PDF, fits; a long
+	// newsletter need not be read to its end.
+	ls := splitLines(firstN(text, 16<<10))
 	for i, line := range ls {
 		o.line(line, ls, i, date)
 	}
@@ -296,11 +306,6 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		if o.Total == nil {
 			o.Charge = false
 		}
-	}
-	if o.Marketing {
-		// A promotion's prices are offers, not facts of the user's billing.
-		o.Total, o.Subtotal, o.Tax, o.Credits, o.Overage, o.Base, o.Fees = nil, nil, nil, nil, nil, nil, nil
-		o.OldPrice, o.NewPrice, o.TeaserPrice, o.RegularPrice, o.AutoUpgrade = nil, nil, nil, nil, false
 	}
 	if !o.PeriodStart.IsZero() && !o.PeriodEnd.IsZero() {
 		if p := periodOfSpan(int(o.PeriodEnd.Sub(o.PeriodStart).Hours()/24) + 1); p != "" && o.Period == "" {
@@ -313,7 +318,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 			*o.Total = -*o.Total
 		}
 	}
-	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.Marketing && !o.billingNotice() {
+	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.billingNotice() {
 		if reActivity.in(ctext, cl) && !promo {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}

@@ -245,9 +245,6 @@ func billingPeriod(charges, all []*Observation) BillingPeriod {
 		// The bills do not say: what the service's other mail says of its price (a trial's
 		// "then $9.99 a month", a renewal reminder), when it says one thing.
 		for _, o := range all {
-			if o.Marketing {
-				continue
-			}
 			for _, p := range []BillingPeriod{o.TrialCadence, o.Period} {
 				if p != "" && p != Usage {
 					votes[p]++
@@ -287,7 +284,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 	var notices []*Observation
 	selfChange := false
 	for _, o := range s.obs {
-		if o.Date.After(asOf) || o.Marketing {
+		if o.Date.After(asOf) {
 			continue
 		}
 		notices = append(notices, o)

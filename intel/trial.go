@@ -18,7 +18,7 @@ func trialOf(s *service, namespace string, period BillingPeriod, asOf time.Time)
 	var start *Observation
 	var notices []*Observation
 	for _, o := range s.obs {
-		if o.Date.After(asOf) || o.Marketing || !o.TrialNotice {
+		if o.Date.After(asOf) || !o.TrialNotice {
 			continue
 		}
 		notices = append(notices, o)
