@@ -80,6 +80,7 @@ func NewScanner(o *Options) *Scanner {
 	if d.Want == nil {
 		d.Want = mayState
 	}
+	d.NoRecipients = true // intel reads who sent a message, never whom it was sent to
 	s.opt.Document = &d
 	return s
 }
@@ -160,7 +161,7 @@ func quickSkip(raw []byte) bool {
 		if j := bytes.IndexAny(dom, "> \t\r\"'"); j >= 0 {
 			dom = dom[:j]
 		}
-		return isFreemail(domainOf("x@" + string(dom)))
+		return isFreemail(string(dom)) // people's addresses are at the provider's domain itself
 	}
 	return false
 }

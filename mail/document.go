@@ -34,6 +34,9 @@ type DocumentOptions struct {
 	// into text): a part it declines is not kept. A reader that only cares for some mail
 	// (intel, bills) spares itself the conversion of the rest.
 	Want func(kind TextKind, decoded []byte) bool
+	// NoRecipients leaves Message.To and Cc empty (the fields stay in Fields): parsing long
+	// recipient lists is a reader's cost that billing, for one, does not need.
+	NoRecipients bool
 }
 
 // TextKind says where a piece of a document's text came from.
@@ -138,7 +141,7 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	}
 	e, err := message.New(mh, br)
 	d.entity(e, err, nil, 0)
-	decodeHeader(h, d.declared, m)
+	decodeFields(h, d.declared, m, opt.NoRecipients)
 	if lim.cut {
 		d.doc.Cut = true
 		m.problem("message over %d bytes: the rest not read", opt.MaxBytes)
