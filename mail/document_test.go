@@ -201,3 +201,14 @@ func TestReadDocumentWant(t *testing.T) {
 		t.Fatalf("%v %+v asked %v", err, d.Parts, asked)
 	}
 }
+
+func TestReadDocumentNoRecipients(t *testing.T) {
+	raw := "From: a@b.example\nTo: c@d.example, e@f.example\nSubject: s\n\nhi\n"
+	d, err := mail.ReadDocument(strings.NewReader(raw), &mail.DocumentOptions{NoRecipients: true})
+	if err != nil || len(d.To) != 0 || d.Get("To") == "" || d.From.Addr != "a@b.example" {
+		t.Fatalf("%v to %v field %q from %v", err, d.To, d.Get("To"), d.From)
+	}
+	if d, _ := mail.ReadDocument(strings.NewReader(raw), nil); len(d.To) != 2 {
+		t.Fatalf("to %v", d.To)
+	}
+}
