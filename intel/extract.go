@@ -151,6 +151,7 @@ var (
 	reRefund      = mk(`(?i)\b(refunded|refund (of|amount|issued|processed|has been)|your refund|we('ve| have) (refunded|credited|reversed))\b`, "refund", "credited", "reversed")
 	reNotYours    = mk(`(?i)\b(new (customers?|subscribers?|members?|users?|sign-?ups?)|existing (customers?|subscribers?|members?|users?) (keep|will keep|are not affected|won'?t be affected)|(does|will) not affect (you|your)|not affect(ed)? (you|your))\b`, "new ", "existing", "affect")
 	reYours       = mk(`(?i)(\b(you|your|yours)\b|\benjoy\b)`, "you", "enjoy")
+	reEndsIn      = regexp.MustCompile(`\b(ends?|expires?|is over|will end|runs out|ending) (in (\d{1,2}) days?|tomorrow)\b`)
 	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
 	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
@@ -456,6 +457,15 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 			if k > 0 && k <= 366 && o.TrialDays == 0 {
 				o.TrialDays = k
 			}
+		}
+		if m := reEndsIn.FindStringSubmatch(low); m != nil && o.TrialEnd.IsZero() {
+			// "ends in 3 days", "expires tomorrow": counted from the message's date.
+			n := 1
+			if m[3] != "" {
+				n, _ = strconv.Atoi(m[3])
+			}
+			o.TrialEnd = truncDay(date).AddDate(0, 0, n)
+			o.excerpt("trial_end", line)
 		}
 		if reEndWord.in(line, low) && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
 			if ds := findDates(line, date); len(ds) > 0 && o.TrialEnd.IsZero() {
