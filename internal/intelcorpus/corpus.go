@@ -67,6 +67,7 @@ var Scenarios = []string{
 	"flat_monthly", "flat_annual", "flat_weekly", "flat_quarterly",
 	"price_drop", "credit_note", "upgrade_marketing", "self_switch", "within_allowance", "stable_seats",
 	"one_time", "trial_converted", "trial_cancelled", "trial_pending",
+	"new_customer_price", "refund", "failed_payment",
 }
 
 // Generate writes a corpus: services services (scenarios in turn) and noise messages of

@@ -500,6 +500,30 @@ func (g *gen) service(sc string) {
 					fmt.Sprintf("Get more storage, more seats and priority support. Upgrade now for %s per month.", s.money(pb)),
 					fmt.Sprintf("Special offer: move to Premium for %s/mo. Don't miss out!", s.money(pb)))+"\n\nUnsubscribe from marketing emails.", "marketing", true, nil)
 		}
+	case "new_customer_price":
+		// A price rise that does not apply to the user.
+		lab.Period = "monthly"
+		p := g.price(799, 2999)
+		ds := flat("monthly", 4+g.r.IntN(6), p)
+		g.notice(s, ds[len(ds)-1].AddDate(0, 0, -10), g.pick("Our prices are changing", "Pricing update for new members", "New plans, new prices"),
+			g.pick(
+				fmt.Sprintf("Starting next month, new subscribers will pay %s per month instead of %s. Existing members keep their current price.", s.money(p*13/10), s.money(p)),
+				fmt.Sprintf("We're raising the price of the %s plan from %s to %s for new customers. This change does not affect your subscription.", s.plan, s.money(p), s.money(p*12/10))))
+	case "refund":
+		lab.Period = "monthly"
+		p := g.price(999, 4999)
+		ds := flat("monthly", 4+g.r.IntN(6), p)
+		r := g.price(100, p)
+		d := g.dateBetween(ds[0], ds[len(ds)-1])
+		g.send(s, d, g.pick("Your refund has been processed", "Refund confirmation", "We've refunded you"),
+			fmt.Sprintf("Hi Sam,\n\nWe've refunded %s to your card for the service interruption.\nRefund amount: %s\nIt can take 5-10 days to appear.\n", s.money(r), s.money(r)), "notice", false, nil)
+	case "failed_payment":
+		lab.Period = "monthly"
+		p := g.price(999, 4999)
+		ds := flat("monthly", 4+g.r.IntN(6), p)
+		d := ds[len(ds)-1].AddDate(0, 0, -3)
+		g.send(s, d, g.pick("Payment failed", "We couldn't process your payment", "Action required: update your card"),
+			fmt.Sprintf("Hi Sam,\n\nWe were unable to charge your card for your %s plan. Your payment of %s failed; we will retry in three days. Please update your payment method.\n", s.plan, s.money(p*2)), "notice", false, nil)
 	case "one_time":
 		lab.Meter = false
 		lab.Period = "one_time"
