@@ -25,7 +25,6 @@ type Observation struct {
 	OneTime    bool   `json:"oneTime,omitempty"`    // an order or purchase, not a subscription
 	Recurring  bool   `json:"recurring,omitempty"`  // the message speaks of a subscription, plan or renewal
 	CreditNote bool   `json:"creditNote,omitempty"` // a credit note or refund
-	Marketing  bool   `json:"marketing,omitempty"`  // promotion: prices offered, nothing taken
 	Activity   bool   `json:"activity,omitempty"`   // a notice of the user's use of the service
 	Currency   string `json:"currency,omitempty"`
 
@@ -148,7 +147,12 @@ var (
 	reEndWord     = mk(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`, "end", "expir", "until", "through", "on", "by", "effective", "start", "from", "begin", "as of")
 	reScam        = mk(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`, "confirm your", "verify your", "click here", "congratulations", "selected", "chosen", "winner", "miracle", "shipping", "risk", "100% free", "act now", "urgent")
 	reValidUntil  = mk(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`, "valid", "good", "expir", "use ")
-	reForwarded   = mk(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`, "forwarded", "original message")
+	reFailed      = mk(`(?i)\b(payment (failed|declined|was declined|was unsuccessful|did not go through)|(unable|failed) to (charge|process|collect)|(couldn'?t|could not) (charge|process|collect)|card (was )?declined|past due|overdue|will retry|update your payment (method|details))\b`, "fail", "declin", "unsuccessful", "unable", "couldn", "could not", "past due", "overdue", "retry", "update your payment")
+	reRefund      = mk(`(?i)\b(refunded|refund (of|amount|issued|processed|has been)|your refund|we('ve| have) (refunded|credited|reversed))\b`, "refund", "credited", "reversed")
+	reNotYours    = mk(`(?i)\b(new (customers?|subscribers?|members?|users?|sign-?ups?)|existing (customers?|subscribers?|members?|users?) (keep|will keep|are not affected|won'?t be affected)|(does|will) not affect (you|your)|not affect(ed)? (you|your))\b`, "new ", "existing", "affect")
+	reYours       = mk(`(?i)(\b(you|your|yours)\b|\benjoy\b)`, "you", "enjoy")
+	reEndsIn      = regexp.MustCompile(`\b(ends?|expires?|is over|will end|runs out|ending) (in (\d{1,2}) days?|tomorrow)\b`)
+	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
 	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
 )
@@ -199,7 +203,7 @@ func periodOfSpan(days int) BillingPeriod {
 // extract turns a read message into an observation of a service, or nil when the message says
 // nothing about one (it is personal, a list, spam, bank mail, cost splitting, or not billing).
 func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool) *Observation {
-	if d.Spam() != "" || d.ListPost != "" || isListPlatform(d.Message) {
+	if notBilling(d.Message) {
 		return nil
 	}
 	body := d.Body()
@@ -219,20 +223,11 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 	}
 	dom := domainOf(from.Addr)
-	if dom == "" || (!forwarded && freemail(dom)) {
-		return nil
-	}
-	if freemail(dom) {
-		return nil
-	}
-	if !forwarded && d.InReplyTo != "" && strings.HasPrefix(strings.ToLower(subject), "re:") {
-		return nil // a conversation, not a notice
+	if dom == "" || freemail(dom) {
+		return nil // a person (a forward from a person's mailbox is the original sender's)
 	}
 	text := subject + "\n" + body
 	ltext := strings.ToLower(text)
-	if reBank.in(text, ltext) || reSplit.in(text, ltext) || reScam.in(text, ltext) {
-		return nil
-	}
 	replyTo := d.ReplyTo
 	if len(d.Forwarded) > 0 && forwarded {
 		replyTo = d.Forwarded[0].ReplyTo
@@ -240,40 +235,70 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	key, service, domain := serviceOf(from, dom, replyTo)
 	o := &Observation{Ref: msgRef(d.Message, ref), SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain}
 
+	// Cheap words first: mail with no sum and none of the words of a trial, a cancellation or a
+	// plan, seat or credit notice is at most a notice of the user's activity (which tells
+	// whether a trial is being used), judged on its start.
 	hasMoney := hasMoneyHint(text)
-	charge := reCharge.in(text, ltext)
-	trialStart := reTrialStart.in(text, ltext)
-	trialNotice := reTrialNotice.in(text, ltext)
-	cancelled := reCancel.in(text, ltext)
-	promo := rePromo.in(text, ltext)
-	notice := reAutoUpgrade.in(text, ltext) || reSelfChange.in(text, ltext) || reSeatsAdded.in(text, ltext) || reCreditsOut.in(text, ltext)
-	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		if !promo && !strings.Contains(strings.ToLower(text), "unsubscribe") && reActivity.in(text, ltext) {
-			o.Activity = true
-			return o
-		}
-		if promo || !reActivity.in(text, ltext) {
+	if !hasMoney && !strings.Contains(ltext, "trial") && !containsAny(ltext, reCancel.keys) && !containsAny(ltext, noticeWords) {
+		head, lhead := firstN(text, 600), firstN(ltext, 600)
+		if rePromo.in(head, lhead) || !reActivity.in(head, lhead) {
 			return nil
 		}
 		o.Activity = true
 		return o
 	}
-	o.Recurring = reRecurring.in(text, ltext)
-	o.OneTime = reOrder.in(text, ltext) && !o.Recurring
+	// What kind of mail it is shows near its start: classify on the first 8 KiB (a
+	// newsletter's text runs to 64 KiB); facts are read from every line below.
+	ctext, cl := firstN(text, 8<<10), firstN(ltext, 8<<10)
+	if reBank.in(ctext, cl) || reSplit.in(ctext, cl) || reScam.in(ctext, cl) {
+		return nil
+	}
+	charge := reCharge.in(ctext, cl)
+	trialStart := reTrialStart.in(ctext, cl)
+	cancelled := reCancel.in(ctext, cl)
+	promo := rePromo.in(ctext, cl)
+	if promo && !charge && !trialStart && !cancelled {
+		return nil // a promotion's prices are offers, not the user's billing
+	}
+	trialNotice := reTrialNotice.in(ctext, cl)
+	notice := reAutoUpgrade.in(ctext, cl) || reSelfChange.in(ctext, cl) || reSeatsAdded.in(ctext, cl) || reCreditsOut.in(ctext, cl)
+	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
+		if promo || !reActivity.in(ctext, cl) {
+			return nil
+		}
+		o.Activity = true
+		return o
+	}
+	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !reYours.in(ctext, cl) {
+		// Neither a bill nor a trial, cancellation or plan notice, and not addressed to the
+		// user's account: prices in an article or a newsletter are about other people.
+		if !promo && reActivity.in(ctext, cl) {
+			o.Activity = true
+			return o
+		}
+		return nil
+	}
+	o.Recurring = reRecurring.in(ctext, cl)
+	o.OneTime = reOrder.in(ctext, cl) && !o.Recurring
 	o.Cancelled = cancelled
 	o.TrialStart = trialStart
 	o.TrialNotice = trialNotice || trialStart
+	// Excerpts come from the body when it says it (the subject is only a headline).
 	if trialStart || trialNotice {
-		o.excerpt("trial", firstLine(text, reTrialStart, reTrialNotice))
+		o.excerpt("trial", firstNonEmpty(firstLine(body, reTrialStart, reTrialNotice), firstLine(text, reTrialStart, reTrialNotice)))
 	}
 	if cancelled {
-		o.excerpt("cancel", firstLine(text, reCancel))
+		o.excerpt("cancel", firstNonEmpty(firstLine(body, reCancel), firstLine(text, reCancel)))
 	}
-	o.Marketing = promo && !charge && !trialStart && !cancelled
-	o.Charge = charge && !o.Marketing && !trialStart
+	o.Charge = charge && !trialStart && !reFailed.in(ctext, cl)
+	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
+		return nil // an order or one-time purchase: no meter is made of it
+	}
 	o.Period = periodIn(text)
 
-	ls := splitLines(text)
+	// Facts are read from the first 16 KiB of text: a bill, with its PDF, fits; a long
+	// newsletter need not be read to its end.
+	ls := splitLines(firstN(text, 16<<10))
 	for i, line := range ls {
 		o.line(line, ls, i, date)
 	}
@@ -283,24 +308,19 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 			o.Charge = false
 		}
 	}
-	if o.Marketing {
-		// A promotion's prices are offers, not facts of the user's billing.
-		o.Total, o.Subtotal, o.Tax, o.Credits, o.Overage, o.Base, o.Fees = nil, nil, nil, nil, nil, nil, nil
-		o.OldPrice, o.NewPrice, o.TeaserPrice, o.RegularPrice, o.AutoUpgrade = nil, nil, nil, nil, false
-	}
-	if o.PeriodStart.IsZero() == false && !o.PeriodEnd.IsZero() {
+	if !o.PeriodStart.IsZero() && !o.PeriodEnd.IsZero() {
 		if p := periodOfSpan(int(o.PeriodEnd.Sub(o.PeriodStart).Hours()/24) + 1); p != "" && o.Period == "" {
 			o.Period = p
 		}
 	}
-	if strings.Contains(strings.ToLower(subject+" "+firstN(body, 400)), "credit note") {
+	if head := strings.ToLower(subject + " " + firstN(body, 400)); strings.Contains(head, "credit note") || reRefund.in(head, head) {
 		o.CreditNote = true
 		if o.Total != nil && *o.Total > 0 {
 			*o.Total = -*o.Total
 		}
 	}
-	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.Marketing && !o.billingNotice() {
-		if reActivity.in(text, ltext) && !promo {
+	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.billingNotice() {
+		if reActivity.in(ctext, cl) && !promo {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}
 		return nil
@@ -317,14 +337,18 @@ type kre struct {
 	keys []string
 }
 
-func mk(expr string, keys ...string) kre { return kre{regexp.MustCompile(expr), keys} }
+// mk compiles a case-insensitive expression written in lowercase: it is matched against
+// lowercased text without (?i), which spares the expression engine its case folding.
+func mk(expr string, keys ...string) kre {
+	return kre{regexp.MustCompile(strings.TrimPrefix(expr, "(?i)")), keys}
+}
 
-// in reports whether s (whose lowercase is low) matches.
+// in reports whether s, whose lowercase is low, matches.
 func (k kre) in(s, low string) bool {
 	if !containsAny(low, k.keys) {
 		return false
 	}
-	return k.MatchString(s)
+	return k.MatchString(low)
 }
 
 func containsAny(low string, keys []string) bool {
@@ -335,6 +359,9 @@ func containsAny(low string, keys []string) bool {
 	}
 	return false
 }
+
+// noticeWords are the words of plan, seat and credit notices that state no sum.
+var noticeWords = []string{"upgrad", "moved", "switched", "changed", "bumped", "seat", "licen", "member", "credit", "plan"}
 
 // wordFacts are the words of the facts a line can state without a digit.
 var wordFacts = []string{"upgrad", "moved", "switched", "changed", "bumped", "seat", "user", "licen", "member", "credit", "trial", "plan", "tier", "total", "amount", "subtotal", "due"}
@@ -431,6 +458,15 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 				o.TrialDays = k
 			}
 		}
+		if m := reEndsIn.FindStringSubmatch(low); m != nil && o.TrialEnd.IsZero() {
+			// "ends in 3 days", "expires tomorrow": counted from the message's date.
+			n := 1
+			if m[3] != "" {
+				n, _ = strconv.Atoi(m[3])
+			}
+			o.TrialEnd = truncDay(date).AddDate(0, 0, n)
+			o.excerpt("trial_end", line)
+		}
 		if reEndWord.in(line, low) && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
 			if ds := findDates(line, date); len(ds) > 0 && o.TrialEnd.IsZero() {
 				o.TrialEnd = ds[len(ds)-1].t
@@ -493,6 +529,9 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		return
 	}
 	// Announced price changes: "from $10.00 to $12.00", "new price $12.00 (was $10.00)".
+	if reNotYours.in(line, low) {
+		return // a price for other people (new customers), not the user's
+	}
 	if len(am) >= 2 && (rePriceChange.in(line, low) || rePriceDrop.in(line, low)) && !reTeaser.in(line, low) {
 		old, nw := am[0].cents, am[1].cents
 		if between := low[am[0].end:am[1].start]; strings.Contains(between, "was") || strings.Contains(between, "instead of") ||
@@ -669,6 +708,15 @@ func firstLine(text string, res ...kre) string {
 	return ""
 }
 
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
 func firstN(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -734,6 +782,16 @@ func msgRef(m *mail.Message, ref string) string {
 		return "<" + m.MessageID + ">"
 	}
 	return ref
+}
+
+// notBilling reports whether a message's header alone shows it is not a service's billing
+// mail: a spam filter's verdict, a mailing list or code host, a reply in a conversation.
+func notBilling(m *mail.Message) bool {
+	if m.Spam() != "" || m.ListPost != "" || isListPlatform(m) {
+		return true
+	}
+	sub := strings.ToLower(m.Subject)
+	return m.InReplyTo != "" && strings.HasPrefix(sub, "re:") && !strings.Contains(sub, "fwd:") && !strings.Contains(sub, "fw:")
 }
 
 func isListPlatform(m *mail.Message) bool {

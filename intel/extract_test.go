@@ -23,3 +23,10 @@ func TestExtractSelfChange(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 }
+
+func TestExtractTrialEndsIn(t *testing.T) {
+	o := obsOf(t, "Fitly <hello@fitly.example>", "Your free trial ends in 3 days", "Your trial ends in 3 days. After your trial you will be billed $9.99/month.\n")
+	if o == nil || !o.TrialNotice || o.TrialEnd.Format("2006-01-02") != "2026-11-05" || o.PriceAfterTrial == nil || *o.PriceAfterTrial != 999 || o.TrialCadence != Monthly {
+		t.Fatalf("%+v", o)
+	}
+}

@@ -14,7 +14,7 @@ const (
 	// RenewalJumpMin is the smallest rise of a renewal's price over the last one that is a
 	// renewal jump when no mail announced it.
 	RenewalJumpMin = 0.10
-	// VariableMinCV is the coefficient of variation of a service's last bills above which its
+	// VariableMinCV is the coefficient of variation of a service's last twelve bills above which its
 	// bill is variable.
 	VariableMinCV = 0.20
 	// VariableMinBills is how many bills a variable-bill decision needs.
@@ -245,9 +245,6 @@ func billingPeriod(charges, all []*Observation) BillingPeriod {
 		// The bills do not say: what the service's other mail says of its price (a trial's
 		// "then $9.99 a month", a renewal reminder), when it says one thing.
 		for _, o := range all {
-			if o.Marketing {
-				continue
-			}
 			for _, p := range []BillingPeriod{o.TrialCadence, o.Period} {
 				if p != "" && p != Usage {
 					votes[p]++
@@ -287,7 +284,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 	var notices []*Observation
 	selfChange := false
 	for _, o := range s.obs {
-		if o.Date.After(asOf) || o.Marketing {
+		if o.Date.After(asOf) {
 			continue
 		}
 		notices = append(notices, o)
@@ -317,9 +314,13 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		if o.TeaserPrice != nil && o.RegularPrice != nil && *o.RegularPrice > *o.TeaserPrice {
 			t := trap{kind: TeaserExpiration, confidence: 0.86 + support, evidence: []*Observation{o}, keys: []string{"teaser", "teaser_regular"}}
 			t.driver = fmt.Sprintf("introductory price %s becomes %s", money(*o.TeaserPrice), money(*o.RegularPrice))
-			t.projected, t.threshold = ptr(*o.RegularPrice), ptr(*o.RegularPrice)
-			t.at = o.TeaserEnd
-			t.derived = fmt.Sprintf("after the introductory period the price is %s (announced in mail)", money(*o.RegularPrice))
+			if cur < *o.RegularPrice {
+				// Still at the introductory price: what comes next is a projection. Once the bills
+				// show the regular price, they say it themselves.
+				t.projected, t.threshold = ptr(*o.RegularPrice), ptr(*o.RegularPrice)
+				t.at = o.TeaserEnd
+				t.derived = fmt.Sprintf("after the introductory period the price is %s (announced in mail)", money(*o.RegularPrice))
+			}
 			return t
 		}
 	}
@@ -389,8 +390,10 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 			}
 			t := trap{kind: RenewalJump, confidence: 0.88 + support, evidence: []*Observation{o}, keys: []string{"price_change"}}
 			t.driver = fmt.Sprintf("price rises from %s to %s", money(old), money(*o.NewPrice))
-			t.projected, t.threshold, t.at = ptr(*o.NewPrice), ptr(*o.NewPrice), o.EffectiveAt
-			t.derived = fmt.Sprintf("next period at the announced price %s", money(*o.NewPrice))
+			if cur < *o.NewPrice {
+				t.projected, t.threshold, t.at = ptr(*o.NewPrice), ptr(*o.NewPrice), o.EffectiveAt
+				t.derived = fmt.Sprintf("next period at the announced price %s", money(*o.NewPrice))
+			}
 			return t
 		}
 	}
@@ -466,9 +469,9 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		}
 	}
 	// 9. variable_bill: bills that swing from period to period.
-	if len(charges) >= VariableMinBills && variable(recentN(charges, 6)) {
+	if len(charges) >= VariableMinBills && variable(recentN(charges, 12)) {
 		t := trap{kind: VariableBill, confidence: 0.75 + support, evidence: []*Observation{last}, keys: []string{"usage", "total"}}
-		lo, hi := minMax(recentN(charges, 6))
+		lo, hi := minMax(recentN(charges, 12))
 		t.driver = fmt.Sprintf("bills between %s and %s", money(lo), money(hi))
 		mean := meanTotal(recentN(charges, 3))
 		t.projected = ptr(mean)
@@ -637,7 +640,7 @@ func concentration(t trap, last *Observation, cur int64) string {
 	if part <= 0 || part > cur {
 		return ""
 	}
-	return fmt.Sprintf("%s are %d%% of the current period cost", what, int(math.Round(float64(part)*100/float64(cur))))
+	return fmt.Sprintf("%s: %d%% of the current period cost", what, int(math.Round(float64(part)*100/float64(cur))))
 }
 
 // money renders cents as dollars for explanations: 123456 -> "$1,234.56".

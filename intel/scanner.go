@@ -1,11 +1,14 @@
 package intel
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"hash/fnv"
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"svc.dev/svc/mail"
@@ -68,6 +71,17 @@ func NewScanner(o *Options) *Scanner {
 	if o != nil {
 		s.opt = *o
 	}
+	// Only text that could state a fact is turned into text (HTML conversion is most of a
+	// message's reading cost, and most mail is not billing).
+	d := mail.DocumentOptions{}
+	if s.opt.Document != nil {
+		d = *s.opt.Document
+	}
+	if d.Want == nil {
+		d.Want = mayState
+	}
+	d.NoRecipients = true // intel reads who sent a message, never whom it was sent to
+	s.opt.Document = &d
 	return s
 }
 
@@ -75,7 +89,20 @@ func NewScanner(o *Options) *Scanner {
 // object id). A message that cannot be read is recorded as skipped, with its reason, and
 // returned as a *mail.SkipError; the scan goes on with the next message either way.
 func (s *Scanner) Scan(ref string, r io.Reader) error {
-	d, err := mail.ReadDocument(r, s.opt.Document)
+	// The header alone rules out much of a mailbox (lists, spam, conversations): those are
+	// not read further.
+	br := peekers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		peekers.Put(br)
+	}()
+	head, _ := br.Peek(br.Size())
+	if quickSkip(head) {
+		s.stats.Messages++
+		return nil
+	}
+	d, err := mail.ReadDocument(br, s.opt.Document)
 	if err != nil {
 		s.stats.Messages++
 		s.skip(ref, err)
@@ -84,6 +111,9 @@ func (s *Scanner) Scan(ref string, r io.Reader) error {
 	s.ScanDocument(ref, d)
 	return nil
 }
+
+// peekers buffer the start of each message for the header check, reused across messages.
+var peekers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 func (s *Scanner) skip(ref string, err error) {
 	s.stats.Skipped++
@@ -95,6 +125,78 @@ func (s *Scanner) skip(ref string, err error) {
 	if len(s.skips) < maxSkipsKept {
 		s.skips = append(s.skips, Skip{Ref: ref, Reason: reason})
 	}
+}
+
+// skipHeaders are header fields (lowercase, at a line start) that only list, code-host and
+// spam-filter mail carries.
+var skipHeaders = [][]byte{[]byte("\nlist-post:"), []byte("\nx-spam-flag: yes"), []byte("\nx-spam-status: yes"), []byte("\nx-mailman-version:"),
+	[]byte("\nx-google-group-id:"), []byte("\nx-groupsio-msgnum:"), []byte("\nx-discourse-post-id:"), []byte("\nx-github-reason:"),
+	[]byte("\nx-gitlab-project:"), []byte("\nx-gitea-reason:"), []byte("\nx-bugzilla-reason:"), []byte("\nx-jira-fingerprint:")}
+
+// quickSkip is notBilling and personal judged on the raw header bytes, before anything is
+// parsed: a list, a spam verdict, a reply in a conversation, a person's mail that forwards
+// nothing. It may miss some of them (folded or encoded fields); extract checks again.
+func quickSkip(raw []byte) bool {
+	end := bytes.Index(raw, []byte("\n\n"))
+	if k := bytes.Index(raw, []byte("\n\r\n")); k >= 0 && (end < 0 || k < end) {
+		end = k
+	}
+	if end < 0 {
+		return false // a header longer than the peek: read it properly
+	}
+	h := append([]byte("\n"), bytes.ToLower(raw[:end+1])...)
+	for _, k := range skipHeaders {
+		if bytes.Contains(h, k) {
+			return true
+		}
+	}
+	subject := field(h, "\nsubject:")
+	fwd := bytes.Contains(subject, []byte("fw")) || bytes.Contains(subject, []byte("wg:")) || bytes.Contains(subject, []byte("tr:"))
+	if bytes.HasPrefix(bytes.TrimSpace(subject), []byte("re:")) && !fwd && bytes.Contains(h, []byte("\nin-reply-to:")) {
+		return true
+	}
+	from := field(h, "\nfrom:")
+	if i := bytes.LastIndexByte(from, '@'); i >= 0 && !fwd && !bytes.Contains(field(h, "\ncontent-type:"), []byte("multipart/mixed")) {
+		dom := from[i+1:]
+		if j := bytes.IndexAny(dom, "> \t\r\"'"); j >= 0 {
+			dom = dom[:j]
+		}
+		return isFreemail(string(dom)) // people's addresses are at the provider's domain itself
+	}
+	return false
+}
+
+// field returns the value of a header field in a lowercased header block, unfolded lines not
+// included ("" when absent).
+func field(h []byte, key string) []byte {
+	i := bytes.Index(h, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	v := h[i+len(key):]
+	if j := bytes.IndexByte(v, '\n'); j >= 0 {
+		v = v[:j]
+	}
+	return v
+}
+
+// hints are the words (lowercase) one of which any text that states a fact extract reads
+// contains: a currency, or a word of trials, cancellations, plan changes, seats, credits or
+// the user's activity.
+var hints = [][]byte{[]byte("$"), []byte("€"), []byte("£"), []byte("usd"), []byte("eur"), []byte("gbp"), []byte("cad"), []byte("aud"),
+	[]byte("chf"), []byte("dollar"), []byte("euro"), []byte("trial"), []byte("cancel"), []byte("upgrad"), []byte("moved"), []byte("switched"),
+	[]byte("seat"), []byte("licen"), []byte("member"), []byte("credit"), []byte("plan"), []byte("summary"), []byte("ready"),
+	[]byte("complete"), []byte("activity"), []byte("you created")}
+
+// mayState reports whether a part's text may state something extract reads.
+func mayState(_ mail.TextKind, b []byte) bool {
+	low := bytes.ToLower(b)
+	for _, h := range hints {
+		if bytes.Contains(low, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // Skip records a message that could not even be opened (a file error while walking), so that
@@ -158,6 +260,8 @@ func (s *Scanner) add(o *Observation) {
 		if k < 0 {
 			k = 0
 		}
+		// Its Message-ID goes too, so the duplicate set stays as small as what is kept.
+		delete(s.seen, refHash(sv.obs[k].Ref))
 		sv.obs = slices.Delete(sv.obs, k, k+1)
 	}
 }

@@ -1,6 +1,7 @@
 package intel_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -230,5 +231,128 @@ func TestActExplain(t *testing.T) {
 	}
 	if _, err := intel.Act(m, intel.SetLimit, nil, asOf); err == nil {
 		t.Fatal("set_limit without a limit accepted")
+	}
+}
+
+type memStore map[string][]byte
+
+func (m memStore) LoadObservations(_ context.Context, ns string) ([]intel.Observation, error) {
+	var obs []intel.Observation
+	if b, ok := m[ns]; ok {
+		if err := json.Unmarshal(b, &obs); err != nil {
+			return nil, err
+		}
+	}
+	return obs, nil
+}
+
+func (m memStore) SaveObservations(_ context.Context, ns string, obs []intel.Observation) error {
+	b, err := json.Marshal(obs)
+	m[ns] = b
+	return err
+}
+
+// Two incremental scans through a store (observations kept as JSON) find what one scan of all
+// the mail finds.
+func TestScanIncremental(t *testing.T) {
+	msgs := bills("Chatly <billing@chatly.example>", []int{7, 8, 9, 10}, func(i int) string {
+		n := []int{4, 6, 9, 12}[i]
+		return fmt.Sprintf("Monthly workspace subscription\n%d users @ $8.00\nTotal due: $%d.00\n", n, n*8)
+	})
+	whole, _ := scanAll(t, msgs...)
+	store := memStore{}
+	feed := func(ms []msg) func(*intel.Scanner) error {
+		return func(s *intel.Scanner) error {
+			for _, m := range ms {
+				raw := fmt.Sprintf("From: %s\nSubject: %s\nDate: %s\nMessage-ID: <inc.%d@x>\n\n%s", m.from, m.subject, m.date.Format(time.RFC1123Z), m.date.Unix(), m.body)
+				s.Scan("m", strings.NewReader(raw))
+			}
+			return nil
+		}
+	}
+	o := &intel.Options{Namespace: "usr_test"}
+	if _, _, err := intel.ScanIncremental(context.Background(), store, o, asOf, feed(msgs[:2])); err != nil {
+		t.Fatal(err)
+	}
+	res, st, err := intel.ScanIncremental(context.Background(), store, o, asOf, feed(msgs[1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := one(t, whole), one(t, res)
+	if a.ID != b.ID || a.TrapType != b.TrapType || *a.CurrentPeriodCostCents != *b.CurrentPeriodCostCents || *a.PreviousPeriodCostCents != *b.PreviousPeriodCostCents || st.Duplicates != 1 {
+		t.Fatalf("incremental %+v (stats %+v), whole %+v", b, st, a)
+	}
+}
+
+// FuzzScan: whatever the bytes, a scan never panics and its result keeps its promises (levels
+// honest, excerpts short, figures not negative).
+func FuzzScan(f *testing.F) {
+	f.Add([]byte("From: A <billing@a.example>\nSubject: Receipt\nDate: Mon, 2 Nov 2026 10:00:00 +0000\n\nPro plan (monthly)\nOverage: $3.00\nTotal: $13.00\n"))
+	f.Add([]byte("From: A <hello@a.example>\nSubject: Trial\n\nYour 7-day free trial has started. Then $5/week.\n"))
+	f.Add([]byte("From: A <b@a.example>\nContent-Type: text/html\n\n<table><tr><td>Total</td><td>1.234,56 US$</td></tr></table>"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := intel.NewScanner(nil)
+		s.Scan("f", strings.NewReader(string(b)))
+		s.Scan("f2", strings.NewReader(string(b)+"\n\nTotal: $1.00 per month receipt\n"))
+		res := s.Result(asOf)
+		for _, m := range res.Meters {
+			projected := m.ProjectedPeriodCostCents != nil || m.NextThresholdCents != nil || m.ProjectedThresholdAt != nil
+			if (projected && m.EvidenceLevel != intel.Estimated) || m.EvidenceLevel == intel.Confirmed || m.Confidence < 0 || m.Confidence > 1 {
+				t.Fatalf("meter %+v", m)
+			}
+			for _, e := range m.Evidence {
+				if len([]rune(e.Excerpt)) > intel.MaxExcerpt {
+					t.Fatalf("excerpt %q", e.Excerpt)
+				}
+			}
+			if m.CurrentPeriodCostCents != nil && *m.CurrentPeriodCostCents < 0 {
+				t.Fatalf("negative cost %+v", m)
+			}
+		}
+		if _, err := json.Marshal(res); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Mail that reads like a trap but is not one for this user.
+func TestHardLookAlikes(t *testing.T) {
+	flat := bills("Readr <billing@readr.example>", []int{7, 8, 9, 10}, func(int) string { return "Readr Plus (monthly)\nAmount paid: $12.00\n" })
+	for _, tc := range []struct {
+		name  string
+		extra msg
+	}{
+		{"a price rise for new customers only", msg{from: "Readr <news@readr.example>", subject: "Our prices are changing", date: month(10, 20),
+			body: "Starting next month, new subscribers will pay $15.00 per month instead of $12.00. Existing members keep their current price."}},
+		{"a refund", msg{from: "Readr <billing@readr.example>", subject: "Your refund", date: month(10, 10),
+			body: "We've refunded $4.00 to your card for the days you could not read.\nRefund amount: $4.00\n"}},
+		{"a failed payment retried", msg{from: "Readr <billing@readr.example>", subject: "Payment failed", date: month(10, 1),
+			body: "We were unable to charge your card. Your payment of $30.00 failed; we will retry in three days.\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := scanAll(t, append(flat, tc.extra)...)
+			m := one(t, res)
+			if m.TrapType != intel.NoTrap || *m.CurrentPeriodCostCents != 1200 || *m.PreviousPeriodCostCents != 1200 {
+				t.Fatalf("trap %s (%s) current %d previous %d", m.TrapType, m.PrimaryDriver, *m.CurrentPeriodCostCents, *m.PreviousPeriodCostCents)
+			}
+		})
+	}
+}
+
+func TestQuickSkip(t *testing.T) {
+	if !intel.QuickSkip([]byte("From: a@b.example\nList-Post: <mailto:l@b.example>\nSubject: x\n\nbody")) {
+		t.Error("list mail not skipped")
+	}
+	if !intel.QuickSkip([]byte("From: Jo <jo@gmail.com>\r\nSubject: lunch\r\n\r\nbody")) {
+		t.Error("personal mail not skipped")
+	}
+	for _, h := range []string{
+		"From: Jo <jo@gmail.com>\nSubject: Fwd: your receipt\n\nbody",
+		"From: Acme <billing@acme.example>\nSubject: Receipt\n\nbody",
+		"From: Jo <jo@gmail.com>\nContent-Type: multipart/mixed; boundary=x\n\nbody",
+	} {
+		if intel.QuickSkip([]byte(h)) {
+			t.Errorf("%q skipped", h)
+		}
 	}
 }

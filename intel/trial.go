@@ -9,8 +9,6 @@ import (
 const (
 	// WorthItMinActivity is how many notices of use during a trial make it likely worth it.
 	WorthItMinActivity = 2
-	// trialGrace is how long after a trial's end a first charge still counts as its conversion.
-	trialGrace = 45 * 24 * time.Hour
 )
 
 // trialOf builds the trial of a service, or reports false when its mail shows none.
@@ -18,7 +16,7 @@ func trialOf(s *service, namespace string, period BillingPeriod, asOf time.Time)
 	var start *Observation
 	var notices []*Observation
 	for _, o := range s.obs {
-		if o.Date.After(asOf) || o.Marketing || !o.TrialNotice {
+		if o.Date.After(asOf) || !o.TrialNotice {
 			continue
 		}
 		notices = append(notices, o)
@@ -93,7 +91,7 @@ func trialOf(s *service, namespace string, period BillingPeriod, asOf time.Time)
 		if o.Cancelled && cancel == nil {
 			cancel = o
 		}
-		if o.Charge && !o.CreditNote && o.Total != nil && *o.Total > 0 && charge == nil && (end.IsZero() || o.Date.Before(end.Add(trialGrace))) {
+		if o.Charge && !o.CreditNote && o.Total != nil && *o.Total > 0 && charge == nil {
 			charge = o
 		}
 	}
@@ -174,8 +172,11 @@ func worthIt(t Trial, activity []time.Time, began, end, asOf time.Time) WorthIt 
 	if t.PriceAfterTrialCents != nil && *t.PriceAfterTrialCents > 0 {
 		w.Reasons = append(w.Reasons, "costs "+price+" after the trial")
 	}
-	if t.Status == TrialPending && t.EndsAt != nil && t.EndsAt.After(asOf) {
+	switch {
+	case t.Status == TrialPending && t.EndsAt != nil && t.EndsAt.After(asOf):
 		w.Reasons = append(w.Reasons, fmt.Sprintf("ends in %d days", int(t.EndsAt.Sub(asOf).Hours()/24)))
+	case t.Status == TrialPending && t.EndsAt != nil:
+		w.Reasons = append(w.Reasons, "ended on "+t.EndsAt.Format("January 2, 2006")+" with no charge or cancellation in the mail")
 	}
 	return w
 }

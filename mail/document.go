@@ -30,6 +30,13 @@ type DocumentOptions struct {
 	MaxText            int   // bytes of text kept, over all parts
 	MaxAttachmentBytes int64 // of one attachment's decoded bytes; larger ones are not read
 	NoPDF              bool  // do not extract the text of PDF attachments
+	// Want, when set, is asked about each text part's decoded bytes (HTML before it is turned
+	// into text): a part it declines is not kept. A reader that only cares for some mail
+	// (intel, bills) spares itself the conversion of the rest.
+	Want func(kind TextKind, decoded []byte) bool
+	// NoRecipients leaves Message.To and Cc empty (the fields stay in Fields): parsing long
+	// recipient lists is a reader's cost that billing, for one, does not need.
+	NoRecipients bool
 }
 
 // TextKind says where a piece of a document's text came from.
@@ -134,7 +141,7 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	}
 	e, err := message.New(mh, br)
 	d.entity(e, err, nil, 0)
-	decodeHeader(h, d.declared, m)
+	decodeFields(h, d.declared, m, opt.NoRecipients)
 	if lim.cut {
 		d.doc.Cut = true
 		m.problem("message over %d bytes: the rest not read", opt.MaxBytes)
@@ -234,10 +241,15 @@ func (d *document) entity(e *message.Entity, err error, path []int, depth int) {
 			return
 		}
 		b, _ := io.ReadAll(io.LimitReader(e.Body, int64(d.opt.MaxText)*4))
-		s := toUTF8(b, "")
 		kind := TextPlain
 		if t == "text/html" {
 			kind = TextHTML
+		}
+		if d.opt.Want != nil && !d.opt.Want(kind, b) {
+			return
+		}
+		s := toUTF8(b, "")
+		if kind == TextHTML {
 			// Table cells end without a space in html2text's output ("Total$5.00") and rows
 			// without a line break: a cell boundary is a word boundary, a row is a line.
 			s = cellEnds.Replace(s)
@@ -291,6 +303,9 @@ func (d *document) alternative(mr message.MultipartReader, path []int, depth int
 				d.doc.Message.problem("part %v: %v", path, err)
 			}
 			break
+		}
+		if bestPlain {
+			continue // plain text is kept: the richer alternatives need not be read
 		}
 		d.doc.Parts = nil
 		d.entity(p, err, append(path[:len(path):len(path)], i), depth+1)

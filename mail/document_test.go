@@ -188,3 +188,27 @@ func (c *countReader) Read(p []byte) (int, error) {
 	c.n += n
 	return n, err
 }
+
+// Want declines parts before they are converted: a declined HTML part is not turned into text.
+func TestReadDocumentWant(t *testing.T) {
+	raw := "From: a@b\nContent-Type: multipart/mixed; boundary=M\n\n--M\nContent-Type: text/html\n\n<p>weekly news</p>\n--M\nContent-Type: text/plain\n\nTotal: $5.00\n--M--\n"
+	var asked []mail.TextKind
+	d, err := mail.ReadDocument(strings.NewReader(raw), &mail.DocumentOptions{Want: func(k mail.TextKind, b []byte) bool {
+		asked = append(asked, k)
+		return strings.Contains(string(b), "$")
+	}})
+	if err != nil || len(d.Parts) != 1 || d.Parts[0].Text != "Total: $5.00" || len(asked) != 2 {
+		t.Fatalf("%v %+v asked %v", err, d.Parts, asked)
+	}
+}
+
+func TestReadDocumentNoRecipients(t *testing.T) {
+	raw := "From: a@b.example\nTo: c@d.example, e@f.example\nSubject: s\n\nhi\n"
+	d, err := mail.ReadDocument(strings.NewReader(raw), &mail.DocumentOptions{NoRecipients: true})
+	if err != nil || len(d.To) != 0 || d.Get("To") == "" || d.From.Addr != "a@b.example" {
+		t.Fatalf("%v to %v field %q from %v", err, d.To, d.Get("To"), d.From)
+	}
+	if d, _ := mail.ReadDocument(strings.NewReader(raw), nil); len(d.To) != 2 {
+		t.Fatalf("to %v", d.To)
+	}
+}

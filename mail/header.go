@@ -55,6 +55,12 @@ func decodeWords(s, declared string) string {
 
 // decodeHeader fills the message's fields from the header.
 func decodeHeader(h textproto.Header, declared string, m *Message) {
+	decodeFields(h, declared, m, false)
+}
+
+// decodeFields is decodeHeader; noRecipients leaves To and Cc unparsed (their fields are still in
+// Fields), for readers that never look at them.
+func decodeFields(h textproto.Header, declared string, m *Message, noRecipients bool) {
 	fallback := "windows-1252"
 	if declared != "" {
 		fallback = declared
@@ -88,8 +94,10 @@ func decodeHeader(h textproto.Header, declared string, m *Message) {
 		}
 	}
 	m.ReplyTo = addresses(raw["Reply-To"], "Reply-To", m)
-	m.To = addresses(raw["To"], "To", m)
-	m.Cc = addresses(raw["Cc"], "Cc", m)
+	if !noRecipients {
+		m.To = addresses(raw["To"], "To", m)
+		m.Cc = addresses(raw["Cc"], "Cc", m)
+	}
 	m.MessageID = firstID(m.Get("Message-Id"))
 	m.InReplyTo = firstID(m.Get("In-Reply-To"))
 	m.References = ids(m.Get("References"))

@@ -149,6 +149,7 @@ func newIntelBenchCmd() *cobra.Command {
 	var seed uint64
 	var services, noise, speed int
 	var verbose bool
+	var write string
 	cmd := &cobra.Command{
 		Use:    "bench",
 		Short:  "Measure the intel detectors on the labelled synthetic mailbox",
@@ -158,6 +159,24 @@ func newIntelBenchCmd() *cobra.Command {
 			out := c.OutOrStdout()
 			asOf := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 			corp := intelcorpus.Generate(seed, services, noise, asOf)
+			if write != "" {
+				// The labelled mailbox for people and other tools: an mbox and its labels.
+				if err := os.MkdirAll(write, 0o755); err != nil {
+					return err
+				}
+				if _, err := intelcorpus.WriteMbox(filepath.Join(write, "corpus.mbox"), corp, len(corp.Messages)); err != nil {
+					return err
+				}
+				b, err := json.MarshalIndent(map[string]any{"asOf": asOf, "services": corp.Services, "trials": corp.Trials}, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(write, "labels.json"), b, 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "wrote %d messages to %s and their labels to %s\n", len(corp.Messages), filepath.Join(write, "corpus.mbox"), filepath.Join(write, "labels.json"))
+				return nil
+			}
 			dir, err := os.MkdirTemp("", "svc-intel-bench-")
 			if err != nil {
 				return err
@@ -177,15 +196,26 @@ func newIntelBenchCmd() *cobra.Command {
 			if speed > 0 {
 				prev := runtime.GOMAXPROCS(1)
 				defer runtime.GOMAXPROCS(prev)
-				parse, err := intelcorpus.ParseOnly(box)
-				if err != nil {
-					return err
+				// The passes alternate, twice each, and the faster of each is kept: on a
+				// shared machine one pass can be slowed by others' work.
+				var parse, scan intelcorpus.Pass
+				for range 2 {
+					p, err := intelcorpus.ParseOnly(box)
+					if err != nil {
+						return err
+					}
+					q, _, err := intelcorpus.Scan(box, asOf)
+					if err != nil {
+						return err
+					}
+					if parse.Messages == 0 || p.Rate() > parse.Rate() {
+						parse = p
+					}
+					if scan.Messages == 0 || q.Rate() > scan.Rate() {
+						scan = q
+					}
 				}
-				scan, _, err := intelcorpus.Scan(box, asOf)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "speed on one core (GOMAXPROCS=1), %d messages:\n", n)
+				fmt.Fprintf(out, "speed on one core (GOMAXPROCS=1), %d messages, the faster of two alternating runs of each:\n", n)
 				fmt.Fprintf(out, "  parse-only (go-message walks and reads every part): %8.0f msg/s  peak heap %6.1f MB\n", parse.Rate(), float64(parse.PeakHeap)/1e6)
 				fmt.Fprintf(out, "  intel scan (read, extract, meters and trials):     %8.0f msg/s  peak heap %6.1f MB\n", scan.Rate(), float64(scan.PeakHeap)/1e6)
 				fmt.Fprintf(out, "  scan / parse-only: %.2f\n", scan.Rate()/parse.Rate())
@@ -211,5 +241,6 @@ func newIntelBenchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&noise, "noise", 10000, "noise messages (newsletters, spam, lists, orders, bank mail, ...)")
 	cmd.Flags().IntVar(&speed, "speed", 0, "measure speed over this many messages instead of quality")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list what went wrong")
+	cmd.Flags().StringVar(&write, "write", "", "write the labelled mailbox (corpus.mbox, labels.json) to this directory instead of measuring")
 	return cmd
 }

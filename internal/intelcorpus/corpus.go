@@ -67,6 +67,7 @@ var Scenarios = []string{
 	"flat_monthly", "flat_annual", "flat_weekly", "flat_quarterly",
 	"price_drop", "credit_note", "upgrade_marketing", "self_switch", "within_allowance", "stable_seats",
 	"one_time", "trial_converted", "trial_cancelled", "trial_pending",
+	"new_customer_price", "refund", "failed_payment",
 }
 
 // Generate writes a corpus: services services (scenarios in turn) and noise messages of
@@ -174,6 +175,21 @@ func (g *gen) moneyStyle() func(int64) string {
 			return f(c)
 		}
 	}
+	whole := func(f func(int64) string) func(int64) string {
+		// Whole sums written without cents ("$15"), as notices and some receipts do.
+		return func(c int64) string {
+			if c%100 == 0 && c != 0 {
+				s := f(c)
+				for _, z := range []string{".00", ",00"} {
+					if i := strings.LastIndex(s, z); i >= 0 {
+						return s[:i] + s[i+len(z):]
+					}
+				}
+				return s
+			}
+			return f(c)
+		}
+	}
 	styles := []func(int64) string{
 		func(c int64) string { return "$" + group(c, ",", ".") },
 		func(c int64) string { return "USD " + group(c, ",", ".") },
@@ -184,8 +200,18 @@ func (g *gen) moneyStyle() func(int64) string {
 		func(c int64) string { return "$ " + group(c, ",", ".") },
 		func(c int64) string { return "USD" + group(c, ",", ".") },
 		func(c int64) string { return group(c, " ", ",") + " USD" },
+		func(c int64) string { return "€" + group(c, ".", ",") },
+		func(c int64) string { return group(c, ".", ",") + " €" },
+		func(c int64) string { return "EUR " + group(c, ",", ".") },
+		func(c int64) string { return "£" + group(c, ",", ".") },
+		func(c int64) string { return "CA$" + group(c, ",", ".") },
+		func(c int64) string { return group(c, ",", ".") + " dollars" },
 	}
-	return neg(styles[g.r.IntN(len(styles))])
+	f := styles[g.r.IntN(len(styles))]
+	if g.chance(15) {
+		f = whole(f)
+	}
+	return neg(f)
 }
 
 func (g *gen) msgID(domain string) string {
@@ -232,6 +258,10 @@ func (g *gen) send(s *svc, date time.Time, subject, text string, kind string, bu
 	}
 	body := g.shape(s.shape, subject, text, pdf)
 	g.c.Messages = append(g.c.Messages, Message{Raw: render(h, body, s.crlf), Date: date, Kind: kind, Service: s.key})
+	if g.chance(3) {
+		// The same message twice (a copy kept in two folders): one Message-ID, one piece of evidence.
+		g.c.Messages = append(g.c.Messages, g.c.Messages[len(g.c.Messages)-1])
+	}
 	// A few bills are also forwarded by the user to themselves (an accountant, a work address):
 	// the same bill again, forwarded. The forward is a duplicate of evidence, not a new bill.
 	if kind == "bill" && g.chance(4) {

@@ -75,7 +75,7 @@ func (g *gen) renderBill(s *svc, b bill, period string, df string) {
 		"Receipt #"+no,
 		s.name+": payment confirmation",
 	)
-	totalLabel := g.pick("Total", "Amount paid", "Total charged", "Amount due", "Total due", "Grand total", "Invoice total", "You paid", "TOTAL")
+	totalLabel := g.pick("Total", "Amount paid", "Total charged", "Amount due", "Total due", "Grand total", "Invoice total", "You paid", "TOTAL", "Charged today", "Payment amount", "Balance due", "Total (USD)")
 	var lines []string
 	var pdf []string
 	lines = append(lines, b.extra...)
@@ -128,6 +128,10 @@ func (g *gen) renderBill(s *svc, b bill, period string, df string) {
 		}
 	}
 	lines = append(lines, b.after...)
+	if g.chance(30) {
+		next := b.periodE.AddDate(0, 0, 1)
+		lines = append(lines, g.pick("Next billing date: ", "Your next payment is due on ", "Renews on ")+next.Format(df))
+	}
 	lines = append(lines, "", g.pick("Manage your subscription: https://"+s.domain+"/account/billing", "Questions? Reply to this email.", "View your billing history in your account settings.", ""))
 	g.send(s, b.date, subject, strings.Join(lines, "\n"), "bill", false, pdfOrNil(s.layout == 4, pdf))
 }
@@ -183,11 +187,22 @@ func (g *gen) service(sc string) {
 		taxPct = g.pick2(5, 8, 10, 20)
 	}
 	var totals []int64
+	// Some services bill an add-on beside the plan, every time: part of the price, not a fee.
+	addOn, addOnName := int64(0), ""
+	if g.chance(20) {
+		addOn, addOnName = g.price(100, 900), g.pick("Extra storage add-on", "Priority support", "Additional mailbox", "HD streaming add-on")
+	}
 	flat := func(period string, n int, price int64) []time.Time {
 		ds := g.schedule(period, n)
 		for _, d := range ds {
-			rows, total := g.taxed(s, price, []line{{s.plan + " plan", price}}, taxPct)
-			if taxPct == 0 && g.chance(50) {
+			items := []line{{s.plan + " plan", price}}
+			p := price
+			if addOn > 0 {
+				items = append(items, line{addOnName, addOn})
+				p += addOn
+			}
+			rows, total := g.taxed(s, p, items, taxPct)
+			if taxPct == 0 && addOn == 0 && g.chance(50) {
 				rows = []line{{s.plan + " plan (" + period + ")", price}}
 			}
 			g.renderBill(s, bill{date: d, lines: rows, total: total, periodStart: d, periodE: periodEnd(d, period)}, period, df)
@@ -485,6 +500,30 @@ func (g *gen) service(sc string) {
 					fmt.Sprintf("Get more storage, more seats and priority support. Upgrade now for %s per month.", s.money(pb)),
 					fmt.Sprintf("Special offer: move to Premium for %s/mo. Don't miss out!", s.money(pb)))+"\n\nUnsubscribe from marketing emails.", "marketing", true, nil)
 		}
+	case "new_customer_price":
+		// A price rise that does not apply to the user.
+		lab.Period = "monthly"
+		p := g.price(799, 2999)
+		ds := flat("monthly", 4+g.r.IntN(6), p)
+		g.notice(s, ds[len(ds)-1].AddDate(0, 0, -10), g.pick("Our prices are changing", "Pricing update for new members", "New plans, new prices"),
+			g.pick(
+				fmt.Sprintf("Starting next month, new subscribers will pay %s per month instead of %s. Existing members keep their current price.", s.money(p*13/10), s.money(p)),
+				fmt.Sprintf("We're raising the price of the %s plan from %s to %s for new customers. This change does not affect your subscription.", s.plan, s.money(p), s.money(p*12/10))))
+	case "refund":
+		lab.Period = "monthly"
+		p := g.price(999, 4999)
+		ds := flat("monthly", 4+g.r.IntN(6), p)
+		r := g.price(100, p)
+		d := g.dateBetween(ds[0], ds[len(ds)-1])
+		g.send(s, d, g.pick("Your refund has been processed", "Refund confirmation", "We've refunded you"),
+			fmt.Sprintf("Hi Sam,\n\nWe've refunded %s to your card for the service interruption.\nRefund amount: %s\nIt can take 5-10 days to appear.\n", s.money(r), s.money(r)), "notice", false, nil)
+	case "failed_payment":
+		lab.Period = "monthly"
+		p := g.price(999, 4999)
+		ds := flat("monthly", 4+g.r.IntN(6), p)
+		d := ds[len(ds)-1].AddDate(0, 0, -3)
+		g.send(s, d, g.pick("Payment failed", "We couldn't process your payment", "Action required: update your card"),
+			fmt.Sprintf("Hi Sam,\n\nWe were unable to charge your card for your %s plan. Your payment of %s failed; we will retry in three days. Please update your payment method.\n", s.plan, s.money(p*2)), "notice", false, nil)
 	case "one_time":
 		lab.Meter = false
 		lab.Period = "one_time"
@@ -549,6 +588,8 @@ func (g *gen) trial(s *svc, lab *ServiceLabel, sc, df string, totals *[]int64) {
 	g.notice(s, start, g.pick("Welcome to your free trial", "Your "+s.name+" trial has started", "Thanks for trying "+s.name),
 		g.pick(
 			fmt.Sprintf("Your %d-day free trial has started. After your trial, you'll be charged %s %s unless you cancel.", days, s.money(price), w),
+			fmt.Sprintf("Good news: your free trial is now active and runs through %s. Once your trial ends, we'll bill %s %s.", end.Format(df), s.money(price), w),
+			fmt.Sprintf("You've started a %d-day trial of %s. At the end of your trial you will be billed %s %s unless you cancel before %s.", days, s.plan, s.money(price), w, end.Format(df)),
 			fmt.Sprintf("Welcome to your free trial! It runs until %s. When your trial ends, your plan renews at %s %s.", end.Format(df), s.money(price), w),
 			fmt.Sprintf("Thanks for starting a %d-day trial of %s %s. Your trial ends on %s; then it's %s %s.", days, s.name, s.plan, end.Format(df), s.money(price), w)))
 	if g.chance(60) && end.AddDate(0, 0, -3).Before(g.asOf) {

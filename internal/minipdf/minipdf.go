@@ -6,10 +6,12 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"golang.org/x/text/encoding/charmap"
 )
 
-// Text returns a one-page PDF showing lines, one under another. Characters outside printable
-// ASCII are written as '?'.
+// Text returns a one-page PDF showing lines, one under another. Characters outside
+// Windows-1252 are written as '?'.
 func Text(lines []string) []byte {
 	var content strings.Builder
 	content.WriteString("BT /F1 11 Tf 72 740 Td 14 TL\n")
@@ -40,17 +42,25 @@ func Text(lines []string) []byte {
 	return b.Bytes()
 }
 
+// escape writes s as a PDF string in the font's WinAnsiEncoding (Windows-1252: €, £, –, é
+// and the like have codes); what it cannot encode becomes '?'.
 func escape(s string) string {
 	var b strings.Builder
+	enc := charmap.Windows1252.NewEncoder()
 	for _, r := range s {
 		switch {
 		case r == '(' || r == ')' || r == '\\':
 			b.WriteByte('\\')
 			b.WriteRune(r)
-		case r < 32 || r > 126:
-			b.WriteByte('?')
-		default:
+		case r >= 32 && r <= 126:
 			b.WriteRune(r)
+		default:
+			c, err := enc.String(string(r))
+			if err != nil || len(c) != 1 {
+				b.WriteByte('?')
+				continue
+			}
+			fmt.Fprintf(&b, "\\%03o", c[0])
 		}
 	}
 	return b.String()
