@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 
-
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
