@@ -62,11 +62,19 @@ writes one plain line at each 10% of the bytes instead.`,
 			for _, e := range x.GetErrors() {
 				fmt.Fprintf(out, "  %s\n", e)
 			}
+			if more := int(x.GetFailed()) - len(x.GetErrors()); more > 0 {
+				fmt.Fprintf(out, "  ... and %d more failures not shown\n", more)
+			}
 			v, err := c.VerifyReceipt(ctx, x.GetReceiptId())
 			if err != nil {
 				return fmt.Errorf("receipt %s does not verify: %w", x.GetReceiptId(), explain(err))
 			}
 			fmt.Fprintf(out, "Receipt %s verified: hash %s signed by %s\n", v.ReceiptID, v.Hash, v.KeyID)
+			if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+				// The receipt holds every object's outcome; the exit status says it did not all go.
+				return fmt.Errorf("execution %s ended %s: %d of %d assets failed; every object's outcome is in receipt %s (svc receipt verify, GET /v1/receipts/%s)",
+					x.GetId(), enumName(x.GetStatus()), x.GetFailed(), x.GetAttempted(), x.GetReceiptId(), x.GetReceiptId())
+			}
 			return nil
 		},
 	}
@@ -122,11 +130,16 @@ type lineProgress struct {
 }
 
 func (l *lineProgress) update(done, assets int64) {
+	// The further of bytes and assets: an asset that fails adds no bytes, but it is done.
 	tenth := int64(10)
+	if l.total > 0 || l.objects > 0 {
+		tenth = 0
+	}
 	if l.total > 0 {
-		tenth = min(10, done*10/l.total)
-	} else if l.objects > 0 {
-		tenth = min(10, assets*10/l.objects)
+		tenth = max(tenth, min(10, done*10/l.total))
+	}
+	if l.objects > 0 {
+		tenth = max(tenth, min(10, assets*10/l.objects))
 	}
 	if tenth <= l.last {
 		return

@@ -44,3 +44,15 @@ func TestApplyCommand(t *testing.T) {
 		t.Fatalf("%d files left", len(left))
 	}
 }
+
+// The plain progress moves with assets as well as bytes: failed assets add no bytes, and the
+// lines must not stay at 0% while they fail (issue 20, 2).
+func TestLineProgressCountsFailedAssets(t *testing.T) {
+	var b strings.Builder
+	l := &lineProgress{out: &b, total: 1 << 30, objects: 10, last: -1}
+	l.update(0, 0)
+	l.update(0, 5) // five assets done, all failed: no bytes
+	if !strings.Contains(b.String(), " 50%") {
+		t.Fatalf("progress after half the assets failed:\n%s", b.String())
+	}
+}
