@@ -502,6 +502,10 @@ func TestAccountExportOfCorruptContent(t *testing.T) {
 	if !named {
 		t.Errorf("the archive does not name the objects that failed verification: %v", idx.Files)
 	}
+	// At rest the archive is sealed: it reads as nothing without the server's key.
+	if onDisk, err := os.ReadFile(filepath.Join(dataDir, "exports", j["id"].(string)+".tar.gz")); err != nil || !archive.IsSealed(onDisk) || bytes.Contains(onDisk, dl.body[:64]) {
+		t.Errorf("the archive at rest is not sealed (%v)", err)
+	}
 	// The three objects are each either exported (verified) or named as failed, never both.
 	if content+len(failed) != 3 {
 		t.Errorf("%d content entries and %d failed objects, want 3 in all", content, len(failed))

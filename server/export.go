@@ -118,7 +118,12 @@ func (s *Server) writeExport(ctx context.Context, userID, jobID string, p *job.P
 	defer os.Remove(f.Name())
 	defer f.Close()
 	now := s.cfg.Now()
-	cw := &exportCounter{w: f, h: sha256.New()}
+	// Sealed at rest (archive.SealedWriter): the archive holds the account's content in full.
+	sw, err := archive.NewSealedWriter(f, s.archiveKey, jobID)
+	if err != nil {
+		return nil, err
+	}
+	cw := &exportCounter{w: sw, h: sha256.New()} // the size and SHA-256 of what is downloaded
 	aw := archive.NewWriter(cw, now)
 	x := &exporter{s: s, aw: aw, p: p}
 	if err := x.plan(ctx, userID); err != nil {
@@ -141,6 +146,9 @@ func (s *Server) writeExport(ctx context.Context, userID, jobID string, p *job.P
 		}
 	}
 	if err := aw.Close(); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	if err := sw.Close(); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -521,11 +529,23 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The archive could not be read."))
 		return
 	}
+	// Archives are sealed at rest; one written before they were is served as it is.
+	var content io.ReadSeeker = f
+	head := make([]byte, 8)
+	if n, _ := f.ReadAt(head, 0); archive.IsSealed(head[:n]) {
+		sr, err := archive.OpenSealed(f, st.Size(), s.archiveKey, jobID)
+		if err != nil {
+			s.log.Error("open sealed export", "job_id", jobID, "err", err)
+			writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The archive could not be read."))
+			return
+		}
+		content = sr
+	}
 	w.Header().Set("Content-Type", "application/gzip")
 	w.Header().Set("Content-Disposition", `attachment; filename="svc-export-`+jobID+`.tar.gz"`)
 	w.Header().Set("ETag", `"`+jobID+`"`)
 	w.Header().Set("Cache-Control", "private, no-store")
-	http.ServeContent(w, r, "", st.ModTime(), f)
+	http.ServeContent(w, r, "", st.ModTime(), content)
 }
 
 // purgeExports removes archives older than ExportRetention and partial files left by a stop.

@@ -148,8 +148,10 @@ type Server struct {
 
 	jobRunner *job.Runner // runs jobs (export, deletion, ...)
 	exportKey []byte      // authenticates export download URLs and portal pages
-	biller    *billing.Biller
-	exportMu  sync.Mutex // one account export at a time per tenant
+	// archiveKey seals account export archives at rest.
+	archiveKey []byte
+	biller     *billing.Biller
+	exportMu   sync.Mutex // one account export at a time per tenant
 	// exportsInProgress are the file names of the archives being written (the sweep keeps them).
 	exportsInProgress sync.Map
 }
@@ -238,6 +240,7 @@ func New(cfg Config) (*Server, error) {
 		manifests:    res.Manifests(),
 		sealer:       core.Sealer(),
 		exportKey:    core.DeriveKey("export-url"),
+		archiveKey:   core.DeriveKey("export-archive"),
 	}
 	if cfg.Billing != nil {
 		s.biller = billing.New(cfg.Billing, store.Billing())
