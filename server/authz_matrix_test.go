@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"svc.dev/svc/id"
 	"testing"
 	"time"
 
@@ -94,6 +96,9 @@ var matrixClass = map[string]string{
 	"ExecutionService/ListExecutions":        clsCX,
 	"IntelService/ActOnMeter":                clsByID,
 	"IntelService/ListMeters":                clsCX,
+	"IntelService/GetMeter":                  clsByID,
+	"IntelService/ListTrials":                clsCX,
+	"IntelService/GetTrial":                  clsByID,
 	"IntelService/DecideTrial":               clsByID,
 	"PlanService/CreatePlan":                 clsTenant,
 	"PlanService/GetPlan":                    clsByID,
@@ -250,9 +255,6 @@ var exceptions = map[string]map[string]string{
 	// The billing portal is a developer organization's: a user who belongs to none has nothing
 	// to bill (docs/billing.md).
 	"BillingService/CreatePortalSession": {crOtherUser: "404"},
-	// Not implemented yet (501 through a connection): the source check will be the handler's.
-	"IntelService/ActOnMeter":  {crOutsideCxn: "pass"},
-	"IntelService/DecideTrial": {crOutsideCxn: "pass"},
 }
 
 // samples are requests that pass validation, so that the matrix reaches authorization
@@ -351,6 +353,7 @@ func newMatrixEnv(t *testing.T) *matrixEnv {
 		t.Fatal("the dev seed left no seed job")
 	}
 	me.ids["job"] = jobs.Data[0]["id"].(string)
+	me.ids["mtr"], me.ids["trl"] = me.plantIntel(t, platform.Tenant{Owner: e.creds.UserID, Mode: platform.ModeTest}, src)
 	var acct struct{ ID string }
 	json.Unmarshal(e.do("GET", "/v1/account", "", me.other...).body, &acct)
 	me.variants = map[string]map[string]string{
@@ -407,9 +410,30 @@ func (me *matrixEnv) resourcesIn(t *testing.T, tenant platform.Tenant, hdr []str
 	if d.status != 201 || len(objs.Data) == 0 {
 		t.Fatalf("in %s: destination %d %s, %d vault objects", tenant, d.status, d.body, len(objs.Data))
 	}
+	mtr, trl := me.plantIntel(t, tenant, src.Id)
 	return map[string]string{"pln": pid, "exe": xid, "rcp": x["receipt_id"].(string), "src": src.Id,
 		"vlt": objs.Data[0]["id"].(string), "dst": d.json(t)["destinationId"].(string),
-		"app": me.env.creds.ApplicationID, "cxn": me.env.creds.ConnectionID}
+		"app": me.env.creds.ApplicationID, "cxn": me.env.creds.ConnectionID, "mtr": mtr, "trl": trl}
+}
+
+// plantIntel stores a meter and a trial in tenant whose evidence comes from source srcID, as
+// a scan of its mail would, and returns their ids.
+func (me *matrixEnv) plantIntel(t *testing.T, tenant platform.Tenant, srcID string) (string, string) {
+	res := me.srv.Store().Resources()
+	now := timestamppb.Now()
+	ev := []*svcv1.Evidence{{Kind: svcv1.EvidenceKind_EVIDENCE_KIND_EMAIL, Ref: "<bill@acme.example>", SourceId: srcID, ObservedAt: now}}
+	m := &svcv1.Meter{Id: id.New("mtr"), Service: "Acme Cloud", BillingPeriod: svcv1.BillingPeriod_BILLING_PERIOD_MONTHLY,
+		TrapType: svcv1.TrapType_TRAP_TYPE_UNKNOWN, Action: svcv1.MeterAction_METER_ACTION_WATCH,
+		EvidenceLevel: svcv1.EvidenceLevel_EVIDENCE_LEVEL_DETECTED, Confidence: 0.5, Evidence: ev, LastUpdated: now}
+	tr := &svcv1.Trial{Id: id.New("trl"), Cadence: "monthly", Decision: svcv1.TrialDecision_TRIAL_DECISION_UNDECIDED,
+		EvidenceLevel: svcv1.EvidenceLevel_EVIDENCE_LEVEL_DETECTED, Evidence: ev, WorthIt: &svcv1.WorthIt{Verdict: "unknown"}}
+	if err := res.Meters().Put(me.ctx, tenant.String(), m.Id, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Trials().Put(me.ctx, tenant.String(), tr.Id, tr); err != nil {
+		t.Fatal(err)
+	}
+	return m.Id, tr.Id
 }
 
 // appWith makes an application in the dev organization whose only connection to the dev user

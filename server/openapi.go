@@ -282,6 +282,8 @@ var problemsByMethod = map[string]map[int][]string{
 	"JobService.CancelJob":               {http.StatusConflict: {codeInvalidState}},
 	"AccountService.ExportAccount":       {http.StatusConflict: {codeInvalidState}},
 	"BillingService.CreatePortalSession": {http.StatusBadGateway: {codeInternal}},
+	"IntelService.ActOnMeter":            {http.StatusConflict: {codeInvalidState}},
+	"PlanService.CreatePlan":             {http.StatusConflict: {codeLimitReached}},
 }
 
 // problems returns the problem codes an operation can answer with, by HTTP status: those of

@@ -58,6 +58,10 @@ type Config struct {
 	// ScrubInterval is how often every tenant's vault is scrubbed (re-read, re-hashed, marked
 	// corrupt or repaired) as a job; 0 means DefaultScrubInterval, negative never.
 	ScrubInterval time.Duration
+	// IntelScanEvery is how often every tenant's connected mail is scanned by the intel
+	// detectors (a scan job per tenant, from each source's delta marker; the first a minute
+	// after start); 0 means an hour, negative never.
+	IntelScanEvery time.Duration
 	// VerifyEvery is how often every vault object must be re-read from its storage medium and
 	// verified (scheduled verification, run hourly within VerifyBytesPerHour); 0 means 30 days,
 	// negative never.
@@ -278,6 +282,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.VerifyEvery >= 0 {
 		s.background.Go(func() { s.verifyLoop(hooksCtx) })
+	}
+	if cfg.IntelScanEvery >= 0 {
+		s.background.Go(func() { s.intelLoop(hooksCtx, cmp.Or(cfg.IntelScanEvery, time.Hour)) })
 	}
 	// Tenants with vault content and no search index (a data directory from before search)
 	// get one built by an index job.

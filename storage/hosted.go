@@ -48,6 +48,16 @@ type Hosted interface {
 	DeleteUser(ctx context.Context, userID string) error
 	// Probe writes a record and reads it back: it returns once the store can commit.
 	Probe(ctx context.Context) error
+	// IntelState keeps what the intel detectors carry between scans of a tenant's mail.
+	IntelState() Blobs
+}
+
+// Blobs keeps opaque values of a tenant by key.
+type Blobs interface {
+	// Get returns the value of key, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, tenant, key string) ([]byte, error)
+	// Put stores the value of key.
+	Put(ctx context.Context, tenant, key string, value []byte) error
 }
 
 // Kind names a kind of record in a Ref.
@@ -77,6 +87,9 @@ type Resources interface {
 	Audit() Records[*svcv1.AuditEntry]
 	// EventLog is every stream of events: a tenant's own stream is its tenant string.
 	EventLog() Records[*svcv1.Event]
+	// Meters and Trials are what the intel detectors found in a tenant's mail.
+	Meters() Records[*svcv1.Meter]
+	Trials() Records[*svcv1.Trial]
 	// ListExecutions is Executions().List whose filter may read the plan of the execution it
 	// is given (plan), in the same read: a filter by what the plan's grant reaches.
 	ListExecutions(ctx context.Context, tenant, after string, limit int,

@@ -39,6 +39,7 @@ func newServeCmd() *cobra.Command {
 		scrubEvery    time.Duration
 		verifyEvery   time.Duration
 		verifyBudget  int64
+		intelEvery    time.Duration
 		coldAfter     time.Duration
 		vaultStore    vaultFlags
 		debugAddr     string
@@ -57,7 +58,7 @@ func newServeCmd() *cobra.Command {
 				dataDir = defaultDataDir()
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
-				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
+				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain,
 				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
 		},
@@ -73,6 +74,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&baseURL, "base-url", "", "the externally visible origin, as clients and OAuth callbacks reach it (default: the listen address over http)")
 	f.StringVar(&oauthConfig, "oauth-config", "", "JSON file of the providers end users connect through OAuth 2 (docs/connect.md)")
 	f.DurationVar(&verifyEvery, "verify-every", 30*24*time.Hour, "re-read every vault object from its disk and verify it at least this often (hourly runs within --verify-bytes-per-hour); 0 never")
+	f.DurationVar(&intelEvery, "intel-scan-every", time.Hour, "how often to scan every tenant's connected mail for billing traps and trials (the first scan a minute after start); 0 never")
 	f.Int64Var(&verifyBudget, "verify-bytes-per-hour", 0, "the reading budget of scheduled verification, in bytes per hour (0: no limit)")
 	f.DurationVar(&scrubEvery, "scrub-every", server.DefaultScrubInterval, "how often to scrub every tenant's vault (re-read and re-hash every copy); 0 never")
 	f.DurationVar(&coldAfter, "cold-after", server.DefaultColdAfter, "move vault objects to the cold tier this long after their commit (checked after each scrub); 0 never")
@@ -118,10 +120,12 @@ type serveOptions struct {
 	// verifyEvery and verifyBudget configure scheduled verification (0: never).
 	verifyEvery  time.Duration
 	verifyBudget int64
-	coldAfter    time.Duration
-	vault        vaultFlags
-	log          interface{ Write([]byte) (int, error) }
-	debugAddr    string
+	// intelEvery is how often mail is scanned for meters and trials (0: never).
+	intelEvery time.Duration
+	coldAfter  time.Duration
+	vault      vaultFlags
+	log        interface{ Write([]byte) (int, error) }
+	debugAddr  string
 	// requestTimeout is the per-request deadline (0: the server's default).
 	requestTimeout time.Duration
 	// drain bounds the graceful shutdown (0: 30 s); closing the store gets closeGrace more.
@@ -173,7 +177,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.stripeKey != "" {
 		processor = stripe.New(o.stripeKey, &stripe.Options{URL: o.stripeURL})
 	}
-	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, ColdAfter: orNever(o.coldAfter),
+	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter),
 		RequestTimeout: o.requestTimeout})
 	if err != nil {
 		return err

@@ -76,6 +76,25 @@ func (r resources) Audit() storage.Records[*svcv1.AuditEntry] {
 	return records[*svcv1.AuditEntry]{r.s.audit}
 }
 func (r resources) EventLog() storage.Records[*svcv1.Event] { return records[*svcv1.Event]{r.s.events} }
+func (r resources) Meters() storage.Records[*svcv1.Meter]   { return records[*svcv1.Meter]{r.s.meters} }
+func (r resources) Trials() storage.Records[*svcv1.Trial]   { return records[*svcv1.Trial]{r.s.trials} }
+
+// IntelState keeps the intel detectors' state of each tenant as blobs.
+func (s *Seam) IntelState() storage.Blobs { return blobs{s.db, "intel_state"} }
+
+// blobs is one blob bucket of the DB, keyed tenant/key.
+type blobs struct {
+	db   *DB
+	name string
+}
+
+func (b blobs) Get(ctx context.Context, tenant, key string) ([]byte, error) {
+	return b.db.GetBlob(ctx, b.name, tenant+"/"+key)
+}
+
+func (b blobs) Put(ctx context.Context, tenant, key string, value []byte) error {
+	return b.db.PutBlob(ctx, b.name, tenant+"/"+key, value)
+}
 
 func (r resources) ListExecutions(ctx context.Context, tenant, after string, limit int,
 	keep func(*svcv1.Execution, func() (*svcv1.Plan, error)) bool) (storage.Page[*svcv1.Execution], error) {

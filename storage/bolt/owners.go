@@ -17,7 +17,7 @@ const bOwners = "resource_owners"
 // ownedBuckets are the buckets whose resources are owner-indexed: a Collection of one of these
 // names indexes what it stores, and the index is first built from them for data written
 // before it existed. A new kind of resource addressed by id (meters, trials) joins the list.
-var ownedBuckets = []string{"res_plans", "res_executions", "res_sources", "res_destinations", "res_jobs", bVaultObjects, "blob_receipts"}
+var ownedBuckets = []string{"res_plans", "res_executions", "res_sources", "res_destinations", "res_jobs", bVaultObjects, "blob_receipts", "res_meters", "res_trials"}
 
 func indexOwner(tx *bbolt.Tx, tenant, id string) error {
 	b, err := bucket(tx, bOwners)

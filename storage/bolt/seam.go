@@ -43,6 +43,8 @@ type Seam struct {
 	db         *DB
 	jobs       *Collection[*svcv1.Job]
 	audit      *Collection[*svcv1.AuditEntry]
+	meters     *Collection[*svcv1.Meter]
+	trials     *Collection[*svcv1.Trial]
 	plans      *Plans
 	executions *Collection[*svcv1.Execution]
 	sources    *Collection[*svcv1.Source]
@@ -61,6 +63,8 @@ func NewSeam(db *DB) *Seam {
 		db:         db,
 		jobs:       NewCollection(db, "jobs", func() *svcv1.Job { return &svcv1.Job{} }),
 		audit:      NewCollection(db, "audit", func() *svcv1.AuditEntry { return &svcv1.AuditEntry{} }),
+		meters:     NewCollection(db, "meters", func() *svcv1.Meter { return &svcv1.Meter{} }).WithOwnerIndex(),
+		trials:     NewCollection(db, "trials", func() *svcv1.Trial { return &svcv1.Trial{} }).WithOwnerIndex(),
 		plans:      NewPlans(db),
 		executions: NewCollection(db, "executions", func() *svcv1.Execution { return &svcv1.Execution{} }).WithOwnerIndex(),
 		sources:    NewCollection(db, "sources", func() *svcv1.Source { return &svcv1.Source{} }).WithOwnerIndex(),

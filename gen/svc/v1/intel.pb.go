@@ -540,6 +540,19 @@ type Trial struct {
 	EvidenceLevel EvidenceLevel `protobuf:"varint,4,opt,name=evidence_level,json=evidenceLevel,proto3,enum=svc.v1.EvidenceLevel" json:"evidence_level,omitempty"`
 	Evidence      []*Evidence   `protobuf:"bytes,5,rep,name=evidence,proto3" json:"evidence,omitempty"`
 	WorthIt       *WorthIt      `protobuf:"bytes,6,opt,name=worth_it,json=worthIt,proto3" json:"worth_it,omitempty"`
+	// service names the service on trial, service_domain its registrable domain.
+	Service              *string                `protobuf:"bytes,7,opt,name=service,proto3,oneof" json:"service,omitempty"`
+	ServiceDomain        *string                `protobuf:"bytes,8,opt,name=service_domain,json=serviceDomain,proto3,oneof" json:"service_domain,omitempty"`
+	StartedAt            *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	LengthDays           *int32                 `protobuf:"varint,10,opt,name=length_days,json=lengthDays,proto3,oneof" json:"length_days,omitempty"`
+	EndsAt               *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=ends_at,json=endsAt,proto3" json:"ends_at,omitempty"`
+	PriceAfterTrialCents *int64                 `protobuf:"varint,12,opt,name=price_after_trial_cents,json=priceAfterTrialCents,proto3,oneof" json:"price_after_trial_cents,omitempty"`
+	// status is pending, converted (charged after the trial) or cancelled.
+	Status *string `protobuf:"bytes,13,opt,name=status,proto3,oneof" json:"status,omitempty"`
+	// remind_at is when the user asked to be reminded (decision remind).
+	RemindAt      *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=remind_at,json=remindAt,proto3" json:"remind_at,omitempty"`
+	Confidence    *float64               `protobuf:"fixed64,15,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
+	LastUpdated   *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=last_updated,json=lastUpdated,proto3" json:"last_updated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -616,11 +629,83 @@ func (x *Trial) GetWorthIt() *WorthIt {
 	return nil
 }
 
+func (x *Trial) GetService() string {
+	if x != nil && x.Service != nil {
+		return *x.Service
+	}
+	return ""
+}
+
+func (x *Trial) GetServiceDomain() string {
+	if x != nil && x.ServiceDomain != nil {
+		return *x.ServiceDomain
+	}
+	return ""
+}
+
+func (x *Trial) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *Trial) GetLengthDays() int32 {
+	if x != nil && x.LengthDays != nil {
+		return *x.LengthDays
+	}
+	return 0
+}
+
+func (x *Trial) GetEndsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndsAt
+	}
+	return nil
+}
+
+func (x *Trial) GetPriceAfterTrialCents() int64 {
+	if x != nil && x.PriceAfterTrialCents != nil {
+		return *x.PriceAfterTrialCents
+	}
+	return 0
+}
+
+func (x *Trial) GetStatus() string {
+	if x != nil && x.Status != nil {
+		return *x.Status
+	}
+	return ""
+}
+
+func (x *Trial) GetRemindAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RemindAt
+	}
+	return nil
+}
+
+func (x *Trial) GetConfidence() float64 {
+	if x != nil && x.Confidence != nil {
+		return *x.Confidence
+	}
+	return 0
+}
+
+func (x *Trial) GetLastUpdated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastUpdated
+	}
+	return nil
+}
+
 // WorthIt is the assessment of whether a trial is worth keeping.
 type WorthIt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// verdict is the assessment, for example likely_worth_it.
-	Verdict       string `protobuf:"bytes,1,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	Verdict string `protobuf:"bytes,1,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	// reasons are what the verdict rests on, in plain words.
+	Reasons       []string `protobuf:"bytes,2,rep,name=reasons,proto3" json:"reasons,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -662,6 +747,233 @@ func (x *WorthIt) GetVerdict() string {
 	return ""
 }
 
+func (x *WorthIt) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+// GetMeterRequest names a meter.
+type GetMeterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMeterRequest) Reset() {
+	*x = GetMeterRequest{}
+	mi := &file_svc_v1_intel_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMeterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMeterRequest) ProtoMessage() {}
+
+func (x *GetMeterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_intel_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMeterRequest.ProtoReflect.Descriptor instead.
+func (*GetMeterRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetMeterRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetMeterRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// GetTrialRequest names a trial.
+type GetTrialRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTrialRequest) Reset() {
+	*x = GetTrialRequest{}
+	mi := &file_svc_v1_intel_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTrialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTrialRequest) ProtoMessage() {}
+
+func (x *GetTrialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_intel_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTrialRequest.ProtoReflect.Descriptor instead.
+func (*GetTrialRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetTrialRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetTrialRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// ListTrialsRequest lists the user's trials.
+type ListTrialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId  *string                `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	Limit         *int32                 `protobuf:"varint,2,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Cursor        *string                `protobuf:"bytes,3,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTrialsRequest) Reset() {
+	*x = ListTrialsRequest{}
+	mi := &file_svc_v1_intel_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTrialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTrialsRequest) ProtoMessage() {}
+
+func (x *ListTrialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_intel_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTrialsRequest.ProtoReflect.Descriptor instead.
+func (*ListTrialsRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListTrialsRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ListTrialsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListTrialsRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// ListTrialsResponse is one page of trials.
+type ListTrialsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*Trial               `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTrialsResponse) Reset() {
+	*x = ListTrialsResponse{}
+	mi := &file_svc_v1_intel_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTrialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTrialsResponse) ProtoMessage() {}
+
+func (x *ListTrialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_intel_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTrialsResponse.ProtoReflect.Descriptor instead.
+func (*ListTrialsResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListTrialsResponse) GetData() []*Trial {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListTrialsResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
 // ActOnMeterRequest records the user's action on a meter (spec #4).
 type ActOnMeterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -675,7 +987,7 @@ type ActOnMeterRequest struct {
 
 func (x *ActOnMeterRequest) Reset() {
 	*x = ActOnMeterRequest{}
-	mi := &file_svc_v1_intel_proto_msgTypes[3]
+	mi := &file_svc_v1_intel_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +999,7 @@ func (x *ActOnMeterRequest) String() string {
 func (*ActOnMeterRequest) ProtoMessage() {}
 
 func (x *ActOnMeterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_intel_proto_msgTypes[3]
+	mi := &file_svc_v1_intel_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +1012,7 @@ func (x *ActOnMeterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActOnMeterRequest.ProtoReflect.Descriptor instead.
 func (*ActOnMeterRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_intel_proto_rawDescGZIP(), []int{3}
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ActOnMeterRequest) GetId() string {
@@ -745,7 +1057,7 @@ type MeterActionResult struct {
 
 func (x *MeterActionResult) Reset() {
 	*x = MeterActionResult{}
-	mi := &file_svc_v1_intel_proto_msgTypes[4]
+	mi := &file_svc_v1_intel_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +1069,7 @@ func (x *MeterActionResult) String() string {
 func (*MeterActionResult) ProtoMessage() {}
 
 func (x *MeterActionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_intel_proto_msgTypes[4]
+	mi := &file_svc_v1_intel_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +1082,7 @@ func (x *MeterActionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MeterActionResult.ProtoReflect.Descriptor instead.
 func (*MeterActionResult) Descriptor() ([]byte, []int) {
-	return file_svc_v1_intel_proto_rawDescGZIP(), []int{4}
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MeterActionResult) GetMeter() *Meter {
@@ -806,7 +1118,7 @@ type ListMetersRequest struct {
 
 func (x *ListMetersRequest) Reset() {
 	*x = ListMetersRequest{}
-	mi := &file_svc_v1_intel_proto_msgTypes[5]
+	mi := &file_svc_v1_intel_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +1130,7 @@ func (x *ListMetersRequest) String() string {
 func (*ListMetersRequest) ProtoMessage() {}
 
 func (x *ListMetersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_intel_proto_msgTypes[5]
+	mi := &file_svc_v1_intel_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +1143,7 @@ func (x *ListMetersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMetersRequest.ProtoReflect.Descriptor instead.
 func (*ListMetersRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_intel_proto_rawDescGZIP(), []int{5}
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListMetersRequest) GetConnectionId() string {
@@ -866,7 +1178,7 @@ type ListMetersResponse struct {
 
 func (x *ListMetersResponse) Reset() {
 	*x = ListMetersResponse{}
-	mi := &file_svc_v1_intel_proto_msgTypes[6]
+	mi := &file_svc_v1_intel_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +1190,7 @@ func (x *ListMetersResponse) String() string {
 func (*ListMetersResponse) ProtoMessage() {}
 
 func (x *ListMetersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_intel_proto_msgTypes[6]
+	mi := &file_svc_v1_intel_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +1203,7 @@ func (x *ListMetersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMetersResponse.ProtoReflect.Descriptor instead.
 func (*ListMetersResponse) Descriptor() ([]byte, []int) {
-	return file_svc_v1_intel_proto_rawDescGZIP(), []int{6}
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListMetersResponse) GetData() []*Meter {
@@ -921,7 +1233,7 @@ type DecideTrialRequest struct {
 
 func (x *DecideTrialRequest) Reset() {
 	*x = DecideTrialRequest{}
-	mi := &file_svc_v1_intel_proto_msgTypes[7]
+	mi := &file_svc_v1_intel_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1245,7 @@ func (x *DecideTrialRequest) String() string {
 func (*DecideTrialRequest) ProtoMessage() {}
 
 func (x *DecideTrialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_intel_proto_msgTypes[7]
+	mi := &file_svc_v1_intel_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1258,7 @@ func (x *DecideTrialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideTrialRequest.ProtoReflect.Descriptor instead.
 func (*DecideTrialRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_intel_proto_rawDescGZIP(), []int{7}
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DecideTrialRequest) GetId() string {
@@ -991,7 +1303,7 @@ type TrialDecisionResult struct {
 
 func (x *TrialDecisionResult) Reset() {
 	*x = TrialDecisionResult{}
-	mi := &file_svc_v1_intel_proto_msgTypes[8]
+	mi := &file_svc_v1_intel_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1315,7 @@ func (x *TrialDecisionResult) String() string {
 func (*TrialDecisionResult) ProtoMessage() {}
 
 func (x *TrialDecisionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_intel_proto_msgTypes[8]
+	mi := &file_svc_v1_intel_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1328,7 @@ func (x *TrialDecisionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrialDecisionResult.ProtoReflect.Descriptor instead.
 func (*TrialDecisionResult) Descriptor() ([]byte, []int) {
-	return file_svc_v1_intel_proto_rawDescGZIP(), []int{8}
+	return file_svc_v1_intel_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TrialDecisionResult) GetTrial() *Trial {
@@ -1094,16 +1406,60 @@ const file_svc_v1_intel_proto_rawDesc = "" +
 	"\x0f_change_percentB\x11\n" +
 	"\x0f_primary_driverB\x10\n" +
 	"\x0e_concentrationB\x0e\n" +
-	"\f_explanation\"\xbb\x02\n" +
+	"\f_explanation\"\xf7\x06\n" +
 	"\x05Trial\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^trl_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12\x18\n" +
 	"\acadence\x18\x02 \x01(\tR\acadence\x12;\n" +
 	"\bdecision\x18\x03 \x01(\x0e2\x15.svc.v1.TrialDecisionB\b\xbaH\x05\x82\x01\x02\x10\x01R\bdecision\x12F\n" +
 	"\x0eevidence_level\x18\x04 \x01(\x0e2\x15.svc.v1.EvidenceLevelB\b\xbaH\x05\x82\x01\x02\x10\x01R\revidenceLevel\x12,\n" +
 	"\bevidence\x18\x05 \x03(\v2\x10.svc.v1.EvidenceR\bevidence\x12*\n" +
-	"\bworth_it\x18\x06 \x01(\v2\x0f.svc.v1.WorthItR\aworthIt:\x04\xa0\xb5\x18\x01\")\n" +
+	"\bworth_it\x18\x06 \x01(\v2\x0f.svc.v1.WorthItR\aworthIt\x12\x1d\n" +
+	"\aservice\x18\a \x01(\tH\x00R\aservice\x88\x01\x01\x12*\n" +
+	"\x0eservice_domain\x18\b \x01(\tH\x01R\rserviceDomain\x88\x01\x01\x129\n" +
+	"\n" +
+	"started_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12$\n" +
+	"\vlength_days\x18\n" +
+	" \x01(\x05H\x02R\n" +
+	"lengthDays\x88\x01\x01\x123\n" +
+	"\aends_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x06endsAt\x12:\n" +
+	"\x17price_after_trial_cents\x18\f \x01(\x03H\x03R\x14priceAfterTrialCents\x88\x01\x01\x12\x1b\n" +
+	"\x06status\x18\r \x01(\tH\x04R\x06status\x88\x01\x01\x127\n" +
+	"\tremind_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\bremindAt\x12#\n" +
+	"\n" +
+	"confidence\x18\x0f \x01(\x01H\x05R\n" +
+	"confidence\x88\x01\x01\x12=\n" +
+	"\flast_updated\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\vlastUpdated:\x04\xa0\xb5\x18\x01B\n" +
+	"\n" +
+	"\b_serviceB\x11\n" +
+	"\x0f_service_domainB\x0e\n" +
+	"\f_length_daysB\x1a\n" +
+	"\x18_price_after_trial_centsB\t\n" +
+	"\a_statusB\r\n" +
+	"\v_confidence\"C\n" +
 	"\aWorthIt\x12\x18\n" +
-	"\averdict\x18\x01 \x01(\tR\averdict:\x04\xa0\xb5\x18\x01\"\xa2\x02\n" +
+	"\averdict\x18\x01 \x01(\tR\averdict\x12\x18\n" +
+	"\areasons\x18\x02 \x03(\tR\areasons:\x04\xa0\xb5\x18\x01\"\xa7\x01\n" +
+	"\x0fGetMeterRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^mtr_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xa7\x01\n" +
+	"\x0fGetTrialRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^trl_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xd7\x01\n" +
+	"\x11ListTrialsRequest\x12M\n" +
+	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x12%\n" +
+	"\x05limit\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xc8\x01(\x01H\x01R\x05limit\x88\x01\x01\x12%\n" +
+	"\x06cursor\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x02R\x06cursor\x88\x01\x01B\x10\n" +
+	"\x0e_connection_idB\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_cursor\"m\n" +
+	"\x12ListTrialsResponse\x12!\n" +
+	"\x04data\x18\x01 \x03(\v2\r.svc.v1.TrialR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"\xa2\x02\n" +
 	"\x11ActOnMeterRequest\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^mtr_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x128\n" +
 	"\x06action\x18\x02 \x01(\x0e2\x13.svc.v1.MeterActionB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\x06action\x12-\n" +
@@ -1180,12 +1536,16 @@ const file_svc_v1_intel_proto_rawDesc = "" +
 	"\x13TRIAL_DECISION_STOP\x10\x02\x1a\b\x8a\xb5\x18\x04stop\x12%\n" +
 	"\x15TRIAL_DECISION_REMIND\x10\x03\x1a\n" +
 	"\x8a\xb5\x18\x06remind\x12+\n" +
-	"\x18TRIAL_DECISION_UNDECIDED\x10\x04\x1a\r\x8a\xb5\x18\tundecided2\x82\x03\n" +
+	"\x18TRIAL_DECISION_UNDECIDED\x10\x04\x1a\r\x8a\xb5\x18\tundecided2\xbd\x05\n" +
 	"\fIntelService\x12|\n" +
 	"\n" +
 	"ActOnMeter\x12\x19.svc.v1.ActOnMeterRequest\x1a\x19.svc.v1.MeterActionResult\"8\x9a\xb5\x18\r\x10\x01*\amonitor0\x01\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v1/intel/meters/{id}/action\x12o\n" +
 	"\n" +
-	"ListMeters\x12\x19.svc.v1.ListMetersRequest\x1a\x1a.svc.v1.ListMetersResponse\"*\x9a\xb5\x18\v\x18\x01*\amonitor\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/intel/meters\x90\x02\x01\x12\x82\x01\n" +
+	"ListMeters\x12\x19.svc.v1.ListMetersRequest\x1a\x1a.svc.v1.ListMetersResponse\"*\x9a\xb5\x18\v\x18\x01*\amonitor\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/intel/meters\x90\x02\x01\x12c\n" +
+	"\bGetMeter\x12\x17.svc.v1.GetMeterRequest\x1a\r.svc.v1.Meter\"/\x9a\xb5\x18\v*\amonitor0\x01\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/intel/meters/{id}\x90\x02\x01\x12o\n" +
+	"\n" +
+	"ListTrials\x12\x19.svc.v1.ListTrialsRequest\x1a\x1a.svc.v1.ListTrialsResponse\"*\x9a\xb5\x18\v\x18\x01*\amonitor\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/intel/trials\x90\x02\x01\x12c\n" +
+	"\bGetTrial\x12\x17.svc.v1.GetTrialRequest\x1a\r.svc.v1.Trial\"/\x9a\xb5\x18\v*\amonitor0\x01\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/intel/trials/{id}\x90\x02\x01\x12\x82\x01\n" +
 	"\vDecideTrial\x12\x1a.svc.v1.DecideTrialRequest\x1a\x1b.svc.v1.TrialDecisionResult\":\x9a\xb5\x18\r\x10\x01*\amonitor0\x01\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/v1/intel/trials/{id}/decisionB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
@@ -1201,7 +1561,7 @@ func file_svc_v1_intel_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_intel_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_svc_v1_intel_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_svc_v1_intel_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_svc_v1_intel_proto_goTypes = []any{
 	(BillingPeriod)(0),            // 0: svc.v1.BillingPeriod
 	(TrapType)(0),                 // 1: svc.v1.TrapType
@@ -1210,45 +1570,60 @@ var file_svc_v1_intel_proto_goTypes = []any{
 	(*Meter)(nil),                 // 4: svc.v1.Meter
 	(*Trial)(nil),                 // 5: svc.v1.Trial
 	(*WorthIt)(nil),               // 6: svc.v1.WorthIt
-	(*ActOnMeterRequest)(nil),     // 7: svc.v1.ActOnMeterRequest
-	(*MeterActionResult)(nil),     // 8: svc.v1.MeterActionResult
-	(*ListMetersRequest)(nil),     // 9: svc.v1.ListMetersRequest
-	(*ListMetersResponse)(nil),    // 10: svc.v1.ListMetersResponse
-	(*DecideTrialRequest)(nil),    // 11: svc.v1.DecideTrialRequest
-	(*TrialDecisionResult)(nil),   // 12: svc.v1.TrialDecisionResult
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(EvidenceLevel)(0),            // 14: svc.v1.EvidenceLevel
-	(*Evidence)(nil),              // 15: svc.v1.Evidence
+	(*GetMeterRequest)(nil),       // 7: svc.v1.GetMeterRequest
+	(*GetTrialRequest)(nil),       // 8: svc.v1.GetTrialRequest
+	(*ListTrialsRequest)(nil),     // 9: svc.v1.ListTrialsRequest
+	(*ListTrialsResponse)(nil),    // 10: svc.v1.ListTrialsResponse
+	(*ActOnMeterRequest)(nil),     // 11: svc.v1.ActOnMeterRequest
+	(*MeterActionResult)(nil),     // 12: svc.v1.MeterActionResult
+	(*ListMetersRequest)(nil),     // 13: svc.v1.ListMetersRequest
+	(*ListMetersResponse)(nil),    // 14: svc.v1.ListMetersResponse
+	(*DecideTrialRequest)(nil),    // 15: svc.v1.DecideTrialRequest
+	(*TrialDecisionResult)(nil),   // 16: svc.v1.TrialDecisionResult
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(EvidenceLevel)(0),            // 18: svc.v1.EvidenceLevel
+	(*Evidence)(nil),              // 19: svc.v1.Evidence
 }
 var file_svc_v1_intel_proto_depIdxs = []int32{
 	0,  // 0: svc.v1.Meter.billing_period:type_name -> svc.v1.BillingPeriod
-	13, // 1: svc.v1.Meter.projected_threshold_at:type_name -> google.protobuf.Timestamp
+	17, // 1: svc.v1.Meter.projected_threshold_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: svc.v1.Meter.trap_type:type_name -> svc.v1.TrapType
 	2,  // 3: svc.v1.Meter.action:type_name -> svc.v1.MeterAction
-	14, // 4: svc.v1.Meter.evidence_level:type_name -> svc.v1.EvidenceLevel
-	15, // 5: svc.v1.Meter.evidence:type_name -> svc.v1.Evidence
-	13, // 6: svc.v1.Meter.last_updated:type_name -> google.protobuf.Timestamp
+	18, // 4: svc.v1.Meter.evidence_level:type_name -> svc.v1.EvidenceLevel
+	19, // 5: svc.v1.Meter.evidence:type_name -> svc.v1.Evidence
+	17, // 6: svc.v1.Meter.last_updated:type_name -> google.protobuf.Timestamp
 	3,  // 7: svc.v1.Trial.decision:type_name -> svc.v1.TrialDecision
-	14, // 8: svc.v1.Trial.evidence_level:type_name -> svc.v1.EvidenceLevel
-	15, // 9: svc.v1.Trial.evidence:type_name -> svc.v1.Evidence
+	18, // 8: svc.v1.Trial.evidence_level:type_name -> svc.v1.EvidenceLevel
+	19, // 9: svc.v1.Trial.evidence:type_name -> svc.v1.Evidence
 	6,  // 10: svc.v1.Trial.worth_it:type_name -> svc.v1.WorthIt
-	2,  // 11: svc.v1.ActOnMeterRequest.action:type_name -> svc.v1.MeterAction
-	4,  // 12: svc.v1.MeterActionResult.meter:type_name -> svc.v1.Meter
-	4,  // 13: svc.v1.ListMetersResponse.data:type_name -> svc.v1.Meter
-	3,  // 14: svc.v1.DecideTrialRequest.decision:type_name -> svc.v1.TrialDecision
-	13, // 15: svc.v1.DecideTrialRequest.remind_at:type_name -> google.protobuf.Timestamp
-	5,  // 16: svc.v1.TrialDecisionResult.trial:type_name -> svc.v1.Trial
-	7,  // 17: svc.v1.IntelService.ActOnMeter:input_type -> svc.v1.ActOnMeterRequest
-	9,  // 18: svc.v1.IntelService.ListMeters:input_type -> svc.v1.ListMetersRequest
-	11, // 19: svc.v1.IntelService.DecideTrial:input_type -> svc.v1.DecideTrialRequest
-	8,  // 20: svc.v1.IntelService.ActOnMeter:output_type -> svc.v1.MeterActionResult
-	10, // 21: svc.v1.IntelService.ListMeters:output_type -> svc.v1.ListMetersResponse
-	12, // 22: svc.v1.IntelService.DecideTrial:output_type -> svc.v1.TrialDecisionResult
-	20, // [20:23] is the sub-list for method output_type
-	17, // [17:20] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	17, // 11: svc.v1.Trial.started_at:type_name -> google.protobuf.Timestamp
+	17, // 12: svc.v1.Trial.ends_at:type_name -> google.protobuf.Timestamp
+	17, // 13: svc.v1.Trial.remind_at:type_name -> google.protobuf.Timestamp
+	17, // 14: svc.v1.Trial.last_updated:type_name -> google.protobuf.Timestamp
+	5,  // 15: svc.v1.ListTrialsResponse.data:type_name -> svc.v1.Trial
+	2,  // 16: svc.v1.ActOnMeterRequest.action:type_name -> svc.v1.MeterAction
+	4,  // 17: svc.v1.MeterActionResult.meter:type_name -> svc.v1.Meter
+	4,  // 18: svc.v1.ListMetersResponse.data:type_name -> svc.v1.Meter
+	3,  // 19: svc.v1.DecideTrialRequest.decision:type_name -> svc.v1.TrialDecision
+	17, // 20: svc.v1.DecideTrialRequest.remind_at:type_name -> google.protobuf.Timestamp
+	5,  // 21: svc.v1.TrialDecisionResult.trial:type_name -> svc.v1.Trial
+	11, // 22: svc.v1.IntelService.ActOnMeter:input_type -> svc.v1.ActOnMeterRequest
+	13, // 23: svc.v1.IntelService.ListMeters:input_type -> svc.v1.ListMetersRequest
+	7,  // 24: svc.v1.IntelService.GetMeter:input_type -> svc.v1.GetMeterRequest
+	9,  // 25: svc.v1.IntelService.ListTrials:input_type -> svc.v1.ListTrialsRequest
+	8,  // 26: svc.v1.IntelService.GetTrial:input_type -> svc.v1.GetTrialRequest
+	15, // 27: svc.v1.IntelService.DecideTrial:input_type -> svc.v1.DecideTrialRequest
+	12, // 28: svc.v1.IntelService.ActOnMeter:output_type -> svc.v1.MeterActionResult
+	14, // 29: svc.v1.IntelService.ListMeters:output_type -> svc.v1.ListMetersResponse
+	4,  // 30: svc.v1.IntelService.GetMeter:output_type -> svc.v1.Meter
+	10, // 31: svc.v1.IntelService.ListTrials:output_type -> svc.v1.ListTrialsResponse
+	5,  // 32: svc.v1.IntelService.GetTrial:output_type -> svc.v1.Trial
+	16, // 33: svc.v1.IntelService.DecideTrial:output_type -> svc.v1.TrialDecisionResult
+	28, // [28:34] is the sub-list for method output_type
+	22, // [22:28] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_intel_proto_init() }
@@ -1259,19 +1634,24 @@ func file_svc_v1_intel_proto_init() {
 	file_svc_v1_common_proto_init()
 	file_svc_v1_options_proto_init()
 	file_svc_v1_intel_proto_msgTypes[0].OneofWrappers = []any{}
+	file_svc_v1_intel_proto_msgTypes[1].OneofWrappers = []any{}
 	file_svc_v1_intel_proto_msgTypes[3].OneofWrappers = []any{}
 	file_svc_v1_intel_proto_msgTypes[4].OneofWrappers = []any{}
 	file_svc_v1_intel_proto_msgTypes[5].OneofWrappers = []any{}
 	file_svc_v1_intel_proto_msgTypes[6].OneofWrappers = []any{}
 	file_svc_v1_intel_proto_msgTypes[7].OneofWrappers = []any{}
 	file_svc_v1_intel_proto_msgTypes[8].OneofWrappers = []any{}
+	file_svc_v1_intel_proto_msgTypes[9].OneofWrappers = []any{}
+	file_svc_v1_intel_proto_msgTypes[10].OneofWrappers = []any{}
+	file_svc_v1_intel_proto_msgTypes[11].OneofWrappers = []any{}
+	file_svc_v1_intel_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_intel_proto_rawDesc), len(file_svc_v1_intel_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   9,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,6 +37,12 @@ const (
 	IntelServiceActOnMeterProcedure = "/svc.v1.IntelService/ActOnMeter"
 	// IntelServiceListMetersProcedure is the fully-qualified name of the IntelService's ListMeters RPC.
 	IntelServiceListMetersProcedure = "/svc.v1.IntelService/ListMeters"
+	// IntelServiceGetMeterProcedure is the fully-qualified name of the IntelService's GetMeter RPC.
+	IntelServiceGetMeterProcedure = "/svc.v1.IntelService/GetMeter"
+	// IntelServiceListTrialsProcedure is the fully-qualified name of the IntelService's ListTrials RPC.
+	IntelServiceListTrialsProcedure = "/svc.v1.IntelService/ListTrials"
+	// IntelServiceGetTrialProcedure is the fully-qualified name of the IntelService's GetTrial RPC.
+	IntelServiceGetTrialProcedure = "/svc.v1.IntelService/GetTrial"
 	// IntelServiceDecideTrialProcedure is the fully-qualified name of the IntelService's DecideTrial
 	// RPC.
 	IntelServiceDecideTrialProcedure = "/svc.v1.IntelService/DecideTrial"
@@ -48,6 +54,12 @@ type IntelServiceClient interface {
 	ActOnMeter(context.Context, *connect.Request[v1.ActOnMeterRequest]) (*connect.Response[v1.MeterActionResult], error)
 	// ListMeters lists the user's meters (spec #8).
 	ListMeters(context.Context, *connect.Request[v1.ListMetersRequest]) (*connect.Response[v1.ListMetersResponse], error)
+	// GetMeter reads a meter.
+	GetMeter(context.Context, *connect.Request[v1.GetMeterRequest]) (*connect.Response[v1.Meter], error)
+	// ListTrials lists the user's trials.
+	ListTrials(context.Context, *connect.Request[v1.ListTrialsRequest]) (*connect.Response[v1.ListTrialsResponse], error)
+	// GetTrial reads a trial.
+	GetTrial(context.Context, *connect.Request[v1.GetTrialRequest]) (*connect.Response[v1.Trial], error)
 	// DecideTrial records keep, stop or remind on a trial (spec #20).
 	DecideTrial(context.Context, *connect.Request[v1.DecideTrialRequest]) (*connect.Response[v1.TrialDecisionResult], error)
 }
@@ -76,6 +88,27 @@ func NewIntelServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getMeter: connect.NewClient[v1.GetMeterRequest, v1.Meter](
+			httpClient,
+			baseURL+IntelServiceGetMeterProcedure,
+			connect.WithSchema(intelServiceMethods.ByName("GetMeter")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listTrials: connect.NewClient[v1.ListTrialsRequest, v1.ListTrialsResponse](
+			httpClient,
+			baseURL+IntelServiceListTrialsProcedure,
+			connect.WithSchema(intelServiceMethods.ByName("ListTrials")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getTrial: connect.NewClient[v1.GetTrialRequest, v1.Trial](
+			httpClient,
+			baseURL+IntelServiceGetTrialProcedure,
+			connect.WithSchema(intelServiceMethods.ByName("GetTrial")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		decideTrial: connect.NewClient[v1.DecideTrialRequest, v1.TrialDecisionResult](
 			httpClient,
 			baseURL+IntelServiceDecideTrialProcedure,
@@ -89,6 +122,9 @@ func NewIntelServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 type intelServiceClient struct {
 	actOnMeter  *connect.Client[v1.ActOnMeterRequest, v1.MeterActionResult]
 	listMeters  *connect.Client[v1.ListMetersRequest, v1.ListMetersResponse]
+	getMeter    *connect.Client[v1.GetMeterRequest, v1.Meter]
+	listTrials  *connect.Client[v1.ListTrialsRequest, v1.ListTrialsResponse]
+	getTrial    *connect.Client[v1.GetTrialRequest, v1.Trial]
 	decideTrial *connect.Client[v1.DecideTrialRequest, v1.TrialDecisionResult]
 }
 
@@ -102,6 +138,21 @@ func (c *intelServiceClient) ListMeters(ctx context.Context, req *connect.Reques
 	return c.listMeters.CallUnary(ctx, req)
 }
 
+// GetMeter calls svc.v1.IntelService.GetMeter.
+func (c *intelServiceClient) GetMeter(ctx context.Context, req *connect.Request[v1.GetMeterRequest]) (*connect.Response[v1.Meter], error) {
+	return c.getMeter.CallUnary(ctx, req)
+}
+
+// ListTrials calls svc.v1.IntelService.ListTrials.
+func (c *intelServiceClient) ListTrials(ctx context.Context, req *connect.Request[v1.ListTrialsRequest]) (*connect.Response[v1.ListTrialsResponse], error) {
+	return c.listTrials.CallUnary(ctx, req)
+}
+
+// GetTrial calls svc.v1.IntelService.GetTrial.
+func (c *intelServiceClient) GetTrial(ctx context.Context, req *connect.Request[v1.GetTrialRequest]) (*connect.Response[v1.Trial], error) {
+	return c.getTrial.CallUnary(ctx, req)
+}
+
 // DecideTrial calls svc.v1.IntelService.DecideTrial.
 func (c *intelServiceClient) DecideTrial(ctx context.Context, req *connect.Request[v1.DecideTrialRequest]) (*connect.Response[v1.TrialDecisionResult], error) {
 	return c.decideTrial.CallUnary(ctx, req)
@@ -113,6 +164,12 @@ type IntelServiceHandler interface {
 	ActOnMeter(context.Context, *connect.Request[v1.ActOnMeterRequest]) (*connect.Response[v1.MeterActionResult], error)
 	// ListMeters lists the user's meters (spec #8).
 	ListMeters(context.Context, *connect.Request[v1.ListMetersRequest]) (*connect.Response[v1.ListMetersResponse], error)
+	// GetMeter reads a meter.
+	GetMeter(context.Context, *connect.Request[v1.GetMeterRequest]) (*connect.Response[v1.Meter], error)
+	// ListTrials lists the user's trials.
+	ListTrials(context.Context, *connect.Request[v1.ListTrialsRequest]) (*connect.Response[v1.ListTrialsResponse], error)
+	// GetTrial reads a trial.
+	GetTrial(context.Context, *connect.Request[v1.GetTrialRequest]) (*connect.Response[v1.Trial], error)
 	// DecideTrial records keep, stop or remind on a trial (spec #20).
 	DecideTrial(context.Context, *connect.Request[v1.DecideTrialRequest]) (*connect.Response[v1.TrialDecisionResult], error)
 }
@@ -137,6 +194,27 @@ func NewIntelServiceHandler(svc IntelServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	intelServiceGetMeterHandler := connect.NewUnaryHandler(
+		IntelServiceGetMeterProcedure,
+		svc.GetMeter,
+		connect.WithSchema(intelServiceMethods.ByName("GetMeter")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	intelServiceListTrialsHandler := connect.NewUnaryHandler(
+		IntelServiceListTrialsProcedure,
+		svc.ListTrials,
+		connect.WithSchema(intelServiceMethods.ByName("ListTrials")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	intelServiceGetTrialHandler := connect.NewUnaryHandler(
+		IntelServiceGetTrialProcedure,
+		svc.GetTrial,
+		connect.WithSchema(intelServiceMethods.ByName("GetTrial")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	intelServiceDecideTrialHandler := connect.NewUnaryHandler(
 		IntelServiceDecideTrialProcedure,
 		svc.DecideTrial,
@@ -149,6 +227,12 @@ func NewIntelServiceHandler(svc IntelServiceHandler, opts ...connect.HandlerOpti
 			intelServiceActOnMeterHandler.ServeHTTP(w, r)
 		case IntelServiceListMetersProcedure:
 			intelServiceListMetersHandler.ServeHTTP(w, r)
+		case IntelServiceGetMeterProcedure:
+			intelServiceGetMeterHandler.ServeHTTP(w, r)
+		case IntelServiceListTrialsProcedure:
+			intelServiceListTrialsHandler.ServeHTTP(w, r)
+		case IntelServiceGetTrialProcedure:
+			intelServiceGetTrialHandler.ServeHTTP(w, r)
 		case IntelServiceDecideTrialProcedure:
 			intelServiceDecideTrialHandler.ServeHTTP(w, r)
 		default:
@@ -166,6 +250,18 @@ func (UnimplementedIntelServiceHandler) ActOnMeter(context.Context, *connect.Req
 
 func (UnimplementedIntelServiceHandler) ListMeters(context.Context, *connect.Request[v1.ListMetersRequest]) (*connect.Response[v1.ListMetersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.IntelService.ListMeters is not implemented"))
+}
+
+func (UnimplementedIntelServiceHandler) GetMeter(context.Context, *connect.Request[v1.GetMeterRequest]) (*connect.Response[v1.Meter], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.IntelService.GetMeter is not implemented"))
+}
+
+func (UnimplementedIntelServiceHandler) ListTrials(context.Context, *connect.Request[v1.ListTrialsRequest]) (*connect.Response[v1.ListTrialsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.IntelService.ListTrials is not implemented"))
+}
+
+func (UnimplementedIntelServiceHandler) GetTrial(context.Context, *connect.Request[v1.GetTrialRequest]) (*connect.Response[v1.Trial], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.IntelService.GetTrial is not implemented"))
 }
 
 func (UnimplementedIntelServiceHandler) DecideTrial(context.Context, *connect.Request[v1.DecideTrialRequest]) (*connect.Response[v1.TrialDecisionResult], error) {

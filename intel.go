@@ -1,0 +1,348 @@
+package svc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/intel"
+	"svc.dev/svc/platform/event"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/storage"
+	"svc.dev/svc/wire"
+)
+
+// IntelScanReport says what a scan of a tenant's mail found.
+type IntelScanReport struct {
+	Sources  int // mail sources scanned
+	Messages int // messages read (skipped ones included)
+	Skipped  int // messages that could not be read, each with a reason in the scan's log
+	Meters   int // meters stored (new or updated)
+	Trials   int // trials stored (new or updated)
+}
+
+// ScanIntel reads the tenant's connected mail sources the scope reaches (sources of kind
+// "mail") with the intel detectors and stores the meters and trials found: one per service,
+// updated in place by a later scan (their ids are derived from the tenant and the service).
+// Each source is read from its delta marker on (the whole source the first time); what the
+// detectors keep of earlier mail is stored between scans. New meters and trials are announced
+// (svc.meter.detected, svc.trial.detected), changed meters too (svc.meter.updated). A user's
+// decisions and actions (decision, remindAt, action, a limit) are kept across scans.
+func (s *Scope) ScanIntel(ctx context.Context) (IntelScanReport, error) {
+	var rep IntelScanReport
+	res, err := s.c.resources()
+	if err != nil {
+		return rep, err
+	}
+	srcs, err := s.Sources(ctx)
+	if err != nil {
+		return rep, err
+	}
+	store := intelStore{s}
+	var result intel.Result
+	for _, src := range srcs {
+		if src.GetKind() != "mail" || src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_CONNECTED {
+			continue
+		}
+		p, ref, err := s.OpenSource(ctx, src.Id)
+		if err != nil {
+			return rep, err
+		}
+		since, err := store.marker(ctx, src.Id)
+		if err != nil {
+			return rep, err
+		}
+		var next providers.Marker
+		r, stats, err := intel.ScanIncremental(ctx, store, &intel.Options{Namespace: s.key(), SourceID: src.Id}, s.c.now(),
+			func(sc *intel.Scanner) error {
+				var err error
+				next, err = intel.ScanSource(ctx, p, ref, since, sc)
+				if errors.Is(err, providers.ErrMarkerExpired) {
+					next, err = intel.ScanSource(ctx, p, ref, providers.Marker{}, sc) // read it all again
+				}
+				return err
+			})
+		if err != nil {
+			return rep, fmt.Errorf("scan source %s: %w", src.Id, err)
+		}
+		if err := store.setMarker(ctx, src.Id, next); err != nil {
+			return rep, err
+		}
+		rep.Sources++
+		rep.Messages += stats.Messages
+		rep.Skipped += stats.Skipped
+		result.Meters = append(result.Meters, r.Meters...)
+		result.Trials = append(result.Trials, r.Trials...)
+	}
+	for _, m := range result.Meters {
+		stored, err := res.Meters().Get(ctx, s.key(), m.ID)
+		isNew := errors.Is(err, storage.ErrNotFound)
+		if err != nil && !isNew {
+			return rep, err
+		}
+		pm, err := meterProto(m)
+		if err != nil {
+			return rep, err
+		}
+		if !isNew { // what the user chose stays
+			pm.Action, pm.Explanation = stored.GetAction(), stored.Explanation
+		}
+		if err := res.Meters().Put(ctx, s.key(), pm.GetId(), pm); err != nil {
+			return rep, err
+		}
+		rep.Meters++
+		typ := event.MeterUpdated
+		if isNew {
+			typ = event.MeterDetected
+		}
+		s.emit(ctx, typ, "/v1/intel/meters", pm.GetId(), map[string]any{"meter_id": pm.GetId(), "service": pm.GetService(), "trap_type": enumWire(pm.GetTrapType())})
+	}
+	for _, t := range result.Trials {
+		stored, err := res.Trials().Get(ctx, s.key(), t.ID)
+		isNew := errors.Is(err, storage.ErrNotFound)
+		if err != nil && !isNew {
+			return rep, err
+		}
+		pt, err := trialProto(t)
+		if err != nil {
+			return rep, err
+		}
+		if !isNew {
+			pt.Decision, pt.RemindAt = stored.GetDecision(), stored.GetRemindAt()
+		}
+		if err := res.Trials().Put(ctx, s.key(), pt.GetId(), pt); err != nil {
+			return rep, err
+		}
+		rep.Trials++
+		if isNew {
+			s.emit(ctx, event.TrialDetected, "/v1/intel/trials", pt.GetId(), map[string]any{"trial_id": pt.GetId(), "service": pt.GetService()})
+		}
+	}
+	return rep, nil
+}
+
+// ListMeters returns a page of the tenant's meters, newest first. Meters concern the mailbox
+// as a whole: a scope limited to some sources lists those found in them only.
+func (s *Scope) ListMeters(ctx context.Context, after string, limit int) (storage.Page[*svcv1.Meter], error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return storage.Page[*svcv1.Meter]{}, err
+	}
+	return res.Meters().List(ctx, s.key(), after, limit, func(m *svcv1.Meter) bool { return s.reachesEvidence(m.GetEvidence()) })
+}
+
+// Meter returns a meter of the tenant.
+func (s *Scope) Meter(ctx context.Context, id string) (*svcv1.Meter, error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return nil, err
+	}
+	m, err := res.Meters().Get(ctx, s.key(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.reachesEvidence(m.GetEvidence()) {
+		return nil, refused(CodeForbidden, "The connection's grant does not include the sources of this meter's evidence.")
+	}
+	return m, nil
+}
+
+// ActOnMeter records the user's action on a meter (watch, set_limit with limitCents, explain,
+// ignore, intervene). An intervention svc has no mechanism for (mail shows no way to change a
+// subscription) is refused with CodeInvalidState.
+func (s *Scope) ActOnMeter(ctx context.Context, id string, action svcv1.MeterAction, limitCents *int64) (*svcv1.Meter, error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.Meter(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var im intel.Meter
+	if err := fromProto(m, &im); err != nil {
+		return nil, err
+	}
+	acted, err := intel.Act(im, intel.Action(enumWire(action)), limitCents, s.c.now())
+	switch {
+	case errors.Is(err, intel.ErrNoMechanism):
+		return nil, refused(CodeInvalidState, "svc has no way to intervene on this service from its mail: change the subscription at the service, or set a limit to be told.")
+	case err != nil:
+		return nil, invalid("action", err.Error())
+	}
+	out, err := meterProto(acted)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Meters().Put(ctx, s.key(), out.GetId(), out); err != nil {
+		return nil, err
+	}
+	s.emit(ctx, event.MeterActionTaken, "/v1/intel/meters", out.GetId(), map[string]any{"meter_id": out.GetId(), "action": enumWire(action)})
+	return out, nil
+}
+
+// ListTrials returns a page of the tenant's trials, newest first.
+func (s *Scope) ListTrials(ctx context.Context, after string, limit int) (storage.Page[*svcv1.Trial], error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return storage.Page[*svcv1.Trial]{}, err
+	}
+	return res.Trials().List(ctx, s.key(), after, limit, func(t *svcv1.Trial) bool { return s.reachesEvidence(t.GetEvidence()) })
+}
+
+// Trial returns a trial of the tenant.
+func (s *Scope) Trial(ctx context.Context, id string) (*svcv1.Trial, error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return nil, err
+	}
+	t, err := res.Trials().Get(ctx, s.key(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.reachesEvidence(t.GetEvidence()) {
+		return nil, refused(CodeForbidden, "The connection's grant does not include the sources of this trial's evidence.")
+	}
+	return t, nil
+}
+
+// TrialOutcome is what a decision on a trial leads to.
+type TrialOutcome struct {
+	Trial *svcv1.Trial
+	// Action is what svc will do: "none" (keep), "remind" (an event at remindAt), "unsubscribe"
+	// (a one-click unsubscribe the sender supports), "instructions" (stop, where the sender has
+	// no one-click unsubscribe: what the user must do is in Instructions).
+	Action       string
+	Instructions string
+}
+
+// DecideTrial records the user's decision on a trial: keep, stop or remind (at remindAt).
+func (s *Scope) DecideTrial(ctx context.Context, id string, d svcv1.TrialDecision, remindAt time.Time) (TrialOutcome, error) {
+	res, err := s.c.resources()
+	if err != nil {
+		return TrialOutcome{}, err
+	}
+	t, err := s.Trial(ctx, id)
+	if err != nil {
+		return TrialOutcome{}, err
+	}
+	var it intel.Trial
+	if err := fromProto(t, &it); err != nil {
+		return TrialOutcome{}, err
+	}
+	out, err := intel.Decide(it, intel.Decision(enumWire(d)), remindAt, s.c.now())
+	if err != nil {
+		return TrialOutcome{}, invalid("decision", err.Error())
+	}
+	pt, err := trialProto(out.Trial)
+	if err != nil {
+		return TrialOutcome{}, err
+	}
+	if err := res.Trials().Put(ctx, s.key(), pt.GetId(), pt); err != nil {
+		return TrialOutcome{}, err
+	}
+	o := TrialOutcome{Trial: pt, Action: "none"}
+	switch {
+	case d == svcv1.TrialDecision_TRIAL_DECISION_REMIND:
+		o.Action = "remind"
+	case out.Stop != nil && out.Stop.OneClick != nil:
+		o.Action = "unsubscribe"
+	case out.Stop != nil && out.Stop.Excluded != nil:
+		o.Action, o.Instructions = "instructions", out.Stop.Excluded.Detail
+	}
+	s.emit(ctx, event.TrialDecided, "/v1/intel/trials", pt.GetId(), map[string]any{"trial_id": pt.GetId(), "decision": enumWire(d), "action": o.Action})
+	return o, nil
+}
+
+// reachesEvidence reports whether a scope limited to some sources reaches every source a
+// meter's or trial's evidence comes from.
+func (s *Scope) reachesEvidence(ev []*svcv1.Evidence) bool {
+	if !s.access.limited() {
+		return true
+	}
+	for _, e := range ev {
+		if id := e.GetSourceId(); id != "" && !s.access.allowsSource(id) {
+			return false
+		}
+	}
+	return true
+}
+
+// meterProto is a detector's meter as the API's, through their one JSON (the spec's names).
+func meterProto(m intel.Meter) (*svcv1.Meter, error) {
+	out := &svcv1.Meter{}
+	return out, toProto(m, out)
+}
+
+func trialProto(t intel.Trial) (*svcv1.Trial, error) {
+	out := &svcv1.Trial{}
+	return out, toProto(t, out)
+}
+
+func toProto(v any, m proto.Message) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := wire.Unmarshal(raw, m); err != nil {
+		return fmt.Errorf("intel %T as the API's: %w", v, err)
+	}
+	return nil
+}
+
+func fromProto(m proto.Message, v any) error {
+	raw, err := wire.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// intelStore keeps the detectors' state of a tenant between scans: the observations (per
+// namespace) and each source's delta marker.
+type intelStore struct{ s *Scope }
+
+func (st intelStore) LoadObservations(ctx context.Context, namespace string) ([]intel.Observation, error) {
+	raw, err := st.s.c.hosted.IntelState().Get(ctx, st.s.key(), "observations/"+namespace)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var obs []intel.Observation
+	return obs, json.Unmarshal(raw, &obs)
+}
+
+func (st intelStore) SaveObservations(ctx context.Context, namespace string, obs []intel.Observation) error {
+	raw, err := json.Marshal(obs)
+	if err != nil {
+		return err
+	}
+	return st.s.c.hosted.IntelState().Put(ctx, st.s.key(), "observations/"+namespace, raw)
+}
+
+func (st intelStore) marker(ctx context.Context, sourceID string) (providers.Marker, error) {
+	raw, err := st.s.c.hosted.IntelState().Get(ctx, st.s.key(), "marker/"+sourceID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return providers.Marker{}, nil
+	}
+	if err != nil {
+		return providers.Marker{}, err
+	}
+	var m providers.Marker
+	return m, json.Unmarshal(raw, &m)
+}
+
+func (st intelStore) setMarker(ctx context.Context, sourceID string, m providers.Marker) error {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return st.s.c.hosted.IntelState().Put(ctx, st.s.key(), "marker/"+sourceID, raw)
+}
