@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"sync"
 	"testing"
+	"time"
 
 	"svc.dev/svc/server"
 )
@@ -15,7 +17,26 @@ func TestHealthAndReadiness(t *testing.T) {
 		}
 		checkRateHeaders(t, r)
 	}
-	// Readiness is a real store write: a closed store is not ready.
+	// Readiness is a real store write (at most one a second, shared): a closed store is not
+	// ready once the last probe's answer has run out.
 	server.DBOf(e.srv).Close()
+	time.Sleep(1100 * time.Millisecond)
 	checkProblem(t, e.do("GET", "/readyz", ""), 503, "unavailable")
+}
+
+// Overlapping readiness probes share one store probe: none is refused because another is in
+// flight (issue 21, 9).
+func TestOverlappingReadinessProbes(t *testing.T) {
+	e := newEnv(t)
+	var wg sync.WaitGroup
+	statuses := make([]int, 40)
+	for i := range statuses {
+		wg.Go(func() { statuses[i] = e.do("GET", "/readyz", "").status })
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if st != 200 {
+			t.Fatalf("probe %d: %d", i, st)
+		}
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -146,9 +145,8 @@ type Server struct {
 	manifests storage.Records[*svcv1.Manifest]
 
 	background sync.WaitGroup // work that Close waits for (the scrub loop)
-	// probing is set while a readiness probe of the store runs (GET /readyz): a probe stuck
-	// behind a wedged store is not joined by another.
-	probing atomic.Bool
+	// ready runs the readiness probes of the store (GET /readyz).
+	ready readiness
 
 	jobRunner *job.Runner // runs jobs (export, deletion, ...)
 	exportKey []byte      // authenticates export download URLs and portal pages
