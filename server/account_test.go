@@ -537,3 +537,25 @@ func TestAccountExportWebhook(t *testing.T) {
 		t.Fatalf("event: %s", body)
 	}
 }
+
+// An account keeps one export archive: a new export replaces the one before, whose job then
+// offers no download (issue 21, 4: repeated exports filled the disk).
+func TestNewExportReplacesTheOld(t *testing.T) {
+	var dataDir string
+	e := newEnv(t, func(c *server.Config) { dataDir = c.DataDir })
+	first := e.waitJob(t, e.do("POST", "/v1/account/export", "", e.session()...).json(t)["id"].(string), e.session())
+	second := e.waitJob(t, e.do("POST", "/v1/account/export", "", e.session()...).json(t)["id"].(string), e.session())
+	if first["status"] != "succeeded" || second["status"] != "succeeded" || first["id"] == second["id"] {
+		t.Fatalf("exports: %v, %v", first["status"], second["status"])
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "exports", first["id"].(string)+".tar.gz")); !os.IsNotExist(err) {
+		t.Errorf("the first archive is still kept: %v", err)
+	}
+	again := e.do("GET", "/v1/jobs/"+first["id"].(string), "", e.session()...).json(t)
+	if res, _ := again["result"].(map[string]any); res["url"] != nil {
+		t.Errorf("the replaced export still offers a download: %v", res["url"])
+	}
+	if res, _ := second["result"].(map[string]any); res["url"] == nil {
+		t.Errorf("the new export offers no download: %v", second)
+	}
+}

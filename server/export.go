@@ -160,6 +160,7 @@ func (s *Server) writeExport(ctx context.Context, userID, jobID string, p *job.P
 	if err := os.Rename(f.Name(), s.exportPath(jobID)); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
+	s.removeEarlierExports(ctx, userID, jobID)
 	return map[string]any{
 		"format":                      archive.Format,
 		"media_type":                  "application/gzip",
@@ -478,7 +479,8 @@ func (s *Server) addDownloadURL(ctx context.Context, j *svcv1.Job) {
 		return
 	}
 	now := s.cfg.Now()
-	if !now.Before(exp) {
+	_, gone := os.Stat(s.exportPath(j.GetId()))
+	if !now.Before(exp) || gone != nil { // expired, or replaced by a newer export
 		j.Result.Fields["url"] = structpb.NewNullValue()
 		return
 	}
@@ -577,4 +579,25 @@ func failedIDs(fs []failedObject) []any {
 		out = append(out, f.ID)
 	}
 	return out
+}
+
+// removeEarlierExports removes the archives of the user's earlier exports once a new one is
+// made: an account keeps one archive (the newest), so repeated exports cannot fill the disk
+// with copies of the account (issue 21, 4).
+func (s *Server) removeEarlierExports(ctx context.Context, userID, keep string) {
+	for _, mode := range []platform.Mode{platform.ModeLive, platform.ModeTest} {
+		t := platform.Tenant{Owner: userID, Mode: mode}.String()
+		for j, err := range s.jobs.All(ctx, t, func(j *svcv1.Job) bool { return j.GetKind() == svcv1.JobKind_JOB_KIND_EXPORT }) {
+			if err != nil {
+				s.log.Error("earlier exports", "err", err)
+				return
+			}
+			if j.GetId() == keep {
+				continue
+			}
+			if err := os.Remove(s.exportPath(j.GetId())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.log.Error("remove an earlier export", "job_id", j.GetId(), "err", err)
+			}
+		}
+	}
 }
