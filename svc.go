@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"svc.dev/svc/creator"
 	"svc.dev/svc/execute"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
@@ -75,6 +76,9 @@ type Options struct {
 	// DeferResume leaves executions that were running when the directory was last closed
 	// until Resume is called (a host that must finish its own set-up first).
 	DeferResume bool
+	// Creator is what creator revenue's connectors need of the host (an HTTP client, the
+	// platforms' API bases for tests); the mail of inbox sources comes from the layer.
+	Creator creator.Deps
 	// OnReauth is told when a source's provider refused its credentials (default: the source
 	// is marked reauth_required and nothing else happens).
 	OnReauth func(ctx context.Context, tenant Tenant, sourceID string)

@@ -69,6 +69,15 @@ var matrixClass = map[string]string{
 	"CreatorService/ListRevenueItems":        clsTenant,
 	"CreatorService/ListAnomalies":           clsTenant,
 	"CreatorService/CreateCreatorSource":     clsTenant,
+	"CreatorService/GetCreatorSource":        clsTenant,
+	"CreatorService/ListCreatorSources":      clsTenant,
+	"CreatorService/DeleteCreatorSource":     clsTenant,
+	"CreatorService/UploadStatement":         clsTenant,
+	"CreatorService/SyncCreator":             clsTenant,
+	"CreatorService/GetRevenueItem":          clsTenant,
+	"CreatorService/GetAnomaly":              clsTenant,
+	"CreatorService/DismissAnomaly":          clsTenant,
+	"CreatorService/ReopenAnomaly":           clsTenant,
 	"DestinationService/CreateDestination":   clsTenant,
 	"DestinationService/ListDestinations":    clsTenant,
 	"DestinationService/GetDestination":      clsByID,
@@ -204,6 +213,17 @@ func expected(class, cred string, hasID bool, op string) string {
 		case crRevokedCxn, crOtherOrgCxn:
 			return "404"
 		}
+		if hasID {
+			// A resource of the caller's own tenant named by id (creator revenue's): found by
+			// the credentials acting in the dev user's test tenant, not found from any other.
+			switch cred {
+			case crFullCxn, crSessionTest:
+				return "pass"
+			case crOutsideCxn:
+				return "403" // creator revenue concerns the whole account (docs/creator.md)
+			}
+			return "404"
+		}
 		return "pass"
 	case clsByID:
 		switch cred {
@@ -252,6 +272,13 @@ var exceptions = map[string]map[string]string{
 	// Coverage concerns the whole vault: a grant limited to some sources does not reach it
 	// (as for jobs).
 	"VaultService/GetVaultCoverage": {crOutsideCxn: "403"},
+	// Creator revenue concerns the whole account: a connection's grant limited to some sources
+	// reaches none of it (docs/creator.md).
+	"CreatorService/ListRevenueItems":    {crOutsideCxn: "403"},
+	"CreatorService/ListAnomalies":       {crOutsideCxn: "403"},
+	"CreatorService/ListCreatorSources":  {crOutsideCxn: "403"},
+	"CreatorService/SyncCreator":         {crOutsideCxn: "403"},
+	"CreatorService/CreateCreatorSource": {crOutsideCxn: "403"},
 	// The billing portal is a developer organization's: a user who belongs to none has nothing
 	// to bill (docs/billing.md).
 	"BillingService/CreatePortalSession": {crOtherUser: "404"},
@@ -264,6 +291,7 @@ var samples = map[string]struct{ query, body string }{
 	"PlanService/AuthorizePlan":              {body: `{"plan_hash":"` + strings.Repeat("0", 64) + `"}`},
 	"DestinationService/CreateDestination":   {body: `{"source_id":"src_01JD0000000000000000000000","label":"x"}`},
 	"CreatorService/CreateCreatorSource":     {body: `{"kind":"inbox"}`},
+	"CreatorService/UploadStatement":         {body: `{"name":"m.csv","csv":"Period,Gross\n2026-01,10.00\n"}`},
 	"IntelService/ActOnMeter":                {body: `{"action":"watch"}`},
 	"IntelService/DecideTrial":               {body: `{"decision":"keep"}`},
 	"VaultService/SearchVault":               {query: "q=invoice"},
@@ -354,6 +382,7 @@ func newMatrixEnv(t *testing.T) *matrixEnv {
 	}
 	me.ids["job"] = jobs.Data[0]["id"].(string)
 	me.ids["mtr"], me.ids["trl"] = me.plantIntel(t, platform.Tenant{Owner: e.creds.UserID, Mode: platform.ModeTest}, src)
+	me.ids["crs"], me.ids["rev"], me.ids["ano"] = me.plantCreator(t, with(e.session(), "Svc-Mode", "test"))
 	var acct struct{ ID string }
 	json.Unmarshal(e.do("GET", "/v1/account", "", me.other...).body, &acct)
 	me.variants = map[string]map[string]string{
@@ -411,9 +440,48 @@ func (me *matrixEnv) resourcesIn(t *testing.T, tenant platform.Tenant, hdr []str
 		t.Fatalf("in %s: destination %d %s, %d vault objects", tenant, d.status, d.body, len(objs.Data))
 	}
 	mtr, trl := me.plantIntel(t, tenant, src.Id)
+	crs, rev, ano := me.plantCreator(t, hdr)
 	return map[string]string{"pln": pid, "exe": xid, "rcp": x["receipt_id"].(string), "src": src.Id,
 		"vlt": objs.Data[0]["id"].(string), "dst": d.json(t)["destinationId"].(string),
-		"app": me.env.creds.ApplicationID, "cxn": me.env.creds.ConnectionID, "mtr": mtr, "trl": trl}
+		"app": me.env.creds.ApplicationID, "cxn": me.env.creds.ConnectionID, "mtr": mtr, "trl": trl,
+		"crs": crs, "rev": rev, "ano": ano}
+}
+
+// plantCreator makes a statement revenue source with a year of statements, reconciled, as
+// the session hdr, and returns the ids of the source, an item and an anomaly (or a missing
+// one when the reconciliation found none).
+func (me *matrixEnv) plantCreator(t *testing.T, hdr []string) (string, string, string) {
+	r := me.do("POST", "/v1/creator/sources", `{"kind":"statement","label":"Fanclub"}`, hdr...)
+	if r.status != 201 {
+		t.Fatalf("creator source: %d %s", r.status, r.body)
+	}
+	crs := r.json(t)["id"].(string)
+	csv := "Period,Gross,Fees,Net\\n"
+	for m := 1; m <= 8; m++ {
+		gross := 1000 + m*10
+		if m == 7 {
+			gross = 400 // a month far below the others
+		}
+		csv += fmt.Sprintf("2026-%02d,%d.00,%d.00,%d.00\\n", m, gross, gross/10, gross-gross/10)
+	}
+	if r := me.do("POST", "/v1/creator/sources/"+crs+"/statements", `{"name":"fanclub.csv","csv":"`+csv+`"}`, hdr...); r.status != 201 {
+		t.Fatalf("statement: %d %s", r.status, r.body)
+	}
+	j := me.do("POST", "/v1/creator/sync", "", hdr...).json(t)
+	me.waitJob(t, j["id"].(string), hdr)
+	var items, anomalies struct {
+		Data []map[string]any `json:"data"`
+	}
+	json.Unmarshal(me.do("GET", "/v1/creator/items", "", hdr...).body, &items)
+	json.Unmarshal(me.do("GET", "/v1/creator/anomalies", "", hdr...).body, &anomalies)
+	if len(items.Data) == 0 {
+		t.Fatal("the reconciliation made no items")
+	}
+	ano := "ano_01JD0000000000000000000000"
+	if len(anomalies.Data) > 0 {
+		ano = anomalies.Data[0]["id"].(string)
+	}
+	return crs, items.Data[0]["id"].(string), ano
 }
 
 // plantIntel stores a meter and a trial in tenant whose evidence comes from source srcID, as
@@ -552,6 +620,12 @@ func (me *matrixEnv) target(md protoreflect.MethodDescriptor, path string, fresh
 				t.Fatal(err)
 			}
 			return c.ID
+		case prefix == "crs" && fresh:
+			r := me.do("POST", "/v1/creator/sources", `{"kind":"statement","label":"To delete"}`, with(me.env.session(), "Svc-Mode", "test")...)
+			if r.status != 201 {
+				t.Fatalf("creator source: %d %s", r.status, r.body)
+			}
+			return r.json(t)["id"].(string)
 		case prefix == "whk" && !fresh && me.hook != "":
 			return me.hook
 		case prefix == "whk":

@@ -20,6 +20,7 @@ import (
 	"buf.build/go/protovalidate"
 
 	"svc.dev/svc"
+	"svc.dev/svc/creator"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing"
@@ -91,6 +92,9 @@ type Config struct {
 	// Billing is the payment processor (billing/stripe); nil serves svc's own portal page and
 	// creates no invoice items.
 	Billing billing.Processor
+	// Creator is what creator revenue's connectors need (an HTTP client; the platforms' API
+	// bases, for tests against local fakes).
+	Creator creator.Deps
 	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
 	// job (default DefaultDeletionGrace).
 	DeletionGrace time.Duration
@@ -199,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 		Announcer: announcer{s}, Charger: charger{s},
 		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send,
 		DeferResume: true, // after the webhooks and handlers are ready (below)
+		Creator:     cfg.Creator,
 	})
 	if err != nil {
 		store.Close()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -58,9 +59,16 @@ func badText(path string, m protoreflect.Message) (string, bool) {
 	return at, bad
 }
 
+// multiline are the fields whose value is a document of lines (a CSV statement): they may
+// hold line feeds, carriage returns and tabs, and no other control character.
+var multiline = map[protoreflect.FullName]bool{"svc.v1.UploadStatementRequest.csv": true}
+
 func badValue(path string, fd protoreflect.FieldDescriptor, v protoreflect.Value) (string, bool) {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
+		if multiline[fd.FullName()] {
+			return path, !cleanText(strings.NewReplacer("\n", "", "\r", "", "\t", "").Replace(v.String()))
+		}
 		return path, !cleanText(v.String())
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		return badText(path, v.Message())

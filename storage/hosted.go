@@ -50,6 +50,9 @@ type Hosted interface {
 	Probe(ctx context.Context) error
 	// IntelState keeps what the intel detectors carry between scans of a tenant's mail.
 	IntelState() Blobs
+	// CreatorState keeps a tenant's creator revenue: its sources (sealed by the caller), their
+	// statement uploads, the last reconciliation.
+	CreatorState() Blobs
 }
 
 // Blobs keeps opaque values of a tenant by key.

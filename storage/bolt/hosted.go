@@ -82,6 +82,9 @@ func (r resources) Trials() storage.Records[*svcv1.Trial]   { return records[*sv
 // IntelState keeps the intel detectors' state of each tenant as blobs.
 func (s *Seam) IntelState() storage.Blobs { return blobs{s.db, "intel_state"} }
 
+// CreatorState keeps each tenant's creator revenue as blobs.
+func (s *Seam) CreatorState() storage.Blobs { return blobs{s.db, "creator_state"} }
+
 // blobs is one blob bucket of the DB, keyed tenant/key.
 type blobs struct {
 	db   *DB

@@ -1134,11 +1134,491 @@ func (x *CreateCreatorSourceRequest) GetConnectionId() string {
 	return ""
 }
 
+// CreatorSourceRequest names a creator revenue source.
+type CreatorSourceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreatorSourceRequest) Reset() {
+	*x = CreatorSourceRequest{}
+	mi := &file_svc_v1_creator_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreatorSourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreatorSourceRequest) ProtoMessage() {}
+
+func (x *CreatorSourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreatorSourceRequest.ProtoReflect.Descriptor instead.
+func (*CreatorSourceRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CreatorSourceRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreatorSourceRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// ListCreatorSourcesRequest lists the creator revenue sources.
+type ListCreatorSourcesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId  *string                `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCreatorSourcesRequest) Reset() {
+	*x = ListCreatorSourcesRequest{}
+	mi := &file_svc_v1_creator_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCreatorSourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCreatorSourcesRequest) ProtoMessage() {}
+
+func (x *ListCreatorSourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCreatorSourcesRequest.ProtoReflect.Descriptor instead.
+func (*ListCreatorSourcesRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListCreatorSourcesRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// ListCreatorSourcesResponse is every creator revenue source (a creator has a handful).
+type ListCreatorSourcesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*CreatorSource       `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCreatorSourcesResponse) Reset() {
+	*x = ListCreatorSourcesResponse{}
+	mi := &file_svc_v1_creator_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCreatorSourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCreatorSourcesResponse) ProtoMessage() {}
+
+func (x *ListCreatorSourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCreatorSourcesResponse.ProtoReflect.Descriptor instead.
+func (*ListCreatorSourcesResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListCreatorSourcesResponse) GetData() []*CreatorSource {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListCreatorSourcesResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
+// DeleteCreatorSourceResponse says what was deleted.
+type DeleteCreatorSourceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Deleted       bool                   `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCreatorSourceResponse) Reset() {
+	*x = DeleteCreatorSourceResponse{}
+	mi := &file_svc_v1_creator_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCreatorSourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCreatorSourceResponse) ProtoMessage() {}
+
+func (x *DeleteCreatorSourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCreatorSourceResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCreatorSourceResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeleteCreatorSourceResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *DeleteCreatorSourceResponse) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+// UploadStatementRequest uploads one CSV statement (or a terms file) to a statement source.
+type UploadStatementRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// name is the statement's path under the source ("2026/fanclub.csv"); an upload of the
+	// same name replaces the earlier one.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// csv is the statement's text.
+	Csv           string  `protobuf:"bytes,3,opt,name=csv,proto3" json:"csv,omitempty"`
+	ConnectionId  *string `protobuf:"bytes,4,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UploadStatementRequest) Reset() {
+	*x = UploadStatementRequest{}
+	mi := &file_svc_v1_creator_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadStatementRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadStatementRequest) ProtoMessage() {}
+
+func (x *UploadStatementRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadStatementRequest.ProtoReflect.Descriptor instead.
+func (*UploadStatementRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UploadStatementRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UploadStatementRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UploadStatementRequest) GetCsv() string {
+	if x != nil {
+		return x.Csv
+	}
+	return ""
+}
+
+func (x *UploadStatementRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// UploadStatementResponse names the accepted statement.
+type UploadStatementResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CreatorSourceId string                 `protobuf:"bytes,1,opt,name=creator_source_id,json=creatorSourceId,proto3" json:"creator_source_id,omitempty"`
+	Name            string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UploadStatementResponse) Reset() {
+	*x = UploadStatementResponse{}
+	mi := &file_svc_v1_creator_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UploadStatementResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UploadStatementResponse) ProtoMessage() {}
+
+func (x *UploadStatementResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UploadStatementResponse.ProtoReflect.Descriptor instead.
+func (*UploadStatementResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *UploadStatementResponse) GetCreatorSourceId() string {
+	if x != nil {
+		return x.CreatorSourceId
+	}
+	return ""
+}
+
+func (x *UploadStatementResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// SyncCreatorRequest starts a reconciliation of every creator revenue source.
+type SyncCreatorRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConnectionId  *string                `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncCreatorRequest) Reset() {
+	*x = SyncCreatorRequest{}
+	mi := &file_svc_v1_creator_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncCreatorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncCreatorRequest) ProtoMessage() {}
+
+func (x *SyncCreatorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncCreatorRequest.ProtoReflect.Descriptor instead.
+func (*SyncCreatorRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SyncCreatorRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// RevenueItemRequest names a revenue item.
+type RevenueItemRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevenueItemRequest) Reset() {
+	*x = RevenueItemRequest{}
+	mi := &file_svc_v1_creator_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevenueItemRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevenueItemRequest) ProtoMessage() {}
+
+func (x *RevenueItemRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevenueItemRequest.ProtoReflect.Descriptor instead.
+func (*RevenueItemRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RevenueItemRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RevenueItemRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+// AnomalyRequest names an anomaly.
+type AnomalyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnomalyRequest) Reset() {
+	*x = AnomalyRequest{}
+	mi := &file_svc_v1_creator_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnomalyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnomalyRequest) ProtoMessage() {}
+
+func (x *AnomalyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_creator_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnomalyRequest.ProtoReflect.Descriptor instead.
+func (*AnomalyRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_creator_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *AnomalyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AnomalyRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
 var File_svc_v1_creator_proto protoreflect.FileDescriptor
 
 const file_svc_v1_creator_proto_rawDesc = "" +
 	"\n" +
-	"\x14svc/v1/creator.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x13svc/v1/common.proto\x1a\x14svc/v1/options.proto\"\xc5\b\n" +
+	"\x14svc/v1/creator.proto\x12\x06svc.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14svc/v1/account.proto\x1a\x13svc/v1/common.proto\x1a\x14svc/v1/options.proto\"\xc5\b\n" +
 	"\vRevenueItem\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^rev_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12O\n" +
 	"\x11creator_source_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^crs_[0-9A-HJKMNP-TV-Z]{26}$R\x0fcreatorSourceId\x125\n" +
@@ -1245,6 +1725,42 @@ const file_svc_v1_creator_proto_rawDesc = "" +
 	"\x06_labelB\f\n" +
 	"\n" +
 	"_source_idB\x10\n" +
+	"\x0e_connection_id\"\xac\x01\n" +
+	"\x14CreatorSourceRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^crs_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"|\n" +
+	"\x19ListCreatorSourcesRequest\x12M\n" +
+	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"}\n" +
+	"\x1aListCreatorSourcesResponse\x12)\n" +
+	"\x04data\x18\x01 \x03(\v2\x15.svc.v1.CreatorSourceR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"G\n" +
+	"\x1bDeleteCreatorSourceResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\adeleted\x18\x02 \x01(\bR\adeleted\"\xee\x01\n" +
+	"\x16UploadStatementRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^crs_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12\x1e\n" +
+	"\x04name\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x04R\x04name\x12\x1e\n" +
+	"\x03csv\x18\x03 \x01(\tB\f\xbaH\tr\a\x10\x01\x18\x80\x80\x80\x02R\x03csv\x12M\n" +
+	"\rconnection_id\x18\x04 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"Y\n" +
+	"\x17UploadStatementResponse\x12*\n" +
+	"\x11creator_source_id\x18\x01 \x01(\tR\x0fcreatorSourceId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"u\n" +
+	"\x12SyncCreatorRequest\x12M\n" +
+	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xaa\x01\n" +
+	"\x12RevenueItemRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^rev_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
+	"\x0e_connection_id\"\xa6\x01\n" +
+	"\x0eAnomalyRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^ano_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
 	"\x0e_connection_id*\xa9\x06\n" +
 	"\x10RevenueItemState\x12\"\n" +
 	"\x1eREVENUE_ITEM_STATE_UNSPECIFIED\x10\x00\x12K\n" +
@@ -1288,10 +1804,20 @@ const file_svc_v1_creator_proto_rawDesc = "" +
 	"\x1aANOMALY_STATUS_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x13ANOMALY_STATUS_OPEN\x10\x01\x1a\b\x8a\xb5\x18\x04open\x12)\n" +
 	"\x17ANOMALY_STATUS_RESOLVED\x10\x02\x1a\f\x8a\xb5\x18\bresolved\x12+\n" +
-	"\x18ANOMALY_STATUS_DISMISSED\x10\x03\x1a\r\x8a\xb5\x18\tdismissed2\x95\x03\n" +
+	"\x18ANOMALY_STATUS_DISMISSED\x10\x03\x1a\r\x8a\xb5\x18\tdismissed2\xed\v\n" +
 	"\x0eCreatorService\x12\x80\x01\n" +
 	"\x10ListRevenueItems\x12\x1f.svc.v1.ListRevenueItemsRequest\x1a .svc.v1.ListRevenueItemsResponse\")\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x13\x12\x11/v1/creator/items\x90\x02\x01\x12{\n" +
-	"\rListAnomalies\x12\x1c.svc.v1.ListAnomaliesRequest\x1a\x1d.svc.v1.ListAnomaliesResponse\"-\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/creator/anomalies\x90\x02\x01\x12\x82\x01\n" +
+	"\rListAnomalies\x12\x1c.svc.v1.ListAnomaliesRequest\x1a\x1d.svc.v1.ListAnomaliesResponse\"-\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x17\x12\x15/v1/creator/anomalies\x90\x02\x01\x12y\n" +
+	"\x10GetCreatorSource\x12\x1c.svc.v1.CreatorSourceRequest\x1a\x15.svc.v1.CreatorSource\"0\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x1a\x12\x18/v1/creator/sources/{id}\x90\x02\x01\x12\x88\x01\n" +
+	"\x12ListCreatorSources\x12!.svc.v1.ListCreatorSourcesRequest\x1a\".svc.v1.ListCreatorSourcesResponse\"+\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x15\x12\x13/v1/creator/sources\x90\x02\x01\x12\x87\x01\n" +
+	"\x13DeleteCreatorSource\x12\x1c.svc.v1.CreatorSourceRequest\x1a#.svc.v1.DeleteCreatorSourceResponse\"-\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x1a*\x18/v1/creator/sources/{id}\x12\x94\x01\n" +
+	"\x0fUploadStatement\x12\x1e.svc.v1.UploadStatementRequest\x1a\x1f.svc.v1.UploadStatementResponse\"@\x9a\xb5\x18\x0e\b\xc9\x01\x10\x01*\amonitor\x82\xd3\xe4\x93\x02(:\x01*\"#/v1/creator/sources/{id}/statements\x12e\n" +
+	"\vSyncCreator\x12\x1a.svc.v1.SyncCreatorRequest\x1a\v.svc.v1.Job\"-\x9a\xb5\x18\x0e\b\xca\x01\x10\x01*\amonitor\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/creator/sync\x12q\n" +
+	"\x0eGetRevenueItem\x12\x1a.svc.v1.RevenueItemRequest\x1a\x13.svc.v1.RevenueItem\".\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x18\x12\x16/v1/creator/items/{id}\x90\x02\x01\x12i\n" +
+	"\n" +
+	"GetAnomaly\x12\x16.svc.v1.AnomalyRequest\x1a\x0f.svc.v1.Anomaly\"2\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\x1c\x12\x1a/v1/creator/anomalies/{id}\x90\x02\x01\x12u\n" +
+	"\x0eDismissAnomaly\x12\x16.svc.v1.AnomalyRequest\x1a\x0f.svc.v1.Anomaly\":\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02':\x01*\"\"/v1/creator/anomalies/{id}/dismiss\x12s\n" +
+	"\rReopenAnomaly\x12\x16.svc.v1.AnomalyRequest\x1a\x0f.svc.v1.Anomaly\"9\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02&:\x01*\"!/v1/creator/anomalies/{id}/reopen\x12\x82\x01\n" +
 	"\x13CreateCreatorSource\x12\".svc.v1.CreateCreatorSourceRequest\x1a\x15.svc.v1.CreatorSource\"0\x9a\xb5\x18\x0e\b\xc9\x01\x10\x01*\amonitor\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/v1/creator/sourcesB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
@@ -1307,56 +1833,85 @@ func file_svc_v1_creator_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_creator_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_svc_v1_creator_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_svc_v1_creator_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_svc_v1_creator_proto_goTypes = []any{
-	(RevenueItemState)(0),              // 0: svc.v1.RevenueItemState
-	(AnomalyKind)(0),                   // 1: svc.v1.AnomalyKind
-	(AnomalySeverity)(0),               // 2: svc.v1.AnomalySeverity
-	(AnomalyStatus)(0),                 // 3: svc.v1.AnomalyStatus
-	(*RevenueItem)(nil),                // 4: svc.v1.RevenueItem
-	(*RevenuePeriod)(nil),              // 5: svc.v1.RevenuePeriod
-	(*Anomaly)(nil),                    // 6: svc.v1.Anomaly
-	(*CreatorSource)(nil),              // 7: svc.v1.CreatorSource
-	(*CreatorCredentials)(nil),         // 8: svc.v1.CreatorCredentials
-	(*ListRevenueItemsRequest)(nil),    // 9: svc.v1.ListRevenueItemsRequest
-	(*ListRevenueItemsResponse)(nil),   // 10: svc.v1.ListRevenueItemsResponse
-	(*ListAnomaliesRequest)(nil),       // 11: svc.v1.ListAnomaliesRequest
-	(*ListAnomaliesResponse)(nil),      // 12: svc.v1.ListAnomaliesResponse
-	(*CreateCreatorSourceRequest)(nil), // 13: svc.v1.CreateCreatorSourceRequest
-	(EvidenceLevel)(0),                 // 14: svc.v1.EvidenceLevel
-	(*Evidence)(nil),                   // 15: svc.v1.Evidence
-	(*timestamppb.Timestamp)(nil),      // 16: google.protobuf.Timestamp
+	(RevenueItemState)(0),               // 0: svc.v1.RevenueItemState
+	(AnomalyKind)(0),                    // 1: svc.v1.AnomalyKind
+	(AnomalySeverity)(0),                // 2: svc.v1.AnomalySeverity
+	(AnomalyStatus)(0),                  // 3: svc.v1.AnomalyStatus
+	(*RevenueItem)(nil),                 // 4: svc.v1.RevenueItem
+	(*RevenuePeriod)(nil),               // 5: svc.v1.RevenuePeriod
+	(*Anomaly)(nil),                     // 6: svc.v1.Anomaly
+	(*CreatorSource)(nil),               // 7: svc.v1.CreatorSource
+	(*CreatorCredentials)(nil),          // 8: svc.v1.CreatorCredentials
+	(*ListRevenueItemsRequest)(nil),     // 9: svc.v1.ListRevenueItemsRequest
+	(*ListRevenueItemsResponse)(nil),    // 10: svc.v1.ListRevenueItemsResponse
+	(*ListAnomaliesRequest)(nil),        // 11: svc.v1.ListAnomaliesRequest
+	(*ListAnomaliesResponse)(nil),       // 12: svc.v1.ListAnomaliesResponse
+	(*CreateCreatorSourceRequest)(nil),  // 13: svc.v1.CreateCreatorSourceRequest
+	(*CreatorSourceRequest)(nil),        // 14: svc.v1.CreatorSourceRequest
+	(*ListCreatorSourcesRequest)(nil),   // 15: svc.v1.ListCreatorSourcesRequest
+	(*ListCreatorSourcesResponse)(nil),  // 16: svc.v1.ListCreatorSourcesResponse
+	(*DeleteCreatorSourceResponse)(nil), // 17: svc.v1.DeleteCreatorSourceResponse
+	(*UploadStatementRequest)(nil),      // 18: svc.v1.UploadStatementRequest
+	(*UploadStatementResponse)(nil),     // 19: svc.v1.UploadStatementResponse
+	(*SyncCreatorRequest)(nil),          // 20: svc.v1.SyncCreatorRequest
+	(*RevenueItemRequest)(nil),          // 21: svc.v1.RevenueItemRequest
+	(*AnomalyRequest)(nil),              // 22: svc.v1.AnomalyRequest
+	(EvidenceLevel)(0),                  // 23: svc.v1.EvidenceLevel
+	(*Evidence)(nil),                    // 24: svc.v1.Evidence
+	(*timestamppb.Timestamp)(nil),       // 25: google.protobuf.Timestamp
+	(*Job)(nil),                         // 26: svc.v1.Job
 }
 var file_svc_v1_creator_proto_depIdxs = []int32{
 	5,  // 0: svc.v1.RevenueItem.period:type_name -> svc.v1.RevenuePeriod
-	14, // 1: svc.v1.RevenueItem.evidence_level:type_name -> svc.v1.EvidenceLevel
-	15, // 2: svc.v1.RevenueItem.evidence:type_name -> svc.v1.Evidence
+	23, // 1: svc.v1.RevenueItem.evidence_level:type_name -> svc.v1.EvidenceLevel
+	24, // 2: svc.v1.RevenueItem.evidence:type_name -> svc.v1.Evidence
 	0,  // 3: svc.v1.RevenueItem.state:type_name -> svc.v1.RevenueItemState
-	16, // 4: svc.v1.RevenueItem.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 5: svc.v1.RevenuePeriod.start:type_name -> google.protobuf.Timestamp
-	16, // 6: svc.v1.RevenuePeriod.end:type_name -> google.protobuf.Timestamp
+	25, // 4: svc.v1.RevenueItem.updated_at:type_name -> google.protobuf.Timestamp
+	25, // 5: svc.v1.RevenuePeriod.start:type_name -> google.protobuf.Timestamp
+	25, // 6: svc.v1.RevenuePeriod.end:type_name -> google.protobuf.Timestamp
 	1,  // 7: svc.v1.Anomaly.kind:type_name -> svc.v1.AnomalyKind
 	2,  // 8: svc.v1.Anomaly.severity:type_name -> svc.v1.AnomalySeverity
 	3,  // 9: svc.v1.Anomaly.status:type_name -> svc.v1.AnomalyStatus
-	15, // 10: svc.v1.Anomaly.evidence:type_name -> svc.v1.Evidence
-	16, // 11: svc.v1.Anomaly.detected_at:type_name -> google.protobuf.Timestamp
-	16, // 12: svc.v1.CreatorSource.created_at:type_name -> google.protobuf.Timestamp
+	24, // 10: svc.v1.Anomaly.evidence:type_name -> svc.v1.Evidence
+	25, // 11: svc.v1.Anomaly.detected_at:type_name -> google.protobuf.Timestamp
+	25, // 12: svc.v1.CreatorSource.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 13: svc.v1.ListRevenueItemsRequest.state:type_name -> svc.v1.RevenueItemState
 	4,  // 14: svc.v1.ListRevenueItemsResponse.data:type_name -> svc.v1.RevenueItem
 	3,  // 15: svc.v1.ListAnomaliesRequest.status:type_name -> svc.v1.AnomalyStatus
 	6,  // 16: svc.v1.ListAnomaliesResponse.data:type_name -> svc.v1.Anomaly
 	8,  // 17: svc.v1.CreateCreatorSourceRequest.credentials:type_name -> svc.v1.CreatorCredentials
-	9,  // 18: svc.v1.CreatorService.ListRevenueItems:input_type -> svc.v1.ListRevenueItemsRequest
-	11, // 19: svc.v1.CreatorService.ListAnomalies:input_type -> svc.v1.ListAnomaliesRequest
-	13, // 20: svc.v1.CreatorService.CreateCreatorSource:input_type -> svc.v1.CreateCreatorSourceRequest
-	10, // 21: svc.v1.CreatorService.ListRevenueItems:output_type -> svc.v1.ListRevenueItemsResponse
-	12, // 22: svc.v1.CreatorService.ListAnomalies:output_type -> svc.v1.ListAnomaliesResponse
-	7,  // 23: svc.v1.CreatorService.CreateCreatorSource:output_type -> svc.v1.CreatorSource
-	21, // [21:24] is the sub-list for method output_type
-	18, // [18:21] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	7,  // 18: svc.v1.ListCreatorSourcesResponse.data:type_name -> svc.v1.CreatorSource
+	9,  // 19: svc.v1.CreatorService.ListRevenueItems:input_type -> svc.v1.ListRevenueItemsRequest
+	11, // 20: svc.v1.CreatorService.ListAnomalies:input_type -> svc.v1.ListAnomaliesRequest
+	14, // 21: svc.v1.CreatorService.GetCreatorSource:input_type -> svc.v1.CreatorSourceRequest
+	15, // 22: svc.v1.CreatorService.ListCreatorSources:input_type -> svc.v1.ListCreatorSourcesRequest
+	14, // 23: svc.v1.CreatorService.DeleteCreatorSource:input_type -> svc.v1.CreatorSourceRequest
+	18, // 24: svc.v1.CreatorService.UploadStatement:input_type -> svc.v1.UploadStatementRequest
+	20, // 25: svc.v1.CreatorService.SyncCreator:input_type -> svc.v1.SyncCreatorRequest
+	21, // 26: svc.v1.CreatorService.GetRevenueItem:input_type -> svc.v1.RevenueItemRequest
+	22, // 27: svc.v1.CreatorService.GetAnomaly:input_type -> svc.v1.AnomalyRequest
+	22, // 28: svc.v1.CreatorService.DismissAnomaly:input_type -> svc.v1.AnomalyRequest
+	22, // 29: svc.v1.CreatorService.ReopenAnomaly:input_type -> svc.v1.AnomalyRequest
+	13, // 30: svc.v1.CreatorService.CreateCreatorSource:input_type -> svc.v1.CreateCreatorSourceRequest
+	10, // 31: svc.v1.CreatorService.ListRevenueItems:output_type -> svc.v1.ListRevenueItemsResponse
+	12, // 32: svc.v1.CreatorService.ListAnomalies:output_type -> svc.v1.ListAnomaliesResponse
+	7,  // 33: svc.v1.CreatorService.GetCreatorSource:output_type -> svc.v1.CreatorSource
+	16, // 34: svc.v1.CreatorService.ListCreatorSources:output_type -> svc.v1.ListCreatorSourcesResponse
+	17, // 35: svc.v1.CreatorService.DeleteCreatorSource:output_type -> svc.v1.DeleteCreatorSourceResponse
+	19, // 36: svc.v1.CreatorService.UploadStatement:output_type -> svc.v1.UploadStatementResponse
+	26, // 37: svc.v1.CreatorService.SyncCreator:output_type -> svc.v1.Job
+	4,  // 38: svc.v1.CreatorService.GetRevenueItem:output_type -> svc.v1.RevenueItem
+	6,  // 39: svc.v1.CreatorService.GetAnomaly:output_type -> svc.v1.Anomaly
+	6,  // 40: svc.v1.CreatorService.DismissAnomaly:output_type -> svc.v1.Anomaly
+	6,  // 41: svc.v1.CreatorService.ReopenAnomaly:output_type -> svc.v1.Anomaly
+	7,  // 42: svc.v1.CreatorService.CreateCreatorSource:output_type -> svc.v1.CreatorSource
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_creator_proto_init() }
@@ -1364,6 +1919,7 @@ func file_svc_v1_creator_proto_init() {
 	if File_svc_v1_creator_proto != nil {
 		return
 	}
+	file_svc_v1_account_proto_init()
 	file_svc_v1_common_proto_init()
 	file_svc_v1_options_proto_init()
 	file_svc_v1_creator_proto_msgTypes[0].OneofWrappers = []any{}
@@ -1374,13 +1930,20 @@ func file_svc_v1_creator_proto_init() {
 	file_svc_v1_creator_proto_msgTypes[7].OneofWrappers = []any{}
 	file_svc_v1_creator_proto_msgTypes[8].OneofWrappers = []any{}
 	file_svc_v1_creator_proto_msgTypes[9].OneofWrappers = []any{}
+	file_svc_v1_creator_proto_msgTypes[10].OneofWrappers = []any{}
+	file_svc_v1_creator_proto_msgTypes[11].OneofWrappers = []any{}
+	file_svc_v1_creator_proto_msgTypes[12].OneofWrappers = []any{}
+	file_svc_v1_creator_proto_msgTypes[14].OneofWrappers = []any{}
+	file_svc_v1_creator_proto_msgTypes[16].OneofWrappers = []any{}
+	file_svc_v1_creator_proto_msgTypes[17].OneofWrappers = []any{}
+	file_svc_v1_creator_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_creator_proto_rawDesc), len(file_svc_v1_creator_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   10,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

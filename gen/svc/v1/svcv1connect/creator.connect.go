@@ -39,6 +39,33 @@ const (
 	// CreatorServiceListAnomaliesProcedure is the fully-qualified name of the CreatorService's
 	// ListAnomalies RPC.
 	CreatorServiceListAnomaliesProcedure = "/svc.v1.CreatorService/ListAnomalies"
+	// CreatorServiceGetCreatorSourceProcedure is the fully-qualified name of the CreatorService's
+	// GetCreatorSource RPC.
+	CreatorServiceGetCreatorSourceProcedure = "/svc.v1.CreatorService/GetCreatorSource"
+	// CreatorServiceListCreatorSourcesProcedure is the fully-qualified name of the CreatorService's
+	// ListCreatorSources RPC.
+	CreatorServiceListCreatorSourcesProcedure = "/svc.v1.CreatorService/ListCreatorSources"
+	// CreatorServiceDeleteCreatorSourceProcedure is the fully-qualified name of the CreatorService's
+	// DeleteCreatorSource RPC.
+	CreatorServiceDeleteCreatorSourceProcedure = "/svc.v1.CreatorService/DeleteCreatorSource"
+	// CreatorServiceUploadStatementProcedure is the fully-qualified name of the CreatorService's
+	// UploadStatement RPC.
+	CreatorServiceUploadStatementProcedure = "/svc.v1.CreatorService/UploadStatement"
+	// CreatorServiceSyncCreatorProcedure is the fully-qualified name of the CreatorService's
+	// SyncCreator RPC.
+	CreatorServiceSyncCreatorProcedure = "/svc.v1.CreatorService/SyncCreator"
+	// CreatorServiceGetRevenueItemProcedure is the fully-qualified name of the CreatorService's
+	// GetRevenueItem RPC.
+	CreatorServiceGetRevenueItemProcedure = "/svc.v1.CreatorService/GetRevenueItem"
+	// CreatorServiceGetAnomalyProcedure is the fully-qualified name of the CreatorService's GetAnomaly
+	// RPC.
+	CreatorServiceGetAnomalyProcedure = "/svc.v1.CreatorService/GetAnomaly"
+	// CreatorServiceDismissAnomalyProcedure is the fully-qualified name of the CreatorService's
+	// DismissAnomaly RPC.
+	CreatorServiceDismissAnomalyProcedure = "/svc.v1.CreatorService/DismissAnomaly"
+	// CreatorServiceReopenAnomalyProcedure is the fully-qualified name of the CreatorService's
+	// ReopenAnomaly RPC.
+	CreatorServiceReopenAnomalyProcedure = "/svc.v1.CreatorService/ReopenAnomaly"
 	// CreatorServiceCreateCreatorSourceProcedure is the fully-qualified name of the CreatorService's
 	// CreateCreatorSource RPC.
 	CreatorServiceCreateCreatorSourceProcedure = "/svc.v1.CreatorService/CreateCreatorSource"
@@ -50,6 +77,26 @@ type CreatorServiceClient interface {
 	ListRevenueItems(context.Context, *connect.Request[v1.ListRevenueItemsRequest]) (*connect.Response[v1.ListRevenueItemsResponse], error)
 	// ListAnomalies lists anomalies, filtered by status (spec #12).
 	ListAnomalies(context.Context, *connect.Request[v1.ListAnomaliesRequest]) (*connect.Response[v1.ListAnomaliesResponse], error)
+	// GetCreatorSource reads a creator revenue source (never its credentials).
+	GetCreatorSource(context.Context, *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error)
+	// ListCreatorSources lists the creator revenue sources.
+	ListCreatorSources(context.Context, *connect.Request[v1.ListCreatorSourcesRequest]) (*connect.Response[v1.ListCreatorSourcesResponse], error)
+	// DeleteCreatorSource removes a creator revenue source, its uploads, and its items and
+	// anomalies.
+	DeleteCreatorSource(context.Context, *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.DeleteCreatorSourceResponse], error)
+	// UploadStatement uploads a CSV statement to a statement source: a file with a bad row is
+	// refused whole, naming each bad row, and changes nothing.
+	UploadStatement(context.Context, *connect.Request[v1.UploadStatementRequest]) (*connect.Response[v1.UploadStatementResponse], error)
+	// SyncCreator reconciles every creator revenue source as a job of kind reconcile.
+	SyncCreator(context.Context, *connect.Request[v1.SyncCreatorRequest]) (*connect.Response[v1.Job], error)
+	// GetRevenueItem reads a revenue item.
+	GetRevenueItem(context.Context, *connect.Request[v1.RevenueItemRequest]) (*connect.Response[v1.RevenueItem], error)
+	// GetAnomaly reads an anomaly.
+	GetAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error)
+	// DismissAnomaly dismisses an anomaly (the user says it is not one).
+	DismissAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error)
+	// ReopenAnomaly opens a dismissed anomaly again.
+	ReopenAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error)
 	// CreateCreatorSource connects a creator revenue source (spec #15).
 	CreateCreatorSource(context.Context, *connect.Request[v1.CreateCreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error)
 }
@@ -79,6 +126,64 @@ func NewCreatorServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getCreatorSource: connect.NewClient[v1.CreatorSourceRequest, v1.CreatorSource](
+			httpClient,
+			baseURL+CreatorServiceGetCreatorSourceProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("GetCreatorSource")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listCreatorSources: connect.NewClient[v1.ListCreatorSourcesRequest, v1.ListCreatorSourcesResponse](
+			httpClient,
+			baseURL+CreatorServiceListCreatorSourcesProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("ListCreatorSources")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		deleteCreatorSource: connect.NewClient[v1.CreatorSourceRequest, v1.DeleteCreatorSourceResponse](
+			httpClient,
+			baseURL+CreatorServiceDeleteCreatorSourceProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("DeleteCreatorSource")),
+			connect.WithClientOptions(opts...),
+		),
+		uploadStatement: connect.NewClient[v1.UploadStatementRequest, v1.UploadStatementResponse](
+			httpClient,
+			baseURL+CreatorServiceUploadStatementProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("UploadStatement")),
+			connect.WithClientOptions(opts...),
+		),
+		syncCreator: connect.NewClient[v1.SyncCreatorRequest, v1.Job](
+			httpClient,
+			baseURL+CreatorServiceSyncCreatorProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("SyncCreator")),
+			connect.WithClientOptions(opts...),
+		),
+		getRevenueItem: connect.NewClient[v1.RevenueItemRequest, v1.RevenueItem](
+			httpClient,
+			baseURL+CreatorServiceGetRevenueItemProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("GetRevenueItem")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getAnomaly: connect.NewClient[v1.AnomalyRequest, v1.Anomaly](
+			httpClient,
+			baseURL+CreatorServiceGetAnomalyProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("GetAnomaly")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		dismissAnomaly: connect.NewClient[v1.AnomalyRequest, v1.Anomaly](
+			httpClient,
+			baseURL+CreatorServiceDismissAnomalyProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("DismissAnomaly")),
+			connect.WithClientOptions(opts...),
+		),
+		reopenAnomaly: connect.NewClient[v1.AnomalyRequest, v1.Anomaly](
+			httpClient,
+			baseURL+CreatorServiceReopenAnomalyProcedure,
+			connect.WithSchema(creatorServiceMethods.ByName("ReopenAnomaly")),
+			connect.WithClientOptions(opts...),
+		),
 		createCreatorSource: connect.NewClient[v1.CreateCreatorSourceRequest, v1.CreatorSource](
 			httpClient,
 			baseURL+CreatorServiceCreateCreatorSourceProcedure,
@@ -92,6 +197,15 @@ func NewCreatorServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 type creatorServiceClient struct {
 	listRevenueItems    *connect.Client[v1.ListRevenueItemsRequest, v1.ListRevenueItemsResponse]
 	listAnomalies       *connect.Client[v1.ListAnomaliesRequest, v1.ListAnomaliesResponse]
+	getCreatorSource    *connect.Client[v1.CreatorSourceRequest, v1.CreatorSource]
+	listCreatorSources  *connect.Client[v1.ListCreatorSourcesRequest, v1.ListCreatorSourcesResponse]
+	deleteCreatorSource *connect.Client[v1.CreatorSourceRequest, v1.DeleteCreatorSourceResponse]
+	uploadStatement     *connect.Client[v1.UploadStatementRequest, v1.UploadStatementResponse]
+	syncCreator         *connect.Client[v1.SyncCreatorRequest, v1.Job]
+	getRevenueItem      *connect.Client[v1.RevenueItemRequest, v1.RevenueItem]
+	getAnomaly          *connect.Client[v1.AnomalyRequest, v1.Anomaly]
+	dismissAnomaly      *connect.Client[v1.AnomalyRequest, v1.Anomaly]
+	reopenAnomaly       *connect.Client[v1.AnomalyRequest, v1.Anomaly]
 	createCreatorSource *connect.Client[v1.CreateCreatorSourceRequest, v1.CreatorSource]
 }
 
@@ -105,6 +219,51 @@ func (c *creatorServiceClient) ListAnomalies(ctx context.Context, req *connect.R
 	return c.listAnomalies.CallUnary(ctx, req)
 }
 
+// GetCreatorSource calls svc.v1.CreatorService.GetCreatorSource.
+func (c *creatorServiceClient) GetCreatorSource(ctx context.Context, req *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error) {
+	return c.getCreatorSource.CallUnary(ctx, req)
+}
+
+// ListCreatorSources calls svc.v1.CreatorService.ListCreatorSources.
+func (c *creatorServiceClient) ListCreatorSources(ctx context.Context, req *connect.Request[v1.ListCreatorSourcesRequest]) (*connect.Response[v1.ListCreatorSourcesResponse], error) {
+	return c.listCreatorSources.CallUnary(ctx, req)
+}
+
+// DeleteCreatorSource calls svc.v1.CreatorService.DeleteCreatorSource.
+func (c *creatorServiceClient) DeleteCreatorSource(ctx context.Context, req *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.DeleteCreatorSourceResponse], error) {
+	return c.deleteCreatorSource.CallUnary(ctx, req)
+}
+
+// UploadStatement calls svc.v1.CreatorService.UploadStatement.
+func (c *creatorServiceClient) UploadStatement(ctx context.Context, req *connect.Request[v1.UploadStatementRequest]) (*connect.Response[v1.UploadStatementResponse], error) {
+	return c.uploadStatement.CallUnary(ctx, req)
+}
+
+// SyncCreator calls svc.v1.CreatorService.SyncCreator.
+func (c *creatorServiceClient) SyncCreator(ctx context.Context, req *connect.Request[v1.SyncCreatorRequest]) (*connect.Response[v1.Job], error) {
+	return c.syncCreator.CallUnary(ctx, req)
+}
+
+// GetRevenueItem calls svc.v1.CreatorService.GetRevenueItem.
+func (c *creatorServiceClient) GetRevenueItem(ctx context.Context, req *connect.Request[v1.RevenueItemRequest]) (*connect.Response[v1.RevenueItem], error) {
+	return c.getRevenueItem.CallUnary(ctx, req)
+}
+
+// GetAnomaly calls svc.v1.CreatorService.GetAnomaly.
+func (c *creatorServiceClient) GetAnomaly(ctx context.Context, req *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error) {
+	return c.getAnomaly.CallUnary(ctx, req)
+}
+
+// DismissAnomaly calls svc.v1.CreatorService.DismissAnomaly.
+func (c *creatorServiceClient) DismissAnomaly(ctx context.Context, req *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error) {
+	return c.dismissAnomaly.CallUnary(ctx, req)
+}
+
+// ReopenAnomaly calls svc.v1.CreatorService.ReopenAnomaly.
+func (c *creatorServiceClient) ReopenAnomaly(ctx context.Context, req *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error) {
+	return c.reopenAnomaly.CallUnary(ctx, req)
+}
+
 // CreateCreatorSource calls svc.v1.CreatorService.CreateCreatorSource.
 func (c *creatorServiceClient) CreateCreatorSource(ctx context.Context, req *connect.Request[v1.CreateCreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error) {
 	return c.createCreatorSource.CallUnary(ctx, req)
@@ -116,6 +275,26 @@ type CreatorServiceHandler interface {
 	ListRevenueItems(context.Context, *connect.Request[v1.ListRevenueItemsRequest]) (*connect.Response[v1.ListRevenueItemsResponse], error)
 	// ListAnomalies lists anomalies, filtered by status (spec #12).
 	ListAnomalies(context.Context, *connect.Request[v1.ListAnomaliesRequest]) (*connect.Response[v1.ListAnomaliesResponse], error)
+	// GetCreatorSource reads a creator revenue source (never its credentials).
+	GetCreatorSource(context.Context, *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error)
+	// ListCreatorSources lists the creator revenue sources.
+	ListCreatorSources(context.Context, *connect.Request[v1.ListCreatorSourcesRequest]) (*connect.Response[v1.ListCreatorSourcesResponse], error)
+	// DeleteCreatorSource removes a creator revenue source, its uploads, and its items and
+	// anomalies.
+	DeleteCreatorSource(context.Context, *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.DeleteCreatorSourceResponse], error)
+	// UploadStatement uploads a CSV statement to a statement source: a file with a bad row is
+	// refused whole, naming each bad row, and changes nothing.
+	UploadStatement(context.Context, *connect.Request[v1.UploadStatementRequest]) (*connect.Response[v1.UploadStatementResponse], error)
+	// SyncCreator reconciles every creator revenue source as a job of kind reconcile.
+	SyncCreator(context.Context, *connect.Request[v1.SyncCreatorRequest]) (*connect.Response[v1.Job], error)
+	// GetRevenueItem reads a revenue item.
+	GetRevenueItem(context.Context, *connect.Request[v1.RevenueItemRequest]) (*connect.Response[v1.RevenueItem], error)
+	// GetAnomaly reads an anomaly.
+	GetAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error)
+	// DismissAnomaly dismisses an anomaly (the user says it is not one).
+	DismissAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error)
+	// ReopenAnomaly opens a dismissed anomaly again.
+	ReopenAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error)
 	// CreateCreatorSource connects a creator revenue source (spec #15).
 	CreateCreatorSource(context.Context, *connect.Request[v1.CreateCreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error)
 }
@@ -141,6 +320,64 @@ func NewCreatorServiceHandler(svc CreatorServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	creatorServiceGetCreatorSourceHandler := connect.NewUnaryHandler(
+		CreatorServiceGetCreatorSourceProcedure,
+		svc.GetCreatorSource,
+		connect.WithSchema(creatorServiceMethods.ByName("GetCreatorSource")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceListCreatorSourcesHandler := connect.NewUnaryHandler(
+		CreatorServiceListCreatorSourcesProcedure,
+		svc.ListCreatorSources,
+		connect.WithSchema(creatorServiceMethods.ByName("ListCreatorSources")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceDeleteCreatorSourceHandler := connect.NewUnaryHandler(
+		CreatorServiceDeleteCreatorSourceProcedure,
+		svc.DeleteCreatorSource,
+		connect.WithSchema(creatorServiceMethods.ByName("DeleteCreatorSource")),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceUploadStatementHandler := connect.NewUnaryHandler(
+		CreatorServiceUploadStatementProcedure,
+		svc.UploadStatement,
+		connect.WithSchema(creatorServiceMethods.ByName("UploadStatement")),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceSyncCreatorHandler := connect.NewUnaryHandler(
+		CreatorServiceSyncCreatorProcedure,
+		svc.SyncCreator,
+		connect.WithSchema(creatorServiceMethods.ByName("SyncCreator")),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceGetRevenueItemHandler := connect.NewUnaryHandler(
+		CreatorServiceGetRevenueItemProcedure,
+		svc.GetRevenueItem,
+		connect.WithSchema(creatorServiceMethods.ByName("GetRevenueItem")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceGetAnomalyHandler := connect.NewUnaryHandler(
+		CreatorServiceGetAnomalyProcedure,
+		svc.GetAnomaly,
+		connect.WithSchema(creatorServiceMethods.ByName("GetAnomaly")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceDismissAnomalyHandler := connect.NewUnaryHandler(
+		CreatorServiceDismissAnomalyProcedure,
+		svc.DismissAnomaly,
+		connect.WithSchema(creatorServiceMethods.ByName("DismissAnomaly")),
+		connect.WithHandlerOptions(opts...),
+	)
+	creatorServiceReopenAnomalyHandler := connect.NewUnaryHandler(
+		CreatorServiceReopenAnomalyProcedure,
+		svc.ReopenAnomaly,
+		connect.WithSchema(creatorServiceMethods.ByName("ReopenAnomaly")),
+		connect.WithHandlerOptions(opts...),
+	)
 	creatorServiceCreateCreatorSourceHandler := connect.NewUnaryHandler(
 		CreatorServiceCreateCreatorSourceProcedure,
 		svc.CreateCreatorSource,
@@ -153,6 +390,24 @@ func NewCreatorServiceHandler(svc CreatorServiceHandler, opts ...connect.Handler
 			creatorServiceListRevenueItemsHandler.ServeHTTP(w, r)
 		case CreatorServiceListAnomaliesProcedure:
 			creatorServiceListAnomaliesHandler.ServeHTTP(w, r)
+		case CreatorServiceGetCreatorSourceProcedure:
+			creatorServiceGetCreatorSourceHandler.ServeHTTP(w, r)
+		case CreatorServiceListCreatorSourcesProcedure:
+			creatorServiceListCreatorSourcesHandler.ServeHTTP(w, r)
+		case CreatorServiceDeleteCreatorSourceProcedure:
+			creatorServiceDeleteCreatorSourceHandler.ServeHTTP(w, r)
+		case CreatorServiceUploadStatementProcedure:
+			creatorServiceUploadStatementHandler.ServeHTTP(w, r)
+		case CreatorServiceSyncCreatorProcedure:
+			creatorServiceSyncCreatorHandler.ServeHTTP(w, r)
+		case CreatorServiceGetRevenueItemProcedure:
+			creatorServiceGetRevenueItemHandler.ServeHTTP(w, r)
+		case CreatorServiceGetAnomalyProcedure:
+			creatorServiceGetAnomalyHandler.ServeHTTP(w, r)
+		case CreatorServiceDismissAnomalyProcedure:
+			creatorServiceDismissAnomalyHandler.ServeHTTP(w, r)
+		case CreatorServiceReopenAnomalyProcedure:
+			creatorServiceReopenAnomalyHandler.ServeHTTP(w, r)
 		case CreatorServiceCreateCreatorSourceProcedure:
 			creatorServiceCreateCreatorSourceHandler.ServeHTTP(w, r)
 		default:
@@ -170,6 +425,42 @@ func (UnimplementedCreatorServiceHandler) ListRevenueItems(context.Context, *con
 
 func (UnimplementedCreatorServiceHandler) ListAnomalies(context.Context, *connect.Request[v1.ListAnomaliesRequest]) (*connect.Response[v1.ListAnomaliesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.ListAnomalies is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) GetCreatorSource(context.Context, *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.GetCreatorSource is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) ListCreatorSources(context.Context, *connect.Request[v1.ListCreatorSourcesRequest]) (*connect.Response[v1.ListCreatorSourcesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.ListCreatorSources is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) DeleteCreatorSource(context.Context, *connect.Request[v1.CreatorSourceRequest]) (*connect.Response[v1.DeleteCreatorSourceResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.DeleteCreatorSource is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) UploadStatement(context.Context, *connect.Request[v1.UploadStatementRequest]) (*connect.Response[v1.UploadStatementResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.UploadStatement is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) SyncCreator(context.Context, *connect.Request[v1.SyncCreatorRequest]) (*connect.Response[v1.Job], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.SyncCreator is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) GetRevenueItem(context.Context, *connect.Request[v1.RevenueItemRequest]) (*connect.Response[v1.RevenueItem], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.GetRevenueItem is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) GetAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.GetAnomaly is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) DismissAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.DismissAnomaly is not implemented"))
+}
+
+func (UnimplementedCreatorServiceHandler) ReopenAnomaly(context.Context, *connect.Request[v1.AnomalyRequest]) (*connect.Response[v1.Anomaly], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.CreatorService.ReopenAnomaly is not implemented"))
 }
 
 func (UnimplementedCreatorServiceHandler) CreateCreatorSource(context.Context, *connect.Request[v1.CreateCreatorSourceRequest]) (*connect.Response[v1.CreatorSource], error) {

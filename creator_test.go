@@ -1,0 +1,86 @@
+package svc_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"svc.dev/svc"
+	"svc.dev/svc/creator"
+	svcv1 "svc.dev/svc/gen/svc/v1"
+)
+
+// Creator revenue through the layer: a statement source, an upload (a bad one refused and
+// changing nothing), a reconciliation, its items and anomalies, dismiss and reopen; the
+// credentials of a source are never returned; a scope limited to some sources reaches none.
+func TestCreatorRevenue(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC)
+	sv, err := svc.OpenMemory(ctx, &svc.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	src, err := sv.CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.KindStatement, Label: "Patreonish"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv, err := os.ReadFile("creator/testdata/handwritten/statements/patreonish.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sv.UploadStatement(ctx, src.ID, "patreonish.csv", csv); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(csv), "5.120,40", "-5.120,40", 1)
+	if err := sv.UploadStatement(ctx, src.ID, "patreonish.csv", []byte(bad)); !errors.Is(err, svc.ErrInvalidArgument) {
+		t.Fatalf("a negative gross: %v, want a refusal", err)
+	}
+	rep, err := sv.ReconcileCreator(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := sv.RevenueItems(ctx, creator.ItemFilter{})
+	if err != nil || len(items) < 6 || len(rep.Result.Items) != len(items) {
+		t.Fatalf("items: %d, %v (report %d)", len(items), err, len(rep.Result.Items))
+	}
+	jan := ""
+	for _, it := range items {
+		if it.GetPeriod().GetLabel() == "2026-01" {
+			jan = it.GetId()
+			if it.GetGrossCents() != 512040 || it.GetCreatorSourceId() != src.ID {
+				t.Fatalf("January: %v (the good upload stands, the bad one changed nothing)", it)
+			}
+		}
+	}
+	if _, err := sv.RevenueItem(ctx, jan); err != nil {
+		t.Fatal(err)
+	}
+	as, err := sv.Anomalies(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) > 0 {
+		a, err := sv.DismissAnomaly(ctx, as[0].GetId())
+		if err != nil || a.GetStatus() != svcv1.AnomalyStatus_ANOMALY_STATUS_DISMISSED {
+			t.Fatalf("dismiss: %v, %v", a, err)
+		}
+		if a, err = sv.ReopenAnomaly(ctx, a.GetId()); err != nil || a.GetStatus() != svcv1.AnomalyStatus_ANOMALY_STATUS_OPEN {
+			t.Fatalf("reopen: %v, %v", a, err)
+		}
+	}
+	limited := sv.As(svc.Access{Sources: []string{"src_01JZ0000000000000000000000"}})
+	if _, err := limited.CreatorSources(ctx); !errors.Is(err, svc.ErrForbidden) {
+		t.Fatalf("a limited scope: %v", err)
+	}
+	if err := sv.DeleteCreatorSource(ctx, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := sv.RevenueItems(ctx, creator.ItemFilter{}); len(items) != 0 {
+		t.Fatalf("%d items left after the source was deleted", len(items))
+	}
+}
