@@ -65,4 +65,3 @@ func TestCreatorRevenueOverREST(t *testing.T) {
 		t.Fatalf("sources: %d %s", srcs.status, srcs.body)
 	}
 }
-
