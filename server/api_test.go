@@ -104,7 +104,6 @@ func TestErrorClasses(t *testing.T) {
 		{"foreign connection", "GET", "/v1/plans?connection_id=cxn_01JD0000000000000000000000", "", e.key(), 404, "not_found", ""},
 		{"method not allowed", "PUT", "/v1/account", "", e.session(), 405, "method_not_allowed", ""},
 		{"oversize body", "POST", "/v1/developer/orgs", long, e.session(), 413, "payload_too_large", ""},
-		{"not implemented", "GET", "/v1/creator/anomalies", "", e.key(), 501, "not_implemented", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
