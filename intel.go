@@ -346,3 +346,53 @@ func (st intelStore) setMarker(ctx context.Context, sourceID string, m providers
 	}
 	return st.s.c.hosted.IntelState().Put(ctx, st.s.key(), "marker/"+sourceID, raw)
 }
+
+// FireTrialReminders announces every trial whose reminder is due (decision remind, remind_at
+// passed) with svc.trial.reminder, once: the reminder is then cleared from the trial. Reminders
+// are stored with the trial, so they survive restarts; a host calls this every minute or so.
+func (sv *Instance) FireTrialReminders(ctx context.Context) (int, error) {
+	res, err := sv.core.resources()
+	if err != nil {
+		return 0, err
+	}
+	now := sv.core.now()
+	type due struct{ tenant, id string }
+	var list []due
+	err = res.Trials().ScanAll(ctx, func(tenant, id string, t *svcv1.Trial) bool {
+		if t.GetDecision() == svcv1.TrialDecision_TRIAL_DECISION_REMIND && t.GetRemindAt() != nil && !t.GetRemindAt().AsTime().After(now) {
+			list = append(list, due{tenant, id})
+		}
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	fired := 0
+	for _, d := range list {
+		tn, err := parseTenant(d.tenant)
+		if err != nil {
+			continue
+		}
+		var at time.Time
+		err = res.Trials().Update(ctx, d.tenant, d.id, func(t *svcv1.Trial) error {
+			if t.GetRemindAt() == nil {
+				return errAlreadyFired
+			}
+			at = t.GetRemindAt().AsTime()
+			t.RemindAt = nil
+			return nil
+		})
+		if errors.Is(err, errAlreadyFired) {
+			continue
+		}
+		if err != nil {
+			return fired, err
+		}
+		sv.Tenant(tn).emit(ctx, event.TrialReminder, "/v1/intel/trials", d.id,
+			map[string]any{"trial_id": d.id, "remind_at": at.UTC().Format(time.RFC3339)})
+		fired++
+	}
+	return fired, nil
+}
+
+var errAlreadyFired = errors.New("reminder already fired")

@@ -12,6 +12,7 @@ import (
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/storage"
 )
 
 // billingMaildir writes a Maildir of a cloud provider's three receipts, the last with an
@@ -87,5 +88,38 @@ func TestScanIntel(t *testing.T) {
 	other := sv.As(svc.Access{Sources: []string{"src_01JZ0000000000000000000000"}})
 	if _, err := other.Meter(ctx, m.GetId()); !errors.Is(err, svc.ErrForbidden) {
 		t.Fatalf("a scope without the source: %v", err)
+	}
+}
+
+// A remind decision fires once, when its time comes, and survives being stored (it is a field
+// of the trial, not a timer).
+func TestTrialReminderFiresOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Date(2026, 8, 31, 0, 0, 0, 0, time.UTC)
+	sv, err := svc.OpenMemory(ctx, &svc.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	trials := sv.Store().(storage.Hosted).Resources().Trials()
+	tr := &svcv1.Trial{Id: "trl_01JZ0000000000000000000000", Cadence: "monthly", Decision: svcv1.TrialDecision_TRIAL_DECISION_UNDECIDED,
+		EvidenceLevel: svcv1.EvidenceLevel_EVIDENCE_LEVEL_DETECTED, WorthIt: &svcv1.WorthIt{Verdict: "unknown"}}
+	if err := trials.Put(ctx, svc.DefaultTenant.String(), tr.Id, tr); err != nil {
+		t.Fatal(err)
+	}
+	o, err := sv.DecideTrial(ctx, tr.Id, svcv1.TrialDecision_TRIAL_DECISION_REMIND, now.Add(48*time.Hour))
+	if err != nil || o.Action != "remind" || o.Trial.GetRemindAt() == nil {
+		t.Fatalf("decide: %+v, %v", o, err)
+	}
+	if n, err := sv.FireTrialReminders(ctx); err != nil || n != 0 {
+		t.Fatalf("before its time: %d, %v", n, err)
+	}
+	now = now.Add(49 * time.Hour)
+	if n, err := sv.FireTrialReminders(ctx); err != nil || n != 1 {
+		t.Fatalf("when due: %d, %v", n, err)
+	}
+	if n, err := sv.FireTrialReminders(ctx); err != nil || n != 0 {
+		t.Fatalf("again: %d, %v (a reminder fires once)", n, err)
 	}
 }

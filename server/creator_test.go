@@ -65,3 +65,22 @@ func TestCreatorRevenueOverREST(t *testing.T) {
 		t.Fatalf("sources: %d %s", srcs.status, srcs.body)
 	}
 }
+
+// The dev seed connects a statement source and reconciles it: --dev shows revenue items and
+// the fee change of June as an open anomaly.
+func TestDevSeedHasCreatorRevenue(t *testing.T) {
+	e := newEnv(t)
+	cx := "?connection_id=" + e.creds.ConnectionID
+	items := e.do("GET", "/v1/creator/items"+cx, "", e.key()...)
+	if items.status != 200 || len(items.json(t)["data"].([]any)) < 7 {
+		t.Fatalf("items: %d %s", items.status, items.body)
+	}
+	as := e.do("GET", "/v1/creator/anomalies"+cx+"&status=open", "", e.key()...)
+	found := false
+	for _, a := range as.json(t)["data"].([]any) {
+		found = found || a.(map[string]any)["kind"] == "fee_change"
+	}
+	if !found {
+		t.Fatalf("no open fee_change in %s", as.body)
+	}
+}

@@ -112,3 +112,19 @@ func (s *Server) intelLoop(ctx context.Context, every time.Duration) {
 		}
 	}
 }
+
+// remindLoop fires the trials' due reminders every minute until ctx ends.
+func (s *Server) remindLoop(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.core.FireTrialReminders(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("trial reminders", "err", err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"svc.dev/svc"
+	"svc.dev/svc/creator"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
@@ -175,6 +177,9 @@ func (s *Server) seedTenant(ctx context.Context, u *platform.User, session strin
 	if _, err := s.seedDestination(ctx, test); err != nil {
 		return nil, fmt.Errorf("seed destination: %w", err)
 	}
+	if err := s.seedCreator(ctx, test); err != nil {
+		return nil, fmt.Errorf("seed creator revenue: %w", err)
+	}
 	return &DevCredentials{TestAPIKey: testKey, LiveAPIKey: liveKey, ConnectionID: conn.ID, SessionCookie: session,
 		UserID: u.ID, OrgID: org.ID, ApplicationID: app.ID}, nil
 }
@@ -227,4 +232,25 @@ func (s *Server) seedExecution(ctx context.Context, tenant platform.Tenant) erro
 		return fmt.Errorf("execution %s did not finish: %w", x.Id, err)
 	}
 	return nil
+}
+
+// seedStatements are the dev tenant's creator revenue: seven months of a membership platform's
+// statements, whose platform fee rises in June (a fee change to find).
+//
+//go:embed seeddata/fanclub.csv
+var seedStatements []byte
+
+// seedCreator connects a statement source with the dev statements and reconciles it, so that
+// --dev shows reconciled revenue items and an open anomaly.
+func (s *Server) seedCreator(ctx context.Context, tenant platform.Tenant) error {
+	sc := s.core.Tenant(tenant)
+	src, err := sc.CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.KindStatement, Label: "Fan club statements"})
+	if err != nil {
+		return err
+	}
+	if err := sc.UploadStatement(ctx, src.ID, "fanclub.csv", seedStatements); err != nil {
+		return err
+	}
+	_, err = sc.ReconcileCreator(ctx, nil)
+	return err
 }

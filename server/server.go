@@ -289,6 +289,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IntelScanEvery >= 0 {
 		s.background.Go(func() { s.intelLoop(hooksCtx, cmp.Or(cfg.IntelScanEvery, time.Hour)) })
 	}
+	s.background.Go(func() { s.remindLoop(hooksCtx) })
 	// Tenants with vault content and no search index (a data directory from before search)
 	// get one built by an index job.
 	s.background.Go(func() { s.indexMissing(hooksCtx) })
