@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -11,13 +13,29 @@ import (
 )
 
 // Defaults of a plan's Budget. A million objects is what the plan benchmark builds (about
-// 500 MiB of heap at its peak, docs/benchmarks.md); 256 MiB of the listed strings a plan keeps
-// is that million with ids, versions and senders of ordinary length.
+// 620 MiB of heap at its peak, docs/benchmarks.md); 256 MiB of the listed strings a plan keeps
+// is that million with ids, versions and senders of ordinary length. Under a soft memory limit
+// (debug.SetMemoryLimit, GOMEMLIMIT; svc serve sets 512 MiB) the defaults shrink so that one
+// plan's peak stays within it: an object per bytesPerObjectLimit bytes of the limit, and a
+// quarter of the limit of metadata.
 const (
 	DefaultMaxObjects       = 1_000_000
 	DefaultMaxMetadataBytes = 256 << 20
 	DefaultMaxDuration      = 5 * time.Minute
+
+	bytesPerObjectLimit = 1 << 10 // the peak is about 650 bytes an object: this leaves room
 )
+
+// limitedDefaults are the default object and metadata budgets under the process's soft memory
+// limit (none: the constants).
+func limitedDefaults() (int, int64) {
+	limit := debug.SetMemoryLimit(-1) // reads it
+	objs, meta := DefaultMaxObjects, int64(DefaultMaxMetadataBytes)
+	if limit <= 0 || limit == math.MaxInt64 {
+		return objs, meta
+	}
+	return min(objs, int(limit/bytesPerObjectLimit)), min(meta, limit/4)
+}
 
 // Budget bounds what building one plan may take, whatever the sources' listings do (a
 // provider that lists without end, or ids of a kilobyte). Zero fields take the defaults.
@@ -32,8 +50,9 @@ type Budget struct {
 }
 
 func (b Budget) withDefaults() Budget {
-	b.MaxObjects = cmp.Or(b.MaxObjects, DefaultMaxObjects)
-	b.MaxMetadataBytes = cmp.Or(b.MaxMetadataBytes, DefaultMaxMetadataBytes)
+	objs, meta := limitedDefaults()
+	b.MaxObjects = cmp.Or(b.MaxObjects, objs)
+	b.MaxMetadataBytes = cmp.Or(b.MaxMetadataBytes, meta)
 	b.MaxDuration = cmp.Or(b.MaxDuration, DefaultMaxDuration)
 	return b
 }
