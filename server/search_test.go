@@ -256,16 +256,33 @@ func TestVaultSearchFollowsTheVault(t *testing.T) {
 	}
 }
 
-// Malformed queries are a 400 problem on q, never a 500 (issue 21, 7).
+// Malformed queries, and queries broader than the cost model allows (20 match-all patterns:
+// 10-30 s and 1.5 GB each before), are a 400 problem on q, never a 500 (issue 21, 2 and 7).
 func TestVaultSearchMalformedQueries(t *testing.T) {
 	e, _ := mailFolder(t)
-	for _, bad := range []string{"/(/", "invoice~5", "/.{1000}/", `"unclosed`, "subject:", "(a OR"} {
+	for _, bad := range []string{"/(/", "invoice~5", "/.{1000}/", `"unclosed`, "subject:", "(a OR",
+		strings.Repeat("/.*/ ", 20), strings.Repeat("* ", 20), "in*", strings.Repeat("word ", 40)} {
 		r := e.do("GET", "/v1/vault/search?connection_id="+e.creds.ConnectionID+"&q="+url.QueryEscape(bad), "", e.key()...)
 		if r.status >= 500 {
 			t.Errorf("q=%q: %d %s", bad, r.status, r.body)
 		}
 		if r.status != 200 && r.status != 400 {
 			t.Errorf("q=%q: %d %s, want 200 or a 400 problem", bad, r.status, r.body)
+		}
+	}
+}
+
+// A query broader than the cost model is refused at once, naming why.
+func TestVaultSearchTooBroad(t *testing.T) {
+	e, _ := mailFolder(t)
+	for _, q := range []string{strings.Repeat("/.*/ ", 20), strings.Repeat("* ", 20), "/.*/", "a*", strings.Repeat("w ", 17)} {
+		start := time.Now()
+		p := checkProblem(t, e.do("GET", "/v1/vault/search?connection_id="+e.creds.ConnectionID+"&q="+url.QueryEscape(q), "", e.key()...), 400, "validation_failed")
+		if time.Since(start) > 2*time.Second {
+			t.Errorf("q=%q took %s to refuse", q, time.Since(start))
+		}
+		if errs, _ := p["errors"].([]any); len(errs) == 0 || errs[0].(map[string]any)["path"] != "q" {
+			t.Errorf("q=%q: the problem does not name q: %v", q, p)
 		}
 	}
 }

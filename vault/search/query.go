@@ -81,10 +81,15 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Result, err
 	if err != nil {
 		return Result{}, err
 	}
+	qctx, cancel := context.WithTimeout(ctx, QueryTimeout)
+	defer cancel()
 	t.mu.RLock()
-	res, err := t.idx.SearchInContext(ctx, req)
+	res, err := t.idx.SearchInContext(qctx, req)
 	t.mu.RUnlock()
 	if err != nil {
+		if ctx.Err() == nil && qctx.Err() != nil {
+			return Result{}, fmt.Errorf("%w: it took more than %s; narrow it", ErrQueryTooBroad, QueryTimeout)
+		}
 		return Result{}, fmt.Errorf("search: %w", err)
 	}
 	out := Result{Total: res.Total, Hits: make([]Hit, 0, min(len(res.Hits), limit))}
@@ -120,6 +125,9 @@ func parse(qs string) (*query.BooleanQuery, error) {
 	if strings.TrimSpace(qs) == "" {
 		return nil, fmt.Errorf("%w: the query is empty", ErrInvalidQuery)
 	}
+	if len(qs) > MaxQueryBytes {
+		return nil, fmt.Errorf("%w: the query is longer than %d bytes", ErrInvalidQuery, MaxQueryBytes)
+	}
 	parsed, err := query.NewQueryStringQuery(qs).Parse()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidQuery, firstLine(err.Error()))
@@ -129,6 +137,7 @@ func parse(qs string) (*query.BooleanQuery, error) {
 		return nil, fmt.Errorf("%w: unsupported query", ErrInvalidQuery)
 	}
 	var must, not []query.Query
+	clauseCount, expansions := 0, 0
 	for _, part := range []struct {
 		q    query.Query
 		dest *[]query.Query
@@ -144,6 +153,12 @@ func parse(qs string) (*query.BooleanQuery, error) {
 			return nil, fmt.Errorf("%w: unsupported query", ErrInvalidQuery)
 		}
 		for _, c := range clauses {
+			if clauseCount++; clauseCount > MaxClauses {
+				return nil, fmt.Errorf("%w: more than %d words or clauses; narrow the query", ErrInvalidQuery, MaxClauses)
+			}
+			if err := checkExpansion(c, &expansions); err != nil {
+				return nil, err
+			}
 			e, err := expand(c)
 			if err != nil {
 				return nil, err
@@ -339,4 +354,77 @@ func checkRegexp(re string) error {
 		return nil
 	}
 	return walk(t)
+}
+
+// The cost model of a query (docs/search.md): what one query may ask of the index, so that no
+// request (an anonymous key's, say) can take the server's memory or its cores. A query over
+// these bounds is refused with a problem on q that says which.
+const (
+	// MaxQueryBytes bounds a query's text.
+	MaxQueryBytes = 512
+	// MaxClauses bounds its words and clauses.
+	MaxClauses = 16
+	// MaxExpansions bounds its wildcard, prefix, fuzzy and regexp clauses: each is expanded
+	// against every term of the index's text fields.
+	MaxExpansions = 4
+	// minLiteral is how many literal characters an expanding clause needs ("in*", not "*").
+	minLiteral = 2
+	// QueryTimeout bounds the time one query may take.
+	QueryTimeout = 5 * time.Second
+)
+
+// ErrQueryTooBroad is returned (it wraps ErrInvalidQuery) when a query asks more of the index
+// than its cost model allows.
+var ErrQueryTooBroad = fmt.Errorf("%w: too broad", ErrInvalidQuery)
+
+// checkExpansion counts a clause that expands over the index's terms and refuses one that
+// would match nearly every term.
+func checkExpansion(c query.Query, n *int) error {
+	var literal string
+	switch q := c.(type) {
+	case *query.WildcardQuery:
+		literal = strings.NewReplacer("*", "", "?", "").Replace(q.Wildcard)
+	case *query.PrefixQuery:
+		literal = q.Prefix
+	case *query.RegexpQuery:
+		literal = regexpLiteral(q.Regexp)
+	case *query.FuzzyQuery:
+		literal = q.Term
+	case *query.MatchQuery:
+		if q.Fuzziness == 0 {
+			return nil
+		}
+		literal = q.Match
+	default:
+		return nil
+	}
+	if *n++; *n > MaxExpansions {
+		return fmt.Errorf("%w: more than %d wildcard, prefix, fuzzy or /regexp/ clauses", ErrQueryTooBroad, MaxExpansions)
+	}
+	if len([]rune(literal)) < minLiteral {
+		return fmt.Errorf("%w: a wildcard, fuzzy or /regexp/ clause needs at least %d literal characters", ErrQueryTooBroad, minLiteral)
+	}
+	return nil
+}
+
+// regexpLiteral is the literal characters of a pattern (what it must match as written).
+func regexpLiteral(re string) string {
+	t, err := syntax.Parse(re, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(*syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		if r.Op == syntax.OpLiteral {
+			b.WriteString(string(r.Rune))
+		}
+		if r.Op == syntax.OpConcat || r.Op == syntax.OpCapture {
+			for _, sub := range r.Sub {
+				walk(sub)
+			}
+		}
+	}
+	walk(t)
+	return b.String()
 }
