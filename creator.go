@@ -87,10 +87,7 @@ func (s *Scope) DeleteCreatorSource(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := svc.Source(ctx, st, id); err != nil {
-		return err
-	}
-	return svc.DeleteSource(ctx, st, id)
+	return svc.DeleteSource(ctx, st, id) // ErrNotFound for a source the tenant does not have
 }
 
 // UploadStatement keeps a CSV statement of a statement source when every row is good; a bad
@@ -372,43 +369,23 @@ func (st creatorStore) PutUpload(ctx context.Context, sourceID string, u creator
 	if !replaced {
 		ups = append(ups, u)
 	}
-	raw, err := json.Marshal(ups)
-	if err != nil {
-		return err
-	}
-	return st.blobs().Put(ctx, st.s.key(), "uploads/"+sourceID, raw)
+	return putJSON(ctx, st.blobs(), st.s.key(), "uploads/"+sourceID, ups)
 }
 
 func (st creatorStore) Uploads(ctx context.Context, sourceID string) ([]creator.Upload, error) {
-	raw, err := st.blobs().Get(ctx, st.s.key(), "uploads/"+sourceID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var ups []creator.Upload
-	return ups, json.Unmarshal(raw, &ups)
+	_, err := getJSON(ctx, st.blobs(), st.s.key(), "uploads/"+sourceID, &ups)
+	return ups, err
 }
 
 func (st creatorStore) Result(ctx context.Context) (*creator.Result, error) {
-	raw, err := st.blobs().Get(ctx, st.s.key(), "result")
-	if errors.Is(err, storage.ErrNotFound) {
-		return &creator.Result{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var r creator.Result
-	return &r, json.Unmarshal(raw, &r)
+	_, err := getJSON(ctx, st.blobs(), st.s.key(), "result", &r)
+	return &r, err
 }
 
 func (st creatorStore) SaveResult(ctx context.Context, r *creator.Result) error {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return st.blobs().Put(ctx, st.s.key(), "result", raw)
+	return putJSON(ctx, st.blobs(), st.s.key(), "result", r)
 }
 
 func (st creatorStore) PutAnomaly(ctx context.Context, a *creator.Anomaly) error {

@@ -120,13 +120,8 @@ func holdsData(dir string) bool {
 // is not running, for offline tools (coverage, a scrub): on the backends given (nil: local disk
 // under dir/vault). Close the vault, then the store.
 func OpenStoppedVault(dir string, hot, cold backend.Backend) (*vault.Vault, storage.Hosted, error) {
-	st, err := OpenStoppedStore(dir)
+	st, master, err := openStoppedWithKey(dir)
 	if err != nil {
-		return nil, nil, err
-	}
-	master, err := LoadMasterKey(dir, "")
-	if err != nil {
-		st.Close()
 		return nil, nil, err
 	}
 	v, err := OpenVault(dir, st.VaultMeta(), master, &vault.Options{Hot: hot, Cold: cold})

@@ -308,43 +308,45 @@ func fromProto(m proto.Message, v any) error {
 type intelStore struct{ s *Scope }
 
 func (st intelStore) LoadObservations(ctx context.Context, namespace string) ([]intel.Observation, error) {
-	raw, err := st.s.c.hosted.IntelState().Get(ctx, st.s.key(), "observations/"+namespace)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	var obs []intel.Observation
-	return obs, json.Unmarshal(raw, &obs)
+	_, err := getJSON(ctx, st.s.c.hosted.IntelState(), st.s.key(), "observations/"+namespace, &obs)
+	return obs, err
 }
 
 func (st intelStore) SaveObservations(ctx context.Context, namespace string, obs []intel.Observation) error {
-	raw, err := json.Marshal(obs)
-	if err != nil {
-		return err
-	}
-	return st.s.c.hosted.IntelState().Put(ctx, st.s.key(), "observations/"+namespace, raw)
+	return putJSON(ctx, st.s.c.hosted.IntelState(), st.s.key(), "observations/"+namespace, obs)
 }
 
 func (st intelStore) marker(ctx context.Context, sourceID string) (providers.Marker, error) {
-	raw, err := st.s.c.hosted.IntelState().Get(ctx, st.s.key(), "marker/"+sourceID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return providers.Marker{}, nil
-	}
-	if err != nil {
-		return providers.Marker{}, err
-	}
 	var m providers.Marker
-	return m, json.Unmarshal(raw, &m)
+	_, err := getJSON(ctx, st.s.c.hosted.IntelState(), st.s.key(), "marker/"+sourceID, &m)
+	return m, err
 }
 
 func (st intelStore) setMarker(ctx context.Context, sourceID string, m providers.Marker) error {
-	raw, err := json.Marshal(m)
+	return putJSON(ctx, st.s.c.hosted.IntelState(), st.s.key(), "marker/"+sourceID, m)
+}
+
+// getJSON decodes the blob of key into v and reports whether there was one (none leaves v as
+// it is, and is no error).
+func getJSON(ctx context.Context, b storage.Blobs, tenant, key string, v any) (bool, error) {
+	raw, err := b.Get(ctx, tenant, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, json.Unmarshal(raw, v)
+}
+
+// putJSON stores v, encoded, as the blob of key.
+func putJSON(ctx context.Context, b storage.Blobs, tenant, key string, v any) error {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return st.s.c.hosted.IntelState().Put(ctx, st.s.key(), "marker/"+sourceID, raw)
+	return b.Put(ctx, tenant, key, raw)
 }
 
 // FireTrialReminders announces every trial whose reminder is due (decision remind, remind_at
