@@ -104,10 +104,8 @@ func (s *Server) RunDueDeletions(ctx context.Context) (int, error) {
 // deletionLoop runs due deletions every minute, and closes billing months every hour, until
 // ctx ends.
 func (s *Server) deletionLoop(ctx context.Context) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
 	var closed time.Time
-	for {
+	every(ctx, 0, time.Minute, func() {
 		if _, err := s.RunDueDeletions(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("account deletions", "err", err)
 		}
@@ -118,12 +116,7 @@ func (s *Server) deletionLoop(ctx context.Context) {
 				s.log.Error("billing month close", "err", err)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // eraseAccount removes every trace of a user (docs/account.md says what is kept and why):

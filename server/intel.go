@@ -81,15 +81,8 @@ func (s *Server) ScanIntel(ctx context.Context, tenant platform.Tenant) (*svcv1.
 
 // intelLoop scans, every interval (the first time a minute after start), the connected mail of
 // every tenant that has some, as scan jobs, until ctx ends.
-func (s *Server) intelLoop(ctx context.Context, every time.Duration) {
-	wait := min(every, time.Minute)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = every
+func (s *Server) intelLoop(ctx context.Context, interval time.Duration) {
+	every(ctx, min(interval, time.Minute), interval, func() {
 		tenants := map[string]bool{}
 		err := s.sources.ScanAll(ctx, func(tenant, _ string, src *svcv1.Source) bool {
 			if src.GetKind() == "mail" && src.GetStatus() == svcv1.SourceStatus_SOURCE_STATUS_CONNECTED {
@@ -99,7 +92,7 @@ func (s *Server) intelLoop(ctx context.Context, every time.Duration) {
 		})
 		if err != nil {
 			s.log.Error("intel scan: list sources", "err", err)
-			continue
+			return
 		}
 		for tn := range tenants {
 			t, err := parseTenant(tn)
@@ -110,21 +103,14 @@ func (s *Server) intelLoop(ctx context.Context, every time.Duration) {
 				s.log.Error("intel scan", "tenant", tn, "err", err)
 			}
 		}
-	}
+	})
 }
 
 // remindLoop fires the trials' due reminders every minute until ctx ends.
 func (s *Server) remindLoop(ctx context.Context) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, time.Minute, time.Minute, func() {
 		if _, err := s.core.FireTrialReminders(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("trial reminders", "err", err)
 		}
-	}
+	})
 }

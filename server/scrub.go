@@ -49,19 +49,12 @@ func (s *Server) TierVault(ctx context.Context, tenant platform.Tenant, coldAfte
 
 // scrubLoop scrubs every tenant's vault every interval until ctx ends, then moves what is due
 // to the cold tier (Config.ColdAfter).
-func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+func (s *Server) scrubLoop(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, interval, func() {
 		tenants, err := s.store.VaultTenants(ctx)
 		if err != nil {
 			s.log.Error("vault scrub: list tenants", "err", err)
-			continue
+			return
 		}
 		for _, tn := range tenants {
 			t, err := parseTenant(tn)
@@ -80,7 +73,7 @@ func (s *Server) scrubLoop(ctx context.Context, every time.Duration) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // verifyInterval is how often scheduled verification runs.
@@ -90,15 +83,8 @@ const verifyInterval = time.Hour
 // whose last verification from the medium is oldest are re-read, within the budget, so that
 // each is verified once per Config.VerifyEvery (docs/vault.md).
 func (s *Server) verifyLoop(ctx context.Context) {
-	t := time.NewTicker(verifyInterval)
-	defer t.Stop()
 	opts := &vault.ScheduleOptions{VerifyEvery: s.cfg.VerifyEvery, Interval: verifyInterval, BytesPerHour: s.cfg.VerifyBytesPerHour}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, verifyInterval, verifyInterval, func() {
 		r, err := s.core.VerifyScheduled(ctx, opts)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -110,5 +96,5 @@ func (s *Server) verifyLoop(ctx context.Context) {
 			s.log.Warn("scheduled verification is behind: raise --verify-bytes-per-hour", "overdue", r.Overdue,
 				"overdue_bytes", r.OverdueBytes, "required_bytes_per_hour", r.RequiredBytesPerHour)
 		}
-	}
+	})
 }

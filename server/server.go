@@ -332,3 +332,25 @@ func (s *Server) Accounts() *platform.Accounts { return s.accounts }
 
 // Developers returns the developer platform service, for tools and tests.
 func (s *Server) Developers() *platform.Developers { return s.devs }
+
+// every runs fn after first, then every interval, until ctx ends (the background loops: scrub,
+// scheduled verification, deletions, intel scans, trial reminders). fn runs on this goroutine:
+// a slow run delays the next, never overlaps it.
+func every(ctx context.Context, first, interval time.Duration, fn func()) {
+	wait := first
+	for {
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		} else if ctx.Err() != nil {
+			return
+		}
+		fn()
+		wait = interval
+	}
+}
