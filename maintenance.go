@@ -135,22 +135,7 @@ func IndexJob(ctx context.Context, jobs storage.Records[*svcv1.Job], sc *Scope, 
 // EachVaultObject calls fn for every vault object of tenant, in pages of 200 read in short
 // transactions (fn runs outside them).
 func EachVaultObject(ctx context.Context, v *vault.Vault, tenant string, fn func(vault.Object) error) error {
-	after := ""
-	for {
-		objs, more, err := v.List(ctx, tenant, after, 200, nil)
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			after = o.ID
-			if err := fn(o); err != nil {
-				return err
-			}
-		}
-		if !more || len(objs) == 0 {
-			return nil
-		}
-	}
+	return v.Each(ctx, tenant, fn)
 }
 
 // ScrubDataDir scrubs the vault of a data directory whose server is not running (`svc vault

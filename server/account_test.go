@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"svc.dev/svc/platform/export"
 	"testing"
 	"time"
 
@@ -184,7 +186,7 @@ func TestAccountExport(t *testing.T) {
 		t.Fatalf("fresh URL: %d", r.status)
 	}
 	// After the retention period the archive is gone.
-	e.clock.Advance(server.ExportRetention)
+	e.clock.Advance(export.Retention)
 	if res := e.do("GET", "/v1/jobs/"+id, "", e.session()...).json(t)["result"].(map[string]any); res["url"] != nil {
 		t.Fatalf("an expired archive still has a URL: %v", res)
 	}
@@ -558,4 +560,29 @@ func TestNewExportReplacesTheOld(t *testing.T) {
 	if res, _ := second["result"].(map[string]any); res["url"] == nil {
 		t.Errorf("the new export offers no download: %v", second)
 	}
+}
+
+// Exports have a daily byte quota per account: once the archives of the last 24 hours hold
+// it, a new export is refused with a problem saying when the next can start (issue 21, 4).
+func TestExportDailyQuota(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.ExportDailyBytes = 1 })
+	refused := func(what string, creds []string) {
+		t.Helper()
+		r := e.do("POST", "/v1/account/export", "", creds...)
+		if p := r.json(t); r.status != 409 || p["code"] != "limit_reached" || !strings.Contains(fmt.Sprint(p["detail"]), "next export can start") {
+			t.Fatalf("%s: %d %s", what, r.status, r.body)
+		}
+	}
+	// The dev seed's export, made a moment ago, holds the day's bytes, for both modes.
+	refused("after the seed's export", e.session())
+	refused("test mode", e.testSession())
+	e.clock.Advance(24*time.Hour + time.Second)
+	r := e.do("POST", "/v1/account/export", "", e.session()...)
+	if r.status != 202 {
+		t.Fatalf("a day later: %d %s", r.status, r.body)
+	}
+	if j := e.waitJob(t, r.json(t)["id"].(string), e.session()); j["status"] != "succeeded" {
+		t.Fatalf("a day later: %v", j)
+	}
+	refused("after that export", e.session())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"svc.dev/svc"
@@ -109,7 +108,7 @@ func (s *Server) deletionLoop(ctx context.Context) {
 		if _, err := s.RunDueDeletions(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("account deletions", "err", err)
 		}
-		s.purgeExports()
+		s.exports.Purge()
 		if time.Since(closed) >= time.Hour {
 			closed = time.Now()
 			if _, err := s.CloseMonths(ctx); err != nil && ctx.Err() == nil {
@@ -167,8 +166,8 @@ func (s *Server) eraseAccount(ctx context.Context, u *platform.User, jobID strin
 		p.Fraction(ctx, done, total)
 	}
 	for _, x := range exports {
-		if err := os.Remove(s.exportPath(x.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("remove export %s: %w", x.id, err)
+		if err := s.exports.Remove(x.id); err != nil {
+			return nil, err
 		}
 	}
 	revoked, err := s.revokeOwnedKeys(ctx, u)

@@ -280,7 +280,7 @@ var problemsByMethod = map[string]map[int][]string{
 		http.StatusRequestEntityTooLarge: {codeTooLarge}},
 	"VaultService.RestoreVaultObject":    {http.StatusConflict: {codeInvalidState}},
 	"JobService.CancelJob":               {http.StatusConflict: {codeInvalidState}},
-	"AccountService.ExportAccount":       {http.StatusConflict: {codeInvalidState}},
+	"AccountService.ExportAccount":       {http.StatusConflict: {codeInvalidState, codeLimitReached}},
 	"BillingService.CreatePortalSession": {http.StatusBadGateway: {codeInternal}},
 	"IntelService.ActOnMeter":            {http.StatusConflict: {codeInvalidState}},
 	"PlanService.CreatePlan":             {http.StatusConflict: {codeLimitReached}},

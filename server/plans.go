@@ -1,11 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"iter"
 	"slices"
 	"strconv"
 
@@ -16,7 +13,6 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
-	"svc.dev/svc/wire"
 )
 
 // DefaultCeilingCents is the monthly spending ceiling until one is set (100 USD).
@@ -64,13 +60,13 @@ func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1
 }
 
 // streamPlans makes the REST response msg, whose plans are headers, a stream that writes each
-// plan's objects from the store as the client reads (writePlansJSON).
+// plan's objects from the store as the client reads (plan.WriteJSON).
 func (s *Server) streamPlans(ctx context.Context, msg proto.Message, plans []*svcv1.Plan) {
 	c := callerFrom(ctx)
 	sc := s.scope(c)
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(writePlansJSON(context.WithoutCancel(ctx), sc.PlanObjectChunks, pw, msg, plans))
+		pw.CloseWithError(plan.WriteJSON(context.WithoutCancel(ctx), sc.PlanObjectChunks, pw, msg, plans))
 	}()
 	c.Header.Set("Content-Type", "application/json")
 	c.Stream = pr
@@ -177,50 +173,3 @@ func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*s
 // inlineObjects is how many objects, in all, a REST response of plans holds in memory and
 // encodes at once (about 1 MiB of JSON); pages and plans with more are streamed chunk by chunk.
 const inlineObjects = 5_000
-
-// WritePlansJSON writes msg (a plan, or a list of plans) as the REST JSON the codec would
-// write for it with every plan's objects, streaming those from the store: msg's plans are
-// headers, and each header's empty "objects":[] is replaced by its objects, one chunk in
-// memory at a time. A plan stored whole is encoded as it is.
-func writePlansJSON(ctx context.Context, chunks func(context.Context, string) iter.Seq2[[]*svcv1.PlanObject, error], w io.Writer, msg proto.Message, plans []*svcv1.Plan) error {
-	body, err := wire.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	empty := []byte(`"objects":[]`)
-	var buf []byte
-	for _, p := range plans {
-		if len(p.Objects) > 0 {
-			continue // encoded whole: no "objects":[] of its own
-		}
-		i := bytes.Index(body, empty)
-		if i < 0 {
-			return fmt.Errorf("plan %s: no objects field in its JSON", p.PlanId)
-		}
-		if _, err := w.Write(body[:i+len(empty)-1]); err != nil {
-			return err
-		}
-		body = body[i+len(empty)-1:]
-		first := true
-		for objs, err := range chunks(ctx, p.PlanId) {
-			if err != nil {
-				return err
-			}
-			buf = buf[:0]
-			for _, o := range objs {
-				if !first {
-					buf = append(buf, ',')
-				}
-				first = false
-				if buf, err = wire.Append(buf, o); err != nil {
-					return err
-				}
-			}
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-		}
-	}
-	_, err = w.Write(body)
-	return err
-}

@@ -13,6 +13,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/platform/export"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
@@ -162,6 +163,8 @@ func toProblem(err error) *problem {
 		return newProblem(http.StatusConflict, codeLimitReached, "The plan is over its "+be.Budget+" budget: "+
 			strings.TrimPrefix(be.Error(), plan.ErrBudgetExceeded.Error()+" ("+be.Budget+"): ")+
 			". Plan over fewer sources, or with a narrower policy.")
+	case errors.As(err, new(*export.QuotaError)):
+		return newProblem(http.StatusConflict, codeLimitReached, "Export refused: "+err.Error()+".")
 	case errors.Is(err, providers.ErrTooLarge):
 		return newProblem(http.StatusBadGateway, codeProviderError, "A provider answered with more data than the plan authorized.")
 	case errors.Is(err, plan.ErrInvalidState):

@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"svc.dev/svc/platform/export"
 	"testing"
 	"time"
 )
@@ -30,11 +31,11 @@ func TestPurgeExportsKeepsExportsInProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	past := time.Now().Add(-ExportRetention - time.Hour)
+	past := time.Now().Add(-export.Retention - time.Hour)
 	os.Chtimes(filepath.Join(exports, old), past, past)
-	s.exportsInProgress.Store(writing, true)
+	defer s.exports.Writing(writing)()
 	for range 3 { // several sweeps while the export runs
-		s.purgeExports()
+		s.exports.Purge()
 	}
 	for n, want := range map[string]bool{writing: true, leftover: false, old: false, fresh: true} {
 		_, err := os.Stat(filepath.Join(exports, n))

@@ -18,12 +18,14 @@ import (
 	"time"
 
 	"buf.build/go/protovalidate"
+	"google.golang.org/protobuf/proto"
 
 	"svc.dev/svc"
 	"svc.dev/svc/creator"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing"
+	"svc.dev/svc/platform/export"
 	"svc.dev/svc/platform/job"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
@@ -98,6 +100,9 @@ type Config struct {
 	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
 	// job (default DefaultDeletionGrace).
 	DeletionGrace time.Duration
+	// ExportDailyBytes bounds the bytes of export archives an account may have written in any
+	// 24 hours (0: export.DefaultDailyBytes; negative: no bound).
+	ExportDailyBytes int64
 }
 
 // DefaultBodyReadTimeout is the default Config.BodyReadTimeout.
@@ -154,12 +159,10 @@ type Server struct {
 
 	jobRunner *job.Runner // runs jobs (export, deletion, ...)
 	exportKey []byte      // authenticates export download URLs and portal pages
-	// archiveKey seals account export archives at rest.
-	archiveKey []byte
-	biller     *billing.Biller
-	exportMu   sync.Mutex // one account export at a time per tenant
-	// exportsInProgress are the file names of the archives being written (the sweep keeps them).
-	exportsInProgress sync.Map
+	// exports writes and keeps account export archives.
+	exports  *export.Exports
+	biller   *billing.Biller
+	exportMu sync.Mutex // one account export at a time per tenant
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -247,8 +250,10 @@ func New(cfg Config) (*Server, error) {
 		manifests:    res.Manifests(),
 		sealer:       core.Sealer(),
 		exportKey:    core.DeriveKey("export-url"),
-		archiveKey:   core.DeriveKey("export-archive"),
 	}
+	s.exports = &export.Exports{Dir: filepath.Join(cfg.DataDir, exportsDir), Store: store, Vault: core.Vault(),
+		Key: core.DeriveKey("export-archive"), Connection: func(c *platform.Connection) proto.Message { return connectionProto(c) }, Now: cfg.Now,
+		DailyBytes: cfg.ExportDailyBytes}
 	if cfg.Billing != nil {
 		s.biller = billing.New(cfg.Billing, store.Billing())
 	}

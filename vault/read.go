@@ -85,6 +85,27 @@ func (v *Vault) Get(ctx context.Context, tenant, id string) (Object, error) {
 	return o, nil
 }
 
+// Each calls fn for every object of a tenant in id order, reading a page of objects at a
+// time (no read is held across fn), and stops at fn's first error.
+func (v *Vault) Each(ctx context.Context, tenant string, fn func(Object) error) error {
+	after := ""
+	for {
+		objs, more, err := v.List(ctx, tenant, after, 200, nil)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			after = o.ID
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+		if !more || len(objs) == 0 {
+			return nil
+		}
+	}
+}
+
 // List returns up to limit objects with ids after after, in id (creation)
 // order, that keep accepts (nil: all), and whether more may follow.
 func (v *Vault) List(ctx context.Context, tenant, after string, limit int, keep func(Object) bool) ([]Object, bool, error) {

@@ -20,6 +20,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing"
 	"svc.dev/svc/platform/billing/stripe"
+	"svc.dev/svc/platform/export"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/server"
@@ -39,6 +40,8 @@ func newServeCmd() *cobra.Command {
 		scrubEvery    time.Duration
 		verifyEvery   time.Duration
 		verifyBudget  int64
+		deletionGrace time.Duration
+		exportDaily   int64
 		intelEvery    time.Duration
 		coldAfter     time.Duration
 		vaultStore    vaultFlags
@@ -59,7 +62,7 @@ func newServeCmd() *cobra.Command {
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
-				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain,
+				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily,
 				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
 		},
 	}
@@ -81,6 +84,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&debugAddr, "debug-addr", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off when empty")
 	f.DurationVar(&reqTimeout, "request-timeout", server.DefaultRequestTimeout, "how long a request may take to start its response before it is answered 503 with Retry-After")
 	f.DurationVar(&drain, "drain", 30*time.Second, "on SIGTERM, how long in-flight requests may take before the process stops anyway")
+	f.DurationVar(&deletionGrace, "deletion-grace", server.DefaultDeletionGrace, "how long a deleted account can still be kept by cancelling its deletion job before it is erased")
+	f.Int64Var(&exportDaily, "export-daily-bytes", export.DefaultDailyBytes, "bytes of export archives an account may have written in any 24 hours before another export is refused (409 limit_reached); negative: no bound")
 	vaultStore.register(f)
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
@@ -117,6 +122,9 @@ type serveOptions struct {
 	baseURL       string
 	oauthConfig   string
 	scrubEvery    time.Duration
+	// deletionGrace is how long a deleted account is kept; exportDaily bounds its exports.
+	deletionGrace time.Duration
+	exportDaily   int64
 	// verifyEvery and verifyBudget configure scheduled verification (0: never).
 	verifyEvery  time.Duration
 	verifyBudget int64
@@ -177,7 +185,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.stripeKey != "" {
 		processor = stripe.New(o.stripeKey, &stripe.Options{URL: o.stripeURL})
 	}
-	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter),
+	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, ExportDailyBytes: o.exportDaily,
 		RequestTimeout: o.requestTimeout})
 	if err != nil {
 		return err
