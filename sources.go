@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -229,6 +230,13 @@ func (s *Scope) ForgetSource(sourceID string) { s.c.opened.Forget(s.key() + "/" 
 // index from the disk (its account is erased): the index holds its mail's words.
 func (s *Scope) ForgetTenant() {
 	s.c.opened.ForgetPrefix(s.key() + "/")
+	// The index applies what the feed holds first, so that nothing of the tenant is indexed
+	// again once its index is dropped.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.c.search.sync(ctx); err != nil {
+		s.c.log.Error("catch up the search index", "tenant", s.key(), "err", err)
+	}
 	if err := s.c.search.index.Drop(s.key()); err != nil {
 		s.c.log.Error("erase the search index", "tenant", s.key(), "err", err)
 	}

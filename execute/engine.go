@@ -26,6 +26,8 @@ var (
 	ErrNotAuthorized = errors.New("plan is not authorized")
 	// ErrFinished is returned when cancelling an execution that already ended.
 	ErrFinished = errors.New("execution already finished")
+	// ErrFenced: the tenant is being erased (its account deleted); nothing of it runs.
+	ErrFenced = errors.New("the account is being deleted")
 )
 
 // Transition is one journal entry: an asset moving from one step state to another.
@@ -164,6 +166,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // by execution id
+	tenants map[string]string                  // the tenant of each running execution
+	fenced  map[string]bool                    // tenants being erased: nothing of theirs runs
 	pacing  map[providers.Name]*rate.Limiter
 	wg      sync.WaitGroup
 }
@@ -192,7 +196,7 @@ func New(store Store, sources Sources, vault Vault, finish Finisher, opts Option
 		opts.Logger = slog.Default()
 	}
 	return &Engine{store: store, sources: sources, vault: vault, finish: finish, opts: opts,
-		running: map[string]context.CancelCauseFunc{}, pacing: map[providers.Name]*rate.Limiter{}}
+		running: map[string]context.CancelCauseFunc{}, tenants: map[string]string{}, fenced: map[string]bool{}, pacing: map[providers.Name]*rate.Limiter{}}
 }
 
 func (e *Engine) now() time.Time { return e.opts.Now().UTC().Truncate(time.Millisecond) }
@@ -201,6 +205,12 @@ func (e *Engine) now() time.Time { return e.opts.Now().UTC().Truncate(time.Milli
 // committing and records a queued execution (one transaction), and runs it in the background. The caller checks
 // staleness (source markers) before.
 func (e *Engine) Start(ctx context.Context, tenant, planID, principalID string) (*svcv1.Execution, error) {
+	e.mu.Lock()
+	fenced := e.fenced[tenant]
+	e.mu.Unlock()
+	if fenced {
+		return nil, ErrFenced
+	}
 	now := e.now()
 	x := &svcv1.Execution{Id: id.NewAt("exe", now), PlanId: planID, PrincipalId: principalID,
 		Status: svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, Errors: []string{}, Steps: []*svcv1.ExecutionStep{},
@@ -284,14 +294,63 @@ func (e *Engine) Shutdown() {
 
 var errShutdown = errors.New("shutting down")
 
+// Fence stops the executions of a tenant that is being erased: from now on none of its
+// executions starts or resumes, running ones are cancelled (each ends cancelled with its
+// receipt, as Cancel does), and Fence returns once none of them runs (or ctx ends).
+func (e *Engine) Fence(ctx context.Context, tenant string) error {
+	e.mu.Lock()
+	e.fenced[tenant] = true
+	e.mu.Unlock()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for cancelled := map[string]bool{}; ; {
+		e.mu.Lock()
+		var ids []string
+		for exeID, t := range e.tenants {
+			if t == tenant {
+				ids = append(ids, exeID)
+			}
+		}
+		e.mu.Unlock()
+		if len(ids) == 0 {
+			return nil
+		}
+		for _, exeID := range ids {
+			if !cancelled[exeID] {
+				cancelled[exeID] = true
+				if err := e.Cancel(ctx, tenant, exeID); err != nil && !errors.Is(err, ErrFinished) {
+					return fmt.Errorf("fence %s: %w", tenant, err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fence %s: %w", tenant, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Unfence lifts a tenant's fence.
+func (e *Engine) Unfence(tenant string) {
+	e.mu.Lock()
+	delete(e.fenced, tenant)
+	e.mu.Unlock()
+}
+
 func (e *Engine) launch(tenant, exeID string) {
 	e.mu.Lock()
 	if _, ok := e.running[exeID]; ok {
 		e.mu.Unlock()
 		return
 	}
+	if e.fenced[tenant] {
+		e.mu.Unlock()
+		return // its tenant is being erased, this execution with it
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	e.running[exeID] = cancel
+	e.tenants[exeID] = tenant
 	e.mu.Unlock()
 	e.wg.Add(1)
 	go func() {
@@ -299,6 +358,7 @@ func (e *Engine) launch(tenant, exeID string) {
 		defer func() {
 			e.mu.Lock()
 			delete(e.running, exeID)
+			delete(e.tenants, exeID)
 			e.mu.Unlock()
 			cancel(nil)
 		}()

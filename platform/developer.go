@@ -304,3 +304,31 @@ func (d *Developers) Reaching(ctx context.Context, t Tenant) ([]string, error) {
 func (d *Developers) ConnectionsOfApp(ctx context.Context, appID string) ([]*Connection, error) {
 	return d.store.ConnectionsOfApp(ctx, appID)
 }
+
+// RevokeOrgKeys revokes every API key of the applications of the organizations, and returns
+// how many it revoked (an account's deletion revokes those of the organizations it created).
+func (d *Developers) RevokeOrgKeys(ctx context.Context, orgIDs []string) (int, error) {
+	n := 0
+	for _, orgID := range orgIDs {
+		apps, err := d.Applications(ctx, orgID)
+		if err != nil {
+			return n, err
+		}
+		for _, a := range apps {
+			keys, err := d.Keys(ctx, a.ID)
+			if err != nil {
+				return n, err
+			}
+			for _, k := range keys {
+				if k.RevokedAt != nil {
+					continue
+				}
+				if _, err := d.RevokeKey(ctx, a.ID, k.ID); err != nil {
+					return n, err
+				}
+				n++
+			}
+		}
+	}
+	return n, nil
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"svc.dev/svc/platform/export"
+	"svc.dev/svc/providers"
 	"testing"
 	"time"
 
@@ -585,4 +586,69 @@ func TestExportDailyQuota(t *testing.T) {
 		t.Fatalf("a day later: %v", j)
 	}
 	refused("after that export", e.session())
+}
+
+// A deletion that comes due while one of the account's executions runs stops it before it
+// erases, and afterwards nothing of the account is left in the store or on disk but what
+// docs/account.md says is kept (issue 21, 5).
+func TestDeletionRacingAnExecution(t *testing.T) {
+	var dataDir string
+	e := newEnv(t, func(c *server.Config) { c.DeletionGrace = time.Hour; dataDir = c.DataDir })
+	ctx := context.Background()
+	userID := e.creds.UserID
+	src, err := e.srv.ConnectSource(ctx, e.userTestTenant(), server.SourceSpec{Provider: providers.Simulated, SourceRef: "files/race",
+		Kind: "drive", DisplayName: "Slow drive", Config: providers.Config{"objects": "300", "latency": "25ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cx := "?connection_id=" + e.creds.ConnectionID
+	p := e.do("POST", "/v1/plans"+cx, `{"intent":"svc","source_ids":["`+src.Id+`"]}`, e.key()...).json(t)
+	e.do("POST", "/v1/plans/"+p["planId"].(string)+"/authorize"+cx, `{"plan_hash":"`+p["hash"].(string)+`"}`, e.key()...)
+	exe := e.do("POST", "/v1/plans/"+p["planId"].(string)+"/execute"+cx, "", e.key()...).json(t)["id"].(string)
+	testTenant := e.userTestTenant().String()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if objs, _, _ := e.srv.Vault().List(ctx, testTenant, "", 1, nil); len(objs) > 0 {
+			break // the execution is vaulting
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the execution vaulted nothing")
+		}
+	}
+	j := e.do("DELETE", "/v1/account", "", e.session()...).json(t)
+	e.clock.Advance(2 * time.Hour)
+	if x := e.do("GET", "/v1/executions/"+exe+cx, "", e.key()...).json(t); x["status"] != "running" {
+		t.Fatalf("the execution is %v before the deletion runs: the test did not race", x["status"])
+	}
+	if n, err := e.srv.RunDueDeletions(ctx); err != nil || n != 1 {
+		t.Fatalf("due deletion: %d %v", n, err)
+	}
+	time.Sleep(200 * time.Millisecond) // anything still running would write now
+	if n := vaultFiles(t, dataDir); n != 0 {
+		t.Errorf("%d vault content files left on disk", n)
+	}
+	filepath.WalkDir(dataDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(path, userID) {
+			t.Errorf("left on disk: %s", path)
+		}
+		return nil
+	})
+	live := platform.Tenant{Owner: userID, Mode: platform.ModeLive}.String()
+	server.DBOf(e.srv).Scan(func(bucket string, k, v []byte) bool {
+		if !bytes.Contains(k, []byte(userID)) && !bytes.Contains(v, []byte(userID)) {
+			return true
+		}
+		key := string(k)
+		switch {
+		case key == live+"/"+j["id"].(string) || key == j["id"].(string):
+			return true // the deletion job's record (and its owner) says what happened
+		case bucket == "blob_receipts" || (bucket == "resource_owners" && strings.HasPrefix(key, "rcp_")):
+			return true // receipts an application was given keep verifying
+		case bucket == "orgs":
+			return true // the organizations the user created stay, their keys revoked
+		case bucket == "res_events" && strings.HasPrefix(key, "app:"):
+			return true // an application's own event stream (it was told of its connection)
+		}
+		t.Errorf("left in the store: %s %q", bucket, k)
+		return true
+	})
 }

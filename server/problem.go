@@ -10,10 +10,12 @@ import (
 	"connectrpc.com/connect"
 
 	"svc.dev/svc"
+	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/export"
+	"svc.dev/svc/platform/job"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
@@ -163,6 +165,8 @@ func toProblem(err error) *problem {
 		return newProblem(http.StatusConflict, codeLimitReached, "The plan is over its "+be.Budget+" budget: "+
 			strings.TrimPrefix(be.Error(), plan.ErrBudgetExceeded.Error()+" ("+be.Budget+"): ")+
 			". Plan over fewer sources, or with a narrower policy.")
+	case errors.Is(err, execute.ErrFenced), errors.Is(err, job.ErrFenced):
+		return newProblem(http.StatusConflict, codeInvalidState, "The account is being deleted; cancel the deletion job to use it again.")
 	case errors.As(err, new(*export.QuotaError)):
 		return newProblem(http.StatusConflict, codeLimitReached, "Export refused: "+err.Error()+".")
 	case errors.Is(err, providers.ErrTooLarge):

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,9 @@ const (
 
 // ErrFinished is returned when a job that has already ended is cancelled.
 var ErrFinished = errors.New("job has finished")
+
+// ErrFenced is returned when a job of a fenced tenant (one being erased) is created or run.
+var ErrFenced = errors.New("the account is being deleted")
 
 // ErrNotQueued is returned by Claim when the job is no longer queued (cancelled meanwhile).
 var ErrNotQueued = errors.New("job is not queued")
@@ -61,6 +65,7 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // by tenant/id
+	fenced  map[string]string             // tenants being erased: the one job that may run
 	base    context.Context
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -74,7 +79,7 @@ type Options struct {
 
 // NewRunner returns a runner over s that announces transitions to n (nil: none).
 func NewRunner(s Store, n Notifier, opts *Options) *Runner {
-	r := &Runner{store: s, notify: n, now: time.Now, log: slog.Default(), running: map[string]context.CancelFunc{}}
+	r := &Runner{store: s, notify: n, now: time.Now, log: slog.Default(), running: map[string]context.CancelFunc{}, fenced: map[string]string{}}
 	if opts != nil {
 		if opts.Now != nil {
 			r.now = opts.Now
@@ -89,6 +94,9 @@ func NewRunner(s Store, n Notifier, opts *Options) *Runner {
 
 // Create records a queued job of kind and returns it; Execute or Start runs it later.
 func (r *Runner) Create(ctx context.Context, tenant string, kind svcv1.JobKind) (*svcv1.Job, error) {
+	if r.isFenced(tenant, "") {
+		return nil, ErrFenced
+	}
 	now := timestamppb.New(r.now())
 	j := &svcv1.Job{Id: id.New("job"), Kind: kind, Status: svcv1.JobStatus_JOB_STATUS_QUEUED, CreatedAt: now, UpdatedAt: now}
 	if err := r.store.Put(ctx, tenant, j.Id, j); err != nil {
@@ -138,6 +146,9 @@ func (r *Runner) Execute(ctx context.Context, tenant, id string, fn Func) (*svcv
 	key := tenant + "/" + id
 	jctx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
+	if except, ok := r.fenced[tenant]; ok && except != id {
+		cancel() // fenced after the claim: the job ends cancelled without running
+	}
 	r.running[key] = cancel
 	r.mu.Unlock()
 	defer func() {
@@ -205,8 +216,55 @@ func runSafely(ctx context.Context, p *Progress, fn Func) (res map[string]any, e
 	return fn(ctx, p)
 }
 
+// Fence stops the jobs of a tenant that is being erased: from now on no job of it but except
+// is created or run, running ones are cancelled, and Fence returns once none of them runs
+// (or ctx ends).
+func (r *Runner) Fence(ctx context.Context, tenant, except string) error {
+	r.mu.Lock()
+	r.fenced[tenant] = except
+	r.mu.Unlock()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		n := 0
+		for key, cancel := range r.running {
+			if t, id, _ := strings.Cut(key, "/"); t == tenant && id != except {
+				cancel()
+				n++
+			}
+		}
+		r.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fence %s: %w", tenant, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Unfence lifts a tenant's fence (its erasure failed and will be retried, or was cancelled).
+func (r *Runner) Unfence(tenant string) {
+	r.mu.Lock()
+	delete(r.fenced, tenant)
+	r.mu.Unlock()
+}
+
+func (r *Runner) isFenced(tenant, id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	except, ok := r.fenced[tenant]
+	return ok && except != id
+}
+
 // claim moves a queued job to running.
 func (r *Runner) claim(ctx context.Context, tenant, id string) (*svcv1.Job, error) {
+	if r.isFenced(tenant, id) {
+		return nil, ErrFenced
+	}
 	var out *svcv1.Job
 	err := r.store.Update(ctx, tenant, id, func(j *svcv1.Job) error {
 		if j.GetStatus() != svcv1.JobStatus_JOB_STATUS_QUEUED {

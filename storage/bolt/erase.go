@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"errors"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -52,7 +53,8 @@ func (db *DB) EraseTenant(ctx context.Context, tenant string, keep func(bucket, 
 			return total, err
 		}
 		if n == 0 {
-			return total, nil
+			_, err := db.pruneOwners(ctx, tenant) // index entries, not records: not counted
+			return total, err
 		}
 		if err := ctxErr(ctx); err != nil {
 			return total, err
@@ -165,4 +167,33 @@ func deleteJSONWhere[T any](tx *bbolt.Tx, name string, match func(*T) bool) erro
 		}
 	}
 	return nil
+}
+
+// Scan calls fn with every record of every bucket (nested buckets' names joined with "/"),
+// in one read transaction, until fn returns false: for audits of what the store holds, such
+// as the test that an erased tenant left nothing behind.
+func (db *DB) Scan(fn func(bucket string, key, value []byte) bool) error {
+	return db.view(func(tx *bbolt.Tx) error {
+		stop := errors.New("stop")
+		var walk func(name string, b *bbolt.Bucket) error
+		walk = func(name string, b *bbolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				if v == nil { // a nested bucket
+					if nb := b.Bucket(k); nb != nil {
+						return walk(name+"/"+string(k), nb)
+					}
+					return nil
+				}
+				if !fn(name, k, v) {
+					return stop
+				}
+				return nil
+			})
+		}
+		err := tx.ForEach(func(name []byte, b *bbolt.Bucket) error { return walk(string(name), b) })
+		if errors.Is(err, stop) {
+			return nil
+		}
+		return err
+	})
 }

@@ -103,3 +103,49 @@ func (db *DB) buildOwnerIndex() error {
 		return nil
 	})
 }
+
+// pruneOwners removes the owner-index entries of a tenant whose resource is no longer stored
+// in any owned bucket (an erased tenant's, but for what its erasure kept), in batches.
+func (db *DB) pruneOwners(ctx context.Context, tenant string) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := db.update(func(tx *bbolt.Tx) error {
+			idx := tx.Bucket([]byte(bOwners))
+			if idx == nil {
+				return nil
+			}
+			var del [][]byte
+			err := idx.ForEach(func(id, t []byte) error {
+				if len(del) >= eraseBatch || string(t) != tenant {
+					return nil
+				}
+				key := []byte(tenant + "/" + string(id))
+				for _, name := range ownedBuckets {
+					if b := tx.Bucket([]byte(name)); b != nil && b.Get(key) != nil {
+						return nil // still held: its erasure kept it
+					}
+				}
+				del = append(del, bytes.Clone(id))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, id := range del {
+				if err := idx.Delete(id); err != nil {
+					return err
+				}
+			}
+			n = len(del)
+			return nil
+		})
+		total += n
+		if err != nil || n < eraseBatch {
+			return total, err
+		}
+		if err := ctxErr(ctx); err != nil {
+			return total, err
+		}
+	}
+}

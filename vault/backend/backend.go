@@ -67,6 +67,13 @@ type File interface {
 	Abort() error
 }
 
+// Pruner is an optional capability of a backend with directories: remove the empty
+// directories under a prefix that ends in "/" (an erased tenant's), the prefix's own included.
+// Files are never removed; a directory that still holds one stays.
+type Pruner interface {
+	Prune(ctx context.Context, prefix string) error
+}
+
 // Saver is an optional capability: store data durably under name in one
 // call, which an object store does without the copy that Create and Commit
 // need for content whose name is only known at the end.

@@ -295,6 +295,9 @@ func (x *Index) Put(ctx context.Context, tenant string, docs ...Doc) error {
 
 // Remove deletes documents from a tenant's index; ids it does not hold are ignored.
 func (x *Index) Remove(ctx context.Context, tenant string, ids ...string) error {
+	if !x.Exists(tenant) {
+		return nil // nothing to remove from, and no index to create for it
+	}
 	return x.apply(ctx, tenant, func(b *bleve.Batch) {
 		for _, id := range ids {
 			b.Delete(id)

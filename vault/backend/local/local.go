@@ -295,6 +295,38 @@ func (b *Backend) Remove(ctx context.Context, name string) error {
 	return nil
 }
 
+// Prune implements backend.Pruner: it removes the empty directories under prefix, deepest
+// first, and prefix's own directory when it is left empty.
+func (b *Backend) Prune(ctx context.Context, prefix string) error {
+	if !strings.HasSuffix(prefix, "/") || backend.ValidName(strings.TrimSuffix(prefix, "/")) != nil {
+		return fmt.Errorf("local backend: prune %q: %w", prefix, backend.ErrInvalidName)
+	}
+	root := b.path(strings.TrimSuffix(prefix, "/"))
+	var dirs []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("local backend: prune %s: %w", prefix, err)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		os.Remove(dirs[i]) // fails, as it should, on a directory that still holds a file
+	}
+	return nil
+}
+
 // List implements backend.Backend. Temporary files are never listed.
 func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Info) error) error {
 	// Walk from the deepest directory the prefix names.
