@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"svc.dev/svc/server/devseed"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ import (
 type rig struct {
 	srv   *server.Server
 	url   string
-	creds *server.DevCredentials
+	creds *devseed.Credentials
 	rec   *recorder
 }
 
@@ -90,7 +91,7 @@ func newRig(t *testing.T, wrap func(http.Handler) http.Handler, opts ...func(*se
 	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { ts.Close(); srv.Close() })
-	creds, err := srv.Seed(context.Background(), ts.URL, &server.SeedOptions{NoExecution: true})
+	creds, err := srv.Seed(context.Background(), ts.URL, &devseed.Options{NoExecution: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"os"
+	"svc.dev/svc/server/devseed"
 	"time"
 
 	"connectrpc.com/connect"
@@ -30,7 +31,7 @@ func exampleServer() (url, key, connection string, stop func()) {
 		log.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	creds, err := srv.Seed(context.Background(), ts.URL, &server.SeedOptions{NoExecution: true})
+	creds, err := srv.Seed(context.Background(), ts.URL, &devseed.Options{NoExecution: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -33,6 +33,8 @@ type UsageStore interface {
 	AddOnce(ctx context.Context, key string, deltas []UsageDelta) (applied bool, err error)
 	// Counters returns a scope's counters for a month, by meter.
 	Counters(ctx context.Context, scope, month string) (map[string]float64, error)
+	// Orgs lists the organizations with usage counted in a month.
+	Orgs(ctx context.Context, month string) ([]string, error)
 	// LogOffset is how far the usage log has been applied.
 	LogOffset(ctx context.Context) (int64, error)
 	// AddFromLog adds deltas read from the usage log and records the offset they end at, in

@@ -10,12 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
-	"svc.dev/svc/platform/billing"
 )
 
 // portalPageTTL is how long a portal page URL served without a payment processor stays valid,
@@ -55,7 +53,7 @@ func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePorta
 		q := url.Values{"org": {orgID}, "expires": {strconv.FormatInt(until, 10)}, "sig": {s.portalSig(orgID, until)}}
 		return &svcv1.PortalSession{Url: base + "/v1/billing/portal/page?" + q.Encode()}, nil
 	}
-	cus, err := s.billingCustomer(ctx, orgID)
+	cus, err := s.accounts.Customer(ctx, orgID)
 	if err != nil {
 		return nil, err
 	}
@@ -65,19 +63,6 @@ func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePorta
 		return nil, newProblem(http.StatusBadGateway, codeInternal, "The payment processor did not open a portal session; try again.")
 	}
 	return &svcv1.PortalSession{Url: u}, nil
-}
-
-// billingCustomer is what the processor is told of an organization.
-func (s *Server) billingCustomer(ctx context.Context, orgID string) (billing.Customer, error) {
-	org, err := s.store.Org(ctx, orgID)
-	if err != nil {
-		return billing.Customer{}, err
-	}
-	cus := billing.Customer{OrgID: org.ID, Name: org.Name}
-	if owner, err := s.accounts.User(ctx, org.OwnerID); err == nil {
-		cus.Email = owner.Email
-	}
-	return cus, nil
 }
 
 func (s *Server) portalSig(orgID string, expires int64) string {
@@ -159,12 +144,7 @@ func hasUsage(b platform.Bill) bool {
 
 func usd(cents int64) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }
 
-func quantity(q float64) string {
-	s := strconv.FormatFloat(q, 'f', 3, 64)
-	return strings.TrimSuffix(strings.TrimRight(strings.TrimRight(s, "0"), "."), ".")
-}
-
-var portalTemplate = template.Must(template.New("portal").Funcs(template.FuncMap{"usd": usd, "qty": quantity}).Parse(`<!doctype html>
+var portalTemplate = template.Must(template.New("portal").Funcs(template.FuncMap{"usd": usd, "qty": platform.FormatQuantity}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Billing · {{.Org}}</title>
 <style>body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;width:100%;margin:.5rem 0 1.5rem}th,td{padding:.3rem .5rem;border-bottom:1px solid #ddd;text-align:right}
@@ -185,46 +165,12 @@ th:first-child,td:first-child{text-align:left}.muted{color:#666}</style></head>
 </body></html>
 `))
 
-// monthsToClose is how many past months each close pass looks at (a server that was down
-// over a month's end catches up).
-const monthsToClose = 3
-
 // CloseMonths turns the rated lines of the last closed months into invoice items at the
-// payment processor, once each (billing.Biller.CloseMonth); without a processor it does
-// nothing. The background loop runs it hourly; it returns how many items it created.
+// payment processor (platform.Meter.CloseMonths); without a processor it does nothing. The
+// background loop runs it hourly; it returns how many items it created.
 func (s *Server) CloseMonths(ctx context.Context) (int, error) {
 	if s.biller == nil {
 		return 0, nil
 	}
-	now := s.cfg.Now().UTC()
-	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	created := 0
-	for i := monthsToClose; i >= 1; i-- {
-		month := platform.Month(first.AddDate(0, -i, 0))
-		orgs, err := s.store.Usage().Orgs(ctx, month)
-		if err != nil {
-			return created, err
-		}
-		for _, orgID := range orgs {
-			b, err := s.bill(ctx, orgID, "", month)
-			if err != nil {
-				return created, err
-			}
-			lines := []billing.Line{{Meter: "base", Description: "svc developer plan (" + b.RateCardVersion + "), " + month, Cents: b.BaseCents}}
-			for _, l := range b.Lines {
-				lines = append(lines, billing.Line{Meter: l.Meter, Cents: l.Cents,
-					Description: fmt.Sprintf("%s: %s %s beyond %s included (%s)", l.Meter, quantity(l.Overage), l.Unit, quantity(l.Included), month)})
-			}
-			cus, err := s.billingCustomer(ctx, orgID)
-			if err != nil {
-				return created, err
-			}
-			n, err := s.biller.CloseMonth(ctx, cus, month, lines)
-			created += n
-			if err != nil {
-				return created, err
-			}
-		}
-	}
-	return created, nil
+	return s.meter.CloseMonths(ctx, s.biller, s.accounts.Customer)
 }

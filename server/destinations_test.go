@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"svc.dev/svc/server/devseed"
 	"sync/atomic"
 	"testing"
 
@@ -459,7 +460,7 @@ func TestSeededDestinationIsALocalFolder(t *testing.T) {
 	if d["provider"] != "vendor_d_local" || d["label"] != "Local export folder" || d["external"] != true {
 		t.Fatalf("seeded destination: %v", d)
 	}
-	dir := filepath.Join(e.dataDir, server.DevExportDir)
+	dir := filepath.Join(e.dataDir, devseed.ExportDir)
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("dev export folder: %v %v", fi, err)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"svc.dev/svc/server/devseed"
 	"sync"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ type env struct {
 	t      testing.TB
 	srv    *server.Server
 	ts     *httptest.Server
-	creds  *server.DevCredentials
+	creds  *devseed.Credentials
 	clock  *clock
 	router routers.Router
 }
@@ -54,11 +55,11 @@ var cheapPasswords = platform.PasswordParams{Memory: 64, Time: 1, Threads: 1}
 
 func newEnv(t testing.TB, opts ...func(*server.Config)) *env {
 	t.Helper()
-	return startEnv(t, &server.SeedOptions{NoExecution: true}, opts...)
+	return startEnv(t, &devseed.Options{NoExecution: true}, opts...)
 }
 
 // startEnv starts a server on a loopback listener and seeds it like --dev with seed.
-func startEnv(t testing.TB, seed *server.SeedOptions, opts ...func(*server.Config)) *env {
+func startEnv(t testing.TB, seed *devseed.Options, opts ...func(*server.Config)) *env {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	cfg := server.Config{DataDir: t.TempDir(), Password: cheapPasswords, Now: clk.Now,

@@ -108,23 +108,7 @@ type Ceiling = platform.Ceiling
 // Usage keeps the usage counters (live-mode metering) and the organizations' ceilings; it is
 // the platform's UsageStore with the Write a change's transaction carries.
 type Usage interface {
-	// Add adds deltas, in one transaction.
-	Add(ctx context.Context, deltas []UsageDelta) error
-	// AddOnce adds deltas unless the key was already applied, and reports whether it did.
-	AddOnce(ctx context.Context, key string, deltas []UsageDelta) (applied bool, err error)
+	platform.UsageStore
 	// Write is the Write that adds deltas in the transaction of the change they count.
 	Write(deltas []UsageDelta) Write
-	// Counters returns a scope's counters for a month, by meter.
-	Counters(ctx context.Context, scope, month string) (map[string]float64, error)
-	// Orgs lists the organizations with usage counted in a month.
-	Orgs(ctx context.Context, month string) ([]string, error)
-	// LogOffset is how far the usage log has been applied (AddFromLog).
-	LogOffset(ctx context.Context) (int64, error)
-	// AddFromLog adds deltas read from the usage log and records the log offset they end
-	// at, in one transaction, so a crash neither loses nor doubles a count.
-	AddFromLog(ctx context.Context, deltas []UsageDelta, off int64) error
-	// SetCeiling sets an organization's ceiling.
-	SetCeiling(ctx context.Context, orgID string, c Ceiling) error
-	// CeilingOf returns an organization's ceiling and whether it has one.
-	CeilingOf(ctx context.Context, orgID string) (Ceiling, bool, error)
 }

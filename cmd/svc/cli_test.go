@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"svc.dev/svc/server/devseed"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func cliServer(t *testing.T, n int) (flags []string, root, sourceID string) {
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
-	creds, err := srv.Seed(context.Background(), ts.URL, &server.SeedOptions{NoExecution: true})
+	creds, err := srv.Seed(context.Background(), ts.URL, &devseed.Options{NoExecution: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"svc.dev/svc/server/devseed"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -229,13 +230,13 @@ func serve(ctx context.Context, o serveOptions) error {
 			}
 			extra = append(extra, spec)
 		}
-		creds, err := srv.Seed(ctx, baseURL, &server.SeedOptions{Sources: extra})
+		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra})
 		if err != nil {
 			ln.Close()
 			srv.Close()
 			return fmt.Errorf("seed: %w", err)
 		}
-		logger.Info("dev tenant ready", "credentials", filepath.Join(o.dataDir, server.DevCredentialsFile), "user_id", creds.UserID)
+		logger.Info("dev tenant ready", "credentials", filepath.Join(o.dataDir, devseed.CredentialsFile), "user_id", creds.UserID)
 	}
 	// Idle keep-alive connections are closed after a minute, so idle clients cannot hold the
 	// server's descriptors (issue 21). No write timeout: downloads and exports stream for as

@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"svc.dev/svc/server/devseed"
 	"syscall"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
-	"svc.dev/svc/server"
 )
 
 // svcBinary builds the real binary once per test run.
@@ -74,11 +74,11 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	data := t.TempDir()
 	cmd, base, log := start(t, bin, data)
 
-	raw, err := os.ReadFile(filepath.Join(data, server.DevCredentialsFile))
+	raw, err := os.ReadFile(filepath.Join(data, devseed.CredentialsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi, _ := os.Stat(filepath.Join(data, server.DevCredentialsFile)); fi.Mode().Perm() != 0o600 {
+	if fi, _ := os.Stat(filepath.Join(data, devseed.CredentialsFile)); fi.Mode().Perm() != 0o600 {
 		t.Errorf("dev-credentials.json mode %v, want 0600", fi.Mode().Perm())
 	}
 	var creds map[string]string
@@ -114,7 +114,7 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	// The plan client: create a plan over the seeded simulated sources, then authorize it as
 	// the end user (the plan needs the user's approval: it removes more than an application
 	// may alone).
-	credsFile := filepath.Join(data, server.DevCredentialsFile)
+	credsFile := filepath.Join(data, devseed.CredentialsFile)
 	out, err := exec.Command(bin, "plan", "create", "--credentials", credsFile, "--intent", "svc",
 		"--policy", `{"minAgeDays":30,"removePromotional":true}`).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "What would happen") || !strings.Contains(string(out), "Decision: ") {
@@ -176,7 +176,7 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	// A restart keeps the same working credentials (the seed job does not run twice).
 	cmd2, base2, _ := start(t, bin, data)
 	defer func() { cmd2.Process.Signal(syscall.SIGINT); cmd2.Wait() }()
-	raw2, _ := os.ReadFile(filepath.Join(data, server.DevCredentialsFile))
+	raw2, _ := os.ReadFile(filepath.Join(data, devseed.CredentialsFile))
 	var creds2 map[string]string
 	json.Unmarshal(raw2, &creds2)
 	if creds2["test_api_key"] != creds["test_api_key"] || creds2["user_id"] != creds["user_id"] || creds2["base_url"] != base2 {
@@ -211,7 +211,7 @@ func TestLiveCallsMeteredAcrossACrash(t *testing.T) {
 	bin := svcBinary(t)
 	data := t.TempDir()
 	cmd, base, log := start(t, bin, data)
-	raw, _ := os.ReadFile(filepath.Join(data, server.DevCredentialsFile))
+	raw, _ := os.ReadFile(filepath.Join(data, devseed.CredentialsFile))
 	var creds map[string]string
 	json.Unmarshal(raw, &creds)
 	call := func(path string) []byte {
