@@ -71,3 +71,42 @@ func FormatQuantity(q float64) string {
 	s := strconv.FormatFloat(q, 'f', 3, 64)
 	return strings.TrimSuffix(strings.TrimRight(strings.TrimRight(s, "0"), "."), ".")
 }
+
+// Statement is an organization's billing at a glance: this month so far, its ceiling, and the
+// past months that had usage or overage.
+type Statement struct {
+	Month        Bill
+	CeilingCents int64
+	Past         []Bill
+}
+
+// Statement rates this month and the months past (newest first) of an organization.
+func (m *Meter) Statement(ctx context.Context, orgID string, months int) (Statement, error) {
+	now := m.opts.Now()
+	st := Statement{CeilingCents: m.CeilingCents(ctx, orgID)}
+	var err error
+	if st.Month, err = m.Bill(ctx, orgID, "", Month(now)); err != nil {
+		return st, err
+	}
+	first := time.Date(now.UTC().Year(), now.UTC().Month(), 1, 0, 0, 0, 0, time.UTC)
+	for i := 1; i <= months; i++ {
+		b, err := m.Bill(ctx, orgID, "", Month(first.AddDate(0, -i, 0)))
+		if err != nil {
+			return st, err
+		}
+		if b.OverageCents > 0 || b.used() {
+			st.Past = append(st.Past, b)
+		}
+	}
+	return st, nil
+}
+
+// used reports whether a bill counts any usage.
+func (b Bill) used() bool {
+	for _, l := range b.Lines {
+		if l.Quantity > 0 {
+			return true
+		}
+	}
+	return false
+}

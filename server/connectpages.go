@@ -1,13 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"embed"
-	"encoding/base64"
 	"errors"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -20,47 +15,13 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/server/internal/page"
 )
 
 // The consent page: plain server-rendered HTML, no script. Every form posts back to the page;
 // the POSTs are authenticated by the session cookie and protected against CSRF twice: the
 // browser's fetch metadata and Origin (http.CrossOriginProtection) and a token in a hidden
 // field bound to the connect session and to the browser session.
-
-//go:embed connecttmpl/pages.html connecttmpl/style.css
-var connectFiles embed.FS
-
-var (
-	connectTemplates = template.Must(template.ParseFS(connectFiles, "connecttmpl/pages.html"))
-	connectStyle     = mustRead(connectFiles, "connecttmpl/style.css")
-	// connectStyleHash lets the Content-Security-Policy allow the one inline style sheet and
-	// nothing else.
-	connectStyleHash = func() string {
-		sum := sha256.Sum256([]byte(connectStyle))
-		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
-	}()
-)
-
-func mustRead(fs embed.FS, name string) string {
-	b, err := fs.ReadFile(name)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-// opWords says what each operation class lets an application do, in plain words.
-var opWords = map[string][2]string{
-	"discover":         {"See what you keep", "list your messages and files (names, sizes, dates, senders) to build plans, without changing anything"},
-	"preserve":         {"Keep copies", "copy content into your svc vault and verify it"},
-	"write":            {"Write", "add content to your providers and destinations"},
-	"remove":           {"Clean up", "move content to the trash or remove it at your providers, after a verified copy is in your vault"},
-	"restore":          {"Restore", "bring content back from your vault or the provider's trash"},
-	"migrate":          {"Move", "move content from one provider to another"},
-	"monitor":          {"Watch", "keep an eye on your accounts for changes, storage limits and billing traps"},
-	"automate":         {"Act on a schedule", "run plans you approved without asking you each time"},
-	"billable_execute": {"Run billed work", "run executions that are billed to the application's developer account"},
-}
 
 // connectPages mounts the consent page and its forms.
 func (s *Server) connectPages(mux *http.ServeMux) {
@@ -70,90 +31,12 @@ func (s *Server) connectPages(mux *http.ServeMux) {
 	mux.HandleFunc("POST /connect/{id}/provider", s.consentProvider)
 }
 
-// pageView is what the templates render.
-type pageView struct {
-	Title, App, Action, Token, User, Expires, Email string
-	Notice, Error                                   string
-	Provider                                        string
-	Test                                            bool
-	// Destructive is set when the application asks to remove or move content.
-	Destructive bool
-	// Connected is set once the user connected a provider account during this consent.
-	Connected bool
-	Ops       []opView
-	Sources   []sourceView
-	Style     template.CSS
-}
-
-type opView struct{ Title, Words string }
-
-type sourceView struct {
-	ID, Name, Detail string
-	Checked          bool
-}
-
 // consentRequest is what every consent handler starts from.
 type consentRequest struct {
 	csn   *platform.ConnectSession
 	app   *platform.Application
 	user  *platform.User // nil when not signed in
 	token string         // the session token
-}
-
-// pageHeaders are the security headers of every page: no framing (clickjacking a consent is
-// the classic attack), no script, forms only to svc and to where the flow redirects, no
-// referrer (the URLs carry ids), no caching.
-func (s *Server) pageHeaders(w http.ResponseWriter, formTargets ...string) {
-	h := w.Header()
-	targets := []string{"'self'"}
-	for _, t := range formTargets {
-		if src := cspSource(t); src != "" && !slices.Contains(targets, src) {
-			targets = append(targets, src)
-		}
-	}
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src "+connectStyleHash+"; form-action "+strings.Join(targets, " ")+
-		"; frame-ancestors 'none'; base-uri 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
-}
-
-// cspSource is the CSP source expression of a URL's origin ("https://app.example", or
-// "myapp:" for a custom scheme).
-func cspSource(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || strings.ContainsAny(raw, " ;,'\"") {
-		return ""
-	}
-	if u.Host == "" {
-		return u.Scheme + ":"
-	}
-	return u.Scheme + "://" + u.Host
-}
-
-func (s *Server) render(w http.ResponseWriter, status int, name string, v *pageView) {
-	v.Style = template.CSS(connectStyle)
-	var buf bytes.Buffer
-	if err := connectTemplates.ExecuteTemplate(&buf, name, v); err != nil {
-		s.log.Error("render page", "template", name, "err", err)
-		http.Error(w, "The page could not be shown.", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
-
-func (s *Server) message(w http.ResponseWriter, status int, title, text string) {
-	s.pageHeaders(w)
-	v := &pageView{Title: title}
-	if status >= 400 {
-		v.Error = text
-	} else {
-		v.Notice = text
-	}
-	s.render(w, status, "message", v)
 }
 
 // begin loads the connect session, its application and the signed-in user (if any), after
@@ -178,11 +61,11 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request) *consentRequest {
 		}
 	}
 	if errors.Is(err, platform.ErrNotFound) {
-		s.message(w, http.StatusNotFound, "Request not found", "This connect request does not exist. Go back to the application and start again.")
+		page.Message(w, s.log, http.StatusNotFound, "Request not found", "This connect request does not exist. Go back to the application and start again.")
 		return nil
 	}
 	s.log.ErrorContext(r.Context(), "consent page", "request_id", requestIDFrom(r.Context()), "err", err)
-	s.message(w, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
+	page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
 	return nil
 }
 
@@ -190,11 +73,11 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request) *consentRequest {
 // form's csrf_token must be the consent token of this browser session.
 func (s *Server) checkPost(w http.ResponseWriter, r *http.Request, cr *consentRequest, needToken bool) bool {
 	if err := s.csrf.Check(r); err != nil {
-		s.message(w, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was refused. Open the connect link again and decide there.")
+		page.Message(w, s.log, http.StatusForbidden, "Request refused", "This form was sent from another site, so it was refused. Open the connect link again and decide there.")
 		return false
 	}
 	if err := r.ParseForm(); err != nil {
-		s.message(w, http.StatusBadRequest, "Request refused", "The form could not be read.")
+		page.Message(w, s.log, http.StatusBadRequest, "Request refused", "The form could not be read.")
 		return false
 	}
 	if !needToken {
@@ -205,7 +88,7 @@ func (s *Server) checkPost(w http.ResponseWriter, r *http.Request, cr *consentRe
 		return false
 	}
 	if !cr.csn.CheckConsentToken(cr.token, r.PostForm.Get("csrf_token")) {
-		s.message(w, http.StatusForbidden, "Request refused", "This form is out of date or did not come from this page. Open the connect link again.")
+		page.Message(w, s.log, http.StatusForbidden, "Request refused", "This form is out of date or did not come from this page. Open the connect link again.")
 		return false
 	}
 	return true
@@ -217,11 +100,11 @@ func (s *Server) decided(w http.ResponseWriter, cr *consentRequest) bool {
 	case platform.ConnectPending:
 		return false
 	case platform.ConnectExpired:
-		s.message(w, http.StatusGone, "This request has expired", "Connect requests are valid for 30 minutes. Go back to "+cr.app.Name+" and start again.")
+		page.Message(w, s.log, http.StatusGone, "This request has expired", "Connect requests are valid for 30 minutes. Go back to "+cr.app.Name+" and start again.")
 	case platform.ConnectApproved:
-		s.message(w, http.StatusConflict, "Already approved", "You approved this request. You can revoke "+cr.app.Name+"'s access at any time.")
+		page.Message(w, s.log, http.StatusConflict, "Already approved", "You approved this request. You can revoke "+cr.app.Name+"'s access at any time.")
 	default:
-		s.message(w, http.StatusConflict, "Already denied", "This request was denied. Nothing was shared with "+cr.app.Name+".")
+		page.Message(w, s.log, http.StatusConflict, "Already denied", "This request was denied. Nothing was shared with "+cr.app.Name+".")
 	}
 	return true
 }
@@ -238,7 +121,7 @@ func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
 	v, err := s.consentView(r.Context(), cr)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "consent page", "request_id", requestIDFrom(r.Context()), "err", err)
-		s.message(w, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
+		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
 		return
 	}
 	q := r.URL.Query()
@@ -249,7 +132,7 @@ func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
 		v.Error = v.Provider + " did not connect (" + errorCode(code) + "). You can try again, or go on without it."
 	}
 	s.consentHeaders(w, cr)
-	s.render(w, http.StatusOK, "consent", v)
+	page.Render(w, s.log, http.StatusOK, "consent", v)
 }
 
 func (s *Server) consentHeaders(w http.ResponseWriter, cr *consentRequest) {
@@ -257,21 +140,21 @@ func (s *Server) consentHeaders(w http.ResponseWriter, cr *consentRequest) {
 	if p, ok := s.oauthProvider(providers.Name(cr.csn.Provider)); ok {
 		targets = append(targets, p.AuthURL)
 	}
-	s.pageHeaders(w, targets...)
+	page.Headers(w, targets...)
 }
 
 // consentView gathers what the consent page shows: the application, the operation classes in
 // plain words, and the user's sources in the session's mode.
-func (s *Server) consentView(ctx context.Context, cr *consentRequest) (*pageView, error) {
+func (s *Server) consentView(ctx context.Context, cr *consentRequest) (*page.View, error) {
 	csn := cr.csn
-	v := &pageView{Title: "Connect " + cr.app.Name, App: cr.app.Name, Action: consentPath(csn.ID), Token: csn.ConsentToken(cr.token),
+	v := &page.View{Title: "Connect " + cr.app.Name, App: cr.app.Name, Action: consentPath(csn.ID), Token: csn.ConsentToken(cr.token),
 		User: cr.user.Email, Test: csn.Mode == platform.ModeTest, Expires: csn.ExpiresAt.UTC().Format("15:04 UTC")}
 	for _, op := range csn.OperationClasses {
-		w, ok := opWords[op]
+		w, ok := page.OpWords[op]
 		if !ok {
 			w = [2]string{op, op}
 		}
-		v.Ops = append(v.Ops, opView{Title: w[0], Words: w[1]})
+		v.Ops = append(v.Ops, page.Op{Title: w[0], Words: w[1]})
 		v.Destructive = v.Destructive || op == "remove" || op == "migrate"
 	}
 	v.Connected = len(csn.ConnectedSourceIDs) > 0
@@ -288,7 +171,7 @@ func (s *Server) consentView(ctx context.Context, cr *consentRequest) (*pageView
 		if src.Email != nil && !strings.Contains(src.DisplayName, src.GetEmail()) {
 			detail += " · " + src.GetEmail()
 		}
-		v.Sources = append(v.Sources, sourceView{ID: src.Id, Name: src.DisplayName, Detail: detail,
+		v.Sources = append(v.Sources, page.Source{ID: src.Id, Name: src.DisplayName, Detail: detail,
 			Checked: fresh || slices.Contains(csn.SourceIDs, src.Id)})
 		return true
 	})
@@ -296,12 +179,12 @@ func (s *Server) consentView(ctx context.Context, cr *consentRequest) (*pageView
 }
 
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request, cr *consentRequest, status int, errText string) {
-	s.pageHeaders(w)
-	v := &pageView{Title: "Sign in", App: cr.app.Name, Action: consentPath(cr.csn.ID), Error: errText}
+	page.Headers(w)
+	v := &page.View{Title: "Sign in", App: cr.app.Name, Action: consentPath(cr.csn.ID), Error: errText}
 	if r.Method == http.MethodPost {
 		v.Email = r.PostForm.Get("email")
 	}
-	s.render(w, status, "signin", v)
+	page.Render(w, s.log, status, "signin", v)
 }
 
 // consentSignIn signs the user in from the consent page and comes back to it. It is the same
@@ -318,12 +201,12 @@ func (s *Server) consentSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "consent sign-in", "request_id", requestIDFrom(r.Context()), "err", err)
-		s.message(w, http.StatusInternalServerError, "Something went wrong", "You could not be signed in. Try again in a moment.")
+		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "You could not be signed in. Try again in a moment.")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: platform.SessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: s.secureCookies(r), MaxAge: int(s.accounts.SessionTTL().Seconds())})
-	s.pageHeaders(w)
+	page.Headers(w)
 	http.Redirect(w, r, consentPath(cr.csn.ID), http.StatusSeeOther)
 }
 
@@ -350,7 +233,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 		for _, id := range chosen {
 			src, err := s.sources.Get(ctx, tenant.String(), id)
 			if err != nil || src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_CONNECTED {
-				s.message(w, http.StatusBadRequest, "Request refused", "One of the sources chosen is not one of your connected sources.")
+				page.Message(w, s.log, http.StatusBadRequest, "Request refused", "One of the sources chosen is not one of your connected sources.")
 				return
 			}
 		}
@@ -380,7 +263,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs)})
 		s.backToApp(w, r, csn, url.Values{"connection_id": {conn.ID}})
 	default:
-		s.message(w, http.StatusBadRequest, "Request refused", "Choose Approve or Deny.")
+		page.Message(w, s.log, http.StatusBadRequest, "Request refused", "Choose Approve or Deny.")
 	}
 }
 
@@ -395,12 +278,12 @@ func (s *Server) pageCaller(r *http.Request, cr *consentRequest) context.Context
 func (s *Server) consentError(w http.ResponseWriter, r *http.Request, cr *consentRequest, status int, text string) {
 	v, err := s.consentView(r.Context(), cr)
 	if err != nil {
-		s.message(w, status, "Request refused", text)
+		page.Message(w, s.log, status, "Request refused", text)
 		return
 	}
 	v.Error = text
 	s.consentHeaders(w, cr)
-	s.render(w, status, "consent", v)
+	page.Render(w, s.log, status, "consent", v)
 }
 
 func (s *Server) decisionFailed(w http.ResponseWriter, r *http.Request, cr *consentRequest, err error) {
@@ -413,13 +296,13 @@ func (s *Server) decisionFailed(w http.ResponseWriter, r *http.Request, cr *cons
 			cr.csn = csn
 		}
 		if !s.decided(w, cr) {
-			s.message(w, http.StatusConflict, "Already decided", "This request was already decided.")
+			page.Message(w, s.log, http.StatusConflict, "Already decided", "This request was already decided.")
 		}
 	case errors.Is(err, platform.ErrScope):
-		s.message(w, http.StatusForbidden, "Request refused", cr.app.Name+" is no longer allowed what it asked for. Go back to it and start again.")
+		page.Message(w, s.log, http.StatusForbidden, "Request refused", cr.app.Name+" is no longer allowed what it asked for. Go back to it and start again.")
 	default:
 		s.log.ErrorContext(r.Context(), "consent decision", "request_id", requestIDFrom(r.Context()), "err", err)
-		s.message(w, http.StatusInternalServerError, "Something went wrong", "Your decision could not be recorded. Try again in a moment.")
+		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "Your decision could not be recorded. Try again in a moment.")
 	}
 }
 
@@ -428,7 +311,7 @@ func (s *Server) decisionFailed(w http.ResponseWriter, r *http.Request, cr *cons
 func (s *Server) backToApp(w http.ResponseWriter, r *http.Request, csn *platform.ConnectSession, q url.Values) {
 	u, err := url.Parse(csn.RedirectURI)
 	if err != nil {
-		s.message(w, http.StatusInternalServerError, "Something went wrong", "The application's return address is not valid.")
+		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "The application's return address is not valid.")
 		return
 	}
 	all := u.Query()
@@ -439,7 +322,7 @@ func (s *Server) backToApp(w http.ResponseWriter, r *http.Request, csn *platform
 		all.Set("state", csn.State)
 	}
 	u.RawQuery = all.Encode()
-	s.pageHeaders(w, csn.RedirectURI)
+	page.Headers(w, csn.RedirectURI)
 	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 }
 
@@ -463,9 +346,9 @@ func (s *Server) consentProvider(w http.ResponseWriter, r *http.Request) {
 		ConnectSessionID: cr.csn.ID, Provider: string(name), Verifier: verifier, RedirectURL: redirectURL})
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "begin oauth", "request_id", requestIDFrom(r.Context()), "err", err)
-		s.message(w, http.StatusInternalServerError, "Something went wrong", "The connection could not be started. Try again in a moment.")
+		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "The connection could not be started. Try again in a moment.")
 		return
 	}
-	s.pageHeaders(w, p.AuthURL)
+	page.Headers(w, p.AuthURL)
 	http.Redirect(w, r, p.oauth2(redirectURL).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), http.StatusSeeOther)
 }
