@@ -74,3 +74,14 @@ func TestSeamConformance(t *testing.T) {
 		return s
 	})
 }
+
+// The bbolt store passes the hosted store's conformance suite.
+func TestHostedConformance(t *testing.T) {
+	storagetest.RunHosted(t, func(t *testing.T) storage.Hosted {
+		s, err := bolt.OpenSeam(filepath.Join(t.TempDir(), "svc.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
