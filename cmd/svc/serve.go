@@ -43,6 +43,7 @@ func newServeCmd() *cobra.Command {
 		verifyBudget  int64
 		deletionGrace time.Duration
 		exportDaily   int64
+		maxConns      int
 		intelEvery    time.Duration
 		coldAfter     time.Duration
 		vaultStore    vaultFlags
@@ -63,7 +64,7 @@ func newServeCmd() *cobra.Command {
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
-				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily,
+				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns,
 				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
 		},
 	}
@@ -87,6 +88,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&drain, "drain", 30*time.Second, "on SIGTERM, how long in-flight requests may take before the process stops anyway")
 	f.DurationVar(&deletionGrace, "deletion-grace", server.DefaultDeletionGrace, "how long a deleted account can still be kept by cancelling its deletion job before it is erased")
 	f.Int64Var(&exportDaily, "export-daily-bytes", export.DefaultDailyBytes, "bytes of export archives an account may have written in any 24 hours before another export is refused (409 limit_reached); negative: no bound")
+	f.IntVar(&maxConns, "max-connections", server.DefaultMaxConns, "connections held open at once: at the bound the longest idle is closed, and a new one is refused (503) only when all are busy")
 	vaultStore.register(f)
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
@@ -126,6 +128,7 @@ type serveOptions struct {
 	// deletionGrace is how long a deleted account is kept; exportDaily bounds its exports.
 	deletionGrace time.Duration
 	exportDaily   int64
+	maxConns      int
 	// verifyEvery and verifyBudget configure scheduled verification (0: never).
 	verifyEvery  time.Duration
 	verifyBudget int64
@@ -243,7 +246,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	// long as they take; the per-request deadline bounds how long one may take to start.
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(server.LimitConnections(hs, ln, o.maxConns)) }()
 	logger.Info("svc listening", "base_url", baseURL, "data", o.dataDir)
 
 	select {
