@@ -965,3 +965,41 @@ func TestRefusalByIDCostsWhatAMissCosts(t *testing.T) {
 		t.Fatalf("a refusal (%v) and a miss (%v) are told apart by their time", mh, mm)
 	}
 }
+
+// Every route that reaches an end user's state (the caller's tenant, a connection's user, a
+// resource named by id) has an operation class, so a key's scopes and a connection's grant
+// decide it; a route without one fails here (issue 21, 8: GET /v1/jobs listed the jobs a
+// restore-only key could not read one by one).
+func TestEveryTenantRouteHasAnOperationClass(t *testing.T) {
+	for name, cls := range matrixClass {
+		if cls != clsCX && cls != clsByID && cls != clsTenant {
+			continue
+		}
+		service, method, _ := strings.Cut(name, "/")
+		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName("svc.v1." + service))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := d.(protoreflect.ServiceDescriptor).Methods().ByName(protoreflect.Name(method))
+		if ep, _ := proto.GetExtension(md.Options(), svcv1.E_Endpoint).(*svcv1.Endpoint); ep.GetOperationClass() == "" {
+			t.Errorf("%s reaches an end user's state (%s) with no operation class", name, cls)
+		}
+	}
+}
+
+// A key scoped to restore lists no jobs (it could not read one by id either), and a key
+// scoped to discover lists no events.
+func TestListsFollowTheKeysScopes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, restoreKey, err := e.srv.Developers().CreateKey(ctx, e.creds.ApplicationID, platform.ModeTest, []string{"restore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := func(k string) []string { return []string{"Authorization", "Bearer " + k} }
+	checkProblem(t, e.do("GET", "/v1/jobs", "", bearer(restoreKey)...), 403, "forbidden")
+	checkProblem(t, e.do("GET", "/v1/events", "", bearer(restoreKey)...), 403, "forbidden")
+	if r := e.do("GET", "/v1/jobs", "", e.key()...); r.status != 200 {
+		t.Fatalf("a full key lists jobs: %d %s", r.status, r.body)
+	}
+}

@@ -2203,10 +2203,10 @@ const file_svc_v1_developer_proto_rawDesc = "" +
 	"\tRotateKey\x12\x12.svc.v1.KeyRequest\x1a\x0e.svc.v1.ApiKey\"H\x9a\xb5\x18\x05\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x029:\x01*\"4/v1/developer/applications/{id}/keys/{key_id}/rotate\x12m\n" +
 	"\tRevokeKey\x12\x12.svc.v1.KeyRequest\x1a\x0e.svc.v1.ApiKey\"<\x9a\xb5\x18\x03\"\x01\x02\x82\xd3\xe4\x93\x02/*-/v1/developer/applications/{id}/keys/{key_id}\x12x\n" +
 	"\x12CreateOrganization\x12!.svc.v1.CreateOrganizationRequest\x1a\x14.svc.v1.Organization\")\x9a\xb5\x18\b\b\xc9\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/developer/orgs\x12\x93\x01\n" +
-	"\x14ListApplicationAudit\x12#.svc.v1.ListApplicationAuditRequest\x1a$.svc.v1.ListApplicationAuditResponse\"0\x82\xd3\xe4\x93\x02'\x12%/v1/developer/applications/{id}/audit\x90\x02\x012j\n" +
-	"\fEventService\x12Z\n" +
+	"\x14ListApplicationAudit\x12#.svc.v1.ListApplicationAuditRequest\x1a$.svc.v1.ListApplicationAuditResponse\"0\x82\xd3\xe4\x93\x02'\x12%/v1/developer/applications/{id}/audit\x90\x02\x012w\n" +
+	"\fEventService\x12g\n" +
 	"\n" +
-	"ListEvents\x12\x19.svc.v1.ListEventsRequest\x1a\x1a.svc.v1.ListEventsResponse\"\x15\x82\xd3\xe4\x93\x02\f\x12\n" +
+	"ListEvents\x12\x19.svc.v1.ListEventsRequest\x1a\x1a.svc.v1.ListEventsResponse\"\"\x9a\xb5\x18\t*\amonitor\x82\xd3\xe4\x93\x02\f\x12\n" +
 	"/v1/events\x90\x02\x012\xdf\x06\n" +
 	"\x0eWebhookService\x12i\n" +
 	"\fListWebhooks\x12\x1b.svc.v1.ListWebhooksRequest\x1a\x1c.svc.v1.ListWebhooksResponse\"\x1e\x9a\xb5\x18\x03\"\x01\x03\x82\xd3\xe4\x93\x02\x0e\x12\f/v1/webhooks\x90\x02\x01\x12c\n" +

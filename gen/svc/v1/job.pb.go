@@ -288,11 +288,12 @@ const file_svc_v1_job_proto_rawDesc = "" +
 	"\x10CancelJobRequest\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^job_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
 	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
-	"\x0e_connection_id2\x9f\x02\n" +
+	"\x0e_connection_id2\xad\x02\n" +
 	"\n" +
 	"JobService\x12V\n" +
-	"\x06GetJob\x12\x15.svc.v1.GetJobRequest\x1a\v.svc.v1.Job\"(\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/jobs/{id}\x90\x02\x01\x12R\n" +
-	"\bListJobs\x12\x17.svc.v1.ListJobsRequest\x1a\x18.svc.v1.ListJobsResponse\"\x13\x82\xd3\xe4\x93\x02\n" +
+	"\x06GetJob\x12\x15.svc.v1.GetJobRequest\x1a\v.svc.v1.Job\"(\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/jobs/{id}\x90\x02\x01\x12`\n" +
+	"\bListJobs\x12\x17.svc.v1.ListJobsRequest\x1a\x18.svc.v1.ListJobsResponse\"!\x9a\xb5\x18\n" +
+	"*\bdiscover\x82\xd3\xe4\x93\x02\n" +
 	"\x12\b/v1/jobs\x90\x02\x01\x12e\n" +
 	"\tCancelJob\x12\x18.svc.v1.CancelJobRequest\x1a\v.svc.v1.Job\"1\x9a\xb5\x18\x0e\x10\x01*\bpreserve0\x01\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/v1/jobs/{id}/cancelB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
