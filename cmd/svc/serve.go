@@ -189,25 +189,28 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.stripeKey != "" {
 		processor = stripe.New(o.stripeKey, &stripe.Options{URL: o.stripeURL})
 	}
-	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: o.baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, ExportDailyBytes: o.exportDaily,
+	// Listen first: without --base-url the links svc signs (export downloads, the portal, OAuth
+	// callbacks) name the listen address, never a request's Host header.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
+	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, ExportDailyBytes: o.exportDaily,
 		RequestTimeout: o.requestTimeout})
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	if o.debugAddr != "" {
 		stopDebug, err := serveDebug(o.debugAddr, logger)
 		if err != nil {
+			ln.Close()
 			srv.Close()
 			return err
 		}
 		defer stopDebug()
 	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("listen: %w", err)
-	}
-	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
 	if o.dev {
 		var extra []server.SourceSpec
 		for _, ds := range o.devSources {

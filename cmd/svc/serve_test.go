@@ -110,6 +110,21 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	if s := get("/v1/account", "Cookie", "svc_session="+creds["session_cookie"]); s != 200 {
 		t.Fatalf("session cookie: %d", s)
 	}
+	// Without --base-url, signed links name the listen address whatever Host a request says
+	// (issue 21): the seeded export's download URL, read with a forged Host.
+	req, _ := http.NewRequest("GET", base+"/v1/jobs?kind=export", nil)
+	req.Host = "evil.example"
+	req.Header.Set("Cookie", "svc_session="+creds["session_cookie"])
+	req.Header.Set("Svc-Mode", "test")
+	if res, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(body), `"url":"`+base+"/v1/exports/") || strings.Contains(string(body), "evil.example") {
+			t.Fatalf("export links without --base-url: %d %s", res.StatusCode, body)
+		}
+	}
 
 	// The plan client: create a plan over the seeded simulated sources, then authorize it as
 	// the end user (the plan needs the user's approval: it removes more than an application
