@@ -20,6 +20,7 @@ import (
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
+	"svc.dev/svc/vault/search"
 	"svc.dev/svc/wire"
 )
 
@@ -165,6 +166,8 @@ func toProblem(err error) *problem {
 		return newProblem(http.StatusConflict, codeLimitReached, "The plan is over its "+be.Budget+" budget: "+
 			strings.TrimPrefix(be.Error(), plan.ErrBudgetExceeded.Error()+" ("+be.Budget+"): ")+
 			". Plan over fewer sources, or with a narrower policy.")
+	case errors.Is(err, search.ErrBusy):
+		return newProblem(http.StatusServiceUnavailable, codeUnavailable, "Search is busy with other queries; retry in a few seconds.")
 	case errors.Is(err, execute.ErrFenced), errors.Is(err, job.ErrFenced):
 		return newProblem(http.StatusConflict, codeInvalidState, "The account is being deleted; cancel the deletion job to use it again.")
 	case errors.As(err, new(*export.QuotaError)):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp/syntax"
 	"slices"
@@ -83,6 +84,15 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Result, err
 	}
 	qctx, cancel := context.WithTimeout(ctx, QueryTimeout)
 	defer cancel()
+	select {
+	case x.slots <- struct{}{}:
+		defer func() { <-x.slots }()
+	case <-qctx.Done():
+		if ctx.Err() == nil {
+			return Result{}, ErrBusy
+		}
+		return Result{}, ctx.Err()
+	}
 	t.mu.RLock()
 	res, err := t.idx.SearchInContext(qctx, req)
 	t.mu.RUnlock()
@@ -372,6 +382,10 @@ const (
 	// QueryTimeout bounds the time one query may take.
 	QueryTimeout = 5 * time.Second
 )
+
+// ErrBusy is returned when a query waited its whole time for one of the slots queries run
+// in (half the cores): the index is busy with other queries; retry later.
+var ErrBusy = errors.New("search: busy with other queries")
 
 // ErrQueryTooBroad is returned (it wraps ErrInvalidQuery) when a query asks more of the index
 // than its cost model allows.

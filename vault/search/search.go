@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,9 @@ type Options struct {
 type Index struct {
 	dir  string
 	text TextSource
+	// slots bounds the queries that run at once (half the cores, at least one), so that
+	// searches, however many, leave cores to every other request.
+	slots chan struct{}
 
 	mu      sync.Mutex
 	closed  bool
@@ -116,7 +120,7 @@ func OpenWith(dir string, opts *Options) (*Index, error) {
 			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
-	x := &Index{dir: dir, tenants: map[string]*tenantIndex{}}
+	x := &Index{dir: dir, tenants: map[string]*tenantIndex{}, slots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 	if opts != nil {
 		x.text = opts.Text
 	}
