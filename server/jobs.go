@@ -130,10 +130,16 @@ func (s *Server) cancelJob(ctx context.Context, req *svcv1.CancelJobRequest) (*s
 	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION && c.User == nil {
 		return nil, newProblem(http.StatusForbidden, codeForbidden, "Only the account's user, signed in, can cancel its deletion.")
 	}
-	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION && j.GetStatus() == svcv1.JobStatus_JOB_STATUS_RUNNING {
-		return nil, newProblem(http.StatusConflict, codeInvalidState, "The account's deletion has started; it can no longer be cancelled.")
+	started := newProblem(http.StatusConflict, codeInvalidState, "The account's deletion has started; it can no longer be cancelled.")
+	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION {
+		// Checked in the cancel's own write: a deletion that starts meanwhile is not cancelled.
+		j, err = s.jobRunner.CancelQueued(ctx, tenant, req.GetId())
+		if errors.Is(err, job.ErrNotQueued) {
+			return nil, started
+		}
+	} else {
+		j, err = s.jobRunner.Cancel(ctx, tenant, req.GetId())
 	}
-	j, err = s.jobRunner.Cancel(ctx, tenant, req.GetId())
 	if errors.Is(err, job.ErrFinished) {
 		return nil, newProblem(http.StatusConflict, codeInvalidState, "The job has finished; only a queued or running job can be cancelled.")
 	}

@@ -280,6 +280,16 @@ func (r *Runner) claim(ctx context.Context, tenant, id string) (*svcv1.Job, erro
 // Cancel cancels a job: a queued one is cancelled at once, a running one is told to stop (its
 // status becomes cancelled when its work returns). ErrFinished when it has ended.
 func (r *Runner) Cancel(ctx context.Context, tenant, id string) (*svcv1.Job, error) {
+	return r.cancel(ctx, tenant, id, false)
+}
+
+// CancelQueued cancels a job only while it is queued, in the same write that checks it:
+// ErrNotQueued once it has started (a job whose start cannot be undone, such as an erasure).
+func (r *Runner) CancelQueued(ctx context.Context, tenant, id string) (*svcv1.Job, error) {
+	return r.cancel(ctx, tenant, id, true)
+}
+
+func (r *Runner) cancel(ctx context.Context, tenant, id string, queuedOnly bool) (*svcv1.Job, error) {
 	var out *svcv1.Job
 	wasQueued := false
 	err := r.store.Update(ctx, tenant, id, func(j *svcv1.Job) error {
@@ -289,6 +299,9 @@ func (r *Runner) Cancel(ctx context.Context, tenant, id string) (*svcv1.Job, err
 			j.Status, j.UpdatedAt, j.FinishedAt = svcv1.JobStatus_JOB_STATUS_CANCELLED, now, now
 			wasQueued = true
 		case svcv1.JobStatus_JOB_STATUS_RUNNING:
+			if queuedOnly {
+				return ErrNotQueued
+			}
 		default:
 			return ErrFinished
 		}

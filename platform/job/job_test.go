@@ -212,3 +212,30 @@ func equal[T comparable](a, b []T) bool {
 	}
 	return true
 }
+
+// CancelQueued cancels a queued job, and refuses one that started, in the write that checks.
+func TestCancelQueuedRefusesAStartedJob(t *testing.T) {
+	ctx := context.Background()
+	st := newMemStore()
+	r := job.NewRunner(st, nil, nil)
+	defer r.Close()
+	j, err := r.Create(ctx, "live:usr_1", svcv1.JobKind_JOB_KIND_DELETION)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	go r.Execute(ctx, "live:usr_1", j.Id, func(ctx context.Context, _ *job.Progress) (map[string]any, error) {
+		close(started)
+		<-release
+		return nil, nil
+	})
+	<-started
+	if _, err := r.CancelQueued(ctx, "live:usr_1", j.Id); !errors.Is(err, job.ErrNotQueued) {
+		t.Fatalf("cancelling a started job: %v", err)
+	}
+	close(release)
+	q, _ := r.Create(ctx, "live:usr_1", svcv1.JobKind_JOB_KIND_DELETION)
+	if c, err := r.CancelQueued(ctx, "live:usr_1", q.Id); err != nil || c.GetStatus() != svcv1.JobStatus_JOB_STATUS_CANCELLED {
+		t.Fatalf("cancelling a queued job: %v %v", c, err)
+	}
+}
