@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"sync"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -16,7 +14,6 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
-	"svc.dev/svc/storage"
 	"svc.dev/svc/wire"
 )
 
@@ -201,7 +198,7 @@ func (s *Server) listApplicationAudit(ctx context.Context, req *svcv1.ListApplic
 	if err != nil {
 		return nil, err
 	}
-	s.audit.flush()
+	s.audit.Flush()
 	after, limit, binding, err := s.pageStart(ctx, svcv1connect.DeveloperServiceListApplicationAuditProcedure, req)
 	if err != nil {
 		return nil, err
@@ -242,7 +239,7 @@ func (s *Server) auditChange(ctx context.Context, appID, action, target string, 
 		}
 		e.Detail.Fields["request_id"] = structpb.NewStringValue(c.RequestID)
 	}
-	s.audit.add(auditTenant(appID), e.Id, e)
+	s.audit.Add(auditTenant(appID), e.Id, e)
 }
 
 // auditCall records a call made with an application's key: who, what (the procedure and the
@@ -266,7 +263,7 @@ func (s *Server) auditCall(m *method, in incoming, req proto.Message, out *outco
 	if t := auditTarget(req, out.msg); t != "" {
 		e.Target = &t
 	}
-	s.audit.add(auditTenant(c.Key.AppID), e.Id, e)
+	s.audit.Add(auditTenant(c.Key.AppID), e.Id, e)
 }
 
 // auditTarget is the resource a call acted on: the request's id, else the id of what it made.
@@ -285,82 +282,4 @@ func auditTarget(msgs ...proto.Message) string {
 		}
 	}
 	return ""
-}
-
-// batchWriter writes resources in the background, many per transaction, so that recording
-// every call (audit) or state change (events) costs the request no disk write. flush waits for
-// what was added; close writes what is pending. A crash loses at most the last few
-// milliseconds of entries, which is the trade-off for keeping fsyncs off the request path.
-type batchWriter[T proto.Message] struct {
-	col  storage.Records[T]
-	log  func(error)
-	mu   sync.Mutex
-	cond *sync.Cond
-	buf  []storage.Item[T]
-	busy bool
-	stop bool
-	done chan struct{}
-}
-
-func newBatchWriter[T proto.Message](col storage.Records[T], log func(error)) *batchWriter[T] {
-	w := &batchWriter[T]{col: col, log: log, done: make(chan struct{})}
-	w.cond = sync.NewCond(&w.mu)
-	go w.loop()
-	return w
-}
-
-func (w *batchWriter[T]) add(tenant, id string, v T) {
-	w.mu.Lock()
-	w.buf = append(w.buf, storage.Item[T]{Tenant: tenant, ID: id, Value: v})
-	w.mu.Unlock()
-	w.cond.Broadcast()
-}
-
-func (w *batchWriter[T]) loop() {
-	defer close(w.done)
-	for {
-		w.mu.Lock()
-		for len(w.buf) == 0 && !w.stop {
-			w.cond.Wait()
-		}
-		if len(w.buf) == 0 && w.stop {
-			w.mu.Unlock()
-			return
-		}
-		batch := w.buf
-		w.buf, w.busy = nil, true
-		w.mu.Unlock()
-		var err error
-		for attempt := 0; attempt < 3; attempt++ {
-			if err = w.col.PutMany(context.Background(), batch); err == nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err != nil && w.log != nil {
-			w.log(err)
-		}
-		w.mu.Lock()
-		w.busy = false
-		w.mu.Unlock()
-		w.cond.Broadcast()
-	}
-}
-
-// flush waits until everything added so far is written.
-func (w *batchWriter[T]) flush() {
-	w.mu.Lock()
-	for len(w.buf) > 0 || w.busy {
-		w.cond.Wait()
-	}
-	w.mu.Unlock()
-}
-
-// close writes what is pending and stops the writer.
-func (w *batchWriter[T]) close() {
-	w.mu.Lock()
-	w.stop = true
-	w.mu.Unlock()
-	w.cond.Broadcast()
-	<-w.done
 }

@@ -143,7 +143,7 @@ type Server struct {
 	destinations storage.Records[*svcv1.Destination]
 	executions   storage.Records[*svcv1.Execution]
 	auditLog     storage.Records[*svcv1.AuditEntry]
-	audit        *batchWriter[*svcv1.AuditEntry]
+	audit        *storage.Batcher[*svcv1.AuditEntry]
 	eventLog     storage.Records[*svcv1.Event]
 	meter        *platform.Meter
 
@@ -261,7 +261,7 @@ func New(cfg Config) (*Server, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
-	s.audit = newBatchWriter(s.auditLog, logErr("audit log"))
+	s.audit = storage.NewBatcher(s.auditLog, logErr("audit log"))
 	if s.meter, err = platform.OpenMeter(filepath.Join(cfg.DataDir, usageLogFile), store.Usage(), s.devs, platform.MeterOptions{
 		Now: cfg.Now, Logger: cfg.Logger, RotateAt: usageLogRotate,
 		OnCeiling: func(ctx context.Context, orgID, typ string, data map[string]any) {
@@ -325,7 +325,7 @@ func (s *Server) Close() error {
 	s.background.Wait() // the scrub loop stops between objects
 	s.core.Close()      // the search index, the vault, the sources it opened, the built-in providers it made
 	s.meter.Close()
-	s.audit.close()
+	s.audit.Close()
 	return s.store.Close()
 }
 

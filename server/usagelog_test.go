@@ -58,7 +58,7 @@ func TestUsageLogAcrossRestartsAndRotation(t *testing.T) {
 	s.stopHooks()
 	s.background.Wait()
 	s.vault.Close()
-	s.audit.close()
+	s.audit.Close()
 	s.store.Close()
 	s.meter.Close()
 
