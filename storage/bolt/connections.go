@@ -88,12 +88,7 @@ func (db *DB) CreateConnectSession(ctx context.Context, c *platform.ConnectSessi
 
 // ConnectSession implements platform.ConnectStore.
 func (db *DB) ConnectSession(ctx context.Context, id string) (*platform.ConnectSession, error) {
-	var c platform.ConnectSession
-	err := db.view(func(tx *bbolt.Tx) error { return getJSON(tx, bConnectSessions, id, &c, platform.ErrNotFound) })
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return viewJSON[platform.ConnectSession](db, bConnectSessions, id)
 }
 
 // UpdateConnectSession implements platform.ConnectStore.

@@ -55,12 +55,7 @@ func (db *DB) CreateUser(ctx context.Context, u *platform.User) error {
 
 // User implements platform.AccountStore.
 func (db *DB) User(ctx context.Context, id string) (*platform.User, error) {
-	var u platform.User
-	err := db.view(func(tx *bbolt.Tx) error { return getJSON(tx, bUsers, id, &u, platform.ErrNotFound) })
-	if err != nil {
-		return nil, err
-	}
-	return &u, nil
+	return viewJSON[platform.User](db, bUsers, id)
 }
 
 // UserByEmail implements platform.AccountStore.
@@ -95,12 +90,7 @@ func (db *DB) CreateSession(ctx context.Context, s *platform.Session) error {
 
 // Session implements platform.AccountStore.
 func (db *DB) Session(ctx context.Context, tokenHash string) (*platform.Session, error) {
-	var s platform.Session
-	err := db.view(func(tx *bbolt.Tx) error { return getJSON(tx, bSessions, tokenHash, &s, platform.ErrNotFound) })
-	if err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return viewJSON[platform.Session](db, bSessions, tokenHash)
 }
 
 // DeleteSession implements platform.AccountStore.
@@ -134,12 +124,7 @@ func (db *DB) CreateOrg(ctx context.Context, o *platform.Org) error {
 
 // Org implements platform.AccountStore.
 func (db *DB) Org(ctx context.Context, id string) (*platform.Org, error) {
-	var o platform.Org
-	err := db.view(func(tx *bbolt.Tx) error { return getJSON(tx, bOrgs, id, &o, platform.ErrNotFound) })
-	if err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return viewJSON[platform.Org](db, bOrgs, id)
 }
 
 // CreateApplication implements platform.DeveloperStore.
@@ -155,12 +140,7 @@ func (db *DB) CreateApplication(ctx context.Context, a *platform.Application) er
 
 // Application implements platform.DeveloperStore.
 func (db *DB) Application(ctx context.Context, id string) (*platform.Application, error) {
-	var a platform.Application
-	err := db.view(func(tx *bbolt.Tx) error { return getJSON(tx, bApps, id, &a, platform.ErrNotFound) })
-	if err != nil {
-		return nil, err
-	}
-	return &a, nil
+	return viewJSON[platform.Application](db, bApps, id)
 }
 
 // CreateKey implements platform.DeveloperStore.
@@ -210,12 +190,7 @@ func (db *DB) CreateConnection(ctx context.Context, c *platform.Connection) erro
 
 // Connection implements platform.DeveloperStore.
 func (db *DB) Connection(ctx context.Context, id string) (*platform.Connection, error) {
-	var c platform.Connection
-	err := db.view(func(tx *bbolt.Tx) error { return getJSON(tx, bConnections, id, &c, platform.ErrNotFound) })
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return viewJSON[platform.Connection](db, bConnections, id)
 }
 
 // ClaimIdempotency implements platform.IdempotencyStore. bbolt serializes write

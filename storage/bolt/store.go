@@ -213,3 +213,13 @@ func (db *DB) Probe(ctx context.Context) error {
 		return nil
 	})
 }
+
+// viewJSON reads the JSON record key of bucket name in one read transaction, or an error
+// wrapping platform.ErrNotFound.
+func viewJSON[T any](db *DB, name, key string) (*T, error) {
+	var v T
+	if err := db.view(func(tx *bbolt.Tx) error { return getJSON(tx, name, key, &v, platform.ErrNotFound) }); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
