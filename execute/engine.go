@@ -164,6 +164,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // by execution id
+	stopped bool                               // Shutdown was called: nothing more starts
 	pacing  map[providers.Name]*rate.Limiter
 	wg      sync.WaitGroup
 }
@@ -240,12 +241,17 @@ func (e *Engine) Resume(ctx context.Context) error {
 }
 
 // Cancel stops an execution: assets not yet started are skipped, assets in flight finish the
-// step they are in, and the execution ends cancelled, with its receipt.
+// step they are in, and the execution ends cancelled, with its receipt (or failed, when its
+// receipt cannot be made: see abandon). An unfinished execution this engine is not running (one
+// that an earlier process left running) is run now, to its cancelled end.
 func (e *Engine) Cancel(ctx context.Context, tenant, executionID string) error {
 	e.mu.Lock()
 	cancel, ok := e.running[executionID]
 	e.mu.Unlock()
 	err := e.store.UpdateExecution(ctx, tenant, executionID, func(x *svcv1.Execution) error {
+		if x.GetFinishedAt() != nil || x.GetReceiptId() != "" {
+			return ErrFinished
+		}
 		switch x.GetStatus() {
 		case svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING:
 			x.Errors = append(x.Errors, "cancelled")
@@ -258,6 +264,8 @@ func (e *Engine) Cancel(ctx context.Context, tenant, executionID string) error {
 	}
 	if ok {
 		cancel(context.Canceled)
+	} else {
+		e.launch(tenant, executionID)
 	}
 	return nil
 }
@@ -275,6 +283,7 @@ func (e *Engine) Wait() { e.wg.Wait() }
 // Shutdown stops running executions where they are; they resume on the next start.
 func (e *Engine) Shutdown() {
 	e.mu.Lock()
+	e.stopped = true
 	for _, c := range e.running {
 		c(errShutdown)
 	}
@@ -286,7 +295,7 @@ var errShutdown = errors.New("shutting down")
 
 func (e *Engine) launch(tenant, exeID string) {
 	e.mu.Lock()
-	if _, ok := e.running[exeID]; ok {
+	if _, ok := e.running[exeID]; ok || e.stopped {
 		e.mu.Unlock()
 		return
 	}

@@ -71,8 +71,22 @@ func done(o *svcv1.PlanObject, s svcv1.StepState) bool {
 	return false
 }
 
-// run executes (or resumes) one execution to its end.
+// run executes (or resumes) one execution to its end. An execution that cannot get there (its
+// receipt cannot be made, its plan cannot be read, ...) ends failed (abandon), unless the
+// engine is shutting down: it then resumes on the next start.
 func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
+	err := e.runToEnd(ctx, tenant, exeID)
+	if err == nil || errors.Is(context.Cause(ctx), errShutdown) {
+		return err
+	}
+	if aerr := e.abandon(context.WithoutCancel(ctx), tenant, exeID, err); aerr != nil {
+		return fmt.Errorf("%w; and it could not be ended: %w", err, aerr)
+	}
+	return err
+}
+
+// runToEnd is run's normal course: work through the plan, then finishRun.
+func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
 	var x *svcv1.Execution
 	err := e.store.UpdateExecution(ctx, tenant, exeID, func(stored *svcv1.Execution) error {
 		if stored.GetStatus() == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED {
@@ -85,6 +99,10 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if reason, ok := failedBefore(x); ok {
+		// Abandoned before a restart: end it as it was going to end.
+		return errors.New(reason)
 	}
 	p, err := e.store.PlanHeader(ctx, tenant, x.GetPlanId())
 	if err != nil {
@@ -241,6 +259,14 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		x.Errors = append(x.Errors, c.errors...)
 	}
 	end(x)
+	objects := uniqueObjects(e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()))
+	journal := func(fn func(Transition) error) error { return e.store.ScanJournal(ctx, r.tenant, r.exeID, fn) }
+	rc, err := e.receipt(ctx, r.tenant, x, r.plan, objects, journal)
+	if err != nil {
+		return fmt.Errorf("receipt: %w", err)
+	}
+	// The plan ends once the receipt is made: an execution whose receipt fails is abandoned,
+	// and its plan is then partially executed.
 	final := svcv1.PlanState_PLAN_STATE_EXECUTED
 	if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
 		final = svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED
@@ -254,21 +280,10 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		if plan.Final(p.GetState()) {
 			return nil // a resumed finish: already done
 		}
-		if err := plan.Transition(p, final); err != nil {
-			return err
-		}
-		r.plan = proto.Clone(p).(*svcv1.Plan)
-		r.plan.Objects = nil
-		return nil
+		return plan.Transition(p, final)
 	})
 	if err != nil {
 		return err
-	}
-	objects := uniqueObjects(e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()))
-	journal := func(fn func(Transition) error) error { return e.store.ScanJournal(ctx, r.tenant, r.exeID, fn) }
-	rc, err := e.finish.Finish(ctx, r.tenant, x, r.plan, objects, journal)
-	if err != nil {
-		return fmt.Errorf("receipt: %w", err)
 	}
 	return e.store.EndExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
 		if stored.GetReceiptId() != "" {
