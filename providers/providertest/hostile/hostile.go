@@ -28,6 +28,8 @@
 //	                 of the page before (offset pagination over a changing listing)
 //	  endless        the listing never ends: every page has a next page token
 //	  wide_ids       ids are padded to 1,000 bytes
+//	  temp_names     ids (and names) have the form of svc's own temporary
+//	                 files, ".svc-write-<32 hex digits>.tmp"
 //	  huge_page      the first page is larger than the protocol's 64 MiB message limit
 //	  freeze_fetch   Fetch stops its own process (SIGSTOP), as a frozen plugin
 //	  hang_fetch     Fetch blocks for an hour, ignoring its context
@@ -116,6 +118,9 @@ func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) 
 // ObjectID returns the id of the i-th object of a provider configured with
 // cfg.
 func ObjectID(cfg providers.Config, i int) string {
+	if strings.Contains(cfg["mode"], "temp_names") {
+		return fmt.Sprintf("%s%032x%s", tempPrefix, i, tempSuffix)
+	}
 	id := fmt.Sprintf("obj-%04d", i)
 	if strings.Contains(cfg["mode"], "wide_ids") {
 		id += strings.Repeat("w", 1000-len(id))
@@ -123,11 +128,33 @@ func ObjectID(cfg providers.Config, i int) string {
 	return id
 }
 
+// The form of svc's temporary files (providers/local).
+const tempPrefix, tempSuffix = ".svc-write-", ".tmp"
+
 func (p *Provider) id(i int) string {
-	if p.modes["wide_ids"] {
+	switch {
+	case p.modes["wide_ids"]:
 		return ObjectID(providers.Config{"mode": "wide_ids"}, i)
+	case p.modes["temp_names"]:
+		return ObjectID(providers.Config{"mode": "temp_names"}, i)
 	}
 	return ObjectID(nil, i)
+}
+
+// index returns the position of the object with id, or -1.
+func (p *Provider) index(id string) int {
+	var i int64
+	var err error
+	if p.modes["temp_names"] {
+		hex, _ := strings.CutSuffix(strings.TrimPrefix(id, tempPrefix), tempSuffix)
+		i, err = strconv.ParseInt(hex, 16, 32)
+	} else {
+		i, err = strconv.ParseInt(strings.TrimRight(strings.TrimPrefix(id, "obj-"), "w"), 10, 32)
+	}
+	if err != nil || i < 0 || id != p.id(int(i)) {
+		return -1
+	}
+	return int(i)
 }
 
 // Content returns the content of the object with id.
@@ -212,8 +239,8 @@ func (p *Provider) find(ref, id string) (providers.Object, error) {
 	if ref != Source {
 		return providers.Object{}, fmt.Errorf("source %q: %w", ref, providers.ErrNotFound)
 	}
-	i, err := strconv.Atoi(strings.TrimRight(strings.TrimPrefix(id, "obj-"), "w"))
-	if err != nil || i < 0 || (i >= p.n && !p.modes["endless"]) || id != p.id(i) || p.trashed(id) {
+	i := p.index(id)
+	if i < 0 || (i >= p.n && !p.modes["endless"]) || p.trashed(id) {
 		return providers.Object{}, fmt.Errorf("object %q: %w", id, providers.ErrNotFound)
 	}
 	return p.object(id), nil
