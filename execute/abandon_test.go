@@ -13,6 +13,7 @@ import (
 
 	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/providers"
 )
 
 // refusingFinisher fails as a receipt builder or signer can, for reasons no provider caused:
@@ -240,5 +241,73 @@ func TestCancelEndsAnExecutionLeftRunning(t *testing.T) {
 	got := r.checkAbandoned(t, x.Id, true, f)
 	if !slices.Contains(got.Errors, "cancelled") {
 		t.Fatalf("errors %q", got.Errors)
+	}
+}
+
+// blockingSource is a fake source whose fetches wait until their context ends, as a provider
+// that froze would (behind the plugin host, which answers when the caller's context ends).
+type blockingSource struct {
+	*fakeSource
+	entered chan struct{}
+}
+
+func (b *blockingSource) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, fmt.Errorf("fetch: %w", ctx.Err())
+}
+
+type oneSource struct{ p providers.Provider }
+
+func (s oneSource) Source(context.Context, string, string) (providers.Provider, string, error) {
+	return s.p, "ref", nil
+}
+
+// TestShutdownCutsFrozenCallsShort: a shutdown does not wait for provider calls that never
+// answer (the steps in flight are redone on resume, as after a crash): it returns at once, no
+// asset is failed or skipped for it, and the next start resumes the execution to its end
+// (issue 27, finding 2: SIGTERM must end the host within its drain whatever the plugins do).
+func TestShutdownCutsFrozenCallsShort(t *testing.T) {
+	r := newRig(t, 10)
+	frozen := &blockingSource{fakeSource: r.src, entered: make(chan struct{}, 1)}
+	e := execute.New(r.store, oneSource{frozen}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-frozen.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fetch started")
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { e.Shutdown(); close(done) }()
+	select {
+	case <-done:
+		t.Logf("shutdown took %s with frozen fetches in flight", time.Since(start).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the shutdown waits on frozen provider calls")
+	}
+	got := r.store.executions[x.Id]
+	if got.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING || got.GetFailed() != 0 {
+		t.Fatalf("after the shutdown: %v, %d failed", got.GetStatus(), got.GetFailed())
+	}
+	js, _ := r.store.Journal(context.Background(), "t", x.Id)
+	for _, tr := range js {
+		if tr.To == svcv1.StepState_STEP_STATE_FAILED || tr.To == svcv1.StepState_STEP_STATE_SKIPPED {
+			t.Fatalf("the shutdown %s %s: %s", tr.Step, tr.AssetID, tr.Error)
+		}
+	}
+	e = r.engine()
+	if err := e.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	if got := r.check(t, x.Id); got.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED || got.Completed != 10 {
+		t.Fatalf("resumed to %v, %d completed", got.Status, got.Completed)
 	}
 }

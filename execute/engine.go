@@ -293,6 +293,24 @@ func (e *Engine) Shutdown() {
 
 var errShutdown = errors.New("shutting down")
 
+// stepContext returns the context an execution's steps run in, from the execution's own ctx: a
+// cancel of the execution does not reach it (a step in flight finishes, and the cancel is
+// seen between steps), a shutdown does. A step a shutdown cuts short (a provider call, a vault
+// write) is redone when the execution resumes, as after a crash; so a frozen or slow provider
+// never holds a shutdown past its drain. stop releases it.
+func stepContext(ctx context.Context) (work context.Context, stop func()) {
+	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	unregister := context.AfterFunc(ctx, func() {
+		if errors.Is(context.Cause(ctx), errShutdown) {
+			cancel(errShutdown)
+		}
+	})
+	return work, func() { unregister(); cancel(nil) }
+}
+
+// stopping reports whether the engine is shutting down this execution's steps.
+func (r *runner) stopping() bool { return errors.Is(context.Cause(r.work), errShutdown) }
+
 func (e *Engine) launch(tenant, exeID string) {
 	e.mu.Lock()
 	if _, ok := e.running[exeID]; ok || e.stopped {

@@ -111,7 +111,9 @@ func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
 	p.Objects = nil // read chunk by chunk (PlanObjects), never held whole
 	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
 
-	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(),
+	work, stopWork := stepContext(ctx)
+	defer stopWork()
+	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(), work: work,
 		journal: newJournal(e.store, tenant, exeID)}
 	defer r.journal.close()
 	// A resumed execution: each asset's latest transition, to continue from, and the counters.
@@ -305,8 +307,11 @@ type runner struct {
 	plan   *svcv1.Plan
 
 	journal *journal
-	mu      sync.Mutex
-	tally   *tally // of what was recorded, for the counters shown while it runs
+	// work is the context the assets' steps run in (stepContext): an execution's cancel does
+	// not end it, a shutdown does.
+	work  context.Context
+	mu    sync.Mutex
+	tally *tally // of what was recorded, for the counters shown while it runs
 
 	processed, bytes atomic.Int64
 
@@ -375,7 +380,7 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 	resumedQueued := state == actionQueued
 	// Work on an asset runs to the end of the step it is in, even when the execution is
 	// cancelled: ctx is only consulted between steps.
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	step := func(to svcv1.StepState, name, status string, fill func(*Transition)) bool {
 		t := Transition{From: state, To: to, Step: name, Status: status}
 		if fill != nil {
@@ -388,11 +393,16 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 		state = to
 		return true
 	}
+	// A step cut short by a shutdown is neither failed nor skipped: it is redone on resume.
 	fail := func(name string, err error) {
-		step(failed, name, "failed", func(t *Transition) { t.Error = err.Error() })
+		if !r.stopping() {
+			step(failed, name, "failed", func(t *Transition) { t.Error = err.Error() })
+		}
 	}
 	skip := func(name, reason string) {
-		step(skipped, name, "skipped", func(t *Transition) { t.Error = reason })
+		if !r.stopping() {
+			step(skipped, name, "skipped", func(t *Transition) { t.Error = reason })
+		}
 	}
 
 	if has(o, svcv1.PlanAction_PLAN_ACTION_RESTORE) {
@@ -656,7 +666,7 @@ func (r *runner) retry(ctx context.Context, pace interface{ Wait(context.Context
 // object is written (the caller's state is then RESTORED).
 func (r *runner) writeOut(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState, last Transition, src providers.Provider, ref string,
 	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) bool {
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	name, mode := "copy", providers.WriteCopy
 	if has(o, svcv1.PlanAction_PLAN_ACTION_MOVE) {
 		name, mode = "move", providers.WriteMove
@@ -827,7 +837,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // "simulated" and names the target.
 func (r *runner) unsubscribe(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState, last Transition,
 	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) {
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	if state == discovered {
 		if !step(selected, "select", "ok", nil) {
 			return
@@ -910,7 +920,7 @@ func (unlimited) Wait(context.Context) error { return nil }
 // object already there and stops.
 func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState,
 	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) {
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	if state == discovered {
 		if !step(selected, "select", "ok", nil) {
 			return

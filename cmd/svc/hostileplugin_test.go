@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +19,7 @@ import (
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/providertest/hostile"
+	"svc.dev/svc/server"
 )
 
 // These tests run the hostile provider (providers/providertest/hostile), built on the SDK, as
@@ -169,4 +175,141 @@ func TestUndoUntrashesThroughThePlugin(t *testing.T) {
 	if untrashed != n {
 		t.Fatalf("%d objects untrashed, want %d", untrashed, n)
 	}
+}
+
+// TestSIGTERMWithAFrozenPlugin (finding 2, through `svc serve --plugin-dir`): a plugin that
+// stops its own process (SIGSTOP) in the middle of an execution's fetch does not keep a
+// SIGTERMed server alive past its drain, whether the execution runs once the server listens
+// (a plan applied by the CLI) or during the dev seed, before it listens (where the server's
+// close used to wait for the frozen fetches for ever: the engine now cuts provider calls short
+// on shutdown).
+func TestSIGTERMWithAFrozenPlugin(t *testing.T) {
+	bin := svcBinary(t)
+	const drain = 2 * time.Second
+	for _, tc := range []struct {
+		name, source string
+		seed         bool
+	}{
+		{"after startup", "files/dev", false},
+		{"during the dev seed", "mail/archive", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := hostilePluginDir(t)
+			// The dev seed's simulated sources take these defaults (hostileplugin): a fetch from
+			// tc.source freezes the plugin; the other sources answer.
+			defaults := `{"mode": "freeze_fetch", "source": "*", "mode_source": "` + tc.source + `", "page_size": "1000"}`
+			if err := os.WriteFile(filepath.Join(dir, plugin.FilePrefix+string(providers.Simulated)+".json"), []byte(defaults), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			data := t.TempDir()
+			args := []string{"serve", "--dev", "--addr", "127.0.0.1:0", "--data", data, "--plugin-dir", dir, "--drain", drain.String()}
+			var cmd *exec.Cmd
+			var log *logTail
+			if tc.seed {
+				cmd, log = startRaw(t, bin, args...)
+			} else {
+				var base string
+				cmd, base, log = startWith(t, bin, data, nil, args[6:]...)
+				applyInBackground(t, bin, base, data)
+			}
+			defer cmd.Process.Kill()
+			// Wait until a plugin process of the server is stopped: the fetch froze it.
+			deadline := time.Now().Add(60 * time.Second)
+			for frozenChild(cmd.Process.Pid) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("no plugin froze:\n%s", log)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			start := time.Now()
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { <-log.done; done <- cmd.Wait() }()
+			select {
+			case <-done:
+				took := time.Since(start)
+				t.Logf("stopped %v after SIGTERM with a frozen plugin (drain %v)", took.Round(time.Millisecond), drain)
+				if took > drain+5*time.Second {
+					t.Errorf("stopped %v after SIGTERM, want within the %v drain and a few seconds", took, drain)
+				}
+			case <-time.After(40 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("still running 40 s after SIGTERM with a frozen plugin:\n%s", log)
+			}
+			if frozen := frozenChild(cmd.Process.Pid); frozen != 0 {
+				t.Errorf("plugin process %d outlived the server", frozen)
+			}
+		})
+	}
+}
+
+// startRaw starts svc with args and collects its log; it does not wait for it to listen.
+func startRaw(t *testing.T, bin string, args ...string) (*exec.Cmd, *logTail) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	log := &logTail{done: make(chan struct{})}
+	go func() {
+		defer close(log.done)
+		b := make([]byte, 32<<10)
+		for {
+			n, err := stderr.Read(b)
+			log.Write(b[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return cmd, log
+}
+
+// applyInBackground creates a rescue plan over the dev tenant's sources, authorizes it as the
+// dev user and applies it with the CLI, which follows it until the test ends.
+func applyInBackground(t *testing.T, bin, base, data string) {
+	t.Helper()
+	creds := filepath.Join(data, server.DevCredentialsFile)
+	var session struct {
+		Cookie string `json:"session_cookie"`
+	}
+	if raw, err := os.ReadFile(creds); err != nil || json.Unmarshal(raw, &session) != nil {
+		t.Fatalf("dev credentials: %v", err)
+	}
+	out, err := exec.Command(bin, "plan", "create", "--credentials", creds, "--intent", "rescue").CombinedOutput()
+	m := regexp.MustCompile(`(pln_\S+) --hash ([0-9a-f]{64})`).FindStringSubmatch(string(out))
+	if err != nil || m == nil {
+		t.Fatalf("svc plan create: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "plan", "authorize", m[1], "--hash", m[2], "--server", base, "--session", session.Cookie, "--test-mode").CombinedOutput(); err != nil {
+		t.Fatalf("svc plan authorize: %v\n%s", err, out)
+	}
+	apply := exec.Command(bin, "apply", m[1], "--credentials", creds)
+	if err := apply.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { apply.Process.Kill(); apply.Wait() })
+}
+
+// frozenChild returns the pid of a stopped (SIGSTOP) child of process ppid, or 0.
+func frozenChild(ppid int) int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(s[i+1:]) // state, ppid, ...
+		if len(fields) > 1 && fields[0] == "T" && fields[1] == strconv.Itoa(ppid) {
+			pid, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/stat"))
+			return pid
+		}
+	}
+	return 0
 }

@@ -21,6 +21,10 @@
 //	objects    how many objects the source "src" holds (default 10): ids
 //	           "obj-0000", ..., 16 bytes of content each, version "v1", SHA-256 given
 //	page_size  objects a page (default 3)
+//	source     the source ref it holds (default Source); "*" holds every ref
+//	           (one listing under any ref, as for svc's seeded dev sources)
+//	mode_source  with source "*": the fetch and trash misbehaviours apply to
+//	           this source ref only (the others answer honestly)
 //	dir        a directory for state that survives the plugin's restarts
 //	           (what was trashed); required for Trash and Untrash
 //	mode       a comma-separated list of misbehaviours:
@@ -77,6 +81,8 @@ var Description = providers.Description{
 
 // Provider is the hostile provider; New makes one.
 type Provider struct {
+	source      string
+	modeSource  string
 	n, pageSize int
 	dir         string
 	modes       map[string]bool
@@ -85,7 +91,11 @@ type Provider struct {
 
 // New is the provider's factory.
 func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) {
-	p := &Provider{n: 10, pageSize: 3, dir: cfg["dir"], modes: map[string]bool{}, fetchSize: 4 << 20}
+	p := &Provider{source: Source, n: 10, pageSize: 3, dir: cfg["dir"], modes: map[string]bool{}, fetchSize: 4 << 20}
+	if v := cfg["source"]; v != "" {
+		p.source = v
+	}
+	p.modeSource = cfg["mode_source"]
 	for _, m := range strings.Split(cfg["mode"], ",") {
 		if m != "" {
 			p.modes[m] = true
@@ -175,7 +185,7 @@ func (p *Provider) Describe(context.Context) (providers.Description, error) { re
 
 // List lists the source, misbehaving as configured.
 func (p *Provider) List(_ context.Context, req providers.ListRequest) (providers.Page, error) {
-	if req.SourceRef != Source {
+	if !p.holds(req.SourceRef) {
 		return providers.Page{}, fmt.Errorf("source %q: %w", req.SourceRef, providers.ErrNotFound)
 	}
 	if p.modes["env"] {
@@ -230,13 +240,18 @@ func (p *Provider) List(_ context.Context, req providers.ListRequest) (providers
 	return page, nil
 }
 
+func (p *Provider) holds(ref string) bool { return p.source == "*" || ref == p.source }
+
+// misbehaves reports whether the fetch and trash misbehaviours apply to a source ref.
+func (p *Provider) misbehaves(ref string) bool { return p.modeSource == "" || ref == p.modeSource }
+
 // Changes knows no changes.
 func (p *Provider) Changes(context.Context, providers.ChangesRequest) (providers.ChangePage, error) {
 	return providers.ChangePage{}, providers.ErrMarkerExpired
 }
 
 func (p *Provider) find(ref, id string) (providers.Object, error) {
-	if ref != Source {
+	if !p.holds(ref) {
 		return providers.Object{}, fmt.Errorf("source %q: %w", ref, providers.ErrNotFound)
 	}
 	i := p.index(id)
@@ -256,6 +271,7 @@ func (p *Provider) Fetch(_ context.Context, req providers.FetchRequest) (*provid
 		return nil, &providers.VersionMismatchError{ObjectID: o.ID, Expected: req.ExpectedVersion, Actual: o.Version}
 	}
 	switch {
+	case !p.misbehaves(req.SourceRef):
 	case p.modes["freeze_fetch"]:
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		// Other threads may run on a moment before the stop takes them;
@@ -293,6 +309,7 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 		return providers.ActionResult{}, err
 	}
 	switch {
+	case !p.misbehaves(req.SourceRef):
 	case p.modes["trash_crash"]:
 		os.Exit(3)
 	case p.modes["trash_lie"]:
