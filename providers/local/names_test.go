@@ -242,3 +242,63 @@ func FuzzNames(f *testing.F) {
 		}
 	})
 }
+
+// TestMailNamedBadly: a Maildir in a folder named with a newline, whose message file names
+// hold control characters and invalid UTF-8 (in the unique name and in the flags), and an mbox
+// whose file name is Latin-1, list under encoded ids; each message fetches, and the Maildir
+// message trashes (T flag) and untrashes by its encoded id.
+func TestMailNamedBadly(t *testing.T) {
+	ctx := context.Background()
+	root, trash := t.TempDir(), t.TempDir()
+	md := filepath.Join(root, "src", "In\nbox")
+	for _, d := range []string{"cur", "new", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(md, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg := "From: a@example.com\r\nSubject: hi\r\n\r\nbody\r\n"
+	unique := "17000\x01\xff.host"
+	if err := os.WriteFile(filepath.Join(md, "cur", unique+":2,S\x02"), []byte(msg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "src", "caf\xe9.mbox"), []byte("From a@example.com Mon Jan  1 00:00:00 2024\n"+msg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(ctx, providers.Config{"root": root, "trash_dir": trash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := listAll(t, p, "src")
+	got := ids(objs)
+	slices.Sort(got)
+	mdID := "%In%0Abox/%17000%01%FF.host"
+	want := []string{mdID, "%caf%E9.mbox#0"}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("listed %q, want %q", got, want)
+	}
+	for _, o := range objs {
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "src", ObjectID: o.ID, ExpectedVersion: o.Version})
+		if err != nil {
+			t.Fatalf("fetch %q: %v", o.ID, err)
+		}
+		b, _ := io.ReadAll(c.Body)
+		c.Body.Close()
+		if !strings.Contains(string(b), "Subject: hi") {
+			t.Fatalf("fetch %q: %q", o.ID, b)
+		}
+	}
+	res, err := p.(providers.Trasher).Trash(ctx, providers.ActionRequest{SourceRef: "src", ObjectID: mdID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(listAll(t, p, "src")); slices.Contains(got, mdID) {
+		t.Fatalf("a trashed message is still listed: %q", got)
+	}
+	if _, err := p.(providers.Untrasher).Untrash(ctx, providers.UntrashRequest{SourceRef: "src", ObjectID: mdID, ResultID: res.ResultID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(listAll(t, p, "src")); !slices.Contains(got, mdID) {
+		t.Fatalf("an untrashed message is not listed: %q", got)
+	}
+}
