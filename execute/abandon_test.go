@@ -311,3 +311,38 @@ func TestShutdownCutsFrozenCallsShort(t *testing.T) {
 		t.Fatalf("resumed to %v, %d completed", got.Status, got.Completed)
 	}
 }
+
+// TestShutdownAfterACancel: a cancel lets the steps in flight finish, but a shutdown that
+// follows still cuts them short (the execution's context keeps the cancel as its cause, so
+// the shutdown has its own); the next start ends the execution cancelled.
+func TestShutdownAfterACancel(t *testing.T) {
+	r := newRig(t, 10)
+	frozen := &blockingSource{fakeSource: r.src, entered: make(chan struct{}, 1)}
+	e := execute.New(r.store, oneSource{frozen}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
+	x, err := e.Start(context.Background(), "t", r.plan.PlanId, "usr_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-frozen.entered
+	if err := e.Cancel(context.Background(), "t", x.Id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { e.Shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a shutdown after a cancel waits on frozen provider calls")
+	}
+	if got := r.store.executions[x.Id]; got.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("after the shutdown: %v", got.GetStatus())
+	}
+	e = r.engine()
+	if err := e.Resume(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.Wait()
+	if got := r.check(t, x.Id); got.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_CANCELLED {
+		t.Fatalf("resumed to %v", got.Status)
+	}
+}

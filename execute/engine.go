@@ -165,8 +165,12 @@ type Engine struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // by execution id
 	stopped bool                               // Shutdown was called: nothing more starts
-	pacing  map[providers.Name]*rate.Limiter
-	wg      sync.WaitGroup
+	// life ends (errShutdown) when Shutdown is called, even for an execution already
+	// cancelled (whose own context then keeps the cancel as its cause).
+	life     context.Context
+	stopLife context.CancelCauseFunc
+	pacing   map[providers.Name]*rate.Limiter
+	wg       sync.WaitGroup
 }
 
 // New returns an engine.
@@ -192,7 +196,8 @@ func New(store Store, sources Sources, vault Vault, finish Finisher, opts Option
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Engine{store: store, sources: sources, vault: vault, finish: finish, opts: opts,
+	life, stop := context.WithCancelCause(context.Background())
+	return &Engine{store: store, sources: sources, vault: vault, finish: finish, opts: opts, life: life, stopLife: stop,
 		running: map[string]context.CancelCauseFunc{}, pacing: map[providers.Name]*rate.Limiter{}}
 }
 
@@ -284,6 +289,7 @@ func (e *Engine) Wait() { e.wg.Wait() }
 func (e *Engine) Shutdown() {
 	e.mu.Lock()
 	e.stopped = true
+	e.stopLife(errShutdown)
 	for _, c := range e.running {
 		c(errShutdown)
 	}
@@ -295,18 +301,18 @@ var errShutdown = errors.New("shutting down")
 
 // stepContext returns the context an execution's steps run in, from the execution's own ctx: a
 // cancel of the execution does not reach it (a step in flight finishes, and the cancel is
-// seen between steps), a shutdown does. A step a shutdown cuts short (a provider call, a vault
-// write) is redone when the execution resumes, as after a crash; so a frozen or slow provider
-// never holds a shutdown past its drain. stop releases it.
-func stepContext(ctx context.Context) (work context.Context, stop func()) {
+// seen between steps), a shutdown of the engine does, even after a cancel. A step a shutdown
+// cuts short (a provider call, a vault write) is redone when the execution resumes, as after
+// a crash; so a frozen or slow provider never holds a shutdown past its drain. stop releases
+// it.
+func (e *Engine) stepContext(ctx context.Context) (work context.Context, stop func()) {
 	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	unregister := context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), errShutdown) {
-			cancel(errShutdown)
-		}
-	})
+	unregister := context.AfterFunc(e.life, func() { cancel(errShutdown) })
 	return work, func() { unregister(); cancel(nil) }
 }
+
+// shuttingDown reports whether Shutdown was called.
+func (e *Engine) shuttingDown() bool { return e.life.Err() != nil }
 
 // stopping reports whether the engine is shutting down this execution's steps.
 func (r *runner) stopping() bool { return errors.Is(context.Cause(r.work), errShutdown) }
@@ -329,7 +335,7 @@ func (e *Engine) launch(tenant, exeID string) {
 			e.mu.Unlock()
 			cancel(nil)
 		}()
-		if err := e.run(ctx, tenant, exeID); err != nil && !errors.Is(context.Cause(ctx), errShutdown) {
+		if err := e.run(ctx, tenant, exeID); err != nil && !e.shuttingDown() {
 			e.opts.Logger.Error("execution failed", "execution_id", exeID, "err", err)
 		}
 	}()

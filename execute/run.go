@@ -76,7 +76,7 @@ func done(o *svcv1.PlanObject, s svcv1.StepState) bool {
 // engine is shutting down: it then resumes on the next start.
 func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	err := e.runToEnd(ctx, tenant, exeID)
-	if err == nil || errors.Is(context.Cause(ctx), errShutdown) {
+	if err == nil || e.shuttingDown() {
 		return err
 	}
 	if aerr := e.abandon(context.WithoutCancel(ctx), tenant, exeID, err); aerr != nil {
@@ -111,7 +111,7 @@ func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
 	p.Objects = nil // read chunk by chunk (PlanObjects), never held whole
 	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
 
-	work, stopWork := stepContext(ctx)
+	work, stopWork := e.stepContext(ctx)
 	defer stopWork()
 	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(), work: work,
 		journal: newJournal(e.store, tenant, exeID)}
@@ -149,7 +149,7 @@ func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
 		if err != nil {
 			return err
 		}
-		if errors.Is(context.Cause(ctx), errShutdown) {
+		if e.shuttingDown() {
 			return r.journal.close() // resumes on the next start
 		}
 		cancelled = ctx.Err() != nil
