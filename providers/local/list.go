@@ -210,7 +210,7 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 		return providers.Page{}, fmt.Errorf("local: %w", err)
 	}
 	for i, k := range after {
-		if after[i], err = decodeName(k); err != nil {
+		if after[i], err = decodeStored(k); err != nil {
 			return providers.Page{}, fmt.Errorf("local: page token: %v: %w", err, providers.ErrInvalidArgument)
 		}
 	}

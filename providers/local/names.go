@@ -116,6 +116,19 @@ func encodePath(parts ...string) string {
 	return strings.Join(enc, "/")
 }
 
+// decodeStored is decodeName for names svc may have stored before names were encoded: a
+// name that is not an encoded form but is valid as it is (UTF-8 without control characters,
+// so it starts with "%": "%d.txt") is taken as it is. That is the id such a file had then,
+// and never one encodeName makes now ("%d.txt" is now "%%25d.txt"), so old plans, receipts
+// and page tokens still reach it.
+func decodeStored(enc string) (string, error) {
+	name, err := decodeName(enc)
+	if err != nil && utf8.ValidString(enc) && !strings.ContainsFunc(enc, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return enc, nil
+	}
+	return name, err
+}
+
 // decodeID returns the slash-separated file path an object id stands for; an id that is not
 // an encoded path is not found.
 func decodeID(id string) (string, error) {
@@ -124,7 +137,7 @@ func decodeID(id string) (string, error) {
 	}
 	parts := strings.Split(id, "/")
 	for i, p := range parts {
-		name, err := decodeName(p)
+		name, err := decodeStored(p)
 		if err != nil || name == "" {
 			return "", fmt.Errorf("local: object id %q: %w", id, providers.ErrNotFound)
 		}

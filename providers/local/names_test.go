@@ -41,6 +41,17 @@ func TestEncodeName(t *testing.T) {
 			t.Errorf("decodeName(%q) = %q, want an error", enc, got)
 		}
 	}
+	// Ids stored before names were encoded: a name starting with "%" was its own id then.
+	for _, c := range []struct{ stored, name string }{{"%d.txt", "%d.txt"}, {"%41", "%41"}, {"%%25d", "%d"}, {"plain", "plain"}} {
+		if got, err := decodeStored(c.stored); err != nil || got != c.name {
+			t.Errorf("decodeStored(%q) = %q, %v; want %q", c.stored, got, err, c.name)
+		}
+	}
+	for _, bad := range []string{"a\nb", "\xff", "%a\n"} {
+		if got, err := decodeStored(bad); err == nil {
+			t.Errorf("decodeStored(%q) = %q, want an error", bad, got)
+		}
+	}
 }
 
 // validStrings reports the first string field of o (recursively) that is not valid UTF-8: the
@@ -300,5 +311,37 @@ func TestMailNamedBadly(t *testing.T) {
 	}
 	if got := ids(listAll(t, p, "src")); !slices.Contains(got, mdID) {
 		t.Fatalf("an untrashed message is not listed: %q", got)
+	}
+}
+
+// TestIDsStoredBeforeEncoding: a file whose name starts with "%" is now listed as "%%25...",
+// and the id it had before (its name) still fetches it, for the plans and receipts that hold
+// it.
+func TestIDsStoredBeforeEncoding(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "src", "%d.txt"), []byte("percent"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(ctx, providers.Config{"root": root, "trash_dir": t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(listAll(t, p, "src")); !slices.Equal(got, []string{"%%25d.txt"}) {
+		t.Fatalf("listed %q", got)
+	}
+	for _, id := range []string{"%%25d.txt", "%d.txt"} {
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "src", ObjectID: id})
+		if err != nil {
+			t.Fatalf("fetch %q: %v", id, err)
+		}
+		b, _ := io.ReadAll(c.Body)
+		c.Body.Close()
+		if string(b) != "percent" {
+			t.Fatalf("fetch %q: %q", id, b)
+		}
 	}
 }
