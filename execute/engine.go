@@ -168,8 +168,13 @@ type Engine struct {
 	running map[string]context.CancelCauseFunc // by execution id
 	tenants map[string]string                  // the tenant of each running execution
 	fenced  map[string]bool                    // tenants being erased: nothing of theirs runs
-	pacing  map[providers.Name]*rate.Limiter
-	wg      sync.WaitGroup
+	stopped bool                               // Shutdown was called: nothing more starts
+	// life ends (errShutdown) when Shutdown is called, even for an execution already
+	// cancelled (whose own context then keeps the cancel as its cause).
+	life     context.Context
+	stopLife context.CancelCauseFunc
+	pacing   map[providers.Name]*rate.Limiter
+	wg       sync.WaitGroup
 }
 
 // New returns an engine.
@@ -195,7 +200,8 @@ func New(store Store, sources Sources, vault Vault, finish Finisher, opts Option
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Engine{store: store, sources: sources, vault: vault, finish: finish, opts: opts,
+	life, stop := context.WithCancelCause(context.Background())
+	return &Engine{store: store, sources: sources, vault: vault, finish: finish, opts: opts, life: life, stopLife: stop,
 		running: map[string]context.CancelCauseFunc{}, tenants: map[string]string{}, fenced: map[string]bool{}, pacing: map[providers.Name]*rate.Limiter{}}
 }
 
@@ -250,12 +256,17 @@ func (e *Engine) Resume(ctx context.Context) error {
 }
 
 // Cancel stops an execution: assets not yet started are skipped, assets in flight finish the
-// step they are in, and the execution ends cancelled, with its receipt.
+// step they are in, and the execution ends cancelled, with its receipt (or failed, when its
+// receipt cannot be made: see abandon). An unfinished execution this engine is not running (one
+// that an earlier process left running) is run now, to its cancelled end.
 func (e *Engine) Cancel(ctx context.Context, tenant, executionID string) error {
 	e.mu.Lock()
 	cancel, ok := e.running[executionID]
 	e.mu.Unlock()
 	err := e.store.UpdateExecution(ctx, tenant, executionID, func(x *svcv1.Execution) error {
+		if x.GetFinishedAt() != nil || x.GetReceiptId() != "" {
+			return ErrFinished
+		}
 		switch x.GetStatus() {
 		case svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING:
 			x.Errors = append(x.Errors, "cancelled")
@@ -268,6 +279,8 @@ func (e *Engine) Cancel(ctx context.Context, tenant, executionID string) error {
 	}
 	if ok {
 		cancel(context.Canceled)
+	} else {
+		e.launch(tenant, executionID)
 	}
 	return nil
 }
@@ -285,6 +298,8 @@ func (e *Engine) Wait() { e.wg.Wait() }
 // Shutdown stops running executions where they are; they resume on the next start.
 func (e *Engine) Shutdown() {
 	e.mu.Lock()
+	e.stopped = true
+	e.stopLife(errShutdown)
 	for _, c := range e.running {
 		c(errShutdown)
 	}
@@ -338,9 +353,27 @@ func (e *Engine) Unfence(tenant string) {
 	e.mu.Unlock()
 }
 
+// stepContext returns the context an execution's steps run in, from the execution's own ctx: a
+// cancel of the execution does not reach it (a step in flight finishes, and the cancel is
+// seen between steps), a shutdown of the engine does, even after a cancel. A step a shutdown
+// cuts short (a provider call, a vault write) is redone when the execution resumes, as after
+// a crash; so a frozen or slow provider never holds a shutdown past its drain. stop releases
+// it.
+func (e *Engine) stepContext(ctx context.Context) (work context.Context, stop func()) {
+	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	unregister := context.AfterFunc(e.life, func() { cancel(errShutdown) })
+	return work, func() { unregister(); cancel(nil) }
+}
+
+// shuttingDown reports whether Shutdown was called.
+func (e *Engine) shuttingDown() bool { return e.life.Err() != nil }
+
+// stopping reports whether the engine is shutting down this execution's steps.
+func (r *runner) stopping() bool { return errors.Is(context.Cause(r.work), errShutdown) }
+
 func (e *Engine) launch(tenant, exeID string) {
 	e.mu.Lock()
-	if _, ok := e.running[exeID]; ok {
+	if _, ok := e.running[exeID]; ok || e.stopped {
 		e.mu.Unlock()
 		return
 	}
@@ -362,7 +395,7 @@ func (e *Engine) launch(tenant, exeID string) {
 			e.mu.Unlock()
 			cancel(nil)
 		}()
-		if err := e.run(ctx, tenant, exeID); err != nil && !errors.Is(context.Cause(ctx), errShutdown) {
+		if err := e.run(ctx, tenant, exeID); err != nil && !e.shuttingDown() {
 			e.opts.Logger.Error("execution failed", "execution_id", exeID, "err", err)
 		}
 	}()

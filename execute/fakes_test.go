@@ -87,7 +87,10 @@ func (m *memStore) UpdateExecution(_ context.Context, _, id string, fn func(*svc
 	switch c.GetStatus() {
 	case svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED, svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING:
 	default:
-		if c.GetReceiptId() == "" || c.GetFinishedAt() == nil {
+		// The one exception: an execution abandoned without a receipt ends failed, saying why.
+		noReceipt := c.GetStatus() == svcv1.ExecutionStatus_EXECUTION_STATUS_FAILED && c.GetFinishedAt() != nil &&
+			slices.ContainsFunc(c.GetErrors(), func(s string) bool { return strings.HasPrefix(s, "no receipt: ") })
+		if !noReceipt && (c.GetReceiptId() == "" || c.GetFinishedAt() == nil) {
 			m.violations = append(m.violations, fmt.Sprintf("%s stored %v without its receipt (%q) or finished_at (%v)",
 				id, c.GetStatus(), c.GetReceiptId(), c.GetFinishedAt()))
 		}

@@ -45,7 +45,7 @@ type fetchCall struct {
 func (b *fetchBatcher) fetch(ctx context.Context, req providers.FetchRequest, size int64) (out providers.FetchOutcome, whole bool) {
 	c := &fetchCall{req: req, size: size, done: make(chan struct{})}
 	if b.queue.push(c) {
-		go b.send(context.WithoutCancel(ctx))
+		go b.send(ctx) // the caller's step context: ended by a shutdown only
 	}
 	<-c.done
 	return c.out, c.whole

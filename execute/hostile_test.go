@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/local"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/providertest/hostile"
 )
@@ -27,13 +30,20 @@ func TestMain(m *testing.M) {
 		plugin.Serve(hostile.Description, hostile.New)
 		os.Exit(0)
 	}
+	if len(os.Args) == 2 && os.Args[1] == "local-plugin" {
+		plugin.Serve(local.Description, local.New)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
-// hostileSources opens one provider for every source id.
-type hostileSources struct{ p providers.Provider }
+// hostileSources opens one provider for every source id, and dst for destination ids.
+type hostileSources struct{ p, dst providers.Provider }
 
-func (s hostileSources) Source(context.Context, string, string) (providers.Provider, string, error) {
+func (s hostileSources) Source(_ context.Context, _ string, id string) (providers.Provider, string, error) {
+	if strings.HasPrefix(id, "dst_") && s.dst != nil {
+		return s.dst, "", nil
+	}
 	return s.p, hostile.Source, nil
 }
 
@@ -58,6 +68,12 @@ func contentSHA(id string) string {
 // as planned from its listing) and returns the execution and each asset's journal.
 func hostileRun(t *testing.T, p providers.Provider, n int, edit func(*svcv1.Plan)) (*svcv1.Execution, map[string][]execute.Transition, *memVault) {
 	t.Helper()
+	return hostileRunWith(t, hostileSources{p: p}, n, edit)
+}
+
+// hostileRunWith is hostileRun with a destination.
+func hostileRunWith(t *testing.T, sources hostileSources, n int, edit func(*svcv1.Plan)) (*svcv1.Execution, map[string][]execute.Transition, *memVault) {
+	t.Helper()
 	pl := &svcv1.Plan{PlanId: "pln_01JD0000000000000000000000", PlanVersion: "1", Actor: &svcv1.Actor{Type: 1, PrincipalId: "usr_1"},
 		Intent: svcv1.PlanIntent_PLAN_INTENT_SVC, Projection: &svcv1.Projection{}, PreservationRequired: true,
 		State: svcv1.PlanState_PLAN_STATE_AUTHORIZED}
@@ -79,7 +95,7 @@ func hostileRun(t *testing.T, p providers.Provider, n int, edit func(*svcv1.Plan
 	store.plans[pl.PlanId] = pl
 	vault := &memVault{blobs: map[string][]byte{}, store: store}
 	finish := &countingFinisher{}
-	e := execute.New(store, hostileSources{p}, vault, finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
+	e := execute.New(store, sources, vault, finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond})
 	x, err := e.Start(context.Background(), "t", pl.PlanId, "usr_1")
 	if err != nil {
 		t.Fatal(err)
@@ -290,5 +306,53 @@ func TestExecutionEndsWhateverThePluginDoes(t *testing.T) {
 			}
 			t.Logf("execution %v after %s", x.Status, time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// TestExportOfObjectsNamedLikeTemporaries (finding 7, through the plugin boundary): objects a
+// plugin names like svc's own temporary files (".svc-write-<hex>.tmp") are exported to a local
+// folder (itself behind a plugin): the folder refuses the name, so the assets fail and no
+// receipt claims a copy that the next write's sweep would delete; a later write into the
+// folder removes nothing.
+func TestExportOfObjectsNamedLikeTemporaries(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	src := openHostile(t, providers.Config{"mode": "temp_names", "objects": strconv.Itoa(n)})
+	out := t.TempDir()
+	lp := plugin.NewPlugin(providers.VendorDLocal, plugin.Command(os.Args[0], "local-plugin"), &plugin.Options{CallTimeout: 10 * time.Second})
+	t.Cleanup(func() { lp.Close() })
+	dst, err := lp.Open(context.Background(), providers.Config{"root": out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := providers.Config{"mode": "temp_names"}
+	x, by, _ := hostileRunWith(t, hostileSources{p: src, dst: dst}, n, func(pl *svcv1.Plan) {
+		pl.Intent = svcv1.PlanIntent_PLAN_INTENT_EXPORT
+		pl.PreservationRequired = false
+		pl.Destination = &svcv1.Destination{DestinationId: "dst_1", Provider: svcv1.Provider_PROVIDER_VENDOR_D_LOCAL, Label: "folder",
+			PathTemplate: proto.String("{name}")}
+		for i, o := range pl.Objects {
+			id := hostile.ObjectID(cfg, i)
+			o.ProviderObjectId, o.ExpectedSha256 = id, proto.String(contentSHA(id))
+			o.Actions, o.PreservationElected = []svcv1.PlanAction{svcv1.PlanAction_PLAN_ACTION_COPY}, false
+		}
+	})
+	for asset, ts := range by {
+		last := ts[len(ts)-1]
+		if reached(ts, svcv1.StepState_STEP_STATE_RESTORED) || last.To != svcv1.StepState_STEP_STATE_FAILED || !strings.Contains(last.Error, "reserved") {
+			t.Errorf("%s ended %v (%s), want failed: the name is reserved", asset, last.To, last.Error)
+		}
+	}
+	if x.Failed != n || x.BytesTransferred != 0 {
+		t.Errorf("execution: %d failed, %d bytes transferred", x.Failed, x.BytesTransferred)
+	}
+	// A write into the same folder sweeps leftovers; nothing of the export is there to lose.
+	w, _ := providers.AsWriter(dst)
+	if _, err := w.Write(context.Background(), providers.WriteRequest{Path: "after.txt", SizeBytes: 2}, strings.NewReader("ok")); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(out, ".svc-write-*"))
+	if len(left) != 0 {
+		t.Errorf("left in the folder: %v", left)
 	}
 }

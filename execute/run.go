@@ -71,8 +71,22 @@ func done(o *svcv1.PlanObject, s svcv1.StepState) bool {
 	return false
 }
 
-// run executes (or resumes) one execution to its end.
+// run executes (or resumes) one execution to its end. An execution that cannot get there (its
+// receipt cannot be made, its plan cannot be read, ...) ends failed (abandon), unless the
+// engine is shutting down: it then resumes on the next start.
 func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
+	err := e.runToEnd(ctx, tenant, exeID)
+	if err == nil || e.shuttingDown() {
+		return err
+	}
+	if aerr := e.abandon(context.WithoutCancel(ctx), tenant, exeID, err); aerr != nil {
+		return fmt.Errorf("%w; and it could not be ended: %w", err, aerr)
+	}
+	return err
+}
+
+// runToEnd is run's normal course: work through the plan, then finishRun.
+func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
 	var x *svcv1.Execution
 	err := e.store.UpdateExecution(ctx, tenant, exeID, func(stored *svcv1.Execution) error {
 		if stored.GetStatus() == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED {
@@ -86,6 +100,10 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	if err != nil {
 		return err
 	}
+	if reason, ok := failedBefore(x); ok {
+		// Abandoned before a restart: end it as it was going to end.
+		return errors.New(reason)
+	}
 	p, err := e.store.PlanHeader(ctx, tenant, x.GetPlanId())
 	if err != nil {
 		return err
@@ -93,7 +111,9 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 	p.Objects = nil // read chunk by chunk (PlanObjects), never held whole
 	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
 
-	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(),
+	work, stopWork := e.stepContext(ctx)
+	defer stopWork()
+	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(), work: work,
 		journal: newJournal(e.store, tenant, exeID)}
 	defer r.journal.close()
 	// A resumed execution: each asset's latest transition, to continue from, and the counters.
@@ -129,7 +149,7 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 		if err != nil {
 			return err
 		}
-		if errors.Is(context.Cause(ctx), errShutdown) {
+		if e.shuttingDown() {
 			return r.journal.close() // resumes on the next start
 		}
 		cancelled = ctx.Err() != nil
@@ -241,6 +261,14 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		x.Errors = append(x.Errors, c.errors...)
 	}
 	end(x)
+	objects := uniqueObjects(e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()))
+	journal := func(fn func(Transition) error) error { return e.store.ScanJournal(ctx, r.tenant, r.exeID, fn) }
+	rc, err := e.receipt(ctx, r.tenant, x, r.plan, objects, journal)
+	if err != nil {
+		return fmt.Errorf("receipt: %w", err)
+	}
+	// The plan ends once the receipt is made: an execution whose receipt fails is abandoned,
+	// and its plan is then partially executed.
 	final := svcv1.PlanState_PLAN_STATE_EXECUTED
 	if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
 		final = svcv1.PlanState_PLAN_STATE_PARTIALLY_EXECUTED
@@ -254,21 +282,10 @@ func (e *Engine) finishRun(ctx context.Context, r *runner, cancelled bool) error
 		if plan.Final(p.GetState()) {
 			return nil // a resumed finish: already done
 		}
-		if err := plan.Transition(p, final); err != nil {
-			return err
-		}
-		r.plan = proto.Clone(p).(*svcv1.Plan)
-		r.plan.Objects = nil
-		return nil
+		return plan.Transition(p, final)
 	})
 	if err != nil {
 		return err
-	}
-	objects := uniqueObjects(e.store.PlanObjects(ctx, r.tenant, r.plan.GetPlanId()))
-	journal := func(fn func(Transition) error) error { return e.store.ScanJournal(ctx, r.tenant, r.exeID, fn) }
-	rc, err := e.finish.Finish(ctx, r.tenant, x, r.plan, objects, journal)
-	if err != nil {
-		return fmt.Errorf("receipt: %w", err)
 	}
 	return e.store.EndExecution(ctx, r.tenant, r.exeID, func(stored *svcv1.Execution) error {
 		if stored.GetReceiptId() != "" {
@@ -290,8 +307,11 @@ type runner struct {
 	plan   *svcv1.Plan
 
 	journal *journal
-	mu      sync.Mutex
-	tally   *tally // of what was recorded, for the counters shown while it runs
+	// work is the context the assets' steps run in (stepContext): an execution's cancel does
+	// not end it, a shutdown does.
+	work  context.Context
+	mu    sync.Mutex
+	tally *tally // of what was recorded, for the counters shown while it runs
 
 	processed, bytes atomic.Int64
 
@@ -360,7 +380,7 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 	resumedQueued := state == actionQueued
 	// Work on an asset runs to the end of the step it is in, even when the execution is
 	// cancelled: ctx is only consulted between steps.
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	step := func(to svcv1.StepState, name, status string, fill func(*Transition)) bool {
 		t := Transition{From: state, To: to, Step: name, Status: status}
 		if fill != nil {
@@ -373,11 +393,16 @@ func (r *runner) asset(ctx context.Context, o *svcv1.PlanObject, index int64, la
 		state = to
 		return true
 	}
+	// A step cut short by a shutdown is neither failed nor skipped: it is redone on resume.
 	fail := func(name string, err error) {
-		step(failed, name, "failed", func(t *Transition) { t.Error = err.Error() })
+		if !r.stopping() {
+			step(failed, name, "failed", func(t *Transition) { t.Error = err.Error() })
+		}
 	}
 	skip := func(name, reason string) {
-		step(skipped, name, "skipped", func(t *Transition) { t.Error = reason })
+		if !r.stopping() {
+			step(skipped, name, "skipped", func(t *Transition) { t.Error = reason })
+		}
 	}
 
 	if has(o, svcv1.PlanAction_PLAN_ACTION_RESTORE) {
@@ -641,7 +666,7 @@ func (r *runner) retry(ctx context.Context, pace interface{ Wait(context.Context
 // object is written (the caller's state is then RESTORED).
 func (r *runner) writeOut(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState, last Transition, src providers.Provider, ref string,
 	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) bool {
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	name, mode := "copy", providers.WriteCopy
 	if has(o, svcv1.PlanAction_PLAN_ACTION_MOVE) {
 		name, mode = "move", providers.WriteMove
@@ -812,7 +837,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // "simulated" and names the target.
 func (r *runner) unsubscribe(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState, last Transition,
 	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) {
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	if state == discovered {
 		if !step(selected, "select", "ok", nil) {
 			return
@@ -895,7 +920,7 @@ func (unlimited) Wait(context.Context) error { return nil }
 // object already there and stops.
 func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.StepState,
 	step func(svcv1.StepState, string, string, func(*Transition)) bool, fail func(string, error), skip func(string, string)) {
-	work := context.WithoutCancel(ctx)
+	work := r.work
 	if state == discovered {
 		if !step(selected, "select", "ok", nil) {
 			return

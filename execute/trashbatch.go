@@ -38,7 +38,7 @@ type trashCall struct {
 func (b *trashBatcher) trash(ctx context.Context, req providers.ActionRequest) (out providers.ActionOutcome, whole bool) {
 	c := &trashCall{req: req, done: make(chan struct{})}
 	if b.queue.push(c) {
-		go b.send(context.WithoutCancel(ctx))
+		go b.send(ctx) // the caller's step context: ended by a shutdown only
 	}
 	<-c.done
 	return c.out, c.whole

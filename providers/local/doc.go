@@ -32,6 +32,17 @@
 // Messages in an mbox can be listed and fetched but not trashed, removed or
 // written: rewriting a shared mbox in place is not worth its risk.
 //
+// File names are any bytes POSIX allows; ids are UTF-8 without control
+// characters. A name that is not (a newline, a control character, invalid
+// UTF-8) or that starts with "%" appears in ids, names and paths in an
+// encoded form: "%", then the name with each control byte, "%" and byte of
+// invalid UTF-8 written %XX ("a\nb.txt" is "%a%0Ab.txt"). Every other name
+// is its own encoded form. Fetch, Trash, Untrash, Remove and Write decode
+// ids, so they work on the names listed. Left out of listings: trash folders
+// (.Trash*), svc's own temporary files (.svc-write-<32 hex>.tmp), and a file
+// whose id would exceed the contract's 1,024 bytes (a deep tree of long
+// names), which is logged with the count of such files.
+//
 // The revision marker is a snapshot_hash over the listed ids and versions.
 // Changes recognises the current marker (no changes) and answers
 // ErrMarkerExpired for any other: local folders keep no change journal.

@@ -6,8 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,10 +32,24 @@ type lister struct {
 	more    bool
 	snap    *pagetoken.Snapshot
 	hashAll bool // compute the snapshot only (Changes): keep no objects
+
+	// tooLong counts the objects left out because their ids would be longer than the
+	// contract's 1,024 bytes (a deep tree of long names); List logs them.
+	tooLong        int
+	tooLongExample string
 }
 
-// emit adds an object; it returns false when the page is full.
+// emit adds an object (key is its position, in file names as they are); it returns false
+// when the page is full. An object whose id is too long for the provider contract is left
+// out (see tooLong).
 func (l *lister) emit(key []string, o providers.Object) bool {
+	if len(o.ID) > maxIDBytes {
+		if l.tooLong == 0 {
+			l.tooLongExample = o.ID[:64] + "..."
+		}
+		l.tooLong++
+		return true
+	}
 	if !l.hashAll && len(l.objs) == l.size {
 		l.more = true
 		return false
@@ -43,7 +57,10 @@ func (l *lister) emit(key []string, o providers.Object) bool {
 	l.snap.Add(o.ID, o.Version)
 	if !l.hashAll {
 		l.objs = append(l.objs, o)
-		l.last = append(l.last[:0:0], key...)
+		l.last = l.last[:0:0]
+		for _, k := range key {
+			l.last = append(l.last, encodeName(k)) // a page token is JSON: UTF-8 only
+		}
 	}
 	return true
 }
@@ -104,7 +121,7 @@ func (l *lister) dir(full string, rel []string, after []string) (bool, error) {
 			if err != nil {
 				continue // removed meanwhile
 			}
-			if !l.emit(key, fileObject(strings.Join(key, "/"), fi)) {
+			if !l.emit(key, fileObject(encodePath(key...), fi)) {
 				return false, nil
 			}
 		}
@@ -117,7 +134,7 @@ func (l *lister) maildir(dir string, rel []string, after []string) (bool, error)
 	if err != nil {
 		return false, fmt.Errorf("local: maildir %s: %w", strings.Join(rel, "/"), mapErr(err))
 	}
-	container := strings.Join(rel, "/")
+	container := encodePath(rel...)
 	if container == "" {
 		container = "."
 	}
@@ -129,7 +146,7 @@ func (l *lister) maildir(dir string, rel []string, after []string) (bool, error)
 		if err != nil {
 			continue
 		}
-		id := path.Join(strings.Join(rel, "/"), m.unique)
+		id := encodePath(append(rel[:len(rel):len(rel)], m.unique)...)
 		key := append(rel[:len(rel):len(rel)], "cur", m.unique)
 		if l.hashAll {
 			// A snapshot needs each message's id and version (its file's), not its parse:
@@ -160,7 +177,7 @@ func (l *lister) mbox(file string, key []string, after []string) (bool, error) {
 		}
 	}
 	r := newMboxReader(f, start)
-	rel := strings.Join(key, "/")
+	rel := encodePath(key...)
 	for {
 		m, ok, err := r.next()
 		if err != nil {
@@ -192,9 +209,18 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	if err != nil {
 		return providers.Page{}, fmt.Errorf("local: %w", err)
 	}
+	for i, k := range after {
+		if after[i], err = decodeStored(k); err != nil {
+			return providers.Page{}, fmt.Errorf("local: page token: %v: %w", err, providers.ErrInvalidArgument)
+		}
+	}
 	l := &lister{ctx: ctx, src: src, size: providers.ClampPageSize(req.PageSize), snap: snap}
 	if _, err := l.dir(src, nil, after); err != nil {
 		return providers.Page{}, err
+	}
+	if l.tooLong > 0 {
+		slog.Warn("local: objects not listed: their ids would be longer than 1,024 bytes", "source", req.SourceRef,
+			"count", l.tooLong, "example", l.tooLongExample)
 	}
 	page := providers.Page{Objects: l.objs}
 	if l.more {

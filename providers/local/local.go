@@ -122,12 +122,18 @@ func (p *Provider) sourceDir(ref string) (string, error) {
 	return dir, nil
 }
 
-// relID checks an object id: a clean relative slash path.
+// relID checks an object id and returns the slash-separated path of the file it stands for
+// (its names decoded, see names.go): a clean relative path. A backslash is a separator only
+// where the platform's is.
 func relID(id string) (string, error) {
-	if id == "" || strings.HasPrefix(id, "/") || strings.Contains(id, "\\") || path.Clean(id) != id || id == ".." || strings.HasPrefix(id, "../") {
+	raw, err := decodeID(id)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(raw, "/") || (filepath.Separator == '\\' && strings.Contains(raw, "\\")) || path.Clean(raw) != raw || raw == ".." || strings.HasPrefix(raw, "../") {
 		return "", fmt.Errorf("local: object id %q: %w", id, providers.ErrNotFound)
 	}
-	return id, nil
+	return raw, nil
 }
 
 func isTrashName(name string) bool { return strings.HasPrefix(name, ".Trash") }
@@ -178,13 +184,14 @@ func kindOf(name string) (providers.Kind, string) {
 	return providers.KindFile, mt
 }
 
+// fileObject is a file's object; id is its encoded path (names.go).
 func fileObject(id string, fi fs.FileInfo) providers.Object {
 	kind, mt := kindOf(fi.Name())
 	o := providers.Object{
 		ID:         id,
 		Version:    fileVersion(fi),
 		Kind:       kind,
-		Name:       fi.Name(),
+		Name:       encodeName(fi.Name()),
 		Path:       id,
 		SizeBytes:  fi.Size(),
 		MIMEType:   mt,
@@ -284,7 +291,7 @@ func maildirObjectOf(id, container string, m maildirMessage, fi fs.FileInfo, h *
 		ModifiedAt: fi.ModTime().UTC(),
 		Starred:    strings.Contains(m.flags, "F"),
 		Message:    h,
-		Metadata:   providers.WithFacts(map[string]string{"maildir_flags": m.flags}, facts),
+		Metadata:   providers.WithFacts(map[string]string{"maildir_flags": encodeName(m.flags)}, facts),
 	}
 	if !h.Date.IsZero() {
 		o.CreatedAt = h.Date
@@ -311,12 +318,13 @@ func (p *Provider) resolve(src, id string) (entry, error) {
 // is taken at its remembered file without checking that the file is still there (entry.fi is
 // then nil): the caller opens it, and resolves again if that fails because it moved.
 func (p *Provider) resolveAs(src, id string, stat bool) (entry, error) {
-	if _, err := relID(id); err != nil {
+	raw, err := relID(id)
+	if err != nil {
 		return entry{}, err
 	}
 	notFound := fmt.Errorf("local: object %q: %w", id, providers.ErrNotFound)
-	full := filepath.Join(src, filepath.FromSlash(id))
-	for _, part := range strings.Split(id, "/") {
+	full := filepath.Join(src, filepath.FromSlash(raw))
+	for _, part := range strings.Split(raw, "/") {
 		if isTrashName(part) {
 			return entry{}, notFound
 		}
@@ -343,9 +351,9 @@ func (p *Provider) resolveAs(src, id string, stat bool) (entry, error) {
 			return entry{kind: 'm', full: m.file, fi: m.fi, maildir: dir, msg: m}, nil
 		}
 	}
-	if i := strings.LastIndexByte(id, '#'); i > 0 {
-		file := filepath.Join(src, filepath.FromSlash(id[:i]))
-		off, err := strconv.ParseInt(id[i+1:], 10, 64)
+	if i := strings.LastIndexByte(raw, '#'); i > 0 {
+		file := filepath.Join(src, filepath.FromSlash(raw[:i]))
+		off, err := strconv.ParseInt(raw[i+1:], 10, 64)
 		if fi, serr := os.Stat(file); err == nil && serr == nil && fi.Mode().IsRegular() && isMbox(file, fi.Name()) {
 			return entry{kind: 'x', full: file, fi: fi, offset: off}, nil
 		}

@@ -141,7 +141,10 @@ func trashInto(trash, full string) (string, error) {
 			return "", mapErr(err)
 		}
 	}
-	base := filepath.Base(full)
+	// The name in the trash is the encoded one (names.go): the result id, the .trashinfo's
+	// path, is then UTF-8 without control characters whatever the file's name; the
+	// .trashinfo's Path= keeps the original name, percent-encoded as the specification says.
+	base := encodeName(filepath.Base(full))
 	ext := filepath.Ext(base)
 	stem := strings.TrimSuffix(base, ext)
 	for n := 1; n < 10000; n++ {
@@ -203,10 +206,11 @@ func (p *Provider) Untrash(_ context.Context, req providers.UntrashRequest) (pro
 	if err != nil {
 		return providers.Object{}, err
 	}
-	if _, err := relID(req.ObjectID); err != nil {
+	rel, err := relID(req.ObjectID)
+	if err != nil {
 		return providers.Object{}, err
 	}
-	target := filepath.Join(src, filepath.FromSlash(req.ObjectID))
+	target := filepath.Join(src, filepath.FromSlash(rel))
 	if req.ResultID == "maildir:T" {
 		dir := filepath.Dir(target)
 		m, err := findMaildirMessage(dir, filepath.Base(target))

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -29,7 +30,7 @@ func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.
 	if err != nil {
 		return providers.Object{}, err
 	}
-	id, err := relID(req.Path)
+	id, err := writePath(req.Path)
 	if err != nil || strings.HasSuffix(req.Path, "/") {
 		return providers.Object{}, fmt.Errorf("local: write path %q: %w", req.Path, providers.ErrInvalidArgument)
 	}
@@ -98,9 +99,22 @@ func (p *Provider) Write(_ context.Context, req providers.WriteRequest, body io.
 	if err != nil {
 		return providers.Object{}, fmt.Errorf("local: write %q: %w", id, mapErr(err))
 	}
-	o := fileObject(id, fi)
+	o := fileObject(encodePath(strings.Split(id, "/")...), fi)
 	o.SHA256 = sum
 	return o, nil
+}
+
+// writePath is the file path a write goes to: a path in the form of an object id (its names
+// encoded, as a restore to the original place writes an object back at its id) is decoded;
+// any other is taken as it is. It must be a clean relative path.
+func writePath(p string) (string, error) {
+	if raw, err := relID(p); err == nil {
+		return raw, nil
+	}
+	if p == "" || strings.HasPrefix(p, "/") || (filepath.Separator == '\\' && strings.Contains(p, "\\")) || path.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("local: write path %q: %w", p, providers.ErrInvalidArgument)
+	}
+	return p, nil
 }
 
 // noLinks refuses a path any existing component of which is a symbolic link (listings skip

@@ -143,3 +143,36 @@ func TestCloseDoesNotWaitOnAPluginFrozenBeforeItsFirstFetch(t *testing.T) {
 		t.Fatal("the fetch in flight outlived the plugin's kill")
 	}
 }
+
+// TestInstanceCloseDoesNotWaitOnAFrozenPlugin: closing a provider instance (as a host does when
+// it shuts down) is a call into the plugin; on a frozen plugin it gave up only after the whole
+// call deadline (30 s by default), holding a SIGTERMed svc past its drain. It now waits the
+// kill grace at most.
+func TestInstanceCloseDoesNotWaitOnAFrozenPlugin(t *testing.T) {
+	t.Parallel() // its own plugin process
+	pl := newPlugin(t, providers.Simulated, "hostile", &plugin.Options{CallTimeout: time.Minute})
+	p, err := pl.Open(context.Background(), providers.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pl.Pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- providers.CloseProvider(p) }()
+	select {
+	case err := <-closed:
+		t.Logf("closing an instance of a frozen plugin took %s: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing an instance waits on a frozen plugin")
+	}
+	// The frozen process is killed (the host probed it), so closing more instances is quick.
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("frozen plugin process %d still exists after an instance's close timed out", pid)
+		}
+	}
+}

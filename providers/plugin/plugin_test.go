@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/local"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/providertest"
 	"svc.dev/svc/providers/providertest/hostile"
@@ -30,6 +31,8 @@ func TestMain(m *testing.M) {
 			plugin.Serve(badDescription, newBad)
 		case "hostile":
 			plugin.Serve(hostile.Description, hostile.New)
+		case "local":
+			plugin.Serve(local.Description, local.New)
 		}
 		os.Exit(0)
 	}

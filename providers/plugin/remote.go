@@ -165,10 +165,16 @@ func (r *remote) Close() error {
 	if proc == nil || proc.gen != gen || id == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.p.opts.CallTimeout)
+	// Closing an instance is clean-up, done as a host shuts down: it waits killGrace at most,
+	// not a whole call deadline, on a plugin that does not answer (a frozen one is then
+	// probed and killed, which releases the instance anyway).
+	ctx, cancel := context.WithTimeout(context.Background(), min(r.p.opts.CallTimeout, killGrace))
 	defer cancel()
 	_, err := proc.rpc.Close(ctx, &pluginpb.CloseRequest{InstanceId: id})
 	if err != nil {
+		if ctx.Err() != nil {
+			go r.p.probe(proc) // killed if it is hung: the next closes need not wait
+		}
 		return &providers.Error{Op: "close", Provider: r.desc.Name, Err: r.p.classify(ctx, proc, err)}
 	}
 	return nil

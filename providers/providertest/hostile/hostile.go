@@ -21,6 +21,10 @@
 //	objects    how many objects the source "src" holds (default 10): ids
 //	           "obj-0000", ..., 16 bytes of content each, version "v1", SHA-256 given
 //	page_size  objects a page (default 3)
+//	source     the source ref it holds (default Source); "*" holds every ref
+//	           (one listing under any ref, as for svc's seeded dev sources)
+//	mode_source  with source "*": the fetch and trash misbehaviours apply to
+//	           this source ref only (the others answer honestly)
 //	dir        a directory for state that survives the plugin's restarts
 //	           (what was trashed); required for Trash and Untrash
 //	mode       a comma-separated list of misbehaviours:
@@ -28,6 +32,8 @@
 //	                 of the page before (offset pagination over a changing listing)
 //	  endless        the listing never ends: every page has a next page token
 //	  wide_ids       ids are padded to 1,000 bytes
+//	  temp_names     ids (and names) have the form of svc's own temporary
+//	                 files, ".svc-write-<32 hex digits>.tmp"
 //	  huge_page      the first page is larger than the protocol's 64 MiB message limit
 //	  freeze_fetch   Fetch stops its own process (SIGSTOP), as a frozen plugin
 //	  hang_fetch     Fetch blocks for an hour, ignoring its context
@@ -75,6 +81,8 @@ var Description = providers.Description{
 
 // Provider is the hostile provider; New makes one.
 type Provider struct {
+	source      string
+	modeSource  string
 	n, pageSize int
 	dir         string
 	modes       map[string]bool
@@ -83,7 +91,11 @@ type Provider struct {
 
 // New is the provider's factory.
 func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) {
-	p := &Provider{n: 10, pageSize: 3, dir: cfg["dir"], modes: map[string]bool{}, fetchSize: 4 << 20}
+	p := &Provider{source: Source, n: 10, pageSize: 3, dir: cfg["dir"], modes: map[string]bool{}, fetchSize: 4 << 20}
+	if v := cfg["source"]; v != "" {
+		p.source = v
+	}
+	p.modeSource = cfg["mode_source"]
 	for _, m := range strings.Split(cfg["mode"], ",") {
 		if m != "" {
 			p.modes[m] = true
@@ -116,6 +128,9 @@ func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) 
 // ObjectID returns the id of the i-th object of a provider configured with
 // cfg.
 func ObjectID(cfg providers.Config, i int) string {
+	if strings.Contains(cfg["mode"], "temp_names") {
+		return fmt.Sprintf("%s%032x%s", tempPrefix, i, tempSuffix)
+	}
 	id := fmt.Sprintf("obj-%04d", i)
 	if strings.Contains(cfg["mode"], "wide_ids") {
 		id += strings.Repeat("w", 1000-len(id))
@@ -123,11 +138,33 @@ func ObjectID(cfg providers.Config, i int) string {
 	return id
 }
 
+// The form of svc's temporary files (providers/local).
+const tempPrefix, tempSuffix = ".svc-write-", ".tmp"
+
 func (p *Provider) id(i int) string {
-	if p.modes["wide_ids"] {
+	switch {
+	case p.modes["wide_ids"]:
 		return ObjectID(providers.Config{"mode": "wide_ids"}, i)
+	case p.modes["temp_names"]:
+		return ObjectID(providers.Config{"mode": "temp_names"}, i)
 	}
 	return ObjectID(nil, i)
+}
+
+// index returns the position of the object with id, or -1.
+func (p *Provider) index(id string) int {
+	var i int64
+	var err error
+	if p.modes["temp_names"] {
+		hex, _ := strings.CutSuffix(strings.TrimPrefix(id, tempPrefix), tempSuffix)
+		i, err = strconv.ParseInt(hex, 16, 32)
+	} else {
+		i, err = strconv.ParseInt(strings.TrimRight(strings.TrimPrefix(id, "obj-"), "w"), 10, 32)
+	}
+	if err != nil || i < 0 || id != p.id(int(i)) {
+		return -1
+	}
+	return int(i)
 }
 
 // Content returns the content of the object with id.
@@ -148,7 +185,7 @@ func (p *Provider) Describe(context.Context) (providers.Description, error) { re
 
 // List lists the source, misbehaving as configured.
 func (p *Provider) List(_ context.Context, req providers.ListRequest) (providers.Page, error) {
-	if req.SourceRef != Source {
+	if !p.holds(req.SourceRef) {
 		return providers.Page{}, fmt.Errorf("source %q: %w", req.SourceRef, providers.ErrNotFound)
 	}
 	if p.modes["env"] {
@@ -203,17 +240,22 @@ func (p *Provider) List(_ context.Context, req providers.ListRequest) (providers
 	return page, nil
 }
 
+func (p *Provider) holds(ref string) bool { return p.source == "*" || ref == p.source }
+
+// misbehaves reports whether the fetch and trash misbehaviours apply to a source ref.
+func (p *Provider) misbehaves(ref string) bool { return p.modeSource == "" || ref == p.modeSource }
+
 // Changes knows no changes.
 func (p *Provider) Changes(context.Context, providers.ChangesRequest) (providers.ChangePage, error) {
 	return providers.ChangePage{}, providers.ErrMarkerExpired
 }
 
 func (p *Provider) find(ref, id string) (providers.Object, error) {
-	if ref != Source {
+	if !p.holds(ref) {
 		return providers.Object{}, fmt.Errorf("source %q: %w", ref, providers.ErrNotFound)
 	}
-	i, err := strconv.Atoi(strings.TrimRight(strings.TrimPrefix(id, "obj-"), "w"))
-	if err != nil || i < 0 || (i >= p.n && !p.modes["endless"]) || id != p.id(i) || p.trashed(id) {
+	i := p.index(id)
+	if i < 0 || (i >= p.n && !p.modes["endless"]) || p.trashed(id) {
 		return providers.Object{}, fmt.Errorf("object %q: %w", id, providers.ErrNotFound)
 	}
 	return p.object(id), nil
@@ -229,6 +271,7 @@ func (p *Provider) Fetch(_ context.Context, req providers.FetchRequest) (*provid
 		return nil, &providers.VersionMismatchError{ObjectID: o.ID, Expected: req.ExpectedVersion, Actual: o.Version}
 	}
 	switch {
+	case !p.misbehaves(req.SourceRef):
 	case p.modes["freeze_fetch"]:
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 		// Other threads may run on a moment before the stop takes them;
@@ -266,6 +309,7 @@ func (p *Provider) Trash(_ context.Context, req providers.ActionRequest) (provid
 		return providers.ActionResult{}, err
 	}
 	switch {
+	case !p.misbehaves(req.SourceRef):
 	case p.modes["trash_crash"]:
 		os.Exit(3)
 	case p.modes["trash_lie"]:
