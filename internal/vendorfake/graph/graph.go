@@ -252,22 +252,45 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// Patterns lists the routes the fake serves (http.ServeMux patterns), for
+// the shape test to check it covers them all.
+func (s *Server) Patterns() []string {
+	var out []string
+	for _, r := range s.table() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
+type route struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
+func (s *Server) table() []route {
+	return []route{
+		{"POST /oauth2/v2.0/token", s.token},
+		{"GET /v1.0/me/mailFolders", s.listFolders},
+		{"GET /v1.0/me/mailFolders/{id}", s.getFolder},
+		{"GET /v1.0/me/mailFolders/{id}/childFolders", s.childFolders},
+		{"GET /v1.0/me/mailFolders/{id}/messages/delta", s.messagesDelta},
+		{"GET /v1.0/me/messages/{id}", s.getMessage},
+		{"GET /v1.0/me/messages/{id}/{value}", s.messageValue},
+		{"POST /v1.0/me/messages/{id}/move", s.moveMessage},
+		{"GET /v1.0/me/drive", s.getDrive},
+		{"GET /v1.0/me/drive/root/delta", s.driveDelta},
+		{"GET /v1.0/me/drive/items/{id}", s.getItem},
+		{"GET /v1.0/me/drive/items/{id}/content", s.itemContent},
+		{"DELETE /v1.0/me/drive/items/{id}", s.deleteItem},
+		{"POST /v1.0/me/drive/items/{id}/restore", s.restoreItem},
+		{"GET /_download/{id}", s.download},
+	}
+}
+
 func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /oauth2/v2.0/token", s.token)
-	mux.HandleFunc("GET /v1.0/me/mailFolders", s.listFolders)
-	mux.HandleFunc("GET /v1.0/me/mailFolders/{id}", s.getFolder)
-	mux.HandleFunc("GET /v1.0/me/mailFolders/{id}/childFolders", s.childFolders)
-	mux.HandleFunc("GET /v1.0/me/mailFolders/{id}/messages/delta", s.messagesDelta)
-	mux.HandleFunc("GET /v1.0/me/messages/{id}", s.getMessage)
-	mux.HandleFunc("GET /v1.0/me/messages/{id}/{value}", s.messageValue)
-	mux.HandleFunc("POST /v1.0/me/messages/{id}/move", s.moveMessage)
-	mux.HandleFunc("GET /v1.0/me/drive", s.getDrive)
-	mux.HandleFunc("GET /v1.0/me/drive/root/delta", s.driveDelta)
-	mux.HandleFunc("GET /v1.0/me/drive/items/{id}", s.getItem)
-	mux.HandleFunc("GET /v1.0/me/drive/items/{id}/content", s.itemContent)
-	mux.HandleFunc("DELETE /v1.0/me/drive/items/{id}", s.deleteItem)
-	mux.HandleFunc("POST /v1.0/me/drive/items/{id}/restore", s.restoreItem)
-	mux.HandleFunc("GET /_download/{id}", s.download)
+	for _, r := range s.table() {
+		mux.HandleFunc(r.pattern, r.h)
+	}
 }
 
 // link tokens: opaque to clients, "kind:a:b:c" base64url inside.
