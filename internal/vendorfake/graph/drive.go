@@ -252,11 +252,14 @@ func (s *Server) driveDelta(w http.ResponseWriter, r *http.Request) {
 		offset, _ = strconv.Atoi(p[3])
 	case q.Get("token") != "":
 		p, ok := decodeToken(q.Get("token"), 2)
-		if !ok || p[0] != "ddt" {
+		var err error
+		if ok && p[0] == "ddt" {
+			since, err = strconv.ParseInt(p[1], 10, 64)
+		}
+		if !ok || p[0] != "ddt" || err != nil || since > s.seq {
 			writeError(w, http.StatusGone, "resyncRequired", "The delta token is no longer valid; start a new sync.")
 			return
 		}
-		since, _ = strconv.ParseInt(p[1], 10, 64)
 		until = s.seq
 	default:
 		until = s.seq

@@ -393,11 +393,14 @@ func (s *Server) messagesDelta(w http.ResponseWriter, r *http.Request) {
 		sel, expand = p[5], p[6]
 	case q.Get("$deltatoken") != "":
 		p, ok := decodeToken(q.Get("$deltatoken"), 5)
-		if !ok || p[0] != "mdt" || p[1] != f.ID {
+		var err error
+		if ok && p[0] == "mdt" {
+			since, err = strconv.ParseInt(p[2], 10, 64)
+		}
+		if !ok || p[0] != "mdt" || p[1] != f.ID || err != nil || since > s.seq {
 			writeError(w, http.StatusGone, "SyncStateNotFound", "The sync state generation is not found. Resync is required.")
 			return
 		}
-		since, _ = strconv.ParseInt(p[2], 10, 64)
 		sel, expand = p[3], p[4]
 		until = s.seq
 	default:
