@@ -241,8 +241,13 @@ func (p *Provider) object(ctx context.Context, it *item) (providers.Object, erro
 const (
 	listKind    = "onedrive.list"
 	changesKind = "onedrive.changes"
-	deltaPrefix = "/me/drive/root/delta?"
 )
+
+// isDriveDelta reports whether a path is a drive delta link, in the form
+// svc builds or in Graph's (/drives/{id}/root/delta(token='...')).
+func isDriveDelta(link string) bool {
+	return (strings.HasPrefix(link, "/me/drive") || strings.HasPrefix(link, "/drives/")) && strings.Contains(link, "/root/delta")
+}
 
 // List implements providers.Provider: the drive's delta query from
 // scratch, files only.
@@ -250,7 +255,7 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	n := providers.ClampPageSize(req.PageSize)
 	cur := graph.Cursor{Link: fmt.Sprintf("/me/drive/root/delta?$top=%d", n)}
 	if req.PageToken != "" {
-		if err := pagetoken.DecodeState(listKind, req.PageToken, &cur); err != nil || !strings.HasPrefix(cur.Link, "/me/drive/root/delta") {
+		if err := pagetoken.DecodeState(listKind, req.PageToken, &cur); err != nil || !isDriveDelta(cur.Link) {
 			return providers.Page{}, fmt.Errorf("onedrive: list: bad page token: %w", providers.ErrInvalidArgument)
 		}
 	}
@@ -272,7 +277,7 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 		page.Objects = append(page.Objects, o)
 	}
 	if done {
-		if !strings.HasPrefix(delta, deltaPrefix) {
+		if !isDriveDelta(delta) {
 			return providers.Page{}, p.err("list", "", fmt.Errorf("no deltaLink at the end of the delta: %w", providers.ErrTransient))
 		}
 		page.Marker = providers.Marker{Kind: providers.MarkerDeltaToken, Value: delta}
@@ -282,44 +287,67 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	return page, err
 }
 
+// changesState is the position of a Changes listing: the vendor cursor
+// and whether the round found any change so far.
+type changesState struct {
+	graph.Cursor
+	Any bool `json:"a,omitempty"`
+}
+
+// maxEmptySteps bounds how many vendor pages one Changes call reads past
+// while they hold no change.
+const maxEmptySteps = 50
+
 // Changes implements providers.Provider: the delta query from the marker's
-// deltaLink.
+// deltaLink. Pages without a change are read past within the call, and a
+// round that found no change ends with the marker it started from, so
+// "nothing changed" reads as nothing changed (Graph issues a new token each
+// round).
 func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (providers.ChangePage, error) {
 	n := providers.ClampPageSize(req.PageSize)
-	if req.Since.Kind != providers.MarkerDeltaToken || !strings.HasPrefix(req.Since.Value, deltaPrefix) {
+	if req.Since.Kind != providers.MarkerDeltaToken || !isDriveDelta(req.Since.Value) {
 		return providers.ChangePage{}, fmt.Errorf("onedrive: changes: not a vendor_b_files marker: %w", providers.ErrMarkerExpired)
 	}
-	cur := graph.Cursor{Link: req.Since.Value}
+	st := changesState{Cursor: graph.Cursor{Link: req.Since.Value}}
 	if req.PageToken != "" {
-		if err := pagetoken.DecodeState(changesKind, req.PageToken, &cur); err != nil || !strings.HasPrefix(cur.Link, "/me/drive/root/delta") {
+		if err := pagetoken.DecodeState(changesKind, req.PageToken, &st); err != nil || !isDriveDelta(st.Link) {
 			return providers.ChangePage{}, fmt.Errorf("onedrive: changes: bad page token: %w", providers.ErrInvalidArgument)
 		}
 	}
-	items, next, done, delta, err := graph.Step[item](ctx, p.c, nil, cur, n)
-	if err != nil {
-		return providers.ChangePage{}, p.err("changes", "", err)
-	}
-	p.learn(items)
 	var page providers.ChangePage
-	for i := range items {
-		it := &items[i]
-		switch {
-		case it.Deleted != nil:
-			page.Changes = append(page.Changes, providers.Change{Type: providers.ChangeDelete, ObjectID: it.ID})
-		case it.File != nil:
-			o, err := p.object(ctx, it)
-			if err != nil {
-				return providers.ChangePage{}, p.err("changes", it.ID, err)
+	for step := 0; ; step++ {
+		items, next, done, delta, err := graph.Step[item](ctx, p.c, nil, st.Cursor, n-len(page.Changes))
+		if err != nil {
+			return providers.ChangePage{}, p.err("changes", "", err)
+		}
+		p.learn(items)
+		for i := range items {
+			it := &items[i]
+			switch {
+			case it.Deleted != nil:
+				page.Changes = append(page.Changes, providers.Change{Type: providers.ChangeDelete, ObjectID: it.ID})
+			case it.File != nil:
+				o, err := p.object(ctx, it)
+				if err != nil {
+					return providers.ChangePage{}, p.err("changes", it.ID, err)
+				}
+				page.Changes = append(page.Changes, providers.Change{Type: providers.ChangeUpsert, ObjectID: it.ID, Object: &o})
 			}
-			page.Changes = append(page.Changes, providers.Change{Type: providers.ChangeUpsert, ObjectID: it.ID, Object: &o})
+		}
+		st.Any = st.Any || len(page.Changes) > 0
+		if done {
+			page.Marker = req.Since
+			if st.Any {
+				page.Marker = providers.Marker{Kind: providers.MarkerDeltaToken, Value: delta}
+			}
+			return page, nil
+		}
+		st.Cursor = next
+		if len(page.Changes) > 0 || step >= maxEmptySteps || len(page.Changes) >= n {
+			page.NextPageToken, err = pagetoken.EncodeState(changesKind, st)
+			return page, err
 		}
 	}
-	if done {
-		page.Marker = providers.Marker{Kind: providers.MarkerDeltaToken, Value: delta}
-		return page, nil
-	}
-	page.NextPageToken, err = pagetoken.EncodeState(changesKind, next)
-	return page, err
 }
 
 func (p *Provider) get(ctx context.Context, id string) (*item, error) {

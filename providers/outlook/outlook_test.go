@@ -1,0 +1,82 @@
+package outlook_test
+
+import (
+	"context"
+	"testing"
+
+	fake "svc.dev/svc/internal/vendorfake/graph"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/outlook"
+	"svc.dev/svc/providers/providertest"
+)
+
+func config(s *fake.Server) providers.Config {
+	return providers.Config{
+		"endpoint": s.Endpoint(), "access_token": fake.AccessToken, "refresh_token": fake.RefreshToken,
+		"client_id": "svc-test", "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
+	}
+}
+
+func TestConformance(t *testing.T) {
+	providertest.Run(t, providertest.Harness{
+		Open: func(t testing.TB) (providers.Provider, string) {
+			s := fake.Seeded(fake.Seed{Seed: 1, Messages: 30, Files: 1})
+			t.Cleanup(s.Close)
+			p, err := outlook.New(context.Background(), config(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p, "default"
+		},
+		MinObjects: 20,
+	})
+}
+
+// TestListedMail: what the planner reads from a listing (senders,
+// recipients, list headers, the junk folder, the owner's sent mail,
+// snippets, sizes) comes through from Graph's properties and headers.
+func TestListedMail(t *testing.T) {
+	s := fake.Seeded(fake.Seed{Seed: 2, Messages: 80, Files: 1})
+	defer s.Close()
+	p, err := outlook.New(context.Background(), config(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, m := providertest.ListAll(context.Background(), t, p, "default", 7)
+	if m.Kind != providers.MarkerDeltaToken || len(objs) != 80 {
+		t.Fatalf("%d objects, marker %v", len(objs), m)
+	}
+	count := map[string]int{}
+	for _, o := range objs {
+		h := o.Message
+		if h == nil || h.From == "" || o.SizeBytes == 0 || o.Version == "" || len(o.Containers) != 1 {
+			t.Errorf("message %s listed as %+v %+v", o.ID, o, h)
+			continue
+		}
+		if h.Snippet != "" {
+			count["snippet"]++
+		}
+		if h.ListID != "" || h.ListUnsubscribe != "" {
+			count["list"]++
+		}
+		if len(h.To) > 0 {
+			count["to"]++
+		}
+		switch o.Containers[0] {
+		case "Junk Email":
+			count["junk"]++
+		case "Sent Items":
+			if o.Metadata["mail.from_self"] != "true" {
+				t.Errorf("sent message %s without mail.from_self", o.ID)
+			}
+			count["sent"]++
+		case "Inbox/Lists":
+			count["nested"]++
+		}
+	}
+	for _, k := range []string{"snippet", "list", "to", "junk", "sent", "nested"} {
+		if count[k] == 0 {
+			t.Errorf("no listed message has %s (%v)", k, count)
+		}
+	}
+}
