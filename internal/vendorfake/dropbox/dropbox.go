@@ -417,6 +417,9 @@ func (s *Server) listFolderContinue(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if c.Limit <= 0 {
+		c.Limit = 500
+	}
 	if c.Offset == 0 && c.Since == c.Until {
 		// A cursor at the end of a round: a new round of what changed since.
 		c.Since, c.Until = c.Until, s.seq
@@ -456,7 +459,9 @@ func (s *Server) page(w http.ResponseWriter, c cursor) {
 	if hasMore {
 		next.Offset = end
 	} else {
-		next.Since, next.Offset = c.Until, 0
+		// The end of a round: the state of the account, whatever the page
+		// size (the next round pages by the default).
+		next.Since, next.Offset, next.Limit = c.Until, 0, 0
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"entries": out, "cursor": next.encode(), "has_more": hasMore})
 }
