@@ -1,5 +1,6 @@
 // Package builtin builds the registry of svc's built-in providers
-// (simulated, vendor_d_local, object_store_compatible, svc_vault) and of
+// (simulated, vendor_d_local, object_store_compatible, svc_vault, and the
+// vendor connectors vendor_b_mail, vendor_b_files, vendor_c_files) and of
 // the third-party plugins found in a plugin directory, in one place, for
 // cmd/svc and for Go programs embedding the SDK.
 //
@@ -14,7 +15,10 @@ import (
 	"path/filepath"
 
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/dropbox"
 	"svc.dev/svc/providers/local"
+	"svc.dev/svc/providers/onedrive"
+	"svc.dev/svc/providers/outlook"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/s3"
 	"svc.dev/svc/providers/simulated"
@@ -34,6 +38,9 @@ type Builtin struct {
 // All returns the built-ins in the spec's enumeration order.
 func All() []Builtin {
 	return []Builtin{
+		{Description: outlook.Description, New: outlook.New},
+		{Description: onedrive.Description, New: onedrive.New},
+		{Description: dropbox.Description, New: dropbox.New},
 		{Description: local.Description, New: local.New},
 		{Description: s3.Description, New: s3.New},
 		{Description: vaultfs.Description, New: vaultfs.New},

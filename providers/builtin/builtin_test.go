@@ -177,7 +177,7 @@ func (r *suffixReader) Read(p []byte) (int, error) {
 func TestRegistryDescribesBuiltins(t *testing.T) {
 	for mode, reg := range registries(t) {
 		t.Run(mode, func(t *testing.T) {
-			want := []providers.Name{providers.VendorDLocal, providers.ObjectStoreCompatible, providers.SvcVault, providers.Simulated}
+			want := []providers.Name{providers.VendorBMail, providers.VendorBFiles, providers.VendorCFiles, providers.VendorDLocal, providers.ObjectStoreCompatible, providers.SvcVault, providers.Simulated}
 			got := reg.Names()
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("names %v, want %v", got, want)
