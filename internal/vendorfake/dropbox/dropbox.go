@@ -141,6 +141,21 @@ func (s *Server) Inject(f Fault) {
 	s.faults = append(s.faults, &f)
 }
 
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// ExpireAccessTokens invalidates the access tokens only: clients must
+// refresh.
+func (s *Server) ExpireAccessTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.access = map[string]bool{}
+}
+
 // Revoke invalidates every access and refresh token.
 func (s *Server) Revoke() {
 	s.mu.Lock()
