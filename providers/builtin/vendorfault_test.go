@@ -58,9 +58,11 @@ func vendorEnvs(t *testing.T) []vendorEnv {
 		{name: providers.VendorCFiles, cfg: providers.Config{"api_url": d.URL(), "content_url": d.URL(), "access_token": dropboxfake.AccessToken,
 			"refresh_token": dropboxfake.RefreshToken, "client_id": "svc-test", "token_url": d.TokenURL(), "requests_per_second": "1000", "burst": "100"},
 			listPath: "/2/files/list_folder",
-			throttle: func(p string, ra, n int) { d.Inject(dropboxfake.Fault{PathPrefix: p, Status: http.StatusTooManyRequests, RetryAfter: ra, Times: n}) },
-			fail:     func(p string, st, n int) { d.Inject(dropboxfake.Fault{PathPrefix: p, Status: st, Times: n}) },
-			clear:    d.ClearFaults, revoke: d.Revoke, expire: d.ExpireAccessTokens,
+			throttle: func(p string, ra, n int) {
+				d.Inject(dropboxfake.Fault{PathPrefix: p, Status: http.StatusTooManyRequests, RetryAfter: ra, Times: n})
+			},
+			fail:  func(p string, st, n int) { d.Inject(dropboxfake.Fault{PathPrefix: p, Status: st, Times: n}) },
+			clear: d.ClearFaults, revoke: d.Revoke, expire: d.ExpireAccessTokens,
 			corrupt: func(o providers.Object) { d.Corrupt(o.ID) }},
 	}
 }
