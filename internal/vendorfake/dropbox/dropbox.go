@@ -131,6 +131,16 @@ func (s *Server) URL() string { return s.srv.URL }
 // TokenURL is the OAuth token endpoint.
 func (s *Server) TokenURL() string { return s.srv.URL + "/oauth2/token" }
 
+// ProviderConfig is the configuration of a vendor_c_files source on this
+// fake: its endpoints, the seeded token and the token endpoint to refresh
+// it at, with pacing lifted so tests and demos do not wait.
+func (s *Server) ProviderConfig() map[string]string {
+	return map[string]string{
+		"api_url": s.URL(), "content_url": s.URL(), "access_token": AccessToken, "refresh_token": RefreshToken,
+		"client_id": "svc-dev", "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
+	}
+}
+
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 

@@ -111,6 +111,17 @@ func (s *Server) Endpoint() string { return s.srv.URL + "/v1.0" }
 // TokenURL is the token endpoint to configure providers with.
 func (s *Server) TokenURL() string { return s.srv.URL + "/oauth2/v2.0/token" }
 
+// ProviderConfig is the configuration of a vendor_b_mail or vendor_b_files
+// source on this fake: its endpoint, the seeded token and the token
+// endpoint to refresh it at (what the connect flow and --oauth-config
+// would give), with pacing lifted so tests and demos do not wait.
+func (s *Server) ProviderConfig() map[string]string {
+	return map[string]string{
+		"endpoint": s.Endpoint(), "access_token": AccessToken, "refresh_token": RefreshToken,
+		"client_id": "svc-dev", "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
+	}
+}
+
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 
