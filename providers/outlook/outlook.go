@@ -21,7 +21,9 @@
 //     is not in another listed folder (a move is an upsert there). A folder
 //     that vanished, or a token Graph no longer knows (410), is
 //     ErrMarkerExpired. A mailbox whose delta state does not fit a marker
-//     (4 KiB compressed; a few dozen folders) gets a marker of kind none.
+//     (4,000 bytes compressed: about 15 folders with Graph's 120-character
+//     ids and tokens) gets a marker of kind none, which the layer treats as
+//     unmoved; each message's changeKey still guards fetch and trash.
 //   - Fetch checks the changeKey, then streams the MIME content
 //     (/messages/{id}/$value); the object's size is the content's length.
 //   - Trash moves the message to Deleted Items after checking its
@@ -343,8 +345,20 @@ const (
 	maxMarkerBytes = 4000
 )
 
+// A folder's deltaLink is kept as its $deltatoken alone when it is svc's
+// path for the folder with that one parameter (the folder id is the map's
+// key already); otherwise whole.
+const tokenOnly = "t:"
+
 func encodeDeltas(d map[string]string) (string, error) {
-	raw, err := json.Marshal(d)
+	short := make(map[string]string, len(d))
+	for id, link := range d {
+		short[id] = link
+		if tok, ok := strings.CutPrefix(link, deltaPath(id)+"?$deltatoken="); ok && !strings.ContainsAny(tok, "&") {
+			short[id] = tokenOnly + tok
+		}
+	}
+	raw, err := json.Marshal(short)
 	if err != nil {
 		return "", err
 	}
@@ -376,8 +390,10 @@ func decodeDeltas(v string) (map[string]string, error) {
 	if check != hex.EncodeToString(sum[:6]) || json.Unmarshal(raw, &d) != nil || len(d) == 0 {
 		return nil, bad
 	}
-	for _, link := range d {
-		if !isMessageDelta(link) {
+	for id, link := range d {
+		if tok, ok := strings.CutPrefix(link, tokenOnly); ok {
+			d[id] = deltaPath(id) + "?$deltatoken=" + tok
+		} else if !isMessageDelta(link) {
 			return nil, bad
 		}
 	}
