@@ -34,6 +34,12 @@
 //     idempotent, refusing to replace a different file that took the path
 //     since (ErrAlreadyExists). Deleted files stay restorable for the
 //     account's version-history period (30 days to a year, by plan).
+//   - Write spools the content to a temporary file, checks its size and
+//     SHA-256 before anything is sent (a mismatch uploads nothing), then
+//     uploads it with files/upload (mode add, or overwrite with
+//     Overwrite) and its content_hash, which Dropbox checks on arrival. One
+//     upload carries at most 150 MiB; larger content is ErrTooLarge (upload
+//     sessions are not implemented).
 //   - Quota is users/get_space_usage.
 //
 // Dropbox publishes no numeric rate limit (it answers 429 with
@@ -44,6 +50,7 @@ package dropbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -52,6 +59,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -66,7 +74,7 @@ import (
 	"svc.dev/svc/providers/vendorhttp"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
 
 // Description is the vendor_c_files provider's description.
 var Description = providers.Description{
@@ -104,6 +112,7 @@ var (
 	_ providers.Trasher   = (*Provider)(nil)
 	_ providers.Untrasher = (*Provider)(nil)
 	_ providers.Quotaer   = (*Provider)(nil)
+	_ providers.Writer    = (*Provider)(nil)
 )
 
 // New opens a vendor_c_files provider. It is a providers.Factory; it does
@@ -165,7 +174,11 @@ func Open(cfg providers.Config, base http.RoundTripper) (*Provider, error) {
 		Base: base, Credentials: creds, Limiter: rate.NewLimiter(r, burst),
 		// Every route but the two that change the account may be sent again.
 		Idempotent: func(req *http.Request) bool {
-			return !strings.HasSuffix(req.URL.Path, "/delete_v2") && !strings.HasSuffix(req.URL.Path, "/restore")
+			switch path.Base(req.URL.Path) {
+			case "delete_v2", "restore", "upload":
+				return false
+			}
+			return true
 		},
 	})
 	return p, nil
@@ -605,4 +618,67 @@ func mimeType(name string) string {
 		t = t[:i]
 	}
 	return t
+}
+
+// MaxUpload is the most content one files/upload carries.
+const MaxUpload = 150 << 20
+
+// Write implements providers.Writer.
+func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	clean := path.Clean("/" + req.Path)
+	if req.Path == "" || clean == "/" || strings.Contains(req.Path, "\x00") || clean != "/"+strings.TrimPrefix(req.Path, "/") {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("path %q: %w", req.Path, providers.ErrInvalidArgument))
+	}
+	dest := p.root + clean
+	f, err := os.CreateTemp("", "svc-dropbox-upload-*")
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	sum, hash := sha256.New(), contenthash.NewDropbox()
+	n, err := io.Copy(io.MultiWriter(f, sum, hash), io.LimitReader(body, MaxUpload+1))
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("read content: %w", err))
+	}
+	switch {
+	case n > MaxUpload:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("over %d bytes: %w", MaxUpload, providers.ErrTooLarge))
+	case req.SizeBytes >= 0 && n != req.SizeBytes:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("%d bytes, expected %d: %w", n, req.SizeBytes, providers.ErrInvalidData))
+	case req.SHA256 != "" && hex.EncodeToString(sum.Sum(nil)) != req.SHA256:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("content does not match its sha256: %w", providers.ErrInvalidData))
+	}
+	contentHash := hex.EncodeToString(hash.Sum(nil))
+	mode := "add"
+	if req.Overwrite {
+		mode = "overwrite"
+	}
+	arg, _ := json.Marshal(map[string]any{"path": dest, "mode": mode, "autorename": false, "mute": true, "content_hash": contentHash})
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.content+"/2/files/upload", io.NewSectionReader(f, 0, n))
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, providers.ErrInvalidArgument)
+	}
+	hreq.ContentLength = n
+	hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(f, 0, n)), nil }
+	hreq.Header.Set("Dropbox-API-Arg", asciiJSON(arg))
+	hreq.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := p.http.Do(hreq)
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, transportError("files/upload", err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return providers.Object{}, p.err("write", req.Path, routeError("files/upload", resp))
+	}
+	var m metadata
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m); err != nil {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("files/upload: %v: %w", err, providers.ErrTransient))
+	}
+	if m.ContentHash != contentHash || m.Size != n {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("stored content differs from what was sent: %w", providers.ErrInvalidData))
+	}
+	o := object(&m)
+	o.SHA256 = hex.EncodeToString(sum.Sum(nil))
+	return o, nil
 }

@@ -110,6 +110,7 @@ func (s *Server) table() map[string]http.HandlerFunc {
 		"POST /2/files/delete_v2":            s.delete,
 		"POST /2/files/restore":              s.restore,
 		"POST /2/users/get_space_usage":      s.spaceUsage,
+		"POST /2/files/upload":               s.upload,
 	}
 }
 
@@ -652,4 +653,59 @@ func (s *Server) spaceUsage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"used": used, "allocation": map[string]any{".tag": "individual", "allocated": s.allocated}})
+}
+
+// upload serves files/upload on the content endpoint: the UploadArg in
+// Dropbox-API-Arg, the content as the body (at most 150 MiB).
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Path        string `json:"path"`
+		Mode        any    `json:"mode"`
+		ContentHash string `json:"content_hash"`
+	}
+	if err := json.Unmarshal([]byte(r.Header.Get("Dropbox-API-Arg")), &a); err != nil || !strings.HasPrefix(a.Path, "/") {
+		badRequest(w, "Dropbox-API-Arg: could not decode input as JSON")
+		return
+	}
+	mode := "add"
+	switch m := a.Mode.(type) {
+	case string:
+		mode = m
+	case map[string]any:
+		mode, _ = m[".tag"].(string)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
+		badRequest(w, "Bad HTTP \"Content-Type\" header: \""+ct+"\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 150<<20+1))
+	if err != nil {
+		badRequest(w, "could not read the body")
+		return
+	}
+	if len(body) > 150<<20 {
+		routeError(w, "payload_too_large")
+		return
+	}
+	h := contenthash.NewDropbox()
+	h.Write(body)
+	if a.ContentHash != "" && a.ContentHash != hex.EncodeToString(h.Sum(nil)) {
+		routeError(w, "content_hash_mismatch")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[lower(a.Path)]; e != nil && !e.deleted && (e.folder || mode != "overwrite") {
+		writeJSON(w, http.StatusConflict, map[string]any{
+			"error_summary": "path/conflict/file/..",
+			"error": map[string]any{".tag": "path", "reason": map[string]any{".tag": "conflict", "conflict": map[string]any{".tag": "file"}},
+				"upload_session_id": "pid_upload_session:fake"},
+		})
+		return
+	}
+	s.addFolder(path.Dir(a.Path))
+	s.write(a.Path, body, time.Now().UTC().Truncate(time.Second))
+	meta := s.metadata(lower(a.Path), s.entries[lower(a.Path)])
+	delete(meta, ".tag") // FileMetadata itself
+	writeJSON(w, http.StatusOK, meta)
 }

@@ -195,6 +195,21 @@ func TestShapes(t *testing.T) {
 	resp, b = r.call("/2/files/restore", `{"path":"`+p+`","rev":"0123456789abcdef"}`, nil)
 	r.routeError("restore of an unknown revision", resp, b, "RestoreError", "invalid_revision")
 
+	// upload: a new file, the same path again (a conflict), a wrong content_hash.
+	up := func(p, mode, hash string) (*http.Response, []byte) {
+		arg := `{"path":"` + p + `","mode":"` + mode + `"`
+		if hash != "" {
+			arg += `,"content_hash":"` + hash + `"`
+		}
+		return r.call("/2/files/upload", "", map[string]string{"Dropbox-API-Arg": arg + "}", "Content-Type": "application/octet-stream"})
+	}
+	resp, b = up("/Uploads/new.txt", "add", "")
+	r.result("upload", resp, b, "FileMetadata")
+	resp, b = up("/Uploads/new.txt", "add", "")
+	r.routeError("upload onto a file", resp, b, "UploadError", "path/conflict")
+	resp, b = up("/Uploads/other.txt", "add", strings.Repeat("0", 64))
+	r.routeError("upload with a wrong content_hash", resp, b, "UploadError", "content_hash_mismatch")
+
 	resp, b = r.call("/2/users/get_space_usage", "", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("get_space_usage: %d", resp.StatusCode)

@@ -13,7 +13,7 @@ import sys
 
 ROOTS = {
     "files": ["Metadata", "ListFolderResult", "DeleteResult", "ListFolderError", "ListFolderContinueError",
-              "GetMetadataError", "DownloadError", "DeleteError", "RestoreError"],
+              "GetMetadataError", "DownloadError", "DeleteError", "RestoreError", "UploadError"],
     "users": ["SpaceUsage"],
     "auth": ["AuthError", "RateLimitError"],
     "common": ["DropboxTimestamp"],
