@@ -111,10 +111,32 @@ func New(cfg providers.Config, pace Pacing, base http.RoundTripper) (*Client, er
 		base = &bounded{next: base, slots: make(chan struct{}, pace.MaxConcurrent)}
 	}
 	lim := rate.NewLimiter(pace.Rate, max(1, pace.Burst))
-	opts := vendorhttp.Options{Base: base, Credentials: creds, Limiter: lim, Cost: pace.Cost}
+	opts := vendorhttp.Options{Base: stripHeader{base}, Credentials: creds, Limiter: lim, Cost: pace.Cost,
+		Idempotent: func(r *http.Request) bool {
+			if r.Header.Get(noRetryHeader) != "" {
+				return false
+			}
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete:
+				return true
+			}
+			return false
+		}}
 	dl := opts
 	dl.Credentials = nil
 	return &Client{http: vendorhttp.NewClient(opts), download: vendorhttp.NewClient(dl), base: endpoint, Header: http.Header{}}, nil
+}
+
+// stripHeader removes svc's own marks before a request leaves.
+type stripHeader struct{ next http.RoundTripper }
+
+func (s stripHeader) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get(noRetryHeader) == "" {
+		return s.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.Header.Del(noRetryHeader)
+	return s.next.RoundTrip(r)
 }
 
 // bounded allows at most cap(slots) requests in flight (Outlook's limit of
@@ -220,6 +242,46 @@ func (c *Client) Do(ctx context.Context, method, pathOrLink string, hdr http.Hea
 	}
 	return resp, nil
 }
+
+// Upload PUTs n bytes of content (read from r at offset 0, again for a
+// retry) to a path under the endpoint and returns the 2xx answer's body.
+// It is not retried after a 5xx or a dropped connection (it may have been
+// stored); a 429 is.
+func (c *Client) Upload(ctx context.Context, pathOrLink string, r io.ReaderAt, n int64) ([]byte, error) {
+	u, err := c.URL(pathOrLink)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, io.NewSectionReader(r, 0, n))
+	if err != nil {
+		return nil, fmt.Errorf("graph: %w", providers.ErrInvalidArgument)
+	}
+	req.Method = http.MethodPut
+	req.ContentLength = n
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(r, 0, n)), nil }
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set(noRetryHeader, "1")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, Error(resp)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("graph: %v: %w", err, providers.ErrTransient)
+	}
+	return b, nil
+}
+
+// noRetryHeader marks a request the transport must not send again after a
+// 5xx or a dropped connection; it is removed before the request leaves.
+const noRetryHeader = "X-Svc-No-Retry"
 
 // Open sends a GET and returns the answer with its body open (content).
 // download says the URL is a pre-authenticated download link (any host):

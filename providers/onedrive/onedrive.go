@@ -22,6 +22,13 @@
 //     eTag (412 is a version mismatch); Untrash restores it from the
 //     recycle bin (driveItem: restore) and is idempotent. Quota reads the
 //     drive's quota (total, used, deleted: the recycle bin).
+//   - Write spools the content to a temporary file and checks its size and
+//     SHA-256 before anything is sent (a mismatch uploads nothing), then
+//     uploads it in one simple upload (PUT root:/path:/content, conflict
+//     behaviour fail, or replace with Overwrite) and checks the stored
+//     item's quickXorHash and size; a mismatch deletes what was stored. At
+//     most 250 MB (upload sessions are not implemented: larger is
+//     ErrTooLarge).
 //
 // Pacing: OneDrive is SharePoint underneath, whose documented quota is in
 // resource units per app and tenant (1,250 a minute for the smallest
@@ -34,12 +41,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -54,7 +63,7 @@ import (
 	"svc.dev/svc/providers/pagetoken"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
 
 // Description is the vendor_b_files provider's description.
 var Description = providers.Description{
@@ -98,6 +107,7 @@ var (
 	_ providers.Trasher   = (*Provider)(nil)
 	_ providers.Untrasher = (*Provider)(nil)
 	_ providers.Quotaer   = (*Provider)(nil)
+	_ providers.Writer    = (*Provider)(nil)
 )
 
 // New opens a vendor_b_files provider. It is a providers.Factory; it does
@@ -498,4 +508,61 @@ func (p *Provider) Quota(ctx context.Context, _ string) (providers.Quota, error)
 
 func (p *Provider) err(op, id string, err error) error {
 	return &providers.Error{Op: op, Provider: providers.VendorBFiles, ObjectID: id, Err: err}
+}
+
+// MaxUpload is the most content one simple upload carries.
+const MaxUpload = 250 << 20
+
+// Write implements providers.Writer.
+func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	clean := path.Clean("/" + req.Path)
+	if req.Path == "" || clean == "/" || clean != "/"+strings.TrimPrefix(req.Path, "/") || strings.ContainsAny(req.Path, ":\\\x00") {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("path %q: %w", req.Path, providers.ErrInvalidArgument))
+	}
+	f, err := os.CreateTemp("", "svc-onedrive-upload-*")
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	sum, qx := sha256.New(), contenthash.NewQuickXor()
+	n, err := io.Copy(io.MultiWriter(f, sum, qx), io.LimitReader(body, MaxUpload+1))
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("read content: %w", err))
+	}
+	digest := hex.EncodeToString(sum.Sum(nil))
+	switch {
+	case n > MaxUpload:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("over %d bytes: %w", MaxUpload, providers.ErrTooLarge))
+	case req.SizeBytes >= 0 && n != req.SizeBytes:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("%d bytes, expected %d: %w", n, req.SizeBytes, providers.ErrInvalidData))
+	case req.SHA256 != "" && digest != req.SHA256:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("content does not match its sha256: %w", providers.ErrInvalidData))
+	}
+	var segs []string
+	for _, s := range strings.Split(strings.Trim(clean, "/"), "/") {
+		segs = append(segs, url.PathEscape(s))
+	}
+	conflict := "fail"
+	if req.Overwrite {
+		conflict = "replace"
+	}
+	it, err := p.c.Upload(ctx, "/me/drive/root:/"+strings.Join(segs, "/")+":/content?@microsoft.graph.conflictBehavior="+conflict, f, n)
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, err)
+	}
+	var stored item
+	if err := json.Unmarshal(it, &stored); err != nil || stored.ID == "" {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("upload answer: %w", providers.ErrTransient))
+	}
+	if stored.Size != n || stored.File == nil || (stored.File.Hashes.QuickXorHash != "" && stored.File.Hashes.QuickXorHash != base64.StdEncoding.EncodeToString(qx.Sum(nil))) {
+		_, _ = p.c.Do(ctx, http.MethodDelete, "/me/drive/items/"+url.PathEscape(stored.ID), nil, nil, nil)
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("stored content differs from what was sent: %w", providers.ErrInvalidData))
+	}
+	o, err := p.object(ctx, &stored)
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, err)
+	}
+	o.SHA256 = digest
+	return o, nil
 }

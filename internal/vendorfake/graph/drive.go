@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"path"
@@ -403,4 +404,72 @@ func (s *Server) restoreItem(w http.ResponseWriter, r *http.Request) {
 		p.Deleted, p.seq = false, s.seq
 	}
 	writeJSON(w, http.StatusOK, s.itemJSON(it, true, false))
+}
+
+// uploadItem serves the simple upload, PUT
+// /me/drive/root:/{path}:/content, with
+// @microsoft.graph.conflictBehavior fail (the default here) or replace,
+// creating missing parent folders.
+func (s *Server) uploadItem(w http.ResponseWriter, r *http.Request) {
+	rest := r.PathValue("pathContent")
+	p, ok := strings.CutPrefix(rest, "root:/")
+	p, ok2 := strings.CutSuffix(p, ":/content")
+	if !ok || !ok2 || p == "" {
+		writeError(w, http.StatusBadRequest, "invalidRequest", "Invalid request.")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 250<<20+1))
+	if err != nil || len(body) > 250<<20 {
+		writeError(w, http.StatusRequestEntityTooLarge, "requestTooLarge", "The request is too large for a simple upload.")
+		return
+	}
+	replace := r.URL.Query().Get("@microsoft.graph.conflictBehavior") == "replace"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir, name := path.Split(p)
+	parent := s.items[rootID]
+	for _, seg := range strings.Split(strings.Trim(dir, "/"), "/") {
+		if seg == "" {
+			continue
+		}
+		var next *Item
+		for _, it := range s.items {
+			if it.ParentID == parent.ID && it.Name == seg && !it.Deleted {
+				next = it
+			}
+		}
+		if next == nil {
+			s.seq++
+			id := fmt.Sprintf("F00DF00DF00D!%d", 200+len(s.items))
+			next = &Item{ID: id, Name: seg, ParentID: parent.ID, Folder: true, Created: s.now(), Modified: s.now(), seq: s.seq, version: 1, ETag: etag(id, 1), CTag: ctag(id, 1)}
+			s.items[id] = next
+		} else if !next.Folder {
+			writeError(w, http.StatusConflict, "nameAlreadyExists", "A file is in the way of the path.")
+			return
+		}
+		parent = next
+	}
+	var it *Item
+	for _, c := range s.items {
+		if c.ParentID == parent.ID && c.Name == name && !c.Deleted {
+			it = c
+		}
+	}
+	status := http.StatusCreated
+	s.seq++
+	switch {
+	case it != nil && (!replace || it.Folder):
+		writeError(w, http.StatusConflict, "nameAlreadyExists", "The specified item name already exists.")
+		return
+	case it != nil:
+		status = http.StatusOK
+		it.version++
+		it.Content, it.seq, it.Modified, it.corrupt = body, s.seq, s.now(), nil
+		it.ETag, it.CTag = etag(it.ID, it.version), ctag(it.ID, it.version)
+	default:
+		id := fmt.Sprintf("F00DF00DF00D!%d", 200+len(s.items))
+		it = &Item{ID: id, Name: name, ParentID: parent.ID, Content: body, Created: s.now(), Modified: s.now(), seq: s.seq, version: 1, ETag: etag(id, 1), CTag: ctag(id, 1)}
+		s.items[id] = it
+	}
+	writeJSON(w, status, s.itemJSON(it, true, false))
 }

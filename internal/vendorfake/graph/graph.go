@@ -294,6 +294,7 @@ func (s *Server) table() []route {
 		{"GET /v1.0/me/drive/items/{id}/content", s.itemContent},
 		{"DELETE /v1.0/me/drive/items/{id}", s.deleteItem},
 		{"POST /v1.0/me/drive/items/{id}/restore", s.restoreItem},
+		{"PUT /v1.0/me/drive/{pathContent...}", s.uploadItem},
 		{"GET /_download/{id}", s.download},
 	}
 }

@@ -276,6 +276,19 @@ func TestShapes(t *testing.T) {
 		t.Errorf("restore: %d", resp.StatusCode)
 	}
 	r.entity("restored item", b, "graph.driveItem")
+	up := "PUT /v1.0/me/drive/{pathContent...}"
+	resp, b = r.do(up, "PUT", "/v1.0/me/drive/root:/Uploads/new%20file.txt:/content", strings.NewReader("hello"), map[string]string{"Content-Type": "text/plain"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("upload: %d", resp.StatusCode)
+	}
+	r.entity("uploaded item", b, "graph.driveItem")
+	resp, b = r.do(up, "PUT", "/v1.0/me/drive/root:/Uploads/new%20file.txt:/content?@microsoft.graph.conflictBehavior=fail", strings.NewReader("again"), nil)
+	r.odataError("upload onto a file", resp, b, http.StatusConflict)
+	resp, b = r.do(up, "PUT", "/v1.0/me/drive/root:/Uploads/new%20file.txt:/content?@microsoft.graph.conflictBehavior=replace", strings.NewReader("again"), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("replacing upload: %d", resp.StatusCode)
+	}
+	r.entity("replaced item", b, "graph.driveItem")
 	resp, b = r.do("GET /v1.0/me/drive/root/delta", "GET", "/v1.0/me/drive/root/delta?token=bogus", nil, nil)
 	r.odataError("expired drive token", resp, b, http.StatusGone)
 
