@@ -12,6 +12,7 @@ package contenthash
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/binary"
 	"hash"
 )
@@ -24,35 +25,44 @@ const QuickXorSize = 20
 // the least significant bit of the state's first byte, a byte spanning the
 // end wrapping to the start), after which the content's length, as a 64-bit
 // little-endian integer, is XORed into the state's last 8 bytes.
+//
+// Byte i's offset depends only on i mod 160, so Write XORs the content
+// into 160 one-byte lanes (lane i mod 160), which crypto/subtle does many
+// bytes at a time, and Sum spreads each lane to its offset.
 type quickXor struct {
-	state [QuickXorSize]byte
-	shift int    // bit offset of the next byte: (11*n) mod 160
+	lanes [lanes]byte
+	pos   int    // the lane of the next byte: n mod 160
 	n     uint64 // bytes written
 }
+
+const lanes = QuickXorSize * 8
 
 // NewQuickXor returns a QuickXorHash.
 func NewQuickXor() hash.Hash { return new(quickXor) }
 
 func (q *quickXor) Write(p []byte) (int, error) {
-	const width = QuickXorSize * 8
-	for _, b := range p {
-		i, bit := q.shift/8, uint(q.shift%8)
-		v := uint16(b) << bit
-		q.state[i] ^= byte(v)
-		if bit != 0 {
-			q.state[(i+1)%QuickXorSize] ^= byte(v >> 8)
-		}
-		q.shift += 11
-		if q.shift >= width {
-			q.shift -= width
-		}
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), lanes-q.pos)
+		subtle.XORBytes(q.lanes[q.pos:q.pos+k], q.lanes[q.pos:q.pos+k], p[:k])
+		p = p[k:]
+		q.pos = (q.pos + k) % lanes
 	}
-	q.n += uint64(len(p))
-	return len(p), nil
+	q.n += uint64(n)
+	return n, nil
 }
 
 func (q *quickXor) Sum(b []byte) []byte {
-	out := q.state
+	var out [QuickXorSize]byte
+	for k, v := range q.lanes {
+		off := (11 * k) % lanes
+		i, bit := off/8, uint(off%8)
+		w := uint16(v) << bit
+		out[i] ^= byte(w)
+		if bit != 0 {
+			out[(i+1)%QuickXorSize] ^= byte(w >> 8)
+		}
+	}
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], q.n)
 	for i, x := range n {

@@ -80,3 +80,22 @@ func TestDropbox(t *testing.T) {
 		}
 	}
 }
+
+// go test -bench . ./providers/contenthash/
+func BenchmarkQuickXor(b *testing.B) {
+	data := make([]byte, 1<<20)
+	b.SetBytes(int64(len(data)))
+	h := contenthash.NewQuickXor()
+	for b.Loop() {
+		h.Write(data)
+	}
+}
+
+func BenchmarkDropbox(b *testing.B) {
+	data := make([]byte, 1<<20)
+	b.SetBytes(int64(len(data)))
+	h := contenthash.NewDropbox()
+	for b.Loop() {
+		h.Write(data)
+	}
+}

@@ -50,6 +50,7 @@ type Server struct {
 	seq     int64
 	entries map[string]*entry // by path_lower, deleted ones included
 	revs    map[string][]byte // content of every revision
+	hashes  map[string]string // content_hash of every revision
 	nextID  int
 	access  map[string]bool
 	refresh map[string]bool
@@ -88,6 +89,7 @@ func New() *Server {
 	s := &Server{
 		entries:   make(map[string]*entry),
 		revs:      make(map[string][]byte),
+		hashes:    make(map[string]string),
 		access:    map[string]bool{AccessToken: true},
 		refresh:   map[string]bool{RefreshToken: true},
 		allocated: 2 << 40,
@@ -320,6 +322,9 @@ func (s *Server) write(p string, content []byte, modified time.Time) string {
 	e.content, e.deleted, e.seq, e.modified = content, false, s.seq, modified
 	e.rev = fmt.Sprintf("5a1c%011x", s.seq)
 	s.revs[e.rev] = content
+	h := contenthash.NewDropbox()
+	h.Write(content)
+	s.hashes[e.rev] = hex.EncodeToString(h.Sum(nil))
 	return e.rev
 }
 
@@ -351,12 +356,10 @@ func (s *Server) metadata(p string, e *entry) map[string]any {
 	case e.folder:
 		m[".tag"], m["id"] = "folder", e.id
 	default:
-		h := contenthash.NewDropbox()
-		h.Write(s.revs[e.rev])
 		m[".tag"], m["id"], m["rev"], m["size"] = "file", e.id, e.rev, len(s.revs[e.rev])
 		m["client_modified"] = e.modified.Format("2006-01-02T15:04:05Z")
 		m["server_modified"] = e.modified.Format("2006-01-02T15:04:05Z")
-		m["content_hash"] = hex.EncodeToString(h.Sum(nil))
+		m["content_hash"] = s.hashes[e.rev]
 		m["is_downloadable"] = true
 	}
 	return m

@@ -34,6 +34,7 @@ type Item struct {
 	Deleted  bool // in the recycle bin
 	NoSHA256 bool // as for most OneDrive for Business files: quickXorHash only
 	corrupt  []byte
+	hashes   map[string]any // of Content, computed once per version
 	seq      int64
 	version  int
 }
@@ -77,7 +78,7 @@ func (s *Server) UpdateItem(id string, content []byte) {
 	it := s.items[id]
 	s.seq++
 	it.version++
-	it.Content, it.seq, it.Modified = content, s.seq, s.now()
+	it.Content, it.seq, it.Modified, it.hashes = content, s.seq, s.now(), nil
 	it.ETag, it.CTag = etag(id, it.version), ctag(id, it.version)
 }
 
@@ -182,13 +183,17 @@ func (s *Server) itemJSON(it *Item, withPath, download bool) map[string]any {
 	if mt == "" {
 		mt = "application/octet-stream"
 	}
-	q := contenthash.NewQuickXor()
-	q.Write(it.Content)
-	s1 := sha1.Sum(it.Content)
-	hashes := map[string]any{"quickXorHash": base64.StdEncoding.EncodeToString(q.Sum(nil)), "sha1Hash": strings.ToUpper(hex.EncodeToString(s1[:]))}
-	if !it.NoSHA256 {
+	if it.hashes == nil {
+		q := contenthash.NewQuickXor()
+		q.Write(it.Content)
+		s1 := sha1.Sum(it.Content)
 		s256 := sha256.Sum256(it.Content)
-		hashes["sha256Hash"] = strings.ToUpper(hex.EncodeToString(s256[:]))
+		it.hashes = map[string]any{"quickXorHash": base64.StdEncoding.EncodeToString(q.Sum(nil)), "sha1Hash": strings.ToUpper(hex.EncodeToString(s1[:])),
+			"sha256Hash": strings.ToUpper(hex.EncodeToString(s256[:]))}
+	}
+	hashes := map[string]any{"quickXorHash": it.hashes["quickXorHash"], "sha1Hash": it.hashes["sha1Hash"]}
+	if !it.NoSHA256 {
+		hashes["sha256Hash"] = it.hashes["sha256Hash"]
 	}
 	out["file"] = map[string]any{"mimeType": mt, "hashes": hashes}
 	if download {
@@ -464,7 +469,7 @@ func (s *Server) uploadItem(w http.ResponseWriter, r *http.Request) {
 	case it != nil:
 		status = http.StatusOK
 		it.version++
-		it.Content, it.seq, it.Modified, it.corrupt = body, s.seq, s.now(), nil
+		it.Content, it.seq, it.Modified, it.corrupt, it.hashes = body, s.seq, s.now(), nil, nil
 		it.ETag, it.CTag = etag(it.ID, it.version), ctag(it.ID, it.version)
 	default:
 		id := fmt.Sprintf("F00DF00DF00D!%d", 200+len(s.items))

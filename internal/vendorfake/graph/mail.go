@@ -407,8 +407,8 @@ func (s *Server) messagesDelta(w http.ResponseWriter, r *http.Request) {
 		until = s.seq
 	}
 	type entry struct {
-		id  string
-		out map[string]any
+		id      string
+		removed bool
 	}
 	var all []entry
 	var selList []string
@@ -417,7 +417,7 @@ func (s *Server) messagesDelta(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, m := range s.msgs {
 		if m.FolderID == f.ID && m.seq > since && m.seq <= until {
-			all = append(all, entry{m.ID, s.messageJSON(m, selList, strings.Contains(expand, sizeProperty))})
+			all = append(all, entry{id: m.ID})
 		}
 	}
 	if since > 0 {
@@ -433,7 +433,7 @@ func (s *Server) messagesDelta(w http.ResponseWriter, r *http.Request) {
 				continue // it came back; listed above if within the round
 			}
 			seen[rm.id] = true
-			all = append(all, entry{rm.id, map[string]any{"@odata.type": "#microsoft.graph.message", "id": rm.id, "@removed": map[string]any{"reason": "deleted"}}})
+			all = append(all, entry{id: rm.id, removed: true})
 		}
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.id, b.id) })
@@ -441,7 +441,11 @@ func (s *Server) messagesDelta(w http.ResponseWriter, r *http.Request) {
 	end := min(len(all), offset+n)
 	page := make([]map[string]any, 0, n)
 	for _, e := range all[min(offset, len(all)):end] {
-		page = append(page, e.out)
+		if e.removed {
+			page = append(page, map[string]any{"@odata.type": "#microsoft.graph.message", "id": e.id, "@removed": map[string]any{"reason": "deleted"}})
+		} else {
+			page = append(page, s.messageJSON(s.msgs[e.id], selList, strings.Contains(expand, sizeProperty)))
+		}
 	}
 	base := s.srv.URL + "/v1.0/me/mailFolders/" + f.ID + "/messages/delta"
 	body := map[string]any{"@odata.context": s.srv.URL + "/v1.0/$metadata#Collection(message)", "value": page}
