@@ -44,6 +44,28 @@ func BenchmarkVendorList(b *testing.B) {
 	}
 	defer in.Close()
 	defer out.Close()
+	list := func(b *testing.B, p providers.Provider) int {
+		n, tok := 0, ""
+		for {
+			pg, err := p.List(context.Background(), providers.ListRequest{SourceRef: "default", PageToken: tok, PageSize: providers.MaxPageSize})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(pg.Objects)
+			if tok = pg.NextPageToken; tok == "" {
+				return n
+			}
+		}
+	}
+	// One listing first, so the fakes have hashed every file once (they
+	// keep the hashes) and neither mode pays for it.
+	for _, tc := range cases {
+		p, err := in.Open(context.Background(), tc.name, tc.cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		list(b, p)
+	}
 	for _, tc := range cases {
 		for mode, reg := range map[string]*providers.Registry{"in-process": in, "plugin": out} {
 			b.Run(string(tc.name)+"/"+mode, func(b *testing.B) {
@@ -53,18 +75,7 @@ func BenchmarkVendorList(b *testing.B) {
 				}
 				start := time.Now()
 				for b.Loop() {
-					n, tok := 0, ""
-					for {
-						pg, err := p.List(context.Background(), providers.ListRequest{SourceRef: "default", PageToken: tok, PageSize: providers.MaxPageSize})
-						if err != nil {
-							b.Fatal(err)
-						}
-						n += len(pg.Objects)
-						if tok = pg.NextPageToken; tok == "" {
-							break
-						}
-					}
-					if n != tc.n {
+					if n := list(b, p); n != tc.n {
 						b.Fatalf("listed %d, want %d", n, tc.n)
 					}
 				}
