@@ -55,6 +55,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 
@@ -306,10 +307,10 @@ func (p *Provider) object(m *message, folders map[string]string, trash string) p
 	if h.Date.IsZero() {
 		h.Date, _ = time.Parse(time.RFC3339, m.Sent)
 	}
-	h.Snippet = m.BodyPreview
-	if len(h.Snippet) > 300 {
-		h.Snippet = strings.ToValidUTF8(h.Snippet[:300], "")
-	}
+	// Within the plugin protocol's bounds (a longer field fails the page).
+	h.Snippet = clip(m.BodyPreview, 300)
+	h.Subject = clip(h.Subject, 4096)
+	h.From = clip(h.From, 2048)
 	folder := folders[m.ParentFolderID]
 	if m.ParentFolderID == trash {
 		folder = "Deleted Items"
@@ -736,4 +737,16 @@ func (p *Provider) Untrash(ctx context.Context, req providers.UntrashRequest) (p
 
 func (p *Provider) err(op, id string, err error) error {
 	return &providers.Error{Op: op, Provider: providers.VendorBMail, ObjectID: id, Err: err}
+}
+
+// clip cuts s to at most n bytes on a character boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }

@@ -2,7 +2,11 @@ package outlook_test
 
 import (
 	"context"
+	"encoding/base64"
+	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	fake "svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers"
@@ -78,5 +82,28 @@ func TestListedMail(t *testing.T) {
 		if count[k] == 0 {
 			t.Errorf("no listed message has %s (%v)", k, count)
 		}
+	}
+}
+
+// TestLongSubject: a subject longer than the plugin protocol allows is
+// clipped (on a character boundary) rather than failing the whole page.
+func TestLongSubject(t *testing.T) {
+	s := fake.New()
+	defer s.Close()
+	long := strings.Repeat("é", 3000) // 6,000 bytes
+	s.AddMessage("inbox", []byte("From: a@example.com\r\nTo: b@example.com\r\nSubject: =?utf-8?b?"+base64.StdEncoding.EncodeToString([]byte(long))+"?=\r\n\r\nbody\r\n"), time.Now())
+	p, err := outlook.New(context.Background(), config(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, _ := providertest.ListAll(context.Background(), t, p, "default", 10)
+	if len(objs) != 1 {
+		t.Fatalf("%d objects", len(objs))
+	}
+	if o := objs[0]; len(o.Message.Subject) > 4096 || !utf8.ValidString(o.Message.Subject) || len(o.Message.Subject) < 4000 {
+		t.Errorf("subject of %d bytes", len(o.Message.Subject))
+	}
+	if err := providers.ValidateObject(objs[0]); err != nil {
+		t.Error(err)
 	}
 }
