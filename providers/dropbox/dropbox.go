@@ -248,6 +248,8 @@ func routeError(route string, resp *http.Response) error {
 		sentinel = providers.ErrAlreadyExists
 	case s == http.StatusConflict && (has("too_many_write_operations") || has("in_progress")):
 		sentinel = providers.ErrTransient
+	case s == http.StatusConflict && has("unsupported_file"):
+		sentinel = providers.ErrUnsupported // not downloadable: Paper docs and the like, exported only
 	case s == http.StatusConflict && (has("malformed_path") || has("invalid_revision") || has("not_file")):
 		sentinel = providers.ErrInvalidArgument
 	case s == http.StatusConflict && (has("no_write_permission") || has("restricted_content") || has("access_restricted")):

@@ -32,3 +32,38 @@ func TestConformance(t *testing.T) {
 		MinObjects: 9,
 	})
 }
+
+// TestChanges: content replaced elsewhere is an upsert at its new eTag, a
+// file deleted elsewhere a delete; a round without change keeps the marker.
+func TestChanges(t *testing.T) {
+	s := fake.Seeded(fake.Seed{Seed: 3, Files: 6, Messages: 1})
+	defer s.Close()
+	p, err := onedrive.New(context.Background(), config(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, m := providertest.ListAll(context.Background(), t, p, "default", 2)
+	s.UpdateItem(objs[0].ID, []byte("new content"))
+	tr, _ := providers.AsTrasher(p)
+	if _, err := tr.Trash(context.Background(), providers.ActionRequest{ObjectID: objs[1].ID, ExpectedVersion: objs[1].Version}); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := p.Changes(context.Background(), providers.ChangesRequest{Since: m, PageSize: 10})
+	if err != nil || pg.NextPageToken != "" || len(pg.Changes) != 2 {
+		t.Fatalf("changes: %+v, %v", pg, err)
+	}
+	byID := map[string]providers.Change{}
+	for _, c := range pg.Changes {
+		byID[c.ObjectID] = c
+	}
+	if c := byID[objs[0].ID]; c.Type != providers.ChangeUpsert || c.Object.Version == objs[0].Version || c.Object.SizeBytes != 11 {
+		t.Errorf("replaced file: %+v", c)
+	}
+	if c := byID[objs[1].ID]; c.Type != providers.ChangeDelete {
+		t.Errorf("trashed file: %+v", c)
+	}
+	again, err := p.Changes(context.Background(), providers.ChangesRequest{Since: pg.Marker})
+	if err != nil || len(again.Changes) != 0 || again.Marker != pg.Marker {
+		t.Errorf("changes since the new marker: %+v, %v", again, err)
+	}
+}

@@ -107,3 +107,65 @@ func TestLongSubject(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func allChanges(t *testing.T, p providers.Provider, since providers.Marker) ([]providers.Change, providers.Marker) {
+	t.Helper()
+	var out []providers.Change
+	tok := ""
+	for {
+		pg, err := p.Changes(context.Background(), providers.ChangesRequest{SourceRef: "default", Since: since, PageToken: tok, PageSize: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pg.Changes...)
+		if tok = pg.NextPageToken; tok == "" {
+			return out, pg.Marker
+		}
+	}
+}
+
+// TestChangesTellMovesFromDeletes: a message moved to another folder is an
+// upsert there and no delete; one moved to Deleted Items is a delete; one
+// edited elsewhere is an upsert; nothing since is nothing.
+func TestChangesTellMovesFromDeletes(t *testing.T) {
+	s := fake.Seeded(fake.Seed{Seed: 5, Messages: 30, Files: 1})
+	defer s.Close()
+	p, err := outlook.New(context.Background(), config(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, m := providertest.ListAll(context.Background(), t, p, "default", 50)
+	var inbox []providers.Object
+	for _, o := range objs {
+		if o.Containers[0] == "Inbox" {
+			inbox = append(inbox, o)
+		}
+	}
+	moved, trashed, edited := inbox[0].ID, inbox[1].ID, inbox[2].ID
+	s.MoveMessage(moved, "archive")
+	s.MoveMessage(trashed, "deleteditems")
+	s.EditMessage(edited)
+	changes, m2 := allChanges(t, p, m)
+	got := map[string]providers.Change{}
+	for _, c := range changes {
+		if prev, dup := got[c.ObjectID]; dup {
+			t.Errorf("%s reported twice: %v then %v", c.ObjectID, prev.Type, c.Type)
+		}
+		got[c.ObjectID] = c
+	}
+	if c := got[moved]; c.Type != providers.ChangeUpsert || c.Object.Containers[0] != "Archive" {
+		t.Errorf("moved message: %+v", c)
+	}
+	if c := got[trashed]; c.Type != providers.ChangeDelete {
+		t.Errorf("trashed message: %+v", c)
+	}
+	if c := got[edited]; c.Type != providers.ChangeUpsert {
+		t.Errorf("edited message: %+v", c)
+	}
+	if len(got) != 3 {
+		t.Errorf("%d changes, want 3: %v", len(got), changes)
+	}
+	if again, m3 := allChanges(t, p, m2); len(again) != 0 || m3 != m2 {
+		t.Errorf("changes since the new marker: %v, marker moved %v", again, m3 != m2)
+	}
+}
