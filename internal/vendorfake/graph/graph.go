@@ -160,7 +160,11 @@ func (s *Server) ExpireAccessTokens() {
 // the server has answered.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
-// RequestTimes returns the arrival times of the API requests so far.
+// maxHits bounds the request times a fake keeps.
+const maxHits = 1 << 16
+
+// RequestTimes returns the arrival times of the API requests so far (the
+// latest 32,768 to 65,536 of them).
 func (s *Server) RequestTimes() []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,6 +179,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		}
 		s.requests.Add(1)
 		s.mu.Lock()
+		if len(s.hits) == maxHits {
+			s.hits = append(s.hits[:0], s.hits[maxHits/2:]...) // a long-running fake keeps the recent half
+		}
 		s.hits = append(s.hits, time.Now())
 		var hit *Fault
 		for _, f := range s.faults {
