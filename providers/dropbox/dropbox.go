@@ -333,6 +333,9 @@ type state struct {
 	Cursor string `json:"c,omitempty"`
 	Skip   int    `json:"s,omitempty"`
 	Any    bool   `json:"a,omitempty"`
+	// Limit is the list_folder limit of the first page, asked again with
+	// the same limit while Cursor is empty, so Skip counts in the same page.
+	Limit int `json:"l,omitempty"`
 }
 
 const (
@@ -348,7 +351,10 @@ func (p *Provider) step(ctx context.Context, st state, n int) ([]metadata, state
 	var res listResult
 	var err error
 	if st.Cursor == "" {
-		err = p.call(ctx, "files/list_folder", map[string]any{"path": p.root, "recursive": true, "limit": n}, &res)
+		if st.Limit == 0 {
+			st.Limit = n
+		}
+		err = p.call(ctx, "files/list_folder", map[string]any{"path": p.root, "recursive": true, "limit": st.Limit}, &res)
 	} else {
 		err = p.call(ctx, "files/list_folder/continue", map[string]any{"cursor": st.Cursor}, &res)
 	}
@@ -361,7 +367,7 @@ func (p *Provider) step(ctx context.Context, st state, n int) ([]metadata, state
 	end := min(len(res.Entries), st.Skip+n)
 	out := res.Entries[st.Skip:end]
 	if end < len(res.Entries) {
-		return out, state{Cursor: st.Cursor, Skip: end, Any: st.Any}, false, nil
+		return out, state{Cursor: st.Cursor, Skip: end, Any: st.Any, Limit: st.Limit}, false, nil
 	}
 	return out, state{Cursor: res.Cursor, Any: st.Any}, !res.HasMore, nil
 }

@@ -60,6 +60,16 @@ type Server struct {
 
 	requests  atomic.Int64
 	allocated int64
+	pageFloor int
+}
+
+// SetPageFloor makes every listing page hold at least n entries whatever
+// limit the client asked for (Dropbox documents its limit as
+// approximate).
+func (s *Server) SetPageFloor(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pageFloor = n
 }
 
 // Fault makes matching requests fail: the first Times requests whose path
@@ -485,7 +495,7 @@ func (s *Server) page(w http.ResponseWriter, c cursor) {
 		}
 		return strings.Compare(a, b)
 	})
-	end := min(len(keys), c.Offset+c.Limit)
+	end := min(len(keys), c.Offset+max(c.Limit, s.pageFloor))
 	out := []map[string]any{}
 	for _, p := range keys[min(c.Offset, len(keys)):end] {
 		out = append(out, s.metadata(p, s.entries[p]))

@@ -286,6 +286,7 @@ func (s *Server) driveDelta(w http.ResponseWriter, r *http.Request) {
 		return strings.Compare(a.ID, b.ID)
 	})
 	n := pageSize(r, 200, 1000)
+	n = max(n, s.floor)
 	end := min(len(all), offset+n)
 	page := []map[string]any{}
 	for _, it := range all[min(offset, len(all)):end] {

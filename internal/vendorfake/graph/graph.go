@@ -55,6 +55,7 @@ type Server struct {
 	issued  int
 
 	faults   []*Fault
+	floor    int // least page size, whatever the client asks
 	requests atomic.Int64
 	hits     []time.Time // request times, for pacing tests
 	now      func() time.Time
@@ -130,6 +131,15 @@ func (s *Server) Inject(f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &f)
+}
+
+// SetPageFloor makes every delta page hold at least n entries whatever
+// page size the client asked for (Graph documents $top and
+// odata.maxpagesize as hints).
+func (s *Server) SetPageFloor(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.floor = n
 }
 
 // ClearFaults removes every fault.

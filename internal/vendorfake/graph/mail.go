@@ -438,6 +438,7 @@ func (s *Server) messagesDelta(w http.ResponseWriter, r *http.Request) {
 	}
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.id, b.id) })
 	n := pageSize(r, 10, 1000)
+	n = max(n, s.floor)
 	end := min(len(all), offset+n)
 	page := make([]map[string]any, 0, n)
 	for _, e := range all[min(offset, len(all)):end] {
