@@ -66,6 +66,12 @@ func TestListedMail(t *testing.T) {
 		if len(h.To) > 0 {
 			count["to"]++
 		}
+		if o.Metadata["mail.in_reply_to"] != "" {
+			count["reply"]++
+		}
+		if o.Metadata["mail.precedence"] != "" || o.Metadata["mail.spam"] != "" || o.Metadata["mail.auth_fail"] != "" {
+			count["verdicts"]++
+		}
 		switch o.Containers[0] {
 		case "Junk Email":
 			count["junk"]++
@@ -78,7 +84,7 @@ func TestListedMail(t *testing.T) {
 			count["nested"]++
 		}
 	}
-	for _, k := range []string{"snippet", "list", "to", "junk", "sent", "nested"} {
+	for _, k := range []string{"snippet", "list", "to", "reply", "verdicts", "junk", "sent", "nested"} {
 		if count[k] == 0 {
 			t.Errorf("no listed message has %s (%v)", k, count)
 		}
