@@ -37,9 +37,11 @@
 //   - Write spools the content to a temporary file, checks its size and
 //     SHA-256 before anything is sent (a mismatch uploads nothing), then
 //     uploads it with files/upload (mode add, or overwrite with
-//     Overwrite) and its content_hash, which Dropbox checks on arrival. One
-//     upload carries at most 150 MiB; larger content is ErrTooLarge (upload
-//     sessions are not implemented).
+//     Overwrite) and its content_hash, which Dropbox checks on arrival. A
+//     restore to the original place (named by the lower-case path, the
+//     id) goes back under the path as Dropbox last displayed it. One
+//     upload carries at most 150 MiB; larger content is ErrTooLarge
+//     (upload sessions are not implemented).
 //   - Quota is users/get_space_usage.
 //
 // Dropbox publishes no numeric rate limit (it answers 429 with
@@ -638,6 +640,9 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("path %q: %w", req.Path, providers.ErrInvalidArgument))
 	}
 	dest := p.root + clean
+	if req.Mode == providers.WriteRestore && strings.HasPrefix(req.Path, "/") {
+		dest = clean // an object's id: its whole path, root included
+	}
 	f, err := os.CreateTemp("", "svc-dropbox-upload-*")
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, err)
@@ -658,6 +663,15 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("content does not match its sha256: %w", providers.ErrInvalidData))
 	}
 	contentHash := hex.EncodeToString(hash.Sum(nil))
+	if req.Mode == providers.WriteRestore {
+		// A restore to the original place names the file by its id, its
+		// lower-case path: put it back under the path as it was displayed.
+		var gone metadata
+		if err := p.call(ctx, "files/get_metadata", map[string]any{"path": dest, "include_deleted": true}, &gone); err == nil &&
+			gone.Tag == "deleted" && strings.EqualFold(gone.PathDisplay, dest) {
+			dest = gone.PathDisplay
+		}
+	}
 	mode := "add"
 	if req.Overwrite {
 		mode = "overwrite"

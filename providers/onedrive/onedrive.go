@@ -50,6 +50,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -513,8 +514,23 @@ func (p *Provider) err(op, id string, err error) error {
 // MaxUpload is the most content one simple upload carries.
 const MaxUpload = 250 << 20
 
+// itemID matches OneDrive item ids: personal ("HEX!N") and business
+// (34 characters starting "01").
+var itemID = regexp.MustCompile(`^(?:[0-9A-Fa-f]+![0-9]+|01[A-Z0-9]{32})$`)
+
 // Write implements providers.Writer.
+//
+// A restore to an object's original place (mode restore) names the object
+// by its id, as svc's engine does for every provider; OneDrive's ids are
+// not paths, so such a write brings the item back from the recycle bin and
+// checks that its content is the content given (size, quickXorHash, and
+// sha256Hash when Graph reports it). An item no longer in the recycle bin
+// cannot be put back where it was (its path went with it): that is
+// ErrNotFound, and the content stays wherever the caller has it.
 func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	if req.Mode == providers.WriteRestore && itemID.MatchString(req.Path) {
+		return p.restoreByID(ctx, req, body)
+	}
 	clean := path.Clean("/" + req.Path)
 	if req.Path == "" || clean == "/" || clean != "/"+strings.TrimPrefix(req.Path, "/") || strings.ContainsAny(req.Path, ":\\\x00") {
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("path %q: %w", req.Path, providers.ErrInvalidArgument))
@@ -560,6 +576,42 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("stored content differs from what was sent: %w", providers.ErrInvalidData))
 	}
 	o, err := p.object(ctx, &stored)
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, err)
+	}
+	o.SHA256 = digest
+	return o, nil
+}
+
+// restoreByID is Write of a restore to an item's original place.
+func (p *Provider) restoreByID(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	sum, qx := sha256.New(), contenthash.NewQuickXor()
+	n, err := io.Copy(io.MultiWriter(sum, qx), body)
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("read content: %w", err))
+	}
+	digest := hex.EncodeToString(sum.Sum(nil))
+	if (req.SizeBytes >= 0 && n != req.SizeBytes) || (req.SHA256 != "" && digest != req.SHA256) {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("content does not match its size or sha256: %w", providers.ErrInvalidData))
+	}
+	it, err := p.get(ctx, req.Path)
+	if errors.Is(err, providers.ErrNotFound) {
+		var restored item
+		if _, err = p.c.Do(ctx, http.MethodPost, "/me/drive/items/"+url.PathEscape(req.Path)+"/restore", nil, struct{}{}, &restored); err == nil {
+			it = &restored
+		}
+	}
+	if errors.Is(err, providers.ErrNotFound) {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("the item is no longer in the recycle bin and its original path is unknown; restore it to a destination: %w", providers.ErrNotFound))
+	}
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, err)
+	}
+	if it.File == nil || it.Size != n || (it.File.Hashes.QuickXorHash != "" && it.File.Hashes.QuickXorHash != base64.StdEncoding.EncodeToString(qx.Sum(nil))) ||
+		(it.File.Hashes.SHA256Hash != "" && strings.ToLower(it.File.Hashes.SHA256Hash) != digest) {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("the item at its original place is not the content to restore: %w", providers.ErrAlreadyExists))
+	}
+	o, err := p.object(ctx, it)
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, err)
 	}

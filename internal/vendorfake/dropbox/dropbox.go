@@ -356,6 +356,31 @@ func (s *Server) Corrupt(p string) {
 	e.content = c // rev and the hash the metadata reports stay those of the revision
 }
 
+// Paths lists the display paths of the live files.
+func (s *Server) Paths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.entries {
+		if !e.deleted && !e.folder {
+			out = append(out, e.display)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DisplayPath returns the display path of the live file or folder at a
+// path ("" when none).
+func (s *Server) DisplayPath(p string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[lower(p)]; e != nil && !e.deleted {
+		return e.display
+	}
+	return ""
+}
+
 // Exists reports whether a live file or folder is at a path.
 func (s *Server) Exists(p string) bool {
 	s.mu.Lock()
@@ -531,7 +556,8 @@ func (s *Server) lookup(p string) (string, *entry) {
 
 func (s *Server) getMetadata(w http.ResponseWriter, r *http.Request) {
 	var a struct {
-		Path string `json:"path"`
+		Path           string `json:"path"`
+		IncludeDeleted bool   `json:"include_deleted"`
 	}
 	if !decode(w, r, &a) {
 		return
@@ -539,6 +565,9 @@ func (s *Server) getMetadata(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, e := s.lookup(a.Path)
+	if e == nil && a.IncludeDeleted && s.entries[lower(a.Path)] != nil {
+		p, e = lower(a.Path), s.entries[lower(a.Path)] // a DeletedMetadata
+	}
 	if e == nil {
 		routeError(w, "path", "not_found")
 		return

@@ -185,6 +185,10 @@ func TestShapes(t *testing.T) {
 	r.result("delete_v2", resp, b, "DeleteResult")
 	resp, b = r.call("/2/files/delete_v2", `{"path":"`+p+`"}`, nil)
 	r.routeError("delete of a deleted file", resp, b, "DeleteError", "path_lookup/not_found")
+	resp, b = r.call("/2/files/get_metadata", `{"path":"`+p+`","include_deleted":true}`, nil)
+	if m := r.result("get_metadata of a deleted file", resp, b, "Metadata"); m[".tag"] != "deleted" {
+		t.Errorf("get_metadata of a deleted file with include_deleted: %v", m)
+	}
 	resp, b = r.call("/2/files/list_folder/continue", `{"cursor":"`+cur+`"}`, nil)
 	changes := r.result("changes after a delete", resp, b, "ListFolderResult")
 	if es := changes["entries"].([]any); len(es) != 1 || es[0].(map[string]any)[".tag"] != "deleted" {

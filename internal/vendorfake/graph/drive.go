@@ -95,6 +95,27 @@ func (s *Server) CorruptItem(id string) {
 	it.corrupt = c
 }
 
+// PurgeItem removes an item for good (from the recycle bin too), as
+// emptying the recycle bin does.
+func (s *Server) PurgeItem(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.items, id)
+}
+
+// LiveNames lists the names of the live files and folders.
+func (s *Server) LiveNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, it := range s.items {
+		if !it.Deleted {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}
+
 // ItemDeleted reports whether an item is in the recycle bin.
 func (s *Server) ItemDeleted(id string) bool {
 	s.mu.Lock()
