@@ -312,8 +312,8 @@ const maxEmptySteps = 50
 // Changes implements providers.Provider: the delta query from the marker's
 // deltaLink. Pages without a change are read past within the call, and a
 // round that found no change ends with the marker it started from, so
-// "nothing changed" reads as nothing changed (Graph issues a new token each
-// round).
+// "nothing changed" reads as nothing changed (Graph may issue a new token
+// each round).
 func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (providers.ChangePage, error) {
 	n := providers.ClampPageSize(req.PageSize)
 	if req.Since.Kind != providers.MarkerDeltaToken || !isDriveDelta(req.Since.Value) {

@@ -577,7 +577,7 @@ func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (p
 	}
 	if len(st.Folders) == 0 {
 		if !st.Any {
-			// Graph issues new tokens every round: a round without a change
+			// Graph may issue a new token every round: a round without a change
 			// keeps the marker it started from.
 			page.Marker = req.Since
 			return page, nil
