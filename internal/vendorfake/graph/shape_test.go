@@ -108,9 +108,11 @@ func (r *shapeRun) collection(what string, b []byte, typ string) (items []map[st
 	return items, next, delta
 }
 
-// odataError checks Graph's error body: {"error": {code, message, target,
-// details, innerError}} with code and message required (the published
-// OpenAPI's microsoft.graph.ODataErrors.MainError).
+// odataError checks Graph's error body against the published OpenAPI
+// description's microsoft.graph.ODataErrors schemas (testdata/README.md):
+// ODataError {error: MainError} with MainError {code, message (both
+// required), target, details: [ErrorDetails {code, message, target}],
+// innerError (an object, service-specific)}.
 func (r *shapeRun) odataError(what string, resp *http.Response, b []byte, status int) {
 	r.t.Helper()
 	if resp.StatusCode != status {
@@ -128,8 +130,18 @@ func (r *shapeRun) odataError(what string, resp *http.Response, b []byte, status
 				r.t.Errorf("%s: error.%s is %T", what, k, v)
 			}
 		case "details":
-			if _, ok := v.([]any); !ok {
+			list, ok := v.([]any)
+			if !ok {
 				r.t.Errorf("%s: error.details is %T", what, v)
+			}
+			for _, d := range list {
+				m, _ := d.(map[string]any)
+				if _, ok := m["code"].(string); !ok {
+					r.t.Errorf("%s: error.details item without a code", what)
+				}
+				if _, ok := m["message"].(string); !ok {
+					r.t.Errorf("%s: error.details item without a message", what)
+				}
 			}
 		case "innerError":
 			if _, ok := v.(map[string]any); !ok {
