@@ -622,7 +622,6 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out.Bytes())
 }
 
-
 // Config is the vendor_a_mail configuration for this fake (see
 // vendorfake.Config); its source ref is "me".
 func (s *Server) Config() map[string]string { return vendorfake.Config(s.URL()) }
