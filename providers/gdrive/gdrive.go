@@ -159,7 +159,7 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 		}
 		t.Marker = st.StartPageToken
 	}
-	call := p.svc.Files.List().Q("trashed = false and mimeType != '"+folderType+"'").Spaces("drive").
+	call := p.svc.Files.List().Q("trashed = false and mimeType != '" + folderType + "'").Spaces("drive").
 		OrderBy("createdTime").PageSize(int64(providers.ClampPageSize(req.PageSize))).
 		Fields(googleapi.Field("nextPageToken,files(" + fileFields + ")")).Context(ctx)
 	if t.Page != "" {
@@ -520,4 +520,3 @@ func (p *Provider) Close() error {
 	p.client.HTTP.CloseIdleConnections()
 	return nil
 }
-
