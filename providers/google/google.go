@@ -73,13 +73,13 @@ func NewClient(cfg providers.Config, defaultEndpoint string, defaultQuota int, c
 	switch q := cfg[KeyQuota]; q {
 	case "off":
 	case "":
-		lim = limiter(defaultQuota)
+		lim = Limiter(defaultQuota)
 	default:
 		n, err := strconv.Atoi(q)
 		if err != nil || n < 60 {
 			return nil, fmt.Errorf("config: %s must be at least 60 or \"off\": %w", KeyQuota, providers.ErrInvalidArgument)
 		}
-		lim = limiter(n)
+		lim = Limiter(n)
 	}
 	opts := vendorhttp.Options{
 		Credentials: creds,
@@ -98,10 +98,13 @@ func NewClient(cfg providers.Config, defaultEndpoint string, defaultQuota int, c
 	return &Client{HTTP: vendorhttp.NewClient(opts), Endpoint: ep, Limiter: lim}, nil
 }
 
-// limiter paces at perMinute units a minute, with a second's worth as
-// burst (Google measures per minute; a second's burst stays well inside).
-func limiter(perMinute int) *rate.Limiter {
-	return rate.NewLimiter(rate.Limit(float64(perMinute)/60), max(perMinute/60, 1))
+// Limiter returns the pacing of perMinute units a minute: a second's worth
+// of burst, and a rate low enough that burst and rate together never pass
+// perMinute in any 60 seconds (a token bucket lets through at most
+// burst + rate*t in any t).
+func Limiter(perMinute int) *rate.Limiter {
+	burst := max(perMinute/60, 1)
+	return rate.NewLimiter(rate.Limit(float64(perMinute-burst)/60), burst)
 }
 
 // RateLimited reports whether a Google JSON error body gives a rate-limit
