@@ -11,6 +11,7 @@ import (
 	dropboxfake "svc.dev/svc/internal/vendorfake/dropbox"
 	graphfake "svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/builtin"
 )
 
 // TestVendorCleanUpAndUndo runs the whole loop over each vendor connector
@@ -43,7 +44,12 @@ func TestVendorCleanUpAndUndo(t *testing.T) {
 		t.Run(string(tc.name), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			sv, err := svc.OpenMemory(ctx, nil)
+			reg, err := builtin.Registry(builtin.Options{Vendors: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reg.Close()
+			sv, err := svc.OpenMemory(ctx, &svc.Options{Providers: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
