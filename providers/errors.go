@@ -27,6 +27,12 @@ var (
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrPermission is returned when the provider refuses access.
 	ErrPermission = errors.New("permission denied")
+	// ErrReauthRequired is returned when the provider no longer accepts the
+	// source's credentials and they cannot be refreshed (a revoked or expired
+	// OAuth grant: invalid_grant, or 401 after a refresh): the user must
+	// connect the source again. It wraps ErrPermission, so errors.Is(err,
+	// ErrPermission) holds for it too.
+	ErrReauthRequired = fmt.Errorf("reauth required: %w", ErrPermission)
 	// ErrTransient is returned for a failure that may succeed on retry
 	// (throttling, a brief outage).
 	ErrTransient = errors.New("transient provider failure")

@@ -55,6 +55,8 @@ func TestLayers(t *testing.T) {
 	domain := []string{"platform", "platform/event", "platform/webhook", "platform/job", "platform/billing",
 		"platform/archive", "wire", "id", "mail", "plan", "plan/discover", "execute", "receipt", "manifest",
 		"vault", "intel", "creator", "providers", "providers/plugin", "providers/pagetoken", "providers/vaultfs",
+		"providers/vendorhttp", "providers/google", "providers/gmail", "providers/gdrive",
+		"providers/contenthash", "providers/graph", "providers/outlook", "providers/onedrive", "providers/dropbox",
 		"storage", "storage/storagetest"}
 	engines := []string{mod + "/server", "connectrpc.com/connect", mod + "/storage/bolt", "go.etcd.io/bbolt"}
 	for _, d := range domain {

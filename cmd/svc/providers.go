@@ -42,7 +42,7 @@ func newProvidersCmd() *cobra.Command {
 			"in the plugin directory.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := builtin.Options{PluginDir: pluginDir}
+			opts := builtin.Options{PluginDir: pluginDir, Vendors: true}
 			if !inProcess {
 				exe, err := os.Executable()
 				if err != nil {

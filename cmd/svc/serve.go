@@ -157,7 +157,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(o.log, nil))
 	// The binary serves its own built-in providers out of process, so a provider crash or hang
 	// cannot take the API down.
-	opts := builtin.Options{PluginDir: o.pluginDir}
+	opts := builtin.Options{PluginDir: o.pluginDir, Vendors: true}
 	if !o.inProcess {
 		exe, err := os.Executable()
 		if err != nil {

@@ -1,5 +1,7 @@
 // Package builtin builds the registry of svc's built-in providers
-// (simulated, vendor_d_local, object_store_compatible, svc_vault) and of
+// (vendor_a_mail, vendor_a_files, vendor_b_mail, vendor_b_files,
+// vendor_c_files, simulated, vendor_d_local, object_store_compatible,
+// svc_vault) and of
 // the third-party plugins found in a plugin directory, in one place, for
 // cmd/svc and for Go programs embedding the SDK.
 //
@@ -14,7 +16,12 @@ import (
 	"path/filepath"
 
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/dropbox"
+	"svc.dev/svc/providers/gdrive"
+	"svc.dev/svc/providers/gmail"
 	"svc.dev/svc/providers/local"
+	"svc.dev/svc/providers/onedrive"
+	"svc.dev/svc/providers/outlook"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/s3"
 	"svc.dev/svc/providers/simulated"
@@ -24,6 +31,9 @@ import (
 // Builtin is one built-in provider.
 type Builtin struct {
 	Description providers.Description
+	// Vendor is true for the connectors to third-party APIs, which a
+	// Registry holds only with Options.Vendors.
+	Vendor bool
 	// New opens the provider in process.
 	New providers.Factory
 	// serve is the factory the plugin process uses (it differs for
@@ -34,6 +44,11 @@ type Builtin struct {
 // All returns the built-ins in the spec's enumeration order.
 func All() []Builtin {
 	return []Builtin{
+		{Description: gmail.Description, New: gmail.New, Vendor: true},
+		{Description: gdrive.Description, New: gdrive.New, Vendor: true},
+		{Description: outlook.Description, New: outlook.New, Vendor: true},
+		{Description: onedrive.Description, New: onedrive.New, Vendor: true},
+		{Description: dropbox.Description, New: dropbox.New, Vendor: true},
 		{Description: local.Description, New: local.New},
 		{Description: s3.Description, New: s3.New},
 		{Description: vaultfs.Description, New: vaultfs.New},
@@ -67,6 +82,12 @@ type Options struct {
 	// PluginDir is a directory of third-party plugins (svc-provider-NAME).
 	// A plugin named like a built-in replaces it.
 	PluginDir string
+	// Vendors registers the vendor connectors too (vendor_a_mail,
+	// vendor_a_files, vendor_b_mail, vendor_b_files, vendor_c_files): they
+	// reach third-party APIs with a source's OAuth token, so a registry holds them only when asked (svc serve and svc
+	// providers list ask), and a program that registers its own provider
+	// under such a name keeps doing so.
+	Vendors bool
 }
 
 // Registry returns a registry of the built-ins and the discovered plugins.
@@ -88,6 +109,8 @@ func Registry(opts Options) (*providers.Registry, error) {
 	for _, b := range All() {
 		name := b.Description.Name
 		switch {
+		case b.Vendor && !opts.Vendors:
+			continue
 		case external[name] != "":
 			continue // registered below
 		case opts.Executable != "":

@@ -31,11 +31,11 @@ func TestMain(m *testing.M) {
 }
 
 func registries(t *testing.T) map[string]*providers.Registry {
-	in, err := builtin.Registry(builtin.Options{})
+	in, err := builtin.Registry(builtin.Options{Vendors: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := builtin.Registry(builtin.Options{Executable: os.Args[0]})
+	out, err := builtin.Registry(builtin.Options{Executable: os.Args[0], Vendors: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,8 @@ func (r *suffixReader) Read(p []byte) (int, error) {
 func TestRegistryDescribesBuiltins(t *testing.T) {
 	for mode, reg := range registries(t) {
 		t.Run(mode, func(t *testing.T) {
-			want := []providers.Name{providers.VendorDLocal, providers.ObjectStoreCompatible, providers.SvcVault, providers.Simulated}
+			want := []providers.Name{providers.VendorAMail, providers.VendorAFiles, providers.VendorBMail, providers.VendorBFiles, providers.VendorCFiles,
+				providers.VendorDLocal, providers.ObjectStoreCompatible, providers.SvcVault, providers.Simulated}
 			got := reg.Names()
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("names %v, want %v", got, want)
@@ -194,7 +195,7 @@ func TestRegistryDescribesBuiltins(t *testing.T) {
 					t.Errorf("%s: OutOfProcess %v in mode %s", n, r.OutOfProcess, mode)
 				}
 			}
-			if _, err := reg.Open(context.Background(), providers.VendorAMail, nil); !errors.Is(err, providers.ErrUnknownProvider) {
+			if _, err := reg.Open(context.Background(), providers.Name("no_such_provider"), nil); !errors.Is(err, providers.ErrUnknownProvider) {
 				t.Errorf("unregistered provider: %v", err)
 			}
 		})
@@ -232,7 +233,7 @@ func TestPluginDirectory(t *testing.T) {
 }
 
 func TestServeUnknown(t *testing.T) {
-	if err := builtin.Serve("vendor_a_mail"); !errors.Is(err, providers.ErrUnknownProvider) {
+	if err := builtin.Serve("no_such_provider"); !errors.Is(err, providers.ErrUnknownProvider) {
 		t.Fatalf("got %v", err)
 	}
 }

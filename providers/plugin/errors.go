@@ -25,6 +25,8 @@ var errorCodes = []struct {
 	{providers.ErrMarkerExpired, "marker_expired", codes.OutOfRange},
 	{providers.ErrInvalidArgument, "invalid_argument", codes.InvalidArgument},
 	{providers.ErrAlreadyExists, "already_exists", codes.AlreadyExists},
+	// Before ErrPermission, which it wraps.
+	{providers.ErrReauthRequired, "reauth_required", codes.Unauthenticated},
 	{providers.ErrPermission, "permission_denied", codes.PermissionDenied},
 	{providers.ErrTransient, "transient", codes.Unavailable},
 	{providers.ErrInvalidData, "invalid_data", codes.DataLoss},

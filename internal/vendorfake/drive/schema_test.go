@@ -1,0 +1,61 @@
+package drive_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"svc.dev/svc/internal/vendorfake"
+	fake "svc.dev/svc/internal/vendorfake/drive"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/gdrive"
+	"svc.dev/svc/providers/providertest"
+)
+
+// TestShapesMatchDiscovery drives every route of the fake through the
+// vendor_a_files provider and checks each JSON body it served against the
+// Drive API's discovery document that google.golang.org/api ships.
+func TestShapesMatchDiscovery(t *testing.T) {
+	doc, err := vendorfake.LoadDiscovery("drive/v3/drive-api.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := fake.New(t, fake.Options{Files: 30, Seed: 9})
+	var mu sync.Mutex
+	served := map[string]int{}
+	s.Record(func(schema string, body []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		served[schema]++
+		for _, p := range doc.Check(schema, body) {
+			t.Errorf("%s", p)
+		}
+	})
+	p, err := gdrive.New(context.Background(), providers.Config(s.Config()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	objs, m := providertest.ListAll(ctx, t, p, "root", 7)
+	s.Add("new.txt", "text/plain", "root", []byte("new"))
+	s.Delete(objs[1].ID)
+	res, err := p.(providers.Trasher).Trash(ctx, providers.ActionRequest{SourceRef: "root", ObjectID: objs[2].ID, ExpectedVersion: objs[2].Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.(providers.Untrasher).Untrash(ctx, providers.UntrashRequest{SourceRef: "root", ObjectID: objs[2].ID, ResultID: res.ResultID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: "root", Since: m, PageSize: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.(providers.Quotaer).Quota(ctx, "root"); err != nil {
+		t.Fatal(err)
+	}
+	for _, schema := range []string{"About", "FileList", "File", "StartPageToken", "ChangeList"} {
+		if served[schema] == 0 {
+			t.Errorf("no %s was served: the test does not cover it", schema)
+		}
+	}
+	t.Logf("checked %v", served)
+}

@@ -1,0 +1,760 @@
+// Package dropbox is an in-memory fake of the parts of the Dropbox API v2
+// that svc's vendor_c_files provider speaks: files/list_folder and its
+// cursor (list_folder/continue, the same cursor for the next page and for
+// the changes since), files/get_metadata, files/download (content endpoint,
+// Dropbox-API-Arg and Dropbox-API-Result headers), files/delete_v2 with
+// parent_rev, files/restore of a revision, users/get_space_usage, and the
+// OAuth 2 token endpoint for refresh grants.
+//
+// It follows the documented wire format: RPC endpoints take and return
+// JSON with ".tag" unions; route errors are HTTP 409 with
+// {"error_summary", "error"}; a bad token is 401 with an AuthError; a
+// rate limit is 429 with Retry-After and a RateLimitError; a reset cursor
+// is 409 "reset". Content hashes are the API's content_hash. shape_test.go
+// checks every shape it serves against the API's stone specification.
+//
+// New returns an empty account; Seeded one with folders and files.
+package dropbox
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"svc.dev/svc/providers/contenthash"
+)
+
+// Tokens the fake accepts until Revoke.
+const (
+	AccessToken  = "dropbox-fake-access-token"
+	RefreshToken = "dropbox-fake-refresh-token"
+)
+
+// Server is a running fake. Its methods are safe for concurrent use.
+type Server struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	seq     int64
+	entries map[string]*entry // by path_lower, deleted ones included
+	revs    map[string][]byte // content of every revision
+	hashes  map[string]string // content_hash of every revision
+	nextID  int
+	access  map[string]bool
+	refresh map[string]bool
+	issued  int
+	faults  []*Fault
+	hits    []time.Time
+
+	requests  atomic.Int64
+	allocated int64
+	pageFloor int
+}
+
+// SetPageFloor makes every listing page hold at least n entries whatever
+// limit the client asked for (Dropbox documents its limit as
+// approximate).
+func (s *Server) SetPageFloor(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pageFloor = n
+}
+
+// Fault makes matching requests fail: the first Times requests whose path
+// starts with PathPrefix (after After of them pass) get Status, with
+// Retry-After when set.
+type Fault struct {
+	PathPrefix string
+	Status     int
+	RetryAfter int
+	Times      int
+	After      int
+}
+
+type entry struct {
+	id       string
+	display  string // path_display
+	folder   bool
+	content  []byte
+	rev      string
+	modified time.Time
+	deleted  bool
+	seq      int64
+}
+
+// New starts an empty account. Close it when done.
+func New() *Server {
+	s := &Server{
+		entries:   make(map[string]*entry),
+		revs:      make(map[string][]byte),
+		hashes:    make(map[string]string),
+		access:    map[string]bool{AccessToken: true},
+		refresh:   map[string]bool{RefreshToken: true},
+		allocated: 2 << 40,
+	}
+	mux := http.NewServeMux()
+	for p, h := range s.table() {
+		mux.HandleFunc(p, h)
+	}
+	s.srv = httptest.NewServer(s.middleware(mux))
+	return s
+}
+
+func (s *Server) table() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"POST /oauth2/token":                 s.token,
+		"POST /2/files/list_folder":          s.listFolder,
+		"POST /2/files/list_folder/continue": s.listFolderContinue,
+		"POST /2/files/get_metadata":         s.getMetadata,
+		"POST /2/files/download":             s.download,
+		"POST /2/files/delete_v2":            s.delete,
+		"POST /2/files/restore":              s.restore,
+		"POST /2/users/get_space_usage":      s.spaceUsage,
+		"POST /2/files/upload":               s.upload,
+	}
+}
+
+// Patterns lists the routes the fake serves, for the shape test to check
+// it covers them all.
+func (s *Server) Patterns() []string {
+	var out []string
+	for p := range s.table() {
+		out = append(out, p)
+	}
+	return out
+}
+
+// URL is the base address of both the API and the content endpoints (the
+// service has api.dropboxapi.com and content.dropboxapi.com; the fake
+// serves both routes on one address).
+func (s *Server) URL() string { return s.srv.URL }
+
+// TokenURL is the OAuth token endpoint.
+func (s *Server) TokenURL() string { return s.srv.URL + "/oauth2/token" }
+
+// ProviderConfig is the configuration of a vendor_c_files source on this
+// fake: its endpoints, the seeded token and the token endpoint to refresh
+// it at, with pacing lifted so tests and demos do not wait.
+func (s *Server) ProviderConfig() map[string]string {
+	return map[string]string{
+		"api_url": s.URL(), "content_url": s.URL(), "access_token": AccessToken, "refresh_token": RefreshToken,
+		"client_id": "svc-dev", "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
+	}
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Inject adds a fault.
+func (s *Server) Inject(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &f)
+}
+
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// ExpireAccessTokens invalidates the access tokens only: clients must
+// refresh.
+func (s *Server) ExpireAccessTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.access = map[string]bool{}
+}
+
+// Revoke invalidates every access and refresh token.
+func (s *Server) Revoke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.access, s.refresh = map[string]bool{}, map[string]bool{}
+}
+
+// Requests returns how many API requests the fake has answered.
+func (s *Server) Requests() int64 { return s.requests.Load() }
+
+// maxHits bounds the request times a fake keeps.
+const maxHits = 1 << 16
+
+// RequestTimes returns the arrival times of the API requests so far (the
+// latest 32,768 to 65,536 of them).
+func (s *Server) RequestTimes() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.hits...)
+}
+
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/oauth2/token" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.requests.Add(1)
+		s.mu.Lock()
+		if len(s.hits) == maxHits {
+			s.hits = append(s.hits[:0], s.hits[maxHits/2:]...) // a long-running fake keeps the recent half
+		}
+		s.hits = append(s.hits, time.Now())
+		var hit *Fault
+		for _, f := range s.faults {
+			if strings.HasPrefix(r.URL.Path, f.PathPrefix) && f.Times > 0 {
+				if f.After > 0 {
+					f.After--
+					continue
+				}
+				f.Times--
+				hit = f
+				break
+			}
+		}
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		ok := s.access[tok]
+		s.mu.Unlock()
+		switch {
+		case hit != nil && hit.Status == http.StatusTooManyRequests:
+			ra := max(hit.RetryAfter, 1)
+			w.Header().Set("Retry-After", strconv.Itoa(ra))
+			writeJSON(w, http.StatusTooManyRequests, map[string]any{
+				"error_summary": "too_many_requests/..",
+				"error":         map[string]any{"reason": map[string]any{".tag": "too_many_requests"}, "retry_after": ra},
+			})
+		case hit != nil:
+			if hit.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(hit.RetryAfter))
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(hit.Status)
+			_, _ = io.WriteString(w, "Internal Server Error")
+		case !ok:
+			writeJSON(w, http.StatusUnauthorized, map[string]any{
+				"error_summary": "invalid_access_token/..",
+				"error":         map[string]any{".tag": "invalid_access_token"},
+			})
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "refresh_token" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unsupported_grant_type", "error_description": "unsupported grant_type"})
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.refresh[r.PostForm.Get("refresh_token")] {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant", "error_description": "refresh token is invalid or revoked"})
+		return
+	}
+	s.issued++
+	tok := fmt.Sprintf("dropbox-fake-access-%d", s.issued)
+	s.access[tok] = true
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": 14400})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// routeError writes a route's 409 error: tags is the union path, outermost
+// first ("path_lookup", "not_found" is {".tag":"path_lookup",
+// "path_lookup":{".tag":"not_found"}}).
+func routeError(w http.ResponseWriter, tags ...string) {
+	var e map[string]any
+	for i := len(tags) - 1; i >= 0; i-- {
+		m := map[string]any{".tag": tags[i]}
+		if e != nil {
+			m[tags[i]] = e
+		}
+		e = m
+	}
+	writeJSON(w, http.StatusConflict, map[string]any{"error_summary": strings.Join(tags, "/") + "/...", "error": e})
+}
+
+func badRequest(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = io.WriteString(w, "Error in call to API function: "+msg)
+}
+
+func lower(p string) string { return strings.ToLower(p) }
+
+// AddFolder creates a folder (and its parents) at a path ("/Photos/2024").
+func (s *Server) AddFolder(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addFolder(p)
+}
+
+func (s *Server) addFolder(p string) {
+	if p == "/" || p == "" {
+		return
+	}
+	s.addFolder(path.Dir(p))
+	if e := s.entries[lower(p)]; e != nil && !e.deleted {
+		return
+	}
+	s.seq++
+	s.nextID++
+	s.entries[lower(p)] = &entry{id: fmt.Sprintf("id:fakeFolder%06dAAAA", s.nextID), display: p, folder: true, seq: s.seq}
+}
+
+// AddFile writes a file at a path ("/Documents/a.pdf"), creating its
+// folders, or a new revision of the file there. It returns the file's rev.
+func (s *Server) AddFile(p string, content []byte, modified time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addFolder(path.Dir(p))
+	return s.write(p, content, modified.UTC().Truncate(time.Second))
+}
+
+func (s *Server) write(p string, content []byte, modified time.Time) string {
+	s.seq++
+	e := s.entries[lower(p)]
+	if e == nil || e.folder {
+		s.nextID++
+		e = &entry{id: fmt.Sprintf("id:fakeFile%06dAAAAAA", s.nextID), display: p}
+		s.entries[lower(p)] = e
+	}
+	e.content, e.deleted, e.seq, e.modified = content, false, s.seq, modified
+	e.rev = fmt.Sprintf("5a1c%011x", s.seq)
+	s.revs[e.rev] = content
+	h := contenthash.NewDropbox()
+	h.Write(content)
+	s.hashes[e.rev] = hex.EncodeToString(h.Sum(nil))
+	return e.rev
+}
+
+// Corrupt changes the content served for a file without changing its
+// metadata, so a client that verifies content_hash notices.
+func (s *Server) Corrupt(p string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[lower(p)]
+	c := append([]byte(nil), e.content...)
+	c[0] ^= 0xff
+	e.content = c // rev and the hash the metadata reports stay those of the revision
+}
+
+// Paths lists the display paths of the live files.
+func (s *Server) Paths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.entries {
+		if !e.deleted && !e.folder {
+			out = append(out, e.display)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DisplayPath returns the display path of the live file or folder at a
+// path ("" when none).
+func (s *Server) DisplayPath(p string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[lower(p)]; e != nil && !e.deleted {
+		return e.display
+	}
+	return ""
+}
+
+// Exists reports whether a live file or folder is at a path.
+func (s *Server) Exists(p string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[lower(p)]
+	return e != nil && !e.deleted
+}
+
+func (s *Server) metadata(p string, e *entry) map[string]any {
+	name := path.Base(e.display)
+	m := map[string]any{"name": name, "path_lower": p, "path_display": e.display}
+	switch {
+	case e.deleted:
+		m[".tag"] = "deleted"
+	case e.folder:
+		m[".tag"], m["id"] = "folder", e.id
+	default:
+		m[".tag"], m["id"], m["rev"], m["size"] = "file", e.id, e.rev, len(s.revs[e.rev])
+		m["client_modified"] = e.modified.Format("2006-01-02T15:04:05Z")
+		m["server_modified"] = e.modified.Format("2006-01-02T15:04:05Z")
+		m["content_hash"] = s.hashes[e.rev]
+		m["is_downloadable"] = true
+	}
+	return m
+}
+
+type listArgs struct {
+	Path           string `json:"path"`
+	Recursive      bool   `json:"recursive"`
+	IncludeDeleted bool   `json:"include_deleted"`
+	Limit          int    `json:"limit"`
+}
+
+// cursor: path, recursive, include_deleted, since, until, offset, limit.
+type cursor struct {
+	Path           string `json:"p"`
+	Recursive      bool   `json:"r"`
+	IncludeDeleted bool   `json:"d"`
+	Since          int64  `json:"s"`
+	Until          int64  `json:"u"`
+	Offset         int    `json:"o"`
+	Limit          int    `json:"l"`
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c)
+	return "AAF" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(v string) (cursor, bool) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(v, "AAF"))
+	if !strings.HasPrefix(v, "AAF") || err != nil || json.Unmarshal(b, &c) != nil {
+		return c, false
+	}
+	return c, true
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		badRequest(w, "Bad HTTP \"Content-Type\" header: \""+ct+"\".  Expecting one of \"application/json\", \"application/json; charset=utf-8\", \"text/plain; charset=dropbox-cors-hack\".")
+		return false
+	}
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		badRequest(w, "request body: could not decode input as JSON")
+		return false
+	}
+	return true
+}
+
+func (s *Server) listFolder(w http.ResponseWriter, r *http.Request) {
+	var a listArgs
+	if !decode(w, r, &a) {
+		return
+	}
+	if a.Path != "" && !strings.HasPrefix(a.Path, "/") {
+		routeError(w, "path", "malformed_path")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a.Path != "" {
+		if e := s.entries[lower(a.Path)]; e == nil || e.deleted || !e.folder {
+			routeError(w, "path", "not_found")
+			return
+		}
+	}
+	if a.Limit <= 0 || a.Limit > 2000 {
+		a.Limit = 500
+	}
+	s.page(w, cursor{Path: lower(a.Path), Recursive: a.Recursive, IncludeDeleted: a.IncludeDeleted, Until: s.seq, Limit: a.Limit})
+}
+
+func (s *Server) listFolderContinue(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Cursor string `json:"cursor"`
+	}
+	if !decode(w, r, &a) {
+		return
+	}
+	c, ok := decodeCursor(a.Cursor)
+	if !ok {
+		routeError(w, "reset")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.Limit <= 0 {
+		c.Limit = 500
+	}
+	if c.Offset == 0 && c.Since == c.Until {
+		// A cursor at the end of a round: a new round of what changed since.
+		c.Since, c.Until = c.Until, s.seq
+	}
+	s.page(w, c)
+}
+
+// page serves one page of a round: entries (parents before children) that
+// changed in (Since, Until], deleted ones only after the first round.
+func (s *Server) page(w http.ResponseWriter, c cursor) {
+	var keys []string
+	for p, e := range s.entries {
+		if e.seq <= c.Since || e.seq > c.Until || (c.Since == 0 && e.deleted) {
+			continue
+		}
+		if c.Path != "" && !strings.HasPrefix(p, c.Path+"/") {
+			continue
+		}
+		if !c.Recursive && path.Dir(p) != c.Path && !(c.Path == "" && path.Dir(p) == "/") {
+			continue
+		}
+		keys = append(keys, p)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if d := strings.Count(a, "/") - strings.Count(b, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	end := min(len(keys), c.Offset+max(c.Limit, s.pageFloor))
+	out := []map[string]any{}
+	for _, p := range keys[min(c.Offset, len(keys)):end] {
+		out = append(out, s.metadata(p, s.entries[p]))
+	}
+	next := c
+	hasMore := end < len(keys)
+	if hasMore {
+		next.Offset = end
+	} else {
+		// The end of a round: the state of the account, whatever the page
+		// size (the next round pages by the default).
+		next.Since, next.Offset, next.Limit = c.Until, 0, 0
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": out, "cursor": next.encode(), "has_more": hasMore})
+}
+
+// lookup resolves a path or "id:..." to a live entry.
+func (s *Server) lookup(p string) (string, *entry) {
+	if strings.HasPrefix(p, "id:") {
+		for k, e := range s.entries {
+			if e.id == p && !e.deleted {
+				return k, e
+			}
+		}
+		return "", nil
+	}
+	e := s.entries[lower(p)]
+	if e == nil || e.deleted {
+		return "", nil
+	}
+	return lower(p), e
+}
+
+func (s *Server) getMetadata(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Path           string `json:"path"`
+		IncludeDeleted bool   `json:"include_deleted"`
+	}
+	if !decode(w, r, &a) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, e := s.lookup(a.Path)
+	if e == nil && a.IncludeDeleted && s.entries[lower(a.Path)] != nil {
+		p, e = lower(a.Path), s.entries[lower(a.Path)] // a DeletedMetadata
+	}
+	if e == nil {
+		routeError(w, "path", "not_found")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.metadata(p, e))
+}
+
+// download serves files/download on the content endpoint: the argument in
+// the Dropbox-API-Arg header, the metadata in Dropbox-API-Result, the
+// content as the body.
+func (s *Server) download(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	arg := r.Header.Get("Dropbox-API-Arg")
+	if arg == "" {
+		arg = r.URL.Query().Get("arg")
+	}
+	if err := json.Unmarshal([]byte(arg), &a); err != nil {
+		badRequest(w, "Dropbox-API-Arg: could not decode input as JSON")
+		return
+	}
+	s.mu.Lock()
+	p, e := s.lookup(a.Path)
+	var meta map[string]any
+	var content []byte
+	if e != nil && !e.folder {
+		meta, content = s.metadata(p, e), e.content
+	}
+	s.mu.Unlock()
+	switch {
+	case e == nil:
+		routeError(w, "path", "not_found")
+		return
+	case e.folder:
+		routeError(w, "path", "not_file")
+		return
+	}
+	delete(meta, ".tag") // the route's result is FileMetadata itself, not the Metadata union
+	res, _ := json.Marshal(meta)
+	w.Header().Set("Dropbox-API-Result", asciiJSON(res))
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(content)))
+	_, _ = w.Write(content)
+}
+
+// asciiJSON escapes non-ASCII characters, as HTTP headers require.
+func asciiJSON(b []byte) string {
+	var out bytes.Buffer
+	for _, r := range string(b) {
+		if r < 0x80 {
+			out.WriteRune(r)
+			continue
+		}
+		fmt.Fprintf(&out, "\\u%04x", r)
+	}
+	return out.String()
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Path      string `json:"path"`
+		ParentRev string `json:"parent_rev"`
+	}
+	if !decode(w, r, &a) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, e := s.lookup(a.Path)
+	switch {
+	case e == nil:
+		routeError(w, "path_lookup", "not_found")
+		return
+	case a.ParentRev != "" && e.folder:
+		routeError(w, "path_lookup", "not_file")
+		return
+	case a.ParentRev != "" && a.ParentRev != e.rev:
+		routeError(w, "path_write", "conflict", "file")
+		return
+	}
+	meta := s.metadata(p, e)
+	s.seq++
+	for k, c := range s.entries {
+		if k == p || strings.HasPrefix(k, p+"/") {
+			if !c.deleted {
+				c.deleted, c.seq = true, s.seq
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"metadata": meta})
+}
+
+func (s *Server) restore(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Path string `json:"path"`
+		Rev  string `json:"rev"`
+	}
+	if !decode(w, r, &a) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	content, ok := s.revs[a.Rev]
+	if !ok {
+		routeError(w, "invalid_revision")
+		return
+	}
+	if e := s.entries[lower(a.Path)]; e != nil && !e.deleted && e.folder {
+		routeError(w, "path_write", "conflict", "folder")
+		return
+	}
+	s.addFolder(path.Dir(a.Path))
+	modified := time.Now().UTC().Truncate(time.Second)
+	if e := s.entries[lower(a.Path)]; e != nil {
+		modified = e.modified
+		e.display = a.Path
+	}
+	s.write(a.Path, content, modified)
+	meta := s.metadata(lower(a.Path), s.entries[lower(a.Path)])
+	delete(meta, ".tag") // FileMetadata itself
+	writeJSON(w, http.StatusOK, meta)
+}
+
+func (s *Server) spaceUsage(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var used int64
+	for _, e := range s.entries {
+		if !e.deleted && !e.folder {
+			used += int64(len(e.content))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"used": used, "allocation": map[string]any{".tag": "individual", "allocated": s.allocated}})
+}
+
+// upload serves files/upload on the content endpoint: the UploadArg in
+// Dropbox-API-Arg, the content as the body (at most 150 MiB).
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Path        string `json:"path"`
+		Mode        any    `json:"mode"`
+		ContentHash string `json:"content_hash"`
+	}
+	if err := json.Unmarshal([]byte(r.Header.Get("Dropbox-API-Arg")), &a); err != nil || !strings.HasPrefix(a.Path, "/") {
+		badRequest(w, "Dropbox-API-Arg: could not decode input as JSON")
+		return
+	}
+	mode := "add"
+	switch m := a.Mode.(type) {
+	case string:
+		mode = m
+	case map[string]any:
+		mode, _ = m[".tag"].(string)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
+		badRequest(w, "Bad HTTP \"Content-Type\" header: \""+ct+"\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 150<<20+1))
+	if err != nil {
+		badRequest(w, "could not read the body")
+		return
+	}
+	if len(body) > 150<<20 {
+		routeError(w, "payload_too_large")
+		return
+	}
+	h := contenthash.NewDropbox()
+	h.Write(body)
+	if a.ContentHash != "" && a.ContentHash != hex.EncodeToString(h.Sum(nil)) {
+		routeError(w, "content_hash_mismatch")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[lower(a.Path)]; e != nil && !e.deleted && (e.folder || mode != "overwrite") {
+		writeJSON(w, http.StatusConflict, map[string]any{
+			"error_summary": "path/conflict/file/..",
+			"error": map[string]any{".tag": "path", "reason": map[string]any{".tag": "conflict", "conflict": map[string]any{".tag": "file"}},
+				"upload_session_id": "pid_upload_session:fake"},
+		})
+		return
+	}
+	s.addFolder(path.Dir(a.Path))
+	s.write(a.Path, body, time.Now().UTC().Truncate(time.Second))
+	meta := s.metadata(lower(a.Path), s.entries[lower(a.Path)])
+	delete(meta, ".tag") // FileMetadata itself
+	writeJSON(w, http.StatusOK, meta)
+}

@@ -1,0 +1,328 @@
+package graph_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"svc.dev/svc/internal/vendorfake/graph"
+	"svc.dev/svc/providers/contenthash"
+)
+
+// The shape test drives every route of the fake and checks each JSON body
+// it answers against Microsoft Graph's published metadata (the CSDL from
+// which Graph's OpenAPI description is generated; the subset in testdata,
+// see testdata/README.md): every property the fake emits must be a
+// property of the entity or complex type (or its base types) with a
+// compatible EDM type, every enum value a member, every annotation an
+// OData control annotation or a term of the schema that applies to the
+// type. Collection envelopes may hold only "value" and the OData control
+// links; error bodies must be OData errors; token answers RFC 6749's.
+
+type shapeRun struct {
+	t      *testing.T
+	s      *graph.Server
+	sch    *schema
+	c      *http.Client
+	tested map[string]bool
+}
+
+func (r *shapeRun) do(pattern, method, u string, body io.Reader, hdr map[string]string) (*http.Response, []byte) {
+	r.t.Helper()
+	r.tested[pattern] = true
+	if !strings.HasPrefix(u, "http") {
+		u = r.s.URL() + u
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+graph.AccessToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := r.c.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func decodeJSON(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("not a JSON object: %v: %s", err, b)
+	}
+	return m
+}
+
+func (r *shapeRun) entity(what string, b []byte, typ string) map[string]any {
+	r.t.Helper()
+	m := decodeJSON(r.t, b)
+	for _, e := range r.sch.check(m, typ, what, false) {
+		r.t.Error(e)
+	}
+	return m
+}
+
+// collection checks an OData collection response and returns its items.
+func (r *shapeRun) collection(what string, b []byte, typ string) (items []map[string]any, next, delta string) {
+	r.t.Helper()
+	m := decodeJSON(r.t, b)
+	for k, v := range m {
+		switch k {
+		case "value":
+			for _, e := range r.sch.check(v, "Collection("+typ+")", what+".value", false) {
+				r.t.Error(e)
+			}
+		case "@odata.context", "@odata.nextLink", "@odata.deltaLink":
+			str, ok := v.(string)
+			if _, err := url.Parse(str); !ok || err != nil {
+				r.t.Errorf("%s.%s: %v is not a URL", what, k, v)
+			}
+		default:
+			r.t.Errorf("%s: %q is not part of an OData collection response", what, k)
+		}
+	}
+	for _, v := range m["value"].([]any) {
+		items = append(items, v.(map[string]any))
+	}
+	next, _ = m["@odata.nextLink"].(string)
+	delta, _ = m["@odata.deltaLink"].(string)
+	return items, next, delta
+}
+
+// odataError checks Graph's error body against the published OpenAPI
+// description's microsoft.graph.ODataErrors schemas (testdata/README.md):
+// ODataError {error: MainError} with MainError {code, message (both
+// required), target, details: [ErrorDetails {code, message, target}],
+// innerError (an object, service-specific)}.
+func (r *shapeRun) odataError(what string, resp *http.Response, b []byte, status int) {
+	r.t.Helper()
+	if resp.StatusCode != status {
+		r.t.Errorf("%s: status %d, want %d", what, resp.StatusCode, status)
+	}
+	m := decodeJSON(r.t, b)
+	e, ok := m["error"].(map[string]any)
+	if len(m) != 1 || !ok {
+		r.t.Fatalf("%s: not an OData error: %s", what, b)
+	}
+	for k, v := range e {
+		switch k {
+		case "code", "message", "target":
+			if _, ok := v.(string); !ok {
+				r.t.Errorf("%s: error.%s is %T", what, k, v)
+			}
+		case "details":
+			list, ok := v.([]any)
+			if !ok {
+				r.t.Errorf("%s: error.details is %T", what, v)
+			}
+			for _, d := range list {
+				m, _ := d.(map[string]any)
+				if _, ok := m["code"].(string); !ok {
+					r.t.Errorf("%s: error.details item without a code", what)
+				}
+				if _, ok := m["message"].(string); !ok {
+					r.t.Errorf("%s: error.details item without a message", what)
+				}
+			}
+		case "innerError":
+			if _, ok := v.(map[string]any); !ok {
+				r.t.Errorf("%s: error.innerError is %T", what, v)
+			}
+		default:
+			r.t.Errorf("%s: error.%s is not part of an OData error", what, k)
+		}
+	}
+	if e["code"] == nil || e["message"] == nil {
+		r.t.Errorf("%s: error without code or message: %s", what, b)
+	}
+}
+
+func TestShapes(t *testing.T) {
+	sch, err := loadSchema("testdata/graph-v1.0-subset.csdl.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := graph.Seeded(graph.Seed{Seed: 3, Messages: 14, Files: 6})
+	defer s.Close()
+	r := &shapeRun{t: t, s: s, sch: sch, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, tested: map[string]bool{}}
+
+	// The token endpoint: RFC 6749 sections 5.1 and 5.2.
+	tokenPattern := "POST /oauth2/v2.0/token"
+	for _, rt := range []string{graph.RefreshToken, "not-a-grant"} {
+		resp, b := r.do(tokenPattern, "POST", "/oauth2/v2.0/token", strings.NewReader(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+		allowed := []string{"access_token", "token_type", "expires_in", "refresh_token", "scope"}
+		if resp.StatusCode != 200 {
+			allowed = []string{"error", "error_description", "error_uri", "error_codes", "timestamp", "trace_id", "correlation_id"}
+		}
+		for k := range decodeJSON(t, b) {
+			if !slices.Contains(allowed, k) {
+				t.Errorf("token answer (%d): field %q", resp.StatusCode, k)
+			}
+		}
+	}
+
+	// Mail folders, paged.
+	_, b := r.do("GET /v1.0/me/mailFolders", "GET", "/v1.0/me/mailFolders?$top=2", nil, nil)
+	folders, next, _ := r.collection("mailFolders", b, "graph.mailFolder")
+	for next != "" {
+		var more []map[string]any
+		_, b = r.do("GET /v1.0/me/mailFolders", "GET", next, nil, nil)
+		more, next, _ = r.collection("mailFolders (next)", b, "graph.mailFolder")
+		folders = append(folders, more...)
+	}
+	if len(folders) < 6 {
+		t.Fatalf("%d top-level folders", len(folders))
+	}
+	_, b = r.do("GET /v1.0/me/mailFolders/{id}", "GET", "/v1.0/me/mailFolders/inbox", nil, nil)
+	r.entity("mailFolder", b, "graph.mailFolder")
+	_, b = r.do("GET /v1.0/me/mailFolders/{id}/childFolders", "GET", "/v1.0/me/mailFolders/inbox/childFolders", nil, nil)
+	if kids, _, _ := r.collection("childFolders", b, "graph.mailFolder"); len(kids) != 1 {
+		t.Errorf("inbox has %d child folders", len(kids))
+	}
+
+	// Message delta: full, then with $select and the size property, paged.
+	deltaPattern := "GET /v1.0/me/mailFolders/{id}/messages/delta"
+	var msgs []map[string]any
+	var deltaLink string
+	for _, q := range []string{"", "?$select=subject,from,toRecipients,internetMessageHeaders,changeKey,parentFolderId&$expand=singleValueExtendedProperties($filter=id%20eq%20'Integer%200x0E08')"} {
+		u := "/v1.0/me/mailFolders/inbox/messages/delta" + q
+		msgs = nil
+		for u != "" {
+			_, b = r.do(deltaPattern, "GET", u, nil, map[string]string{"Prefer": "odata.maxpagesize=3"})
+			var page []map[string]any
+			page, u, deltaLink = r.collection("messages delta", b, "graph.message")
+			msgs = append(msgs, page...)
+		}
+	}
+	if len(msgs) == 0 || deltaLink == "" {
+		t.Fatalf("inbox delta: %d messages, deltaLink %q", len(msgs), deltaLink)
+	}
+	id := msgs[0]["id"].(string)
+	_, b = r.do("GET /v1.0/me/messages/{id}", "GET", "/v1.0/me/messages/"+url.PathEscape(id), nil, nil)
+	r.entity("message", b, "graph.message")
+	resp, b := r.do("GET /v1.0/me/messages/{id}/{value}", "GET", "/v1.0/me/messages/"+url.PathEscape(id)+"/$value", nil, nil)
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte("\n")) || json.Valid(b) {
+		t.Errorf("$value: %d, %.80q", resp.StatusCode, b)
+	}
+	resp, b = r.do("POST /v1.0/me/messages/{id}/move", "POST", "/v1.0/me/messages/"+url.PathEscape(id)+"/move", strings.NewReader(`{"destinationId":"deleteditems"}`), nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("move: %d", resp.StatusCode)
+	}
+	r.entity("moved message", b, "graph.message")
+	_, b = r.do(deltaPattern, "GET", deltaLink, nil, nil)
+	changes, _, _ := r.collection("messages delta round 2", b, "graph.message")
+	if len(changes) != 1 || changes[0]["@removed"] == nil || changes[0]["id"] != id {
+		t.Errorf("delta after a move out of the inbox: %v", changes)
+	}
+	resp, b = r.do(deltaPattern, "GET", "/v1.0/me/mailFolders/inbox/messages/delta?$deltatoken=expired", nil, nil)
+	r.odataError("expired delta token", resp, b, http.StatusGone)
+	resp, b = r.do("GET /v1.0/me/messages/{id}", "GET", "/v1.0/me/messages/nope", nil, nil)
+	r.odataError("missing message", resp, b, http.StatusNotFound)
+
+	// The drive.
+	_, b = r.do("GET /v1.0/me/drive", "GET", "/v1.0/me/drive", nil, nil)
+	r.entity("drive", b, "graph.drive")
+	u := "/v1.0/me/drive/root/delta?$top=4"
+	var items []map[string]any
+	for u != "" {
+		_, b = r.do("GET /v1.0/me/drive/root/delta", "GET", u, nil, nil)
+		var page []map[string]any
+		page, u, deltaLink = r.collection("drive delta", b, "graph.driveItem")
+		items = append(items, page...)
+	}
+	var file map[string]any
+	for _, it := range items {
+		if it["file"] != nil {
+			file = it
+			break
+		}
+	}
+	fid := file["id"].(string)
+	_, b = r.do("GET /v1.0/me/drive/items/{id}", "GET", "/v1.0/me/drive/items/"+url.PathEscape(fid), nil, nil)
+	item := r.entity("driveItem", b, "graph.driveItem")
+	resp, _ = r.do("GET /v1.0/me/drive/items/{id}/content", "GET", "/v1.0/me/drive/items/"+url.PathEscape(fid)+"/content", nil, nil)
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") == "" {
+		t.Fatalf("content: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, content := r.do("GET /_download/{id}", "GET", resp.Header.Get("Location"), nil, nil)
+	hashes := item["file"].(map[string]any)["hashes"].(map[string]any)
+	q := contenthash.NewQuickXor()
+	q.Write(content)
+	sum := sha256.Sum256(content)
+	if resp.StatusCode != 200 || hashes["quickXorHash"] != base64.StdEncoding.EncodeToString(q.Sum(nil)) ||
+		(hashes["sha256Hash"] != nil && hashes["sha256Hash"] != strings.ToUpper(hex.EncodeToString(sum[:]))) {
+		t.Errorf("downloaded content does not match the item's hashes %v", hashes)
+	}
+	resp, b = r.do("DELETE /v1.0/me/drive/items/{id}", "DELETE", "/v1.0/me/drive/items/"+url.PathEscape(fid), nil, map[string]string{"If-Match": `"{other},9"`})
+	r.odataError("delete with a stale eTag", resp, b, http.StatusPreconditionFailed)
+	resp, _ = r.do("DELETE /v1.0/me/drive/items/{id}", "DELETE", "/v1.0/me/drive/items/"+url.PathEscape(fid), nil, map[string]string{"If-Match": item["eTag"].(string)})
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("delete: %d", resp.StatusCode)
+	}
+	_, b = r.do("GET /v1.0/me/drive/root/delta", "GET", deltaLink, nil, nil)
+	changes, _, _ = r.collection("drive delta round 2", b, "graph.driveItem")
+	if len(changes) != 1 || changes[0]["deleted"] == nil {
+		t.Errorf("drive delta after a delete: %v", changes)
+	}
+	resp, b = r.do("POST /v1.0/me/drive/items/{id}/restore", "POST", "/v1.0/me/drive/items/"+url.PathEscape(fid)+"/restore", strings.NewReader(`{}`), nil)
+	if resp.StatusCode != 200 {
+		t.Errorf("restore: %d", resp.StatusCode)
+	}
+	r.entity("restored item", b, "graph.driveItem")
+	up := "PUT /v1.0/me/drive/{pathContent...}"
+	resp, b = r.do(up, "PUT", "/v1.0/me/drive/root:/Uploads/new%20file.txt:/content", strings.NewReader("hello"), map[string]string{"Content-Type": "text/plain"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("upload: %d", resp.StatusCode)
+	}
+	r.entity("uploaded item", b, "graph.driveItem")
+	resp, b = r.do(up, "PUT", "/v1.0/me/drive/root:/Uploads/new%20file.txt:/content?@microsoft.graph.conflictBehavior=fail", strings.NewReader("again"), nil)
+	r.odataError("upload onto a file", resp, b, http.StatusConflict)
+	resp, b = r.do(up, "PUT", "/v1.0/me/drive/root:/Uploads/new%20file.txt:/content?@microsoft.graph.conflictBehavior=replace", strings.NewReader("again"), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("replacing upload: %d", resp.StatusCode)
+	}
+	r.entity("replaced item", b, "graph.driveItem")
+	resp, b = r.do("GET /v1.0/me/drive/root/delta", "GET", "/v1.0/me/drive/root/delta?token=bogus", nil, nil)
+	r.odataError("expired drive token", resp, b, http.StatusGone)
+
+	// Faults and authentication.
+	s.Inject(graph.Fault{PathPrefix: "/v1.0/me/drive", Status: http.StatusTooManyRequests, RetryAfter: 3, Times: 1})
+	resp, b = r.do("GET /v1.0/me/drive", "GET", "/v1.0/me/drive", nil, nil)
+	r.odataError("throttled", resp, b, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") != "3" {
+		t.Errorf("throttled without Retry-After")
+	}
+	req, _ := http.NewRequest("GET", s.Endpoint()+"/me/drive", nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.odataError("no token", resp, b, http.StatusUnauthorized)
+
+	for _, p := range s.Patterns() {
+		if !r.tested[p] {
+			t.Errorf("route %s is not checked", p)
+		}
+	}
+}

@@ -1,0 +1,706 @@
+// Package dropbox is the vendor_c_files provider: a Dropbox account over
+// the Dropbox API v2, in plain HTTP over providers/vendorhttp (OAuth 2.0
+// with refresh, retries of 429 and 5xx honouring Retry-After, pacing).
+//
+// Config keys:
+//
+//	api_url              the RPC endpoint (default https://api.dropboxapi.com)
+//	content_url          the content endpoint (default https://content.dropboxapi.com)
+//	root                 the folder to list ("" for the whole account, or "/Photos")
+//	access_token, refresh_token, token_type, expiry
+//	                     from the connect flow
+//	client_id, client_secret
+//	                     svc's app (the --oauth-config entry); a refresh needs them
+//	token_url            default https://api.dropboxapi.com/oauth2/token
+//	requests_per_second  pacing (default 10)
+//	burst                pacing burst (default 10)
+//
+// The source ref names the account and is not sent.
+//
+//   - Listing is files/list_folder (recursive) and list_folder/continue;
+//     the revision marker is the listing's final cursor (kind cursor), which
+//     Changes continues from (a "reset" answer is ErrMarkerExpired). Folders
+//     are not listed as objects; each file's folder is its container.
+//   - An object's id is its lower-case path (what the API reports for a
+//     deleted entry, so a delete can name it), its version the file's rev;
+//     the file id ("id:...") and content_hash are in its metadata. A rename
+//     is a delete and a new object.
+//   - Fetch downloads the file and checks the rev that the API reports with
+//     the content (Dropbox-API-Result) before handing anything over; the
+//     content is verified, as it is read, against content_hash and the size.
+//   - Trash is files/delete_v2 with parent_rev (a moved rev is refused by
+//     the API); the result id carries the deleted rev, its content_hash and
+//     the path, and Untrash is files/restore of that rev to that path,
+//     idempotent, refusing to replace a different file that took the path
+//     since (ErrAlreadyExists). Deleted files stay restorable for the
+//     account's version-history period (30 days to a year, by plan).
+//   - Write spools the content to a temporary file, checks its size and
+//     SHA-256 before anything is sent (a mismatch uploads nothing), then
+//     uploads it with files/upload (mode add, or overwrite with
+//     Overwrite) and its content_hash, which Dropbox checks on arrival. A
+//     restore to the original place (named by the lower-case path, the
+//     id) goes back under the path as Dropbox last displayed it. One
+//     upload carries at most 150 MiB; larger content is ErrTooLarge
+//     (upload sessions are not implemented).
+//   - Quota is users/get_space_usage.
+//
+// Dropbox publishes no numeric rate limit (it answers 429 with
+// Retry-After when a user's apps go too fast); the default pace is 10
+// requests a second.
+package dropbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/contenthash"
+	"svc.dev/svc/providers/pagetoken"
+	"svc.dev/svc/providers/vendorhttp"
+)
+
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
+
+// Description is the vendor_c_files provider's description.
+var Description = providers.Description{
+	Name:             providers.VendorCFiles,
+	ProtocolVersion:  providers.ProtocolVersion,
+	DisplayName:      "Dropbox",
+	OperationClasses: providers.OperationClassesFor(caps),
+	Capabilities:     caps,
+	ObjectKinds:      []providers.Kind{providers.KindFile, providers.KindPhoto, providers.KindVideo},
+	MarkerKinds:      []providers.MarkerKind{providers.MarkerCursor},
+}
+
+// Defaults.
+const (
+	DefaultAPIURL     = "https://api.dropboxapi.com"
+	DefaultContentURL = "https://content.dropboxapi.com"
+	DefaultTokenURL   = "https://api.dropboxapi.com/oauth2/token"
+	DefaultRate       = 10
+)
+
+var configKeys = []string{
+	"api_url", "content_url", "root", vendorhttp.KeyAccessToken, vendorhttp.KeyRefreshToken, vendorhttp.KeyTokenType,
+	vendorhttp.KeyExpiry, vendorhttp.KeyClientID, vendorhttp.KeyClientSecret, vendorhttp.KeyTokenURL, "requests_per_second", "burst",
+}
+
+// Provider is a vendor_c_files instance.
+type Provider struct {
+	http         *http.Client
+	api, content string
+	root         string
+}
+
+var (
+	_ providers.Provider  = (*Provider)(nil)
+	_ providers.Trasher   = (*Provider)(nil)
+	_ providers.Untrasher = (*Provider)(nil)
+	_ providers.Quotaer   = (*Provider)(nil)
+	_ providers.Writer    = (*Provider)(nil)
+)
+
+// New opens a vendor_c_files provider. It is a providers.Factory; it does
+// not contact Dropbox.
+func New(_ context.Context, cfg providers.Config) (providers.Provider, error) {
+	return Open(cfg, nil)
+}
+
+// Open is New with the transport requests go through (nil: the default).
+func Open(cfg providers.Config, base http.RoundTripper) (*Provider, error) {
+	c := providers.Config{}
+	for k, v := range cfg {
+		if !slices.Contains(configKeys, k) {
+			return nil, fmt.Errorf("dropbox: unknown config key %q: %w", k, providers.ErrInvalidArgument)
+		}
+		c[k] = v
+	}
+	p := &Provider{api: strings.TrimSuffix(c["api_url"], "/"), content: strings.TrimSuffix(c["content_url"], "/"), root: strings.TrimSuffix(c["root"], "/")}
+	if p.api == "" {
+		p.api = DefaultAPIURL
+	}
+	if p.content == "" {
+		p.content = DefaultContentURL
+	}
+	for _, u := range []string{p.api, p.content} {
+		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+			return nil, fmt.Errorf("dropbox: api_url and content_url must be http(s) URLs: %w", providers.ErrInvalidArgument)
+		}
+	}
+	if p.root != "" && !strings.HasPrefix(p.root, "/") {
+		return nil, fmt.Errorf("dropbox: root must start with /: %w", providers.ErrInvalidArgument)
+	}
+	if c[vendorhttp.KeyTokenURL] == "" {
+		c[vendorhttp.KeyTokenURL] = DefaultTokenURL
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	creds, err := vendorhttp.CredentialsFromConfig(c, &http.Client{Transport: base})
+	if err != nil {
+		return nil, fmt.Errorf("dropbox: %w", err)
+	}
+	r, burst := rate.Limit(DefaultRate), DefaultRate
+	if v := c["requests_per_second"]; v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return nil, fmt.Errorf("dropbox: requests_per_second must be a positive number: %w", providers.ErrInvalidArgument)
+		}
+		r = rate.Limit(f)
+	}
+	if v := c["burst"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("dropbox: burst must be a positive integer: %w", providers.ErrInvalidArgument)
+		}
+		burst = n
+	}
+	p.http = vendorhttp.NewClient(vendorhttp.Options{
+		Base: base, Credentials: creds, Limiter: rate.NewLimiter(r, burst),
+		// Every route but the two that change the account may be sent again.
+		Idempotent: func(req *http.Request) bool {
+			switch path.Base(req.URL.Path) {
+			case "delete_v2", "restore", "upload":
+				return false
+			}
+			return true
+		},
+	})
+	return p, nil
+}
+
+// Describe implements providers.Provider.
+func (p *Provider) Describe(context.Context) (providers.Description, error) { return Description, nil }
+
+// apiError is a route error (HTTP 409) or an auth or rate-limit error.
+type apiError struct {
+	Summary string `json:"error_summary"`
+}
+
+// call posts arg to an RPC route and decodes the result into out.
+func (p *Provider) call(ctx context.Context, route string, arg, out any) error {
+	var body io.Reader
+	if arg != nil {
+		b, err := json.Marshal(arg)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.api+"/2/"+route, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", route, providers.ErrInvalidArgument)
+	}
+	if arg != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return transportError(route, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return routeError(route, resp)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
+		return fmt.Errorf("%s: decode: %v: %w", route, err, providers.ErrTransient)
+	}
+	return nil
+}
+
+func transportError(route string, err error) error {
+	if errors.Is(err, providers.ErrReauthRequired) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", route, err)
+	}
+	return fmt.Errorf("%s: %v: %w", route, err, providers.ErrTransient)
+}
+
+// routeError maps an answer other than 200 onto the providers' sentinels,
+// by status and by the error_summary's tags ("path/not_found/...").
+func routeError(route string, resp *http.Response) error {
+	var e apiError
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = json.Unmarshal(b, &e)
+	tags := strings.Split(strings.TrimSuffix(e.Summary, "."), "/")
+	has := func(t string) bool { return slices.Contains(tags, t) }
+	var sentinel error
+	switch s := resp.StatusCode; {
+	case s == http.StatusConflict && has("reset"):
+		sentinel = providers.ErrMarkerExpired
+	case s == http.StatusConflict && has("not_found"):
+		sentinel = providers.ErrNotFound
+	case s == http.StatusConflict && has("conflict"):
+		sentinel = providers.ErrAlreadyExists
+	case s == http.StatusConflict && (has("too_many_write_operations") || has("in_progress")):
+		sentinel = providers.ErrTransient
+	case s == http.StatusConflict && has("unsupported_file"):
+		sentinel = providers.ErrUnsupported // not downloadable: Paper docs and the like, exported only
+	case s == http.StatusConflict && (has("malformed_path") || has("invalid_revision") || has("not_file")):
+		sentinel = providers.ErrInvalidArgument
+	case s == http.StatusConflict && (has("no_write_permission") || has("restricted_content") || has("access_restricted")):
+		sentinel = providers.ErrPermission
+	case s == http.StatusUnauthorized:
+		sentinel = providers.ErrReauthRequired
+	case s == http.StatusForbidden:
+		sentinel = providers.ErrPermission
+	case s == http.StatusTooManyRequests || s >= 500:
+		sentinel = providers.ErrTransient
+	case s == http.StatusBadRequest:
+		sentinel = providers.ErrInvalidArgument
+	}
+	summary := e.Summary
+	if summary == "" {
+		summary = resp.Status
+	}
+	if sentinel == nil {
+		return fmt.Errorf("%s: %s", route, summary)
+	}
+	return fmt.Errorf("%s: %s: %w", route, summary, sentinel)
+}
+
+// metadata is a Metadata union member as the API sends it.
+type metadata struct {
+	Tag            string `json:".tag"`
+	Name           string `json:"name"`
+	PathLower      string `json:"path_lower"`
+	PathDisplay    string `json:"path_display"`
+	ID             string `json:"id"`
+	Rev            string `json:"rev"`
+	Size           int64  `json:"size"`
+	ClientModified string `json:"client_modified"`
+	ServerModified string `json:"server_modified"`
+	ContentHash    string `json:"content_hash"`
+	IsDownloadable *bool  `json:"is_downloadable"`
+	SharingInfo    *struct {
+		ParentSharedFolderID string `json:"parent_shared_folder_id"`
+	} `json:"sharing_info"`
+}
+
+type listResult struct {
+	Entries []metadata `json:"entries"`
+	Cursor  string     `json:"cursor"`
+	HasMore bool       `json:"has_more"`
+}
+
+func object(m *metadata) providers.Object {
+	o := providers.Object{
+		ID:        m.PathLower,
+		ParentID:  path.Dir(m.PathLower),
+		Version:   m.Rev,
+		Kind:      providers.KindFile,
+		Name:      m.Name,
+		Path:      strings.TrimPrefix(m.PathDisplay, "/"),
+		SizeBytes: max(m.Size, 0),
+		Shared:    m.SharingInfo != nil,
+		Metadata:  map[string]string{"dropbox.id": m.ID, "dropbox.content_hash": m.ContentHash},
+	}
+	if dir := strings.TrimPrefix(path.Dir(m.PathDisplay), "/"); dir != "" {
+		o.Containers = []string{dir}
+	}
+	o.ModifiedAt, _ = time.Parse(time.RFC3339, m.ServerModified)
+	o.CreatedAt, _ = time.Parse(time.RFC3339, m.ClientModified)
+	if t := mimeType(m.Name); t != "" {
+		o.MIMEType = t
+		switch {
+		case strings.HasPrefix(t, "image/"):
+			o.Kind = providers.KindPhoto
+		case strings.HasPrefix(t, "video/"):
+			o.Kind = providers.KindVideo
+		}
+	}
+	return o
+}
+
+// state is a listing's position: the vendor cursor ("" before the first
+// list_folder), and how many entries of that cursor's page were handed out
+// (Dropbox's limit is a hint), and (changes) whether any change was found.
+type state struct {
+	Cursor string `json:"c,omitempty"`
+	Skip   int    `json:"s,omitempty"`
+	Any    bool   `json:"a,omitempty"`
+	// Limit is the list_folder limit of the first page, asked again with
+	// the same limit while Cursor is empty, so Skip counts in the same page.
+	Limit int `json:"l,omitempty"`
+}
+
+const (
+	listKind    = "dropbox.list"
+	changesKind = "dropbox.changes"
+	maxSteps    = 50
+)
+
+// step reads the vendor page at st and returns up to n of its entries from
+// st.Skip, the state after them, and whether the listing is at its end
+// (then the state's cursor is the marker).
+func (p *Provider) step(ctx context.Context, st state, n int) ([]metadata, state, bool, error) {
+	var res listResult
+	var err error
+	if st.Cursor == "" {
+		if st.Limit == 0 {
+			st.Limit = n
+		}
+		err = p.call(ctx, "files/list_folder", map[string]any{"path": p.root, "recursive": true, "limit": st.Limit}, &res)
+	} else {
+		err = p.call(ctx, "files/list_folder/continue", map[string]any{"cursor": st.Cursor}, &res)
+	}
+	if err != nil {
+		return nil, state{}, false, err
+	}
+	if st.Skip > len(res.Entries) {
+		return nil, state{}, false, fmt.Errorf("page token past its page: %w", providers.ErrInvalidArgument)
+	}
+	end := min(len(res.Entries), st.Skip+n)
+	out := res.Entries[st.Skip:end]
+	if end < len(res.Entries) {
+		return out, state{Cursor: st.Cursor, Skip: end, Any: st.Any, Limit: st.Limit}, false, nil
+	}
+	return out, state{Cursor: res.Cursor, Any: st.Any}, !res.HasMore, nil
+}
+
+// List implements providers.Provider.
+func (p *Provider) List(ctx context.Context, req providers.ListRequest) (providers.Page, error) {
+	n := providers.ClampPageSize(req.PageSize)
+	var st state
+	if req.PageToken != "" {
+		if err := pagetoken.DecodeState(listKind, req.PageToken, &st); err != nil {
+			return providers.Page{}, p.err("list", "", err)
+		}
+	}
+	var page providers.Page
+	for step := 0; ; step++ {
+		entries, next, done, err := p.step(ctx, st, n-len(page.Objects))
+		if err != nil {
+			return providers.Page{}, p.err("list", "", err)
+		}
+		for i := range entries {
+			if entries[i].Tag == "file" {
+				page.Objects = append(page.Objects, object(&entries[i]))
+			}
+		}
+		st = next
+		if done {
+			page.Marker = providers.Marker{Kind: providers.MarkerCursor, Value: st.Cursor}
+			return page, nil
+		}
+		if len(page.Objects) >= n || step >= maxSteps {
+			page.NextPageToken, err = pagetoken.EncodeState(listKind, st)
+			return page, err
+		}
+	}
+}
+
+// Changes implements providers.Provider: list_folder/continue from the
+// marker's cursor. A round without a change keeps the marker.
+func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (providers.ChangePage, error) {
+	n := providers.ClampPageSize(req.PageSize)
+	if req.Since.Kind != providers.MarkerCursor || req.Since.Value == "" {
+		return providers.ChangePage{}, p.err("changes", "", fmt.Errorf("not a vendor_c_files marker: %w", providers.ErrMarkerExpired))
+	}
+	st := state{Cursor: req.Since.Value}
+	if req.PageToken != "" {
+		if err := pagetoken.DecodeState(changesKind, req.PageToken, &st); err != nil || st.Cursor == "" {
+			return providers.ChangePage{}, p.err("changes", "", fmt.Errorf("bad page token: %w", providers.ErrInvalidArgument))
+		}
+	}
+	var page providers.ChangePage
+	for step := 0; ; step++ {
+		entries, next, done, err := p.step(ctx, st, n-len(page.Changes))
+		if err != nil {
+			return providers.ChangePage{}, p.err("changes", "", err)
+		}
+		for i := range entries {
+			switch m := &entries[i]; m.Tag {
+			case "file":
+				o := object(m)
+				page.Changes = append(page.Changes, providers.Change{Type: providers.ChangeUpsert, ObjectID: o.ID, Object: &o})
+			case "deleted":
+				page.Changes = append(page.Changes, providers.Change{Type: providers.ChangeDelete, ObjectID: m.PathLower})
+			}
+		}
+		st = next
+		st.Any = st.Any || len(page.Changes) > 0
+		if done {
+			page.Marker = req.Since
+			if st.Any {
+				page.Marker = providers.Marker{Kind: providers.MarkerCursor, Value: st.Cursor}
+			}
+			return page, nil
+		}
+		if len(page.Changes) > 0 || step >= maxSteps {
+			page.NextPageToken, err = pagetoken.EncodeState(changesKind, st)
+			return page, err
+		}
+	}
+}
+
+// Fetch implements providers.Provider.
+func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	if !strings.HasPrefix(req.ObjectID, "/") {
+		return nil, p.err("fetch", req.ObjectID, fmt.Errorf("not a vendor_c_files id: %w", providers.ErrNotFound))
+	}
+	arg, _ := json.Marshal(map[string]string{"path": req.ObjectID})
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.content+"/2/files/download", nil)
+	if err != nil {
+		return nil, p.err("fetch", req.ObjectID, providers.ErrInvalidArgument)
+	}
+	hreq.Header.Set("Dropbox-API-Arg", asciiJSON(arg))
+	resp, err := p.http.Do(hreq)
+	if err != nil {
+		return nil, p.err("fetch", req.ObjectID, transportError("files/download", err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, p.err("fetch", req.ObjectID, routeError("files/download", resp))
+	}
+	var m metadata
+	if err := json.Unmarshal([]byte(resp.Header.Get("Dropbox-API-Result")), &m); err != nil || m.PathLower == "" {
+		resp.Body.Close()
+		return nil, p.err("fetch", req.ObjectID, fmt.Errorf("files/download: no Dropbox-API-Result: %w", providers.ErrTransient))
+	}
+	if req.ExpectedVersion != "" && m.Rev != req.ExpectedVersion {
+		resp.Body.Close()
+		return nil, &providers.VersionMismatchError{ObjectID: req.ObjectID, Expected: req.ExpectedVersion, Actual: m.Rev}
+	}
+	if req.MaxBytes > 0 && m.Size > req.MaxBytes {
+		resp.Body.Close()
+		return nil, p.err("fetch", req.ObjectID, fmt.Errorf("%d bytes: %w", m.Size, providers.ErrTooLarge))
+	}
+	m.Tag = "file"
+	v := &verifier{r: resp.Body, id: req.ObjectID, size: m.Size, want: m.ContentHash}
+	if m.ContentHash != "" {
+		v.h = contenthash.NewDropbox()
+	}
+	return &providers.Content{Object: object(&m), Body: v}, nil
+}
+
+// asciiJSON escapes non-ASCII characters, as an HTTP header must carry
+// them (the API's documented rule for Dropbox-API-Arg).
+func asciiJSON(b []byte) string {
+	var out strings.Builder
+	for _, r := range string(b) {
+		if r < 0x80 {
+			out.WriteRune(r)
+		} else if r > 0xffff {
+			r1, r2 := utf16Pair(r)
+			fmt.Fprintf(&out, "\\u%04x\\u%04x", r1, r2)
+		} else {
+			fmt.Fprintf(&out, "\\u%04x", r)
+		}
+	}
+	return out.String()
+}
+
+func utf16Pair(r rune) (rune, rune) {
+	r -= 0x10000
+	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
+}
+
+// verifier checks content against its size and content_hash as it is read.
+type verifier struct {
+	r    io.ReadCloser
+	id   string
+	size int64
+	n    int64
+	h    hash.Hash
+	want string
+}
+
+func (v *verifier) Read(b []byte) (int, error) {
+	n, err := v.r.Read(b)
+	v.n += int64(n)
+	if v.h != nil {
+		v.h.Write(b[:n])
+	}
+	if v.n > v.size {
+		return n, fmt.Errorf("dropbox: %s: more than the %d bytes listed: %w", v.id, v.size, providers.ErrInvalidData)
+	}
+	if err == io.EOF {
+		switch {
+		case v.n != v.size:
+			return n, fmt.Errorf("dropbox: %s: %d bytes, listed %d: %w", v.id, v.n, v.size, providers.ErrInvalidData)
+		case v.h != nil && hex.EncodeToString(v.h.Sum(nil)) != v.want:
+			return n, fmt.Errorf("dropbox: %s: content does not match its content_hash: %w", v.id, providers.ErrInvalidData)
+		}
+	}
+	return n, err
+}
+
+func (v *verifier) Close() error { return v.r.Close() }
+
+// resultID is what Untrash needs: the deleted rev, its content hash and
+// the path, "REV:HASH:PATH" (a rev and a hash have no colon; a path
+// starts with a slash).
+func resultID(m *metadata) string { return m.Rev + ":" + m.ContentHash + ":" + m.PathDisplay }
+
+func parseResultID(s string) (rev, hash, p string, ok bool) {
+	rev, rest, ok1 := strings.Cut(s, ":")
+	hash, p, ok2 := strings.Cut(rest, ":")
+	return rev, hash, p, ok1 && ok2 && rev != "" && strings.HasPrefix(p, "/")
+}
+
+// Trash implements providers.Trasher: files/delete_v2, with parent_rev
+// when a version is expected.
+func (p *Provider) Trash(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
+	arg := map[string]string{"path": req.ObjectID}
+	if req.ExpectedVersion != "" {
+		arg["parent_rev"] = req.ExpectedVersion
+	}
+	var res struct {
+		Metadata metadata `json:"metadata"`
+	}
+	err := p.call(ctx, "files/delete_v2", arg, &res)
+	if req.ExpectedVersion != "" && errors.Is(err, providers.ErrAlreadyExists) {
+		// path_write/conflict: the file's rev is not parent_rev.
+		return providers.ActionResult{}, &providers.VersionMismatchError{ObjectID: req.ObjectID, Expected: req.ExpectedVersion}
+	}
+	if err != nil {
+		return providers.ActionResult{}, p.err("trash", req.ObjectID, err)
+	}
+	if res.Metadata.Tag != "file" || res.Metadata.Rev == "" {
+		return providers.ActionResult{ResultID: res.Metadata.PathDisplay}, nil // a folder: not restorable by rev
+	}
+	return providers.ActionResult{ResultID: resultID(&res.Metadata), Restorable: true}, nil
+}
+
+// Untrash implements providers.Untrasher: files/restore of the trashed rev.
+func (p *Provider) Untrash(ctx context.Context, req providers.UntrashRequest) (providers.Object, error) {
+	rev, hash, to, ok := parseResultID(req.ResultID)
+	if !ok {
+		return providers.Object{}, p.err("untrash", req.ObjectID, fmt.Errorf("result id %q is not a trashed file's: %w", req.ResultID, providers.ErrInvalidArgument))
+	}
+	var cur metadata
+	err := p.call(ctx, "files/get_metadata", map[string]string{"path": to}, &cur)
+	switch {
+	case err == nil && cur.Tag == "file" && (cur.Rev == rev || (hash != "" && cur.ContentHash == hash)):
+		return object(&cur), nil // already back
+	case err == nil:
+		return providers.Object{}, p.err("untrash", req.ObjectID, fmt.Errorf("another file is at %s now: %w", to, providers.ErrAlreadyExists))
+	case !errors.Is(err, providers.ErrNotFound):
+		return providers.Object{}, p.err("untrash", req.ObjectID, err)
+	}
+	var m metadata
+	if err := p.call(ctx, "files/restore", map[string]string{"path": to, "rev": rev}, &m); err != nil {
+		return providers.Object{}, p.err("untrash", req.ObjectID, err)
+	}
+	return object(&m), nil
+}
+
+// Quota implements providers.Quotaer.
+func (p *Provider) Quota(ctx context.Context, _ string) (providers.Quota, error) {
+	var u struct {
+		Used       int64 `json:"used"`
+		Allocation struct {
+			Tag       string `json:".tag"`
+			Allocated int64  `json:"allocated"`
+		} `json:"allocation"`
+	}
+	if err := p.call(ctx, "users/get_space_usage", nil, &u); err != nil {
+		return providers.Quota{}, p.err("quota", "", err)
+	}
+	return providers.Quota{UsedBytes: max(u.Used, 0), LimitBytes: max(u.Allocation.Allocated, 0), ObservedAt: time.Now().UTC()}, nil
+}
+
+func (p *Provider) err(op, id string, err error) error {
+	return &providers.Error{Op: op, Provider: providers.VendorCFiles, ObjectID: id, Err: err}
+}
+
+// mimeType guesses a file's type from its name (Dropbox reports none).
+func mimeType(name string) string {
+	t := mime.TypeByExtension(path.Ext(name))
+	if i := strings.IndexByte(t, ';'); i >= 0 {
+		t = t[:i]
+	}
+	return t
+}
+
+// MaxUpload is the most content one files/upload carries.
+const MaxUpload = 150 << 20
+
+// Write implements providers.Writer.
+func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	clean := path.Clean("/" + req.Path)
+	if req.Path == "" || clean == "/" || strings.Contains(req.Path, "\x00") || clean != "/"+strings.TrimPrefix(req.Path, "/") {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("path %q: %w", req.Path, providers.ErrInvalidArgument))
+	}
+	dest := p.root + clean
+	if req.Mode == providers.WriteRestore && strings.HasPrefix(req.Path, "/") {
+		dest = clean // an object's id: its whole path, root included
+	}
+	f, err := os.CreateTemp("", "svc-dropbox-upload-*")
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	sum, hash := sha256.New(), contenthash.NewDropbox()
+	n, err := io.Copy(io.MultiWriter(f, sum, hash), io.LimitReader(body, MaxUpload+1))
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("read content: %w", err))
+	}
+	switch {
+	case n > MaxUpload:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("over %d bytes: %w", MaxUpload, providers.ErrTooLarge))
+	case req.SizeBytes >= 0 && n != req.SizeBytes:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("%d bytes, expected %d: %w", n, req.SizeBytes, providers.ErrInvalidData))
+	case req.SHA256 != "" && hex.EncodeToString(sum.Sum(nil)) != req.SHA256:
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("content does not match its sha256: %w", providers.ErrInvalidData))
+	}
+	contentHash := hex.EncodeToString(hash.Sum(nil))
+	if req.Mode == providers.WriteRestore {
+		// A restore to the original place names the file by its id, its
+		// lower-case path: put it back under the path as it was displayed.
+		var gone metadata
+		if err := p.call(ctx, "files/get_metadata", map[string]any{"path": dest, "include_deleted": true}, &gone); err == nil &&
+			gone.Tag == "deleted" && strings.EqualFold(gone.PathDisplay, dest) {
+			dest = gone.PathDisplay
+		}
+	}
+	mode := "add"
+	if req.Overwrite {
+		mode = "overwrite"
+	}
+	arg, _ := json.Marshal(map[string]any{"path": dest, "mode": mode, "autorename": false, "mute": true, "content_hash": contentHash})
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.content+"/2/files/upload", io.NewSectionReader(f, 0, n))
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, providers.ErrInvalidArgument)
+	}
+	hreq.ContentLength = n
+	hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(f, 0, n)), nil }
+	hreq.Header.Set("Dropbox-API-Arg", asciiJSON(arg))
+	hreq.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := p.http.Do(hreq)
+	if err != nil {
+		return providers.Object{}, p.err("write", req.Path, transportError("files/upload", err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return providers.Object{}, p.err("write", req.Path, routeError("files/upload", resp))
+	}
+	var m metadata
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m); err != nil {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("files/upload: %v: %w", err, providers.ErrTransient))
+	}
+	if m.ContentHash != contentHash || m.Size != n {
+		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("stored content differs from what was sent: %w", providers.ErrInvalidData))
+	}
+	o := object(&m)
+	o.SHA256 = hex.EncodeToString(sum.Sum(nil))
+	return o, nil
+}

@@ -1,0 +1,522 @@
+package gdrive
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	dr "google.golang.org/api/drive/v3"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+
+	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/google"
+)
+
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota}
+
+// Description is the vendor_a_files provider's description.
+var Description = providers.Description{
+	Name:             providers.VendorAFiles,
+	ProtocolVersion:  providers.ProtocolVersion,
+	DisplayName:      "Vendor A Files (Drive API)",
+	OperationClasses: providers.OperationClassesFor(caps),
+	Capabilities:     caps,
+	ObjectKinds:      []providers.Kind{providers.KindFile, providers.KindPhoto, providers.KindVideo},
+	MarkerKinds:      []providers.MarkerKind{providers.MarkerPageToken},
+}
+
+// Scopes are the OAuth scopes vendor_a_files needs: drive reads every
+// file's content and permissions and trashes and untrashes them
+// (docs/providers.md).
+var Scopes = []string{dr.DriveScope}
+
+// DefaultEndpoint is the Google APIs root the Drive API is under.
+const DefaultEndpoint = "https://www.googleapis.com/"
+
+// QuotaPerMinute is the default pacing in requests per user per minute
+// and WritesPerSecond that of trash and untrash (docs/providers.md says
+// where they come from).
+const (
+	QuotaPerMinute  = 12000
+	WritesPerSecond = 3
+)
+
+const folderType = "application/vnd.google-apps.folder"
+
+// fileFields are the fields svc reads of a file.
+const fileFields = "id,name,mimeType,parents,size,md5Checksum,sha256Checksum,version,createdTime,modifiedTime,starred,shared,trashed,headRevisionId,permissions(id,type,role,emailAddress,domain,allowFileDiscovery)"
+
+// Provider is a vendor_a_files instance.
+type Provider struct {
+	svc    *dr.Service
+	client *google.Client
+	writes *rate.Limiter
+
+	mu      sync.Mutex
+	folders map[string]folder // folder id -> name and parent
+}
+
+type folder struct{ name, parent string }
+
+// New opens a vendor_a_files provider from its configuration.
+func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) {
+	c, err := google.NewClient(cfg, DefaultEndpoint, QuotaPerMinute, func(*http.Request) int { return 1 })
+	if err != nil {
+		return nil, fmt.Errorf("vendor_a_files: %w", err)
+	}
+	wps := WritesPerSecond
+	var writes *rate.Limiter
+	switch v := cfg["writes_per_second"]; {
+	case v == "off" || cfg[google.KeyQuota] == "off" && v == "":
+	case v == "":
+		writes = rate.NewLimiter(rate.Limit(wps), 1)
+	default:
+		if wps, err = strconv.Atoi(v); err != nil || wps < 1 {
+			return nil, fmt.Errorf("vendor_a_files: config: writes_per_second must be a positive integer or \"off\": %w", providers.ErrInvalidArgument)
+		}
+		writes = rate.NewLimiter(rate.Limit(wps), 1)
+	}
+	svc, err := dr.NewService(ctx, option.WithHTTPClient(c.HTTP), option.WithEndpoint(c.Endpoint+"drive/v3/"))
+	if err != nil {
+		return nil, fmt.Errorf("vendor_a_files: %w", err)
+	}
+	return &Provider{svc: svc, client: c, writes: writes, folders: map[string]folder{}}, nil
+}
+
+// Describe returns Description.
+func (p *Provider) Describe(context.Context) (providers.Description, error) { return Description, nil }
+
+func fail(op, id string, err error) error { return google.Err(providers.VendorAFiles, op, id, err) }
+
+func checkRef(ref string) error {
+	switch ref {
+	case "", "default", "me", "root":
+		return nil
+	}
+	return fmt.Errorf("vendor_a_files: source %q: only My Drive (\"root\") is supported: %w", ref, providers.ErrInvalidArgument)
+}
+
+type token struct {
+	V      int    `json:"v"`
+	Marker string `json:"m"`
+	Page   string `json:"p"`
+}
+
+func encodeToken(t token) string {
+	t.V = 1
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(s string) (token, error) {
+	var t token
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err != nil || t.V != 1 || t.Marker == "" || t.Page == "" {
+		return token{}, fmt.Errorf("page token not issued by vendor_a_files: %w", providers.ErrInvalidArgument)
+	}
+	return t, nil
+}
+
+// downloadable reports whether a file has bytes to fetch (not a folder,
+// not a Google Docs editors file or shortcut).
+func downloadable(f *dr.File) bool {
+	return !strings.HasPrefix(f.MimeType, "application/vnd.google-apps.")
+}
+
+// List returns a page of My Drive's files that have content, trashed
+// ones left out.
+func (p *Provider) List(ctx context.Context, req providers.ListRequest) (providers.Page, error) {
+	if err := checkRef(req.SourceRef); err != nil {
+		return providers.Page{}, err
+	}
+	var t token
+	if req.PageToken != "" {
+		var err error
+		if t, err = decodeToken(req.PageToken); err != nil {
+			return providers.Page{}, err
+		}
+	} else {
+		st, err := p.svc.Changes.GetStartPageToken().Context(ctx).Do()
+		if err != nil {
+			return providers.Page{}, fail("list", "", err)
+		}
+		t.Marker = st.StartPageToken
+	}
+	call := p.svc.Files.List().Q("trashed = false and mimeType != '" + folderType + "'").Spaces("drive").
+		OrderBy("createdTime").PageSize(int64(providers.ClampPageSize(req.PageSize))).
+		Fields(googleapi.Field("nextPageToken,files(" + fileFields + ")")).Context(ctx)
+	if t.Page != "" {
+		call = call.PageToken(t.Page)
+	}
+	res, err := call.Do()
+	if err != nil {
+		return providers.Page{}, fail("list", "", err)
+	}
+	var page providers.Page
+	for _, f := range res.Files {
+		if !downloadable(f) {
+			continue
+		}
+		o, err := p.object(ctx, f)
+		if err != nil {
+			return providers.Page{}, fail("list", f.Id, err)
+		}
+		page.Objects = append(page.Objects, o)
+	}
+	if res.NextPageToken != "" {
+		t.Page = res.NextPageToken
+		page.NextPageToken = encodeToken(t)
+	} else {
+		page.Marker = providers.Marker{Kind: providers.MarkerPageToken, Value: t.Marker}
+	}
+	return page, nil
+}
+
+// folderPath returns the path of a folder ("" for My Drive's root),
+// reading folders it has not seen.
+func (p *Provider) folderPath(ctx context.Context, id string) (string, error) {
+	var names []string
+	for depth := 0; id != "" && depth < 64; depth++ {
+		p.mu.Lock()
+		f, ok := p.folders[id]
+		p.mu.Unlock()
+		if !ok {
+			got, err := p.svc.Files.Get(id).Fields("id,name,parents").Context(ctx).Do()
+			if err != nil {
+				var ge *googleapi.Error
+				if errors.As(err, &ge) && ge.Code == http.StatusNotFound {
+					break // shared with the user from a folder they cannot see
+				}
+				return "", err
+			}
+			f = folder{name: got.Name}
+			if len(got.Parents) > 0 {
+				f.parent = got.Parents[0]
+			} else {
+				f.name = "" // My Drive itself
+			}
+			p.mu.Lock()
+			if len(p.folders) > 100000 {
+				clear(p.folders)
+			}
+			p.folders[id] = f
+			p.mu.Unlock()
+		}
+		if f.name != "" {
+			names = append(names, f.name)
+		}
+		id = f.parent
+	}
+	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
+		names[i], names[j] = names[j], names[i]
+	}
+	return strings.Join(names, "/"), nil
+}
+
+func kindOf(mime string) providers.Kind {
+	switch {
+	case strings.HasPrefix(mime, "image/"):
+		return providers.KindPhoto
+	case strings.HasPrefix(mime, "video/"):
+		return providers.KindVideo
+	}
+	return providers.KindFile
+}
+
+// object maps a file.
+func (p *Provider) object(ctx context.Context, f *dr.File) (providers.Object, error) {
+	o := providers.Object{ID: f.Id, Version: strconv.FormatInt(f.Version, 10), Kind: kindOf(f.MimeType), Name: f.Name,
+		SizeBytes: f.Size, SHA256: strings.ToLower(f.Sha256Checksum), MIMEType: f.MimeType, Starred: f.Starred, Shared: f.Shared,
+		Metadata: map[string]string{}}
+	if f.Md5Checksum != "" {
+		o.Metadata["drive.md5"] = f.Md5Checksum
+	}
+	if f.HeadRevisionId != "" {
+		o.Metadata["drive.head_revision"] = f.HeadRevisionId
+	}
+	o.CreatedAt, _ = time.Parse(time.RFC3339, f.CreatedTime)
+	o.ModifiedAt, _ = time.Parse(time.RFC3339, f.ModifiedTime)
+	o.Path = f.Name
+	if len(f.Parents) > 0 {
+		o.ParentID = f.Parents[0]
+		dir, err := p.folderPath(ctx, f.Parents[0])
+		if err != nil {
+			return providers.Object{}, err
+		}
+		if dir != "" {
+			o.Containers = []string{dir}
+			o.Path = dir + "/" + f.Name
+		}
+	}
+	for _, x := range f.Permissions {
+		o.Permissions = append(o.Permissions, permission(x))
+	}
+	return o, nil
+}
+
+// permission maps a Drive permission to the manifest's.
+func permission(x *dr.Permission) providers.Permission {
+	out := providers.Permission{Principal: x.EmailAddress, Role: providers.RoleUnknown, Type: providers.PrincipalUnknown}
+	switch x.Role {
+	case "owner", "organizer":
+		out.Role = providers.RoleOwner
+	case "writer", "fileOrganizer":
+		out.Role = providers.RoleWriter
+	case "commenter":
+		out.Role = providers.RoleCommenter
+	case "reader":
+		out.Role = providers.RoleReader
+	}
+	switch x.Type {
+	case "user":
+		out.Type = providers.PrincipalUser
+	case "group":
+		out.Type = providers.PrincipalGroup
+	case "domain":
+		out.Type, out.Principal = providers.PrincipalDomain, x.Domain
+	case "anyone":
+		out.Type, out.Principal = providers.PrincipalAnyone, "anyone"
+		if !x.AllowFileDiscovery {
+			out.Type = providers.PrincipalLink // anyone with the link
+		}
+	}
+	if out.Principal == "" {
+		out.Principal = x.Id
+	}
+	return out
+}
+
+func (p *Provider) meta(ctx context.Context, id string) (*dr.File, error) {
+	return p.svc.Files.Get(id).Fields(googleapi.Field(fileFields)).Context(ctx).Do()
+}
+
+func checkVersion(f *dr.File, expected string) error {
+	if v := strconv.FormatInt(f.Version, 10); expected != "" && v != expected {
+		return &providers.VersionMismatchError{ObjectID: f.Id, Expected: expected, Actual: v}
+	}
+	return nil
+}
+
+// Fetch streams a file's content, checked against Drive's checksum and
+// size as it is read.
+func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	if err := checkRef(req.SourceRef); err != nil {
+		return nil, err
+	}
+	f, err := p.meta(ctx, req.ObjectID)
+	if err != nil {
+		return nil, fail("fetch", req.ObjectID, err)
+	}
+	if f.Trashed {
+		return nil, fail("fetch", req.ObjectID, fmt.Errorf("in the trash: %w", providers.ErrNotFound))
+	}
+	if err := checkVersion(f, req.ExpectedVersion); err != nil {
+		return nil, err
+	}
+	if !downloadable(f) {
+		return nil, fail("fetch", req.ObjectID, fmt.Errorf("%s has no content to download: %w", f.MimeType, providers.ErrUnsupported))
+	}
+	if req.MaxBytes > 0 && f.Size > req.MaxBytes {
+		return nil, fail("fetch", req.ObjectID, fmt.Errorf("%d bytes: %w", f.Size, providers.ErrTooLarge))
+	}
+	o, err := p.object(ctx, f)
+	if err != nil {
+		return nil, fail("fetch", req.ObjectID, err)
+	}
+	resp, err := p.svc.Files.Get(req.ObjectID).AcknowledgeAbuse(false).Context(ctx).Download()
+	if err != nil {
+		return nil, fail("fetch", req.ObjectID, err)
+	}
+	return &providers.Content{Object: o, Body: newVerifier(resp.Body, f)}, nil
+}
+
+// verifier checks content against Drive's checksum and size as it is
+// read: a mismatch fails the read that reaches the end.
+type verifier struct {
+	rc       io.ReadCloser
+	id       string
+	h        hash.Hash
+	want     string
+	size, n  int64
+	algo     string
+	finished bool
+}
+
+func newVerifier(rc io.ReadCloser, f *dr.File) *verifier {
+	v := &verifier{rc: rc, id: f.Id, size: f.Size}
+	switch {
+	case f.Sha256Checksum != "":
+		v.h, v.want, v.algo = sha256.New(), strings.ToLower(f.Sha256Checksum), "sha256"
+	case f.Md5Checksum != "":
+		v.h, v.want, v.algo = md5.New(), strings.ToLower(f.Md5Checksum), "md5"
+	}
+	return v
+}
+
+func (v *verifier) Read(b []byte) (int, error) {
+	n, err := v.rc.Read(b)
+	v.n += int64(n)
+	if v.h != nil {
+		v.h.Write(b[:n])
+	}
+	if v.n > v.size {
+		return n, fmt.Errorf("vendor_a_files: %s: more than its %d bytes: %w", v.id, v.size, providers.ErrInvalidData)
+	}
+	if err == io.EOF && !v.finished {
+		v.finished = true
+		if v.n != v.size {
+			return n, fmt.Errorf("vendor_a_files: %s: %d bytes, Drive says %d: %w", v.id, v.n, v.size, providers.ErrInvalidData)
+		}
+		if v.h != nil {
+			if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
+				return n, fmt.Errorf("vendor_a_files: %s: content %s %s, Drive says %s: %w", v.id, v.algo, got, v.want, providers.ErrInvalidData)
+			}
+		}
+	}
+	if err != nil && err != io.EOF {
+		err = fail("fetch", v.id, err)
+	}
+	return n, err
+}
+
+func (v *verifier) Close() error { return v.rc.Close() }
+
+func (p *Provider) setTrashed(ctx context.Context, id string, trashed bool) (*dr.File, error) {
+	if p.writes != nil {
+		if err := p.writes.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return p.svc.Files.Update(id, &dr.File{Trashed: trashed, ForceSendFields: []string{"Trashed"}}).
+		Fields(googleapi.Field(fileFields)).Context(ctx).Do()
+}
+
+// Trash moves a file to Drive's trash (its trashed flag), from which
+// Untrash takes it back; Drive empties it after 30 days.
+func (p *Provider) Trash(ctx context.Context, req providers.ActionRequest) (providers.ActionResult, error) {
+	if err := checkRef(req.SourceRef); err != nil {
+		return providers.ActionResult{}, err
+	}
+	f, err := p.meta(ctx, req.ObjectID)
+	if err != nil {
+		return providers.ActionResult{}, fail("trash", req.ObjectID, err)
+	}
+	if err := checkVersion(f, req.ExpectedVersion); err != nil {
+		return providers.ActionResult{}, err
+	}
+	if _, err := p.setTrashed(ctx, req.ObjectID, true); err != nil {
+		return providers.ActionResult{}, fail("trash", req.ObjectID, err)
+	}
+	return providers.ActionResult{ResultID: req.ObjectID, Restorable: true}, nil
+}
+
+// Untrash takes a file out of the trash; one that is not there is
+// returned as it is.
+func (p *Provider) Untrash(ctx context.Context, req providers.UntrashRequest) (providers.Object, error) {
+	id := req.ObjectID
+	if req.ResultID != "" {
+		id = req.ResultID
+	}
+	f, err := p.setTrashed(ctx, id, false)
+	if err != nil {
+		return providers.Object{}, fail("untrash", id, err)
+	}
+	o, err := p.object(ctx, f)
+	if err != nil {
+		return providers.Object{}, fail("untrash", id, err)
+	}
+	return o, nil
+}
+
+// Changes lists the files changed since a page_token marker, each as it
+// is now (trashed or deleted ones as deletions).
+func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (providers.ChangePage, error) {
+	if err := checkRef(req.SourceRef); err != nil {
+		return providers.ChangePage{}, err
+	}
+	if req.Since.Kind != providers.MarkerPageToken || req.Since.Value == "" {
+		return providers.ChangePage{}, fmt.Errorf("vendor_a_files: marker kind %q: %w", req.Since.Kind, providers.ErrInvalidArgument)
+	}
+	page := req.Since.Value
+	if req.PageToken != "" {
+		t, err := decodeToken(req.PageToken)
+		if err != nil {
+			return providers.ChangePage{}, err
+		}
+		page = t.Page
+	}
+	res, err := p.svc.Changes.List(page).IncludeRemoved(true).Spaces("drive").PageSize(int64(providers.ClampPageSize(req.PageSize))).
+		Fields(googleapi.Field("nextPageToken,newStartPageToken,changes(fileId,removed,time,file(" + fileFields + "))")).Context(ctx).Do()
+	if err != nil {
+		err = fail("changes", "", err)
+		if errors.Is(err, providers.ErrNotFound) {
+			return providers.ChangePage{}, fmt.Errorf("vendor_a_files: %w: %v", providers.ErrMarkerExpired, err)
+		}
+		return providers.ChangePage{}, err
+	}
+	var out providers.ChangePage
+	for _, c := range res.Changes {
+		switch {
+		case c.Removed || c.File == nil || c.File.Trashed:
+			out.Changes = append(out.Changes, providers.Change{Type: providers.ChangeDelete, ObjectID: c.FileId})
+		case !downloadable(c.File):
+			if c.File.MimeType == folderType {
+				p.mu.Lock()
+				delete(p.folders, c.FileId) // renamed or moved, perhaps
+				p.mu.Unlock()
+			}
+		default:
+			o, err := p.object(ctx, c.File)
+			if err != nil {
+				return providers.ChangePage{}, fail("changes", c.FileId, err)
+			}
+			out.Changes = append(out.Changes, providers.Change{Type: providers.ChangeUpsert, ObjectID: o.ID, Object: &o})
+		}
+	}
+	if res.NextPageToken != "" {
+		out.NextPageToken = encodeToken(token{Marker: req.Since.Value, Page: res.NextPageToken})
+	} else {
+		out.Marker = providers.Marker{Kind: providers.MarkerPageToken, Value: res.NewStartPageToken}
+	}
+	return out, nil
+}
+
+// Quota reports the account's storage: Drive, Gmail and Photos share it.
+func (p *Provider) Quota(ctx context.Context, sourceRef string) (providers.Quota, error) {
+	if err := checkRef(sourceRef); err != nil {
+		return providers.Quota{}, err
+	}
+	a, err := p.svc.About.Get().Fields("storageQuota").Context(ctx).Do()
+	if err != nil {
+		return providers.Quota{}, fail("quota", "", err)
+	}
+	q := a.StorageQuota
+	if q == nil {
+		return providers.Quota{}, fail("quota", "", fmt.Errorf("no storageQuota: %w", providers.ErrTransient))
+	}
+	return providers.Quota{UsedBytes: q.Usage, LimitBytes: q.Limit, TrashBytes: q.UsageInDriveTrash, ObservedAt: time.Now().UTC(),
+		Breakdown: map[string]int64{"drive": q.UsageInDrive, "other": max(q.Usage-q.UsageInDrive, 0)}}, nil
+}
+
+// Close drops idle connections.
+func (p *Provider) Close() error {
+	p.client.HTTP.CloseIdleConnections()
+	return nil
+}
