@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"svc.dev/svc/server/devseed"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +20,6 @@ import (
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/providers/plugin"
 	"svc.dev/svc/providers/providertest/hostile"
-	"svc.dev/svc/server"
 )
 
 // These tests run the hostile provider (providers/providertest/hostile), built on the SDK, as
@@ -270,7 +270,7 @@ func startRaw(t *testing.T, bin string, args ...string) (*exec.Cmd, *logTail) {
 // dev user and applies it with the CLI, which follows it until the test ends.
 func applyInBackground(t *testing.T, bin, base, data string) {
 	t.Helper()
-	creds := filepath.Join(data, server.DevCredentialsFile)
+	creds := filepath.Join(data, devseed.CredentialsFile)
 	var session struct {
 		Cookie string `json:"session_cookie"`
 	}

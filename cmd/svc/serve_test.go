@@ -17,7 +17,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
 )
 
 // svcBinary builds the real binary once per test run.
