@@ -47,3 +47,20 @@ func TestLimiter(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedLimiter: two clients of one account share the account's pacing;
+// another account has its own.
+func TestSharedLimiter(t *testing.T) {
+	cfg := func(rt string) providers.Config {
+		return providers.Config{"refresh_token": rt, "client_id": "c", "token_url": "https://oauth.example/token"}
+	}
+	a1, err := google.NewClient(cfg("rt-a"), "https://api.example/", 6000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, _ := google.NewClient(cfg("rt-a"), "https://api.example/", 6000, nil)
+	b, _ := google.NewClient(cfg("rt-b"), "https://api.example/", 6000, nil)
+	if a1.Limiter != a2.Limiter || a1.Limiter == b.Limiter || a1.Limiter == nil {
+		t.Errorf("limiters %p %p %p: want the first two shared", a1.Limiter, a2.Limiter, b.Limiter)
+	}
+}
