@@ -24,6 +24,7 @@ import (
 	"svc.dev/svc/platform/export"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
+	"svc.dev/svc/providers/vendorhttp"
 	"svc.dev/svc/server"
 )
 
@@ -157,7 +158,17 @@ func serve(ctx context.Context, o serveOptions) error {
 	logger := slog.New(slog.NewTextHandler(o.log, nil))
 	// The binary serves its own built-in providers out of process, so a provider crash or hang
 	// cannot take the API down.
-	opts := builtin.Options{PluginDir: o.pluginDir, Vendors: true}
+	var oauth map[providers.Name]server.OAuthProvider
+	opts := builtin.Options{PluginDir: o.pluginDir, Vendors: true,
+		// Read at each Open, after oauth is loaded below: a connector refreshes a source's
+		// token with svc's client at the provider.
+		Defaults: func(name providers.Name) providers.Config {
+			p, ok := oauth[name]
+			if !ok {
+				return nil
+			}
+			return providers.Config{vendorhttp.KeyClientID: p.ClientID, vendorhttp.KeyClientSecret: p.ClientSecret, vendorhttp.KeyTokenURL: p.TokenURL}
+		}}
 	if !o.inProcess {
 		exe, err := os.Executable()
 		if err != nil {
@@ -170,7 +181,6 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("providers: %w", err)
 	}
 	defer reg.Close()
-	var oauth map[providers.Name]server.OAuthProvider
 	if o.oauthConfig != "" {
 		if oauth, err = loadOAuthConfig(o.oauthConfig, reg.Names(), os.Getenv); err != nil {
 			return err

@@ -11,7 +11,9 @@
 package builtin
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -88,6 +90,31 @@ type Options struct {
 	// providers list ask), and a program that registers its own provider
 	// under such a name keeps doing so.
 	Vendors bool
+	// Defaults, when set, gives configuration every instance of a
+	// provider gets beneath its own (the instance's keys win). svc serve
+	// gives the vendor connectors the OAuth client of --oauth-config this
+	// way (client_id, client_secret, token_url), so they can refresh the
+	// token a source's configuration holds. It is called at each Open.
+	Defaults func(name providers.Name) providers.Config
+}
+
+// withDefaults wraps a registration's Open to add opts.Defaults.
+func withDefaults(r providers.Registration, defaults func(providers.Name) providers.Config) providers.Registration {
+	if defaults == nil {
+		return r
+	}
+	open := r.Open
+	r.Open = func(ctx context.Context, cfg providers.Config) (providers.Provider, error) {
+		extra := defaults(r.Name)
+		if len(extra) == 0 {
+			return open(ctx, cfg)
+		}
+		merged := make(providers.Config, len(cfg)+len(extra))
+		maps.Copy(merged, extra)
+		maps.Copy(merged, cfg)
+		return open(ctx, merged)
+	}
+	return r
 }
 
 // Registry returns a registry of the built-ins and the discovered plugins.
@@ -114,13 +141,13 @@ func Registry(opts Options) (*providers.Registry, error) {
 		case external[name] != "":
 			continue // registered below
 		case opts.Executable != "":
-			reg.Register(plugin.Registration(plugin.NewPlugin(name, plugin.Command(opts.Executable, args(name)...), opts.Plugin)))
+			reg.Register(withDefaults(plugin.Registration(plugin.NewPlugin(name, plugin.Command(opts.Executable, args(name)...), opts.Plugin)), opts.Defaults))
 		default:
-			reg.Register(providers.InProcess(b.Description, b.New))
+			reg.Register(withDefaults(providers.InProcess(b.Description, b.New), opts.Defaults))
 		}
 	}
 	for _, d := range found {
-		reg.Register(plugin.Registration(plugin.NewPlugin(d.Name, plugin.Command(d.Path), opts.Plugin)))
+		reg.Register(withDefaults(plugin.Registration(plugin.NewPlugin(d.Name, plugin.Command(d.Path), opts.Plugin)), opts.Defaults))
 	}
 	if derr != nil {
 		return reg, fmt.Errorf("builtin registry: %w", derr)

@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	fakedrive "svc.dev/svc/internal/vendorfake/drive"
@@ -86,4 +87,38 @@ func TestVendorsOptIn(t *testing.T) {
 		func(context.Context, providers.Config) (providers.Provider, error) {
 			return nil, providers.ErrUnsupported
 		}))
+}
+
+// TestVendorDefaults: a source's configuration holds only its token (as the
+// connect flow stores it); the OAuth client comes from Options.Defaults, and
+// with it the connector refreshes an expired token, in process and through
+// the plugin boundary.
+func TestVendorDefaults(t *testing.T) {
+	s := fakegmail.New(t, fakegmail.Options{Messages: 4})
+	defaults := func(name providers.Name) providers.Config {
+		if name != providers.VendorAMail {
+			return nil
+		}
+		cfg := s.Config()
+		return providers.Config{"client_id": cfg["client_id"], "client_secret": cfg["client_secret"], "token_url": cfg["token_url"]}
+	}
+	for mode, exe := range map[string]string{"in-process": "", "plugin": os.Args[0]} {
+		t.Run(mode, func(t *testing.T) {
+			reg, err := builtin.Registry(builtin.Options{Executable: exe, Vendors: true, Defaults: defaults})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reg.Close()
+			cfg := s.Config()
+			for _, k := range []string{"client_id", "client_secret", "token_url"} {
+				delete(cfg, k)
+			}
+			p := openFrom(t, reg, providers.VendorAMail, cfg)
+			s.ExpireAccess()
+			objs, _ := providertest.ListAll(context.Background(), t, p, "me", 0)
+			if len(objs) != 4 {
+				t.Errorf("listed %d of 4 after a refresh", len(objs))
+			}
+		})
+	}
 }

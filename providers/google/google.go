@@ -7,6 +7,7 @@ package google
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/time/rate"
 	"google.golang.org/api/googleapi"
@@ -73,13 +75,13 @@ func NewClient(cfg providers.Config, defaultEndpoint string, defaultQuota int, c
 	switch q := cfg[KeyQuota]; q {
 	case "off":
 	case "":
-		lim = Limiter(defaultQuota)
+		lim = shared(cfg, ep, defaultQuota)
 	default:
 		n, err := strconv.Atoi(q)
 		if err != nil || n < 60 {
 			return nil, fmt.Errorf("config: %s must be at least 60 or \"off\": %w", KeyQuota, providers.ErrInvalidArgument)
 		}
-		lim = Limiter(n)
+		lim = shared(cfg, ep, n)
 	}
 	opts := vendorhttp.Options{
 		Credentials: creds,
@@ -96,6 +98,23 @@ func NewClient(cfg providers.Config, defaultEndpoint string, defaultQuota int, c
 		Throttled:  func(resp *http.Response, body []byte) bool { return resp.StatusCode == 403 && RateLimited(body) },
 	}
 	return &Client{HTTP: vendorhttp.NewClient(opts), Endpoint: ep, Limiter: lim}, nil
+}
+
+// limiters holds one limiter per account and API in this process: the
+// quota is per user, so instances opened for the same account (a source
+// reopened after a plugin restart, two sources of one mailbox) share it.
+var limiters sync.Map // key -> *rate.Limiter
+
+// shared returns the limiter of the account cfg's grant names at endpoint
+// ep, paced at perMinute. The key is a hash: it holds no secret.
+func shared(cfg providers.Config, ep string, perMinute int) *rate.Limiter {
+	grant := cfg[vendorhttp.KeyRefreshToken]
+	if grant == "" {
+		grant = cfg[vendorhttp.KeyAccessToken]
+	}
+	sum := sha256.Sum256([]byte(ep + "\x00" + grant + "\x00" + strconv.Itoa(perMinute)))
+	l, _ := limiters.LoadOrStore(sum, Limiter(perMinute))
+	return l.(*rate.Limiter)
 }
 
 // Limiter returns the pacing of perMinute units a minute: a second's worth

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,13 +49,16 @@ type script struct {
 	header   http.Header
 	body     string
 	n        atomic.Int32
+	mu       sync.Mutex
 	bodies   []string
 }
 
 func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	i := int(s.n.Add(1)) - 1
 	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
 	s.bodies = append(s.bodies, string(b))
+	s.mu.Unlock()
 	code := s.statuses[min(i, len(s.statuses)-1)]
 	if code == 0 { // drop the connection
 		hj, _ := w.(http.Hijacker)
@@ -124,6 +128,8 @@ func TestRetries(t *testing.T) {
 			if got := s.n.Load(); got != tc.sent {
 				t.Errorf("server saw %d requests, want %d", got, tc.sent)
 			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
 			for i, b := range s.bodies {
 				if b != "payload" && tc.statuses[min(i, len(tc.statuses)-1)] != 0 {
 					t.Errorf("request %d carried %q, want the whole body again", i, b)
@@ -141,10 +147,15 @@ func TestRetryAfterHonoured(t *testing.T) {
 		"date":    func() string { return time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			var first time.Time
-			var gap time.Duration
-			var n atomic.Int32
+			var (
+				mu    sync.Mutex
+				first time.Time
+				gap   time.Duration
+				n     atomic.Int32
+			)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
 				if n.Add(1) == 1 {
 					first = time.Now()
 					w.Header().Set("Retry-After", value())
@@ -159,6 +170,8 @@ func TestRetryAfterHonoured(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
 			// An HTTP-date has whole seconds: the wait is at least 1 s.
 			if resp.StatusCode != 200 || gap < 990*time.Millisecond {
 				t.Errorf("status %d after a gap of %v; want 200 after at least the Retry-After", resp.StatusCode, gap)
