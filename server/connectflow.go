@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/vendorhttp"
 )
 
 // The connect flow (docs/connect.md): an application starts a connect session with its key,
@@ -34,8 +36,12 @@ type OAuthProvider struct {
 	// AuthURL and TokenURL are the provider's authorization and token endpoints.
 	AuthURL, TokenURL string
 	// ClientID and ClientSecret are svc's client credentials at the provider. The secret is
-	// configuration: it is never logged nor stored.
+	// configuration: it is never logged nor stored (svc serve gives it to the vendor
+	// connectors at each open, builtin.Options.Defaults, so they can refresh tokens).
 	ClientID, ClientSecret string
+	// AuthParams are extra parameters of the authorization URL (default for the vendor
+	// connectors: what makes the provider issue a refresh token, DefaultAuthParams).
+	AuthParams map[string]string
 	// Scopes are the provider scopes asked for.
 	Scopes []string
 	// Kind is the kind of source the provider gives ("mail", "files"); default "mail" for
@@ -43,6 +49,27 @@ type OAuthProvider struct {
 	Kind string
 	// DisplayName names the provider to end users (default: from its name, "Vendor A Mail").
 	DisplayName string
+}
+
+// DefaultAuthParams are the authorization URL parameters a vendor needs to issue a refresh
+// token (Microsoft's comes with the offline_access scope instead).
+var DefaultAuthParams = map[providers.Name]map[string]string{
+	providers.VendorAMail:  {"access_type": "offline", "prompt": "consent"},
+	providers.VendorAFiles: {"access_type": "offline", "prompt": "consent"},
+	providers.VendorCFiles: {"token_access_type": "offline"},
+}
+
+// authCodeOptions are the options of the authorization URL for provider name.
+func (p OAuthProvider) authCodeOptions(name providers.Name, verifier string) []oauth2.AuthCodeOption {
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
+	params := p.AuthParams
+	if params == nil {
+		params = DefaultAuthParams[name]
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		opts = append(opts, oauth2.SetAuthURLParam(k, params[k]))
+	}
+	return opts
 }
 
 func (p OAuthProvider) oauth2(redirectURL string) *oauth2.Config {
@@ -363,12 +390,12 @@ func (s *Server) providerCallback(ctx context.Context, req *svcv1.ProviderCallba
 // connectOAuthSource records a source for a provider token. The token is part of the
 // source's configuration, which ConnectSource stores sealed.
 func (s *Server) connectOAuthSource(ctx context.Context, tenant platform.Tenant, name providers.Name, p OAuthProvider, tok *oauth2.Token) (*svcv1.Source, error) {
-	cfg := providers.Config{"access_token": tok.AccessToken, "token_type": tok.Type()}
+	cfg := providers.Config{vendorhttp.KeyAccessToken: tok.AccessToken, vendorhttp.KeyTokenType: tok.Type()}
 	if tok.RefreshToken != "" {
-		cfg["refresh_token"] = tok.RefreshToken
+		cfg[vendorhttp.KeyRefreshToken] = tok.RefreshToken
 	}
 	if !tok.Expiry.IsZero() {
-		cfg["expiry"] = tok.Expiry.UTC().Format(time.RFC3339)
+		cfg[vendorhttp.KeyExpiry] = tok.Expiry.UTC().Format(time.RFC3339)
 	}
 	account, _ := tok.Extra("account_id").(string)
 	email, _ := tok.Extra("email").(string)

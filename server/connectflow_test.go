@@ -891,3 +891,22 @@ func TestReauthRequiredAfterTokenFailure(t *testing.T) {
 		t.Fatalf("events after marking twice: %v", evs)
 	}
 }
+
+// The authorization URL carries what makes a vendor issue a refresh token, unless the
+// configuration says otherwise.
+func TestAuthCodeOptionsAskForOfflineAccess(t *testing.T) {
+	url := func(name providers.Name, p server.OAuthProvider) string {
+		return server.AuthCodeURL(p, name, "state", "verifier")
+	}
+	p := server.OAuthProvider{AuthURL: "https://auth.example/authorize", TokenURL: "https://auth.example/token", ClientID: "c"}
+	if u := url(providers.VendorCFiles, p); !strings.Contains(u, "token_access_type=offline") || !strings.Contains(u, "code_challenge_method=S256") {
+		t.Errorf("vendor_c_files: %s", u)
+	}
+	if u := url(providers.VendorAMail, p); !strings.Contains(u, "access_type=offline") || !strings.Contains(u, "prompt=consent") {
+		t.Errorf("vendor_a_mail: %s", u)
+	}
+	p.AuthParams = map[string]string{"login_hint": "ann"}
+	if u := url(providers.VendorAMail, p); strings.Contains(u, "access_type") || !strings.Contains(u, "login_hint=ann") {
+		t.Errorf("configured params: %s", u)
+	}
+}

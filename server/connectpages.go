@@ -350,5 +350,5 @@ func (s *Server) consentProvider(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page.Headers(w, p.AuthURL)
-	http.Redirect(w, r, p.oauth2(redirectURL).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), http.StatusSeeOther)
+	http.Redirect(w, r, p.oauth2(redirectURL).AuthCodeURL(state, p.authCodeOptions(name, verifier)...), http.StatusSeeOther)
 }

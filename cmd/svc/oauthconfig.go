@@ -26,6 +26,9 @@ type oauthEntry struct {
 	Scopes          []string `json:"scopes,omitempty"`
 	Kind            string   `json:"kind,omitempty"`
 	DisplayName     string   `json:"display_name,omitempty"`
+	// AuthParams are extra authorization URL parameters (default: what the vendor needs to
+	// issue a refresh token, server.DefaultAuthParams).
+	AuthParams map[string]string `json:"auth_params,omitempty"`
 }
 
 // loadOAuthConfig reads the OAuth configuration of the providers whose sources end users
@@ -75,7 +78,7 @@ func loadOAuthConfig(path string, registered []providers.Name, getenv func(strin
 		}
 		inlineSecret = inlineSecret || e.ClientSecret != ""
 		out[name] = server.OAuthProvider{AuthURL: e.AuthURL, TokenURL: e.TokenURL, ClientID: e.ClientID,
-			ClientSecret: secret, Scopes: e.Scopes, Kind: e.Kind, DisplayName: e.DisplayName}
+			ClientSecret: secret, Scopes: e.Scopes, Kind: e.Kind, DisplayName: e.DisplayName, AuthParams: e.AuthParams}
 	}
 	if inlineSecret {
 		fi, err := os.Stat(path)
