@@ -38,6 +38,8 @@ var platforms = []struct{ header, name string }{
 	{"X-Google-Group-Id", "google-groups"},
 	{"X-Groupsio-Msgnum", "groups.io"},
 	{"X-Discourse-Post-Id", "discourse"},
+	{"X-Egroups-Return", "yahoo-groups"},
+	{"X-Mailing-List", "mailing-list"}, // SmartList, vger and other list managers name the list here
 	{"X-GitHub-Reason", "github"},
 	{"X-GitLab-Project", "gitlab"},
 	{"X-Gitea-Reason", "gitea"},

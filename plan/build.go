@@ -66,6 +66,11 @@ type candidate struct {
 	from    uint64
 	thread  uint64 // the thread's root id
 	reply   uint64 // the id it answers (In-Reply-To, else the last of References)
+	// For a stranger's person-like mail: its first recipients and its junk signals, which
+	// decide once the owner's addresses are known.
+	to      [2]uint64
+	junk    uint8
+	junkWhy string
 
 	seq    int32 // position in the listing, across sources
 	repeat bool  // the provider listed this object before (an id listed twice)
@@ -147,6 +152,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				o := &page.Objects[i]
 				asset := AssetID(req.TenantID, src.ID, o.ID)
 				seq := spent.seq()
+				if o.Kind == "message" {
+					graph.listed(o)
+				}
 				sent := graph.sentByOwner(o)
 				if sent {
 					graph.sent(o) // excluded or not: the owner's mail says whom they know
@@ -183,6 +191,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				if o.Kind == "message" {
 					c.message, c.sent = true, sent
 					c.from, c.thread, c.reply = graph.key(address(o.From)), graph.idKey(o.ThreadID), graph.idKey(o.Facts[mail.FactInReplyTo])
+					if v.kind == mailStranger {
+						c.to, c.junk, c.junkWhy = graph.firstRecipients(o), uint8(min(v.junk, 255)), intern(v.junkWhy)
+					}
 				}
 				cands = append(cands, c)
 			}

@@ -18,11 +18,45 @@ type correspondents struct {
 	seed                         maphash.Seed
 	account, own, known, threads map[uint64]struct{}
 	sentMessages                 int
+	// recipients finds the addresses the mailbox's mail is addressed to most (the owner's,
+	// whatever aliases they receive at, and their lists) in bounded memory.
+	recipients heavyHitters
+	messages   int
+}
+
+// heavyHitters is the Misra-Gries summary: at most k counters; an address's count is
+// underestimated by at most n/k after n additions, so every address that is more than 1/k of
+// the additions is in it.
+type heavyHitters struct {
+	k      int
+	counts map[uint64]int
+	n      int
+}
+
+func (h *heavyHitters) add(key uint64) {
+	h.n++
+	if _, ok := h.counts[key]; ok || len(h.counts) < h.k {
+		h.counts[key]++
+		return
+	}
+	for k, c := range h.counts {
+		if c <= 1 {
+			delete(h.counts, k)
+		} else {
+			h.counts[k] = c - 1
+		}
+	}
+}
+
+// frequent reports whether key is at least share of the additions (share > 1/k).
+func (h *heavyHitters) frequent(key uint64, share float64) bool {
+	c := h.counts[key]
+	return c >= 3 && float64(c) >= share*float64(h.n)-float64(h.n)/float64(h.k)
 }
 
 func newCorrespondents(sources []Source) *correspondents {
 	g := &correspondents{seed: maphash.MakeSeed(), account: map[uint64]struct{}{}, own: map[uint64]struct{}{},
-		known: map[uint64]struct{}{}, threads: map[uint64]struct{}{}}
+		known: map[uint64]struct{}{}, threads: map[uint64]struct{}{}, recipients: heavyHitters{k: 256, counts: map[uint64]int{}}}
 	for _, s := range sources {
 		for _, a := range s.Addresses {
 			if k := g.key(address(a)); k != 0 {
@@ -56,6 +90,46 @@ func (g *correspondents) sentByOwner(o *Object) bool {
 		return true
 	}
 	return g.has(g.account, g.key(address(o.From)))
+}
+
+// listed counts a message's recipients (the first ten).
+func (g *correspondents) listed(o *Object) {
+	g.messages++
+	n := 0
+	for _, l := range [][]string{o.To, o.Cc} {
+		for _, a := range l {
+			if k := g.key(address(a)); k != 0 && n < 10 {
+				g.recipients.add(k)
+				n++
+			}
+		}
+	}
+}
+
+// toOwner reports whether one of a message's first recipients is the owner's: an account
+// address, one they sent from, or one much of the mailbox is addressed to (at least 1 in 100
+// messages: the owner's aliases and the lists they receive).
+func (g *correspondents) toOwner(to [2]uint64) bool {
+	for _, k := range to {
+		if k != 0 && (g.has(g.own, k) || g.recipients.frequent(k, 0.01)) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstRecipients returns the keys of a message's first two recipients.
+func (g *correspondents) firstRecipients(o *Object) (to [2]uint64) {
+	n := 0
+	for _, l := range [][]string{o.To, o.Cc} {
+		for _, a := range l {
+			if k := g.key(address(a)); k != 0 && n < len(to) {
+				to[n] = k
+				n++
+			}
+		}
+	}
+	return to
 }
 
 // sent adds the owner's message to the graph.
@@ -114,6 +188,12 @@ func markConversations(cands []candidate, g *correspondents, intern func(string)
 		}
 		ev := g.evidence(c)
 		if ev == "" {
+			// A stranger's person-like mail with a mark of junk is junk when it was not even
+			// addressed to the owner.
+			if c.kind == mailStranger && c.junk >= 1 && c.to[0] != 0 && !g.toOwner(c.to) {
+				c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_LIKELY_REMOVABLE
+				c.obj.StorageClassReason = intern("junk: unsolicited, from someone you never wrote to, not addressed to you, " + c.junkWhy)
+			}
 			continue
 		}
 		switch c.kind {

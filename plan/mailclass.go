@@ -33,6 +33,9 @@ type verdict struct {
 	// person is set for unsolicited mail that looks like a person's: its class depends on
 	// whether the mailbox shows the owner knows the sender.
 	person bool
+	// junk and junkWhy are the junk signals of a stranger's mail (mailStranger).
+	junk    int
+	junkWhy string
 }
 
 // Folder and label names providers use for spam and for the owner's sent mail (Maildir++
@@ -67,7 +70,7 @@ func inFolder(o *Object, names []string) string {
 
 // Sending platforms by what they mostly send.
 var (
-	discussionPlatforms = []string{"mailman", "google-groups", "groups.io", "discourse"}
+	discussionPlatforms = []string{"mailman", "google-groups", "groups.io", "discourse", "yahoo-groups", "mailing-list"}
 	codeHostPlatforms   = []string{"github", "gitlab", "gitea", "bugzilla", "jira"}
 	marketingPlatforms  = []string{"mailchimp", "klaviyo", "hubspot", "salesforce-marketing-cloud", "campaign", "substack"}
 	bulkPlatforms       = []string{"sendgrid", "mailgun", "amazon-ses"} // marketing and transactional alike
@@ -176,7 +179,11 @@ var (
 		"lucky winner", "you are our lucky", "click here now", "click here immediately", "click below", "limited spots",
 		"spots left", "congratulations! you", "congratulations, you", "irs notice", "customs fee", "delivery attempt failed",
 		"package is on hold", "package was held", "investment opportunity", "double your", "passive income", "adult content",
-		"xxx", "earns $", "per day without", "без вложений", "заработок")
+		"xxx", "earns $", "per day without", "без вложений", "заработок",
+		// Bulk mailers' own words: removal instructions and the claim not to be spam.
+		"click here", "to be removed", "be removed from", "removal instructions", "remove me", "this is not spam",
+		"this is not a spam", "not unsolicited", "opt-out", "mortgage rate", "lowest rate", "refinance", "debt free",
+		"credit card debt", "enlarge", "herbal", "no obligation")
 	freemail = []string{"gmail.com", "yahoo.com", "hotmail.com", "outlook.com", "aol.com", "mail.ru", "yandex.ru", "proton.me", "protonmail.com", "gmx.com", "icloud.com", "live.com", "qq.com", "163.com"}
 )
 
@@ -359,6 +366,12 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	if shouting(o.Subject) {
 		junk.add(1, "subject in capitals or with !!!")
 	}
+	if paddedTag(o.Subject) {
+		junk.add(1, "the subject is padded with spaces before a tag")
+	}
+	if shouting(truncateRunes(o.Snippet, 200)) {
+		junk.add(1, "the text starts in capitals")
+	}
 	if rt := f[mail.FactReplyTo]; rt != "" && domain != "" && domainOf(strings.ToLower(rt)) != domain &&
 		slices.Contains(freemail, domainOf(strings.ToLower(rt))) && !slices.Contains(freemail, domain) {
 		junk.add(2, "replies go to a free mail address unlike the sender's")
@@ -426,8 +439,8 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	// until then a message that merely looks like a person's is a stranger's.
 	conv := ""
 	switch p := hasAny(codeHostPlatforms, platforms); {
-	case discussion && o.ListID != "":
-		conv = "conversation: a discussion list you receive (" + listName(o.ListID) + ")"
+	case discussion:
+		conv = "conversation: a discussion list you receive (" + listLabel(o.ListID, listPost, platforms) + ")"
 	case p != "" && f[mail.FactReplyTo] != "" && o.ListID != "":
 		conv = "conversation: a " + p + " thread people write in (" + listName(o.ListID) + ")"
 	}
@@ -464,7 +477,8 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	case person && junk.score >= 2:
 		return verdict{kind: mailJunk, reason: "junk: unsolicited, from someone you never wrote to, " + junk.String(), person: true}
 	case person:
-		return verdict{kind: mailStranger, reason: "review: looks like a person's mail, but you never wrote to the sender or in the thread", person: true}
+		return verdict{kind: mailStranger, reason: "review: looks like a person's mail, but you never wrote to the sender or in the thread", person: true,
+			junk: junk.score, junkWhy: junk.String()}
 	case trans.score >= 2 && junk.score >= 4:
 		return verdict{kind: mailJunk, reason: "junk: " + junk.String() + " (posing as a notice)"}
 	case trans.score >= 2 && junk.score >= 2:
@@ -518,6 +532,29 @@ func shouting(s string) bool {
 	return letters >= 12 && upper*10 >= letters*8
 }
 
+// paddedTag reports a subject with a run of five or more spaces before a last word: bulk mailers
+// pad a per-recipient tag out of sight ("Your rate is approved          QEEB").
+func paddedTag(s string) bool {
+	s = strings.TrimRight(s, " \t")
+	i := strings.LastIndexAny(s, " \t") // the space before the last word
+	j := i
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
+		j--
+	}
+	return i >= 0 && i-j+1 >= 5 && strings.TrimSpace(s[:j]) != "" && len(s)-i-1 <= 12
+}
+
+// truncateRunes cuts s to at most n bytes at a rune boundary.
+func truncateRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // registrable approximates a domain's registrable part: its last two labels ("mail.shop.example"
 // -> "shop.example").
 func registrable(d string) string {
@@ -526,6 +563,24 @@ func registrable(d string) string {
 		return d
 	}
 	return strings.Join(parts[len(parts)-2:], ".")
+}
+
+// listLabel names a list: its List-Id, else the address List-Post gives, else its manager.
+func listLabel(listID, listPost string, platforms []string) string {
+	if id := strings.TrimSpace(listID); id != "" {
+		return listName(id)
+	}
+	if i := strings.Index(listPost, "mailto:"); i >= 0 {
+		a := listPost[i+len("mailto:"):]
+		if j := strings.IndexAny(a, ">?,; "); j >= 0 {
+			a = a[:j]
+		}
+		return a
+	}
+	if p := hasAny(discussionPlatforms, platforms); p != "" {
+		return p
+	}
+	return "a list"
 }
 
 // listName returns the list's id from a List-Id value ("Dev talk <dev.lists.example.org>").

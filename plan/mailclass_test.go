@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -160,6 +161,35 @@ func TestConversationNeedsMailboxEvidence(t *testing.T) {
 		"in-friend-forged":   "REVIEW: review:",
 		"in-stranger-forged": "LIKELY_REMOVABLE: junk: unsolicited",
 		"sent-1":             "PROTECTED_BY_RULE: conversation: you sent it",
+	} {
+		if !strings.Contains(got[id], want) {
+			t.Errorf("%s: %q, want %q", id, got[id], want)
+		}
+	}
+}
+
+// A stranger's person-like mail with one mark of junk is removable only when it was not even
+// addressed to the owner: the owner's addresses are the ones much of the mailbox is sent to.
+func TestStrangerNotAddressedToTheOwner(t *testing.T) {
+	var objs []plan.Object
+	for i := range 40 { // the owner's ordinary mail, from many people
+		objs = append(objs, message(fmt.Sprintf("P%d <p%d@people.example>", i, i), "notes", nil, func(o *plan.Object) {
+			o.ID, o.To = fmt.Sprintf("in-%d", i), []string{"Me <me@home.example>"}
+		}))
+	}
+	shout := func(id, to string) plan.Object {
+		return message("Cat <cat@far.example>", "Your rate is approved          QEEB", nil, func(o *plan.Object) { o.ID, o.To = id, []string{to} })
+	}
+	objs = append(objs, shout("to-me", "me@home.example"), shout("to-other", "someone@else.example"))
+	p := build(t, request(&svcv1.SourcePolicy{}, objs...))
+	got := map[string]string{}
+	for _, o := range p.Objects {
+		got[o.ProviderObjectId] = o.StorageClass.String() + ": " + o.StorageClassReason
+	}
+	for id, want := range map[string]string{
+		"to-me":    "REVIEW: review: looks like a person's mail",
+		"to-other": "LIKELY_REMOVABLE: junk: unsolicited, from someone you never wrote to, not addressed to you, the subject is padded",
+		"in-3":     "REVIEW: review: looks like a person's mail",
 	} {
 		if !strings.Contains(got[id], want) {
 			t.Errorf("%s: %q, want %q", id, got[id], want)

@@ -9,6 +9,9 @@
 # becomes one Maildir source with every message in INBOX: the spam is not put in a Junk folder,
 # so the classifier is judged on the messages, not on where they are filed.
 #
+# Each file's modification time is its message's Date (where `touch -d` reads it), as in a
+# mailbox that has kept its mail for years.
+#
 # Labels come from the corpus' own folders, not from svc's rules:
 #   easy_ham -> discussion, hard_ham -> newsletter, spam -> junk.
 #
@@ -44,6 +47,11 @@ add() {
     local unique
     unique="$(basename "$f" .txt)"
     cp "$f" "$box/cur/${unique}:2,S"
+    # A mailbox's files are as old as its mail: the file takes the message's Date, so the
+    # age rules (cold, minAgeDays) see what they would in a real mailbox.
+    local date
+    date="$(sed -n '/^$/q; s/^[Dd]ate:[[:space:]]*//p' "$f" | head -n 1)"
+    touch -d "$date" "$box/cur/${unique}:2,S" 2>/dev/null || true
     printf '%s\t%s\t%s\n' "$source/INBOX/$unique" "$label" "$source" >>"$labels"
     n=$((n + 1))
   done

@@ -181,7 +181,11 @@ func runRealBench(ctx context.Context, w io.Writer, labelsFile, root string, exp
 			total[k]++
 			trashed := slices.Contains(po.Actions, svcv1.PlanAction_PLAN_ACTION_TRASH)
 			if explain > 0 && (trashed != (lab[0] == "junk") || explain > 100) {
-				reasons[fmt.Sprintf("%s %s: %s", lab[0], map[bool]string{true: "removable", false: "kept"}[trashed], po.StorageClassReason)]++
+				r := fmt.Sprintf("%s %s: %s", lab[0], map[bool]string{true: "removable", false: "kept"}[trashed], po.StorageClassReason)
+				if explain > 200 { // with the sender, to look at examples
+					r += "  [" + objs[po.ProviderObjectId].From + "]"
+				}
+				reasons[r]++
 			}
 			if !slices.Contains(po.Actions, svcv1.PlanAction_PLAN_ACTION_TRASH) {
 				continue
