@@ -119,7 +119,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	}
 	var cands []candidate
 	var exSeq []int32 // each exclusion's position in the listing
-	bySHA := map[string][]int32{}
+	copies := map[copyKey][]int32{} // groups of copies: by Message-ID for mail, else by content
 	graph := newCorrespondents(req.Sources)
 	budget := req.Budget.withDefaults()
 	spent := spending{start: time.Now()}
@@ -179,7 +179,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				}
 				if o.SHA256 != "" {
 					po.ExpectedSha256 = proto.String(o.SHA256)
-					bySHA[o.SHA256] = append(bySHA[o.SHA256], int32(len(cands)))
+				}
+				if k, ok := graph.copyOf(o); ok {
+					copies[k] = append(copies[k], int32(len(cands)))
 				}
 				modified := o.ModifiedAt
 				if modified.IsZero() {
@@ -210,7 +212,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	}
 	p.Excluded = markRepeats(cands, p.Excluded, exSeq)
 	markConversations(cands, graph, intern)
-	markDuplicates(cands, bySHA, rules)
+	markDuplicates(cands, copies, rules)
 
 	removed := make([]int64, len(req.Sources))
 	ops := map[svcv1.OperationClass]bool{svcv1.OperationClass_OPERATION_CLASS_DISCOVER: true}
@@ -274,11 +276,17 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	return p, nil
 }
 
-// markDuplicates turns all but one object of each group of identical content into duplicates
-// (or, with duplicateHandling review, every member into review). Objects the policy preserves
-// or protects keep their class, and a preserved or protected member is the one kept.
-func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) {
-	for _, group := range bySHA {
+// markDuplicates turns all but one object of each group of copies into duplicates (or, with
+// duplicateHandling review, every member into review): the same message delivered twice (the
+// same Message-ID from the same sender, across folders and sources, whatever headers the copies
+// gained on the way) or the same content (SHA-256). Objects the owner's rules preserve or
+// protect, and preserved (transactional) mail, keep their class; a preserved or protected
+// member is the one kept. A conversation's extra copies are duplicates: one copy stays.
+func markDuplicates(cands []candidate, copies map[copyKey][]int32, rules []rules) {
+	kept := func(c *candidate) bool {
+		return c.obj.StorageClass == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || (c.owner && c.obj.StorageClass == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE)
+	}
+	for key, group := range copies {
 		group = slices.DeleteFunc(group, func(i int32) bool { return cands[i].repeat })
 		if len(group) < 2 {
 			continue
@@ -302,9 +310,13 @@ func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) 
 				}
 			}
 		}
+		why := "another copy of the same content (SHA-256) is kept"
+		if key.message {
+			why = "another copy of the same message (Message-ID) is kept"
+		}
 		for _, i := range group {
 			c := &cands[i]
-			if sc := c.obj.StorageClass; sc == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || sc == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE {
+			if kept(c) {
 				continue
 			}
 			switch {
@@ -313,7 +325,7 @@ func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) 
 				c.obj.StorageClassReason = "one of several copies (duplicateHandling review)"
 			case i != keep:
 				c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_DUPLICATE
-				c.obj.StorageClassReason = "another copy of the same content (SHA-256) is kept"
+				c.obj.StorageClassReason = why
 			}
 		}
 	}

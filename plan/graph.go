@@ -210,3 +210,24 @@ func markConversations(cands []candidate, g *correspondents, intern func(string)
 		c.obj.StorageClassReason = ev
 	}
 }
+
+// copyKey groups copies of one object: a message by its Message-ID and sender, anything else
+// (and mail without a Message-ID) by its content hash.
+type copyKey struct {
+	message bool
+	key     uint64
+	sha     string
+}
+
+// copyOf returns the group an object's copies share, or false when nothing identifies it.
+func (g *correspondents) copyOf(o *Object) (copyKey, bool) {
+	if o.Kind == "message" {
+		if id := strings.Trim(strings.TrimSpace(o.Facts[mail.FactMessageID]), "<>"); id != "" {
+			return copyKey{message: true, key: g.key(id + "\x00" + address(o.From))}, true
+		}
+	}
+	if o.SHA256 != "" {
+		return copyKey{sha: o.SHA256}, true
+	}
+	return copyKey{}, false
+}
