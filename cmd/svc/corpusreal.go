@@ -211,7 +211,7 @@ func runRealBench(ctx context.Context, w io.Writer, labelsFile, root string, exp
 			share := float64(removable[k]) / float64(total[k])
 			target := ""
 			switch k.label {
-			case "discussion", "transactional":
+			case "discussion", "transactional", "ham":
 				target = verdictOf(share <= 0.05, "<= 5%")
 			case "junk":
 				target = verdictOf(share >= 0.60, ">= 60%")
