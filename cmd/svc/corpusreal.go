@@ -55,8 +55,10 @@ func readLabels(name string) (map[string][2]string, error) {
 // evidenceCheck decides, independently of the plan's classifier, whether the mailbox shows a
 // message is a conversation the owner is part of: it is in a sent folder; it answers or shares a
 // thread with the owner's sent mail; its sender is an address the owner sent from or to; or it
-// came through a mailing list (List-Id with the list's own List-Post, a list manager's headers or
-// Precedence: list). The bench counts removable messages it finds evidence for: the target is 0.
+// came through a discussion list (a List-Id, or X-Mailing-List, with the list's own headers: a
+// List-Post that takes posts by mail, or a list manager's). A newsletter's List-Id with a web
+// List-Post is not one. The bench counts removable messages it finds evidence for: the target
+// is 0.
 type evidenceCheck struct {
 	own, known, threads map[string]bool
 }
@@ -112,10 +114,13 @@ func newEvidenceCheck(ctx context.Context, objs plan.Objects) (*evidenceCheck, e
 func (e *evidenceCheck) has(o *plan.Object) bool {
 	from := lowAddr(o.From)
 	post := strings.ToLower(o.Facts[mail.FactListPost])
-	listHeaders := (post != "" && post != "no") || o.Facts[mail.FactPrecedence] == "list" ||
-		strings.Contains(o.Facts[mail.FactPlatform], "mailman") || strings.Contains(o.Facts[mail.FactPlatform], "google-groups")
+	platforms := o.Facts[mail.FactPlatform]
+	discussion := strings.Contains(post, "mailto:")
+	for _, p := range []string{"mailman", "google-groups", "groups.io", "discourse", "yahoo-groups", "mailing-list"} {
+		discussion = discussion || strings.Contains(platforms, p)
+	}
 	return isSentFolder(o.Containers) || e.own[from] || e.known[from] || e.threads[strings.Trim(o.ThreadID, "<>")] ||
-		e.threads[strings.Trim(o.Facts[mail.FactInReplyTo], "<>")] || (o.ListID != "" && listHeaders)
+		e.threads[strings.Trim(o.Facts[mail.FactInReplyTo], "<>")] || (discussion && (o.ListID != "" || strings.Contains(platforms, "mailing-list")))
 }
 
 // runRealBench plans over a Maildir or mbox tree listed by vendor_d_local and prints, per source
