@@ -58,7 +58,7 @@ func newCorpusCmd() *cobra.Command {
 		},
 	}
 	var timing, explain int
-	var labels string
+	var labels, spamdAddr string
 	bench := &cobra.Command{
 		Use:   "bench [--labels FILE PATH]",
 		Short: "Plan over the generated corpus, or a labelled Maildir or mbox tree, and print what plans would remove",
@@ -75,7 +75,7 @@ conversation evidence (target 0). FILE has one line per message: ID<TAB>LABEL[<T
 				if len(args) != 1 {
 					return fmt.Errorf("--labels needs the PATH of the Maildir or mbox tree")
 				}
-				return runRealBench(c.Context(), c.OutOrStdout(), labels, args[0], explain)
+				return runRealBench(c.Context(), c.OutOrStdout(), labels, args[0], explain, spamdAddr)
 			}
 			if len(args) > 0 {
 				return fmt.Errorf("PATH needs --labels")
@@ -83,6 +83,7 @@ conversation evidence (target 0). FILE has one line per message: ID<TAB>LABEL[<T
 			return runCorpusBench(c.Context(), c.OutOrStdout(), seed, n, timing, explain)
 		},
 	}
+	bench.Flags().StringVar(&spamdAddr, "spamd", "", "with --labels: ask SpamAssassin's spamd at HOST:PORT (the spamc protocol) for a verdict on every message (about 6 messages/s)")
 	bench.Flags().StringVar(&labels, "labels", "", "labels file for a real mailbox at PATH (ID<TAB>LABEL[<TAB>SOURCE] a line)")
 	for _, sub := range []*cobra.Command{gen, bench} {
 		sub.Flags().IntVar(&n, "n", 6000, "messages")

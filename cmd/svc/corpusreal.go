@@ -15,6 +15,7 @@ import (
 	"svc.dev/svc/mail"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/plan/discover"
+	"svc.dev/svc/plan/spamc"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/local"
 )
@@ -126,7 +127,7 @@ func (e *evidenceCheck) has(o *plan.Object) bool {
 // runRealBench plans over a Maildir or mbox tree listed by vendor_d_local and prints, per source
 // and label, the share of messages each plan would remove, and the removable messages with
 // conversation evidence.
-func runRealBench(ctx context.Context, w io.Writer, labelsFile, root string, explain int) error {
+func runRealBench(ctx context.Context, w io.Writer, labelsFile, root string, explain int, spamdAddr string) error {
 	labels, err := readLabels(labelsFile)
 	if err != nil {
 		return fmt.Errorf("labels: %w", err)
@@ -162,10 +163,36 @@ func runRealBench(ctx context.Context, w io.Writer, labelsFile, root string, exp
 		return err
 	}
 	fmt.Fprintf(w, "Mailbox %s: %d objects listed by vendor_d_local, %d labelled (%s)\n", root, len(objs), len(labels), labelsFile)
+	listing := func() plan.Objects { return discover.Objects(p, "") }
+	if spamdAddr != "" {
+		// spamd's verdicts are the same for both plans: ask once, then replay them.
+		sl := spamc.Objects(discover.Objects(p, ""), func(ctx context.Context, id string) (io.ReadCloser, error) {
+			c, err := p.Fetch(ctx, providers.FetchRequest{ObjectID: id})
+			if err != nil {
+				return nil, err
+			}
+			return c.Body, nil
+		}, &spamc.Client{Addr: spamdAddr})
+		start := time.Now()
+		var pages []plan.Page
+		for {
+			pg, err := sl.Next(ctx)
+			if err != nil {
+				return err
+			}
+			pages = append(pages, pg)
+			if pg.Last {
+				break
+			}
+		}
+		fmt.Fprintf(w, "spamd %s: %d messages checked in %.1f s, %d spam, %d not checked (%v)\n",
+			spamdAddr, sl.Checked, time.Since(start).Seconds(), sl.Spam, sl.Failed, sl.LastErr)
+		listing = func() plan.Objects { return &replay{pages: pages} }
+	}
 	type key struct{ source, label string }
 	for _, bp := range benchPolicies[:2] {
 		start := time.Now()
-		pl, err := corpusPlan(ctx, discover.Objects(p, ""), bp.pol)
+		pl, err := corpusPlan(ctx, listing(), bp.pol)
 		if err != nil {
 			return err
 		}
@@ -242,6 +269,18 @@ func runRealBench(ctx context.Context, w io.Writer, labelsFile, root string, exp
 		}
 	}
 	return nil
+}
+
+// replay is a listing read before, page by page again.
+type replay struct {
+	pages []plan.Page
+	at    int
+}
+
+func (r *replay) Next(context.Context) (plan.Page, error) {
+	pg := r.pages[r.at]
+	r.at++
+	return pg, nil
 }
 
 func verdictOf(ok bool, target string) string {

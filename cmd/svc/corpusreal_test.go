@@ -36,7 +36,7 @@ func TestRealBenchOnALabelledMaildir(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runRealBench(context.Background(), &out, file, filepath.Join(dir, "mail"), 5); err != nil {
+	if err := runRealBench(context.Background(), &out, file, filepath.Join(dir, "mail"), 5, ""); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
