@@ -118,7 +118,7 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		return s
 	}
 	var cands []candidate
-	var exSeq []int32 // each exclusion's position in the listing
+	var exSeq []int32               // each exclusion's position in the listing
 	copies := map[copyKey][]int32{} // groups of copies: by Message-ID for mail, else by content
 	graph := newCorrespondents(req.Sources)
 	budget := req.Budget.withDefaults()

@@ -35,12 +35,12 @@ func TestHeavyHittersFindsTheOwnersAddresses(t *testing.T) {
 func TestPaddedTag(t *testing.T) {
 	for s, want := range map[string]bool{
 		"Online Doctors will fill your Prescription Now!!!                QEEB": true,
-		"*You CAN have the best rate*             21570":                     true,
-		"Re: meeting tomorrow":                                               false,
-		"Table:     a      b":                                                true,
-		"          x":                                                        false, // nothing before the padding
-		"Weekly report":                                                      false,
-		"Subject with a long tail     averyveryverylongwordindeed":           false,
+		"*You CAN have the best rate*             21570":                        true,
+		"Re: meeting tomorrow": false,
+		"Table:     a      b":  true,
+		"          x":          false, // nothing before the padding
+		"Weekly report":        false,
+		"Subject with a long tail     averyveryverylongwordindeed": false,
 	} {
 		if got := paddedTag(s); got != want {
 			t.Errorf("paddedTag(%q) = %v, want %v", s, got, want)

@@ -289,4 +289,3 @@ func verdictOf(ok bool, target string) string {
 	}
 	return target + " MISSED"
 }
-
