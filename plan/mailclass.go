@@ -342,12 +342,13 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	auto := f[mail.FactAutoSubmit]
 	role := isRole(local)
 
-	// The provider or a spam filter already said spam.
+	// The provider or a spam filter already said spam (decided below, once it is known whether
+	// the message came through a list the owner receives).
+	said := ""
 	if c := inFolder(o, spamFolders); c != "" {
-		return verdict{kind: mailJunk, reason: "junk: the provider filed it as spam (" + c + ")"}
-	}
-	if v := f[mail.FactSpam]; v != "" {
-		return verdict{kind: mailJunk, reason: "junk: a spam filter marked it (" + v + ")"}
+		said = "the provider filed it as spam (" + c + ")"
+	} else if v := f[mail.FactSpam]; v != "" {
+		said = "a spam filter marked it (" + v + ")"
 	}
 
 	var junk, trans, mkt signals
@@ -443,6 +444,14 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 		conv = "conversation: a discussion list you receive (" + listLabel(o.ListID, listPost, platforms) + ")"
 	case p != "" && f[mail.FactReplyTo] != "" && o.ListID != "":
 		conv = "conversation: a " + p + " thread people write in (" + listName(o.ListID) + ")"
+	}
+	switch {
+	case said != "" && conv != "":
+		// Spam posted to a list the owner receives: the list is the mailbox's evidence, so it
+		// is never removable; the owner decides.
+		return verdict{kind: mailConflict, reason: "review: " + said + ", but " + strings.TrimPrefix(conv, "conversation: ")}
+	case said != "":
+		return verdict{kind: mailJunk, reason: "junk: " + said}
 	}
 	// Unsolicited: nothing says the owner asked for it (no list, no unsubscribe, no sending
 	// platform, not an automated notice). Only such mail is judged on its sender's identity
