@@ -293,6 +293,9 @@ func (s *Scope) planSource(ctx context.Context, src *svcv1.Source) (plan.Source,
 		CanTrash: slices.Contains(desc.Capabilities, providers.CapTrash),
 		CanWrite: slices.Contains(desc.Capabilities, providers.CapWrite),
 		Objects:  reauthOnDenied{discover.Objects(p, ref), func() { s.markReauth(context.WithoutCancel(ctx), src.Id) }}}
+	if e := src.GetEmail(); e != "" {
+		ps.Addresses = []string{e} // mail from the account's address is the owner's (docs/plans.md)
+	}
 	if q, ok := providers.AsQuotaer(p); ok {
 		if quota, err := q.Quota(ctx, ref); err == nil {
 			ps.Quota = &plan.Quota{UsedBytes: quota.UsedBytes, LimitBytes: quota.LimitBytes}

@@ -22,6 +22,9 @@ const (
 	FactProblems     = "mail.problems"       // what Read had to guess, "; " separated
 	FactUnreadable   = "mail.unreadable"     // why nothing could be read
 	FactFromAddrSelf = "mail.from_self"      // "true" when the provider knows the owner sent it
+	FactMessageID    = "mail.message_id"     // Message-ID, without angle brackets
+	FactReturnPath   = "mail.return_path"    // the Return-Path address (the envelope sender), when not empty
+	FactHTMLOnly     = "mail.html_only"      // "true" when the message is a single text/html part (no plain text)
 )
 
 // MaxFactBytes bounds each fact's value.
@@ -35,6 +38,8 @@ var platforms = []struct{ header, name string }{
 	{"X-Google-Group-Id", "google-groups"},
 	{"X-Groupsio-Msgnum", "groups.io"},
 	{"X-Discourse-Post-Id", "discourse"},
+	{"X-Egroups-Return", "yahoo-groups"},
+	{"X-Mailing-List", "mailing-list"}, // SmartList, vger and other list managers name the list here
 	{"X-GitHub-Reason", "github"},
 	{"X-GitLab-Project", "gitlab"},
 	{"X-Gitea-Reason", "gitea"},
@@ -143,6 +148,13 @@ func (m *Message) Facts() map[string]string {
 		set(FactInReplyTo, m.InReplyTo)
 	case len(m.References) > 0:
 		set(FactInReplyTo, m.References[len(m.References)-1])
+	}
+	set(FactMessageID, m.MessageID)
+	if rp := strings.Trim(strings.TrimSpace(m.Get("Return-Path")), "<>"); rp != "" {
+		set(FactReturnPath, rp)
+	}
+	if m.MIMEType == "text/html" {
+		set(FactHTMLOnly, "true")
 	}
 	set(FactListPost, m.ListPost)
 	set(FactPrecedence, strings.ToLower(m.Get("Precedence")))

@@ -5,16 +5,21 @@ import (
 	"context"
 	"crypto/sha256"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/internal/corpus"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/plan/discover"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/local"
 	"svc.dev/svc/providers/simulated"
 )
 
@@ -137,4 +142,69 @@ func samplePeakHeap() func() uint64 {
 		}
 	}()
 	return func() uint64 { close(quit); return <-done }
+}
+
+// benchMailbox is the size of BenchmarkPlanMailbox's Maildir: 6,000 messages by default,
+// PLAN_BENCH_MAILBOX to change it.
+func benchMailbox() int {
+	if n, err := strconv.Atoi(os.Getenv("PLAN_BENCH_MAILBOX")); err == nil && n > 0 {
+		return n
+	}
+	return 6000
+}
+
+// BenchmarkPlanMailbox lists a Maildir mailbox (the labelled corpus: inbox, sent and junk, read
+// by the mail reader as vendor_d_local lists it) and plans it with the correspondents graph and
+// the junk rules, both in each iteration, and reports the two times and their ratio
+// (plan/list, which includes the plan's own listing; the target is <= 1.5) and the peak heap.
+//
+//	go test ./plan -run '^$' -bench PlanMailbox -benchtime 5x
+func BenchmarkPlanMailbox(b *testing.B) {
+	n := benchMailbox()
+	dir := b.TempDir()
+	epoch := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	if _, err := corpus.WriteMaildir(filepath.Join(dir, "mail"), corpus.Generate(11, n, epoch)); err != nil {
+		b.Fatal(err)
+	}
+	p, err := local.New(context.Background(), providers.Config{"root": filepath.Join(dir, "mail"), "trash_dir": filepath.Join(dir, "trash")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := func() plan.Request {
+		return plan.Request{TenantID: "test:usr_01JD0000000000000000000000", UserID: "usr_01JD0000000000000000000000",
+			Actor:  &svcv1.Actor{Type: svcv1.ActorType_ACTOR_TYPE_USER, PrincipalId: "usr_01JD0000000000000000000000"},
+			Intent: svcv1.PlanIntent_PLAN_INTENT_SVC, PreservationRequired: true, Now: epoch,
+			Policy: &svcv1.SourcePolicy{RemovePromotional: proto.Bool(true)},
+			Sources: []plan.Source{{ID: "src_01JD0000000000000000000000", Provider: svcv1.Provider_PROVIDER_VENDOR_D_LOCAL,
+				Status: svcv1.SourceStatus_SOURCE_STATUS_CONNECTED, CanTrash: true, Objects: discover.Objects(p, "")}}}
+	}
+	var list, build time.Duration
+	stop := samplePeakHeap()
+	for b.Loop() {
+		start := time.Now()
+		l := discover.Objects(p, "")
+		for {
+			pg, err := l.Next(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if pg.Last {
+				break
+			}
+		}
+		list += time.Since(start)
+		start = time.Now()
+		pl, err := plan.Build(context.Background(), req())
+		if err != nil {
+			b.Fatal(err)
+		}
+		build += time.Since(start)
+		if len(pl.Objects) != n {
+			b.Fatalf("planned %d of %d", len(pl.Objects), n)
+		}
+	}
+	b.ReportMetric(float64(list.Milliseconds())/float64(b.N), "list-ms")
+	b.ReportMetric(float64(build.Milliseconds())/float64(b.N), "plan-ms")
+	b.ReportMetric(build.Seconds()/list.Seconds(), "plan/list")
+	b.ReportMetric(float64(stop())/(1<<20), "peak-heap-MiB")
 }

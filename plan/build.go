@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -16,6 +15,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/mail"
 	"svc.dev/svc/wire"
 )
 
@@ -57,12 +57,20 @@ type candidate struct {
 	unsub    bool // has List-Unsubscribe
 	oneClick bool // ... with an RFC 8058 one-click target
 
-	// For messages: what settles threads the owner took part in (markConversations).
-	kind   mailKind
-	owner  bool   // the class comes from the owner's rules (policy, starred, shared, age, size)
-	sent   bool   // filed in a sent folder
-	from   string // sender address, lower case
-	thread string
+	// For messages: what the mailbox's evidence settles (markConversations), as keys of the
+	// correspondents graph.
+	message bool
+	kind    mailKind
+	owner   bool // the class comes from the owner's rules (policy, starred, shared, age, size)
+	sent    bool // the owner's own: in a sent folder, or from the account's address
+	from    uint64
+	thread  uint64 // the thread's root id
+	reply   uint64 // the id it answers (In-Reply-To, else the last of References)
+	// For a stranger's person-like mail: its first recipients and its junk signals, which
+	// decide once the owner's addresses are known.
+	to      [2]uint64
+	junk    uint8
+	junkWhy string
 
 	seq    int32 // position in the listing, across sources
 	repeat bool  // the provider listed this object before (an id listed twice)
@@ -110,8 +118,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 		return s
 	}
 	var cands []candidate
-	var exSeq []int32 // each exclusion's position in the listing
-	bySHA := map[string][]int32{}
+	var exSeq []int32               // each exclusion's position in the listing
+	copies := map[copyKey][]int32{} // groups of copies: by Message-ID for mail, else by content
+	graph := newCorrespondents(req.Sources)
 	budget := req.Budget.withDefaults()
 	spent := spending{start: time.Now()}
 	lctx, cancel := context.WithTimeout(ctx, budget.MaxDuration)
@@ -143,6 +152,13 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				o := &page.Objects[i]
 				asset := AssetID(req.TenantID, src.ID, o.ID)
 				seq := spent.seq()
+				if o.Kind == "message" {
+					graph.listed(o)
+				}
+				sent := graph.sentByOwner(o)
+				if sent {
+					graph.sent(o) // excluded or not: the owner's mail says whom they know
+				}
 				if reason, detail := r.exclusion(o, now); reason != 0 {
 					p.Excluded = append(p.Excluded, &svcv1.Exclusion{AssetId: asset, Reason: reason, Detail: detail})
 					exSeq = append(exSeq, seq)
@@ -163,7 +179,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				}
 				if o.SHA256 != "" {
 					po.ExpectedSha256 = proto.String(o.SHA256)
-					bySHA[o.SHA256] = append(bySHA[o.SHA256], int32(len(cands)))
+				}
+				if k, ok := graph.copyOf(o); ok {
+					copies[k] = append(copies[k], int32(len(cands)))
 				}
 				modified := o.ModifiedAt
 				if modified.IsZero() {
@@ -173,7 +191,11 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				c := candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick,
 					kind: v.kind, owner: owner, seq: seq}
 				if o.Kind == "message" {
-					c.sent, c.from, c.thread = inFolder(o, sentFolders) != "", address(o.From), o.ThreadID
+					c.message, c.sent = true, sent
+					c.from, c.thread, c.reply = graph.key(address(o.From)), graph.idKey(o.ThreadID), graph.idKey(o.Facts[mail.FactInReplyTo])
+					if v.kind == mailStranger {
+						c.to, c.junk, c.junkWhy = graph.firstRecipients(o), uint8(min(v.junk, 255)), intern(v.junkWhy)
+					}
 				}
 				cands = append(cands, c)
 			}
@@ -189,8 +211,8 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 			Kind: svcv1.SourceMarkerKind(mk), Value: marker.Value, ObservedAt: timestamppb.New(now)})
 	}
 	p.Excluded = markRepeats(cands, p.Excluded, exSeq)
-	markConversations(cands)
-	markDuplicates(cands, bySHA, rules)
+	markConversations(cands, graph, intern)
+	markDuplicates(cands, copies, rules)
 
 	removed := make([]int64, len(req.Sources))
 	ops := map[svcv1.OperationClass]bool{svcv1.OperationClass_OPERATION_CLASS_DISCOVER: true}
@@ -254,53 +276,17 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	return p, nil
 }
 
-// markConversations keeps the owner's own mail and every thread they took part in: a message
-// filed in a sent folder, or from an address the owner sent from, marks its thread, and no
-// message of a marked thread is removable (one the judge called junk goes to review). Classes
-// the owner's rules gave are left alone.
-func markConversations(cands []candidate) {
-	own, threads := map[string]bool{}, map[string]bool{}
-	for i := range cands {
-		if c := &cands[i]; c.sent && !c.repeat {
-			if c.from != "" {
-				own[c.from] = true
-			}
-			if c.thread != "" {
-				threads[c.thread] = true
-			}
-		}
+// markDuplicates turns all but one object of each group of copies into duplicates (or, with
+// duplicateHandling review, every member into review): the same message delivered twice (the
+// same Message-ID from the same sender, across folders and sources, whatever headers the copies
+// gained on the way) or the same content (SHA-256). Objects the owner's rules preserve or
+// protect, and preserved (transactional) mail, keep their class; a preserved or protected
+// member is the one kept. A conversation's extra copies are duplicates: one copy stays.
+func markDuplicates(cands []candidate, copies map[copyKey][]int32, rules []rules) {
+	kept := func(c *candidate) bool {
+		return c.obj.StorageClass == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || (c.owner && c.obj.StorageClass == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE)
 	}
-	if len(own) == 0 {
-		return
-	}
-	for i := range cands {
-		c := &cands[i]
-		if c.from != "" && own[c.from] && c.thread != "" {
-			threads[c.thread] = true
-		}
-	}
-	for i := range cands {
-		c := &cands[i]
-		mine := c.sent || (c.from != "" && own[c.from])
-		if c.repeat || c.owner || c.kind == mailTransactional || c.kind == mailUnreadable || (!mine && (c.thread == "" || !threads[c.thread])) {
-			continue
-		}
-		switch {
-		case c.kind == mailJunk && !mine:
-			c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_REVIEW
-			c.obj.StorageClassReason = "review: " + strings.TrimPrefix(c.obj.StorageClassReason, "junk: ") + ", but in a thread you took part in"
-		default:
-			c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE
-			c.obj.StorageClassReason = conversationReason(mine)
-		}
-	}
-}
-
-// markDuplicates turns all but one object of each group of identical content into duplicates
-// (or, with duplicateHandling review, every member into review). Objects the policy preserves
-// or protects keep their class, and a preserved or protected member is the one kept.
-func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) {
-	for _, group := range bySHA {
+	for key, group := range copies {
 		group = slices.DeleteFunc(group, func(i int32) bool { return cands[i].repeat })
 		if len(group) < 2 {
 			continue
@@ -324,9 +310,13 @@ func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) 
 				}
 			}
 		}
+		why := "another copy of the same content (SHA-256) is kept"
+		if key.message {
+			why = "another copy of the same message (Message-ID) is kept"
+		}
 		for _, i := range group {
 			c := &cands[i]
-			if sc := c.obj.StorageClass; sc == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || sc == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE {
+			if kept(c) {
 				continue
 			}
 			switch {
@@ -335,7 +325,7 @@ func markDuplicates(cands []candidate, bySHA map[string][]int32, rules []rules) 
 				c.obj.StorageClassReason = "one of several copies (duplicateHandling review)"
 			case i != keep:
 				c.obj.StorageClass = svcv1.StorageClass_STORAGE_CLASS_DUPLICATE
-				c.obj.StorageClassReason = "another copy of the same content (SHA-256) is kept"
+				c.obj.StorageClassReason = why
 			}
 		}
 	}

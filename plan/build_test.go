@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/mail"
 	"svc.dev/svc/plan"
 )
 
@@ -155,6 +156,59 @@ func TestDuplicateHandling(t *testing.T) {
 	if got := classes(svcv1.DuplicateHandling_DUPLICATE_HANDLING_REVIEW); got["old"] != R || got["new"] != R || got["mid"] != R {
 		t.Errorf("review: %v", got)
 	}
+}
+
+// The same message delivered twice is a duplicate however its copies differ in bytes (a list
+// footer, other Received lines): by Message-ID and sender, across folders and sources, under
+// the policy's duplicateHandling. A reused Message-ID from another sender is not a copy, and a
+// conversation keeps one copy: the owner's sent one.
+func TestDuplicateMessagesByMessageID(t *testing.T) {
+	msg := func(id, sha, from, mid string, months int, containers ...string) plan.Object {
+		return message(from, "Re: the plan", map[string]string{mail.FactMessageID: mid}, func(o *plan.Object) {
+			o.ID, o.SHA256, o.Containers, o.To = id, sha, containers, []string{"me@home.example"}
+			o.ModifiedAt = now.AddDate(0, -months, 0)
+		})
+	}
+	a := source("src_01JD0000000000000000000000",
+		msg("inbox", "s1", "Ann <ann@x.example>", "m1@x.example", 5, "INBOX"),
+		msg("reused", "s9", "Bob <bob@y.example>", "m1@x.example", 4, "INBOX"),
+		msg("sent", "s4", "Me <me@home.example>", "m2@home.example", 6, "Sent"),
+		msg("self-copy", "s5", "Me <me@home.example>", "m2@home.example", 6, "INBOX"))
+	b := source("src_01JD0000000000000000000001",
+		msg("archive", "s2", "ann@x.example", "<m1@x.example>", 3, "Archive"),
+		msg("list-copy", "s3", "Ann <ann@x.example>", "m1@x.example", 1, "Lists"))
+	classes := func(h svcv1.DuplicateHandling) map[string]string {
+		req := request(&svcv1.SourcePolicy{DuplicateHandling: h.Enum()})
+		req.Sources = []plan.Source{a, b}
+		for i := range req.Sources {
+			req.Sources[i].Objects.(*pages).at = 0
+		}
+		p := build(t, req)
+		out := map[string]string{}
+		for _, o := range p.Objects {
+			out[o.ProviderObjectId] = strings.TrimPrefix(o.StorageClass.String(), "STORAGE_CLASS_") + ": " + o.StorageClassReason
+		}
+		return out
+	}
+	want := func(got map[string]string, id, prefix string) {
+		t.Helper()
+		if !strings.HasPrefix(got[id], prefix) {
+			t.Errorf("%s: %q, want %q", id, got[id], prefix)
+		}
+	}
+	got := classes(svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST)
+	want(got, "inbox", "REVIEW")
+	want(got, "archive", "DUPLICATE: another copy of the same message (Message-ID) is kept")
+	want(got, "list-copy", "DUPLICATE")
+	want(got, "reused", "REVIEW")
+	want(got, "sent", "PROTECTED_BY_RULE: conversation: you sent it")
+	want(got, "self-copy", "DUPLICATE")
+	got = classes(svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_NEWEST)
+	want(got, "list-copy", "REVIEW")
+	want(got, "inbox", "DUPLICATE")
+	got = classes(svcv1.DuplicateHandling_DUPLICATE_HANDLING_REVIEW)
+	want(got, "inbox", "REVIEW: one of several copies")
+	want(got, "list-copy", "REVIEW: one of several copies")
 }
 
 func TestIntents(t *testing.T) {

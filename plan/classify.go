@@ -183,7 +183,7 @@ func (r *rules) classify(o *Object, now time.Time) (class svcv1.StorageClass, re
 		return svcv1.StorageClass_STORAGE_CLASS_REVIEW, "smaller than minSizeBytes: not worth removing", v, true
 	}
 	switch v.kind {
-	case mailUnreadable, mailConflict:
+	case mailUnreadable, mailConflict, mailStranger:
 		return svcv1.StorageClass_STORAGE_CLASS_REVIEW, v.reason, v, false
 	case mailConversation:
 		return svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE, v.reason, v, false

@@ -16,18 +16,26 @@ type mailKind uint8
 
 const (
 	mailUnknown       mailKind = iota // no judgement: the general rules decide (notifications, alerts)
-	mailConversation                  // people writing to each other: never removable by default
+	mailConversation                  // people writing to each other, shown by the mailbox: never removable by default
 	mailTransactional                 // receipts, orders, statements, security notices: preserve
 	mailMarketing                     // bulk marketing and newsletters: promotional
 	mailJunk                          // spam: removable
 	mailConflict                      // signals disagree: review
 	mailUnreadable                    // nothing could be read: review
+	mailStranger                      // looks like a person's mail, no evidence the owner knows them: review
 )
 
-// verdict is a message's kind and why.
+// verdict is a message's kind and why, before the mailbox's evidence is weighed
+// (markConversations).
 type verdict struct {
 	kind   mailKind
 	reason string
+	// person is set for unsolicited mail that looks like a person's: its class depends on
+	// whether the mailbox shows the owner knows the sender.
+	person bool
+	// junk and junkWhy are the junk signals of a stranger's mail (mailStranger).
+	junk    int
+	junkWhy string
 }
 
 // Folder and label names providers use for spam and for the owner's sent mail (Maildir++
@@ -62,7 +70,7 @@ func inFolder(o *Object, names []string) string {
 
 // Sending platforms by what they mostly send.
 var (
-	discussionPlatforms = []string{"mailman", "google-groups", "groups.io", "discourse"}
+	discussionPlatforms = []string{"mailman", "google-groups", "groups.io", "discourse", "yahoo-groups", "mailing-list"}
 	codeHostPlatforms   = []string{"github", "gitlab", "gitea", "bugzilla", "jira"}
 	marketingPlatforms  = []string{"mailchimp", "klaviyo", "hubspot", "salesforce-marketing-cloud", "campaign", "substack"}
 	bulkPlatforms       = []string{"sendgrid", "mailgun", "amazon-ses"} // marketing and transactional alike
@@ -171,7 +179,11 @@ var (
 		"lucky winner", "you are our lucky", "click here now", "click here immediately", "click below", "limited spots",
 		"spots left", "congratulations! you", "congratulations, you", "irs notice", "customs fee", "delivery attempt failed",
 		"package is on hold", "package was held", "investment opportunity", "double your", "passive income", "adult content",
-		"xxx", "earns $", "per day without", "без вложений", "заработок")
+		"xxx", "earns $", "per day without", "без вложений", "заработок",
+		// Bulk mailers' own words: removal instructions and the claim not to be spam.
+		"click here", "to be removed", "be removed from", "removal instructions", "remove me", "this is not spam",
+		"this is not a spam", "not unsolicited", "opt-out", "mortgage rate", "lowest rate", "refinance", "debt free",
+		"credit card debt", "enlarge", "herbal", "no obligation")
 	freemail = []string{"gmail.com", "yahoo.com", "hotmail.com", "outlook.com", "aol.com", "mail.ru", "yandex.ru", "proton.me", "protonmail.com", "gmx.com", "icloud.com", "live.com", "qq.com", "163.com"}
 )
 
@@ -313,7 +325,7 @@ func (s *signals) String() string { return strings.Join(s.why, ", ") }
 func judgeMail(o *Object, scratch *[]string) verdict {
 	f := o.Facts
 	if why := f[mail.FactUnreadable]; why != "" {
-		return verdict{mailUnreadable, "unreadable: " + why + "; listed so you can look at it"}
+		return verdict{kind: mailUnreadable, reason: "unreadable: " + why + "; listed so you can look at it"}
 	}
 	from := address(o.From)
 	local, domain := localPart(from), domainOf(from)
@@ -330,12 +342,13 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	auto := f[mail.FactAutoSubmit]
 	role := isRole(local)
 
-	// The provider or a spam filter already said spam.
+	// The provider or a spam filter already said spam (decided below, once it is known whether
+	// the message came through a list the owner receives).
+	said := ""
 	if c := inFolder(o, spamFolders); c != "" {
-		return verdict{mailJunk, "junk: the provider filed it as spam (" + c + ")"}
-	}
-	if v := f[mail.FactSpam]; v != "" {
-		return verdict{mailJunk, "junk: a spam filter marked it (" + v + ")"}
+		said = "the provider filed it as spam (" + c + ")"
+	} else if v := f[mail.FactSpam]; v != "" {
+		said = "a spam filter marked it (" + v + ")"
 	}
 
 	var junk, trans, mkt signals
@@ -353,6 +366,12 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	}
 	if shouting(o.Subject) {
 		junk.add(1, "subject in capitals or with !!!")
+	}
+	if paddedTag(o.Subject) {
+		junk.add(1, "the subject is padded with spaces before a tag")
+	}
+	if shouting(truncateRunes(o.Snippet, 200)) {
+		junk.add(1, "the text starts in capitals")
 	}
 	if rt := f[mail.FactReplyTo]; rt != "" && domain != "" && domainOf(strings.ToLower(rt)) != domain &&
 		slices.Contains(freemail, domainOf(strings.ToLower(rt))) && !slices.Contains(freemail, domain) {
@@ -414,60 +433,90 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 		mkt.add(1, "sent from a newsletter or marketing address")
 	}
 
-	// Conversation: a discussion list, a code-host thread someone wrote in, or a person.
+	// Conversation is a fact about the mailbox, not an appearance. The message's own headers
+	// can show one thing: that it came through a discussion list the owner receives (List-Id
+	// with the list's own headers), or a code-host thread people write in. Whether the owner
+	// wrote to the sender or in the thread is settled across the whole plan (markConversations);
+	// until then a message that merely looks like a person's is a stranger's.
 	conv := ""
 	switch p := hasAny(codeHostPlatforms, platforms); {
 	case discussion:
-		conv = "conversation: a discussion list that accepts posts"
-		if id := strings.TrimSpace(o.ListID); id != "" {
-			conv += " (" + listName(id) + ")"
+		conv = "conversation: a discussion list you receive (" + listLabel(o.ListID, listPost, platforms) + ")"
+	case p != "" && f[mail.FactReplyTo] != "" && o.ListID != "":
+		conv = "conversation: a " + p + " thread people write in (" + listName(o.ListID) + ")"
+	}
+	switch {
+	case said != "" && conv != "":
+		// Spam posted to a list the owner receives: the list is the mailbox's evidence, so it
+		// is never removable; the owner decides.
+		return verdict{kind: mailConflict, reason: "review: " + said + ", but " + strings.TrimPrefix(conv, "conversation: ")}
+	case said != "":
+		return verdict{kind: mailJunk, reason: "junk: " + said}
+	}
+	// Unsolicited: nothing says the owner asked for it (no list, no unsubscribe, no sending
+	// platform, not an automated notice). Only such mail is judged on its sender's identity
+	// and shape, which bulk senders and lists legitimately vary.
+	unsolicited := conv == "" && !discussion && o.ListID == "" && o.ListUnsubscribe == "" && auto == "" &&
+		f[mail.FactPlatform] == "" && precedence != "bulk" && precedence != "list"
+	if unsolicited && from != "" {
+		if rp := strings.ToLower(f[mail.FactReturnPath]); rp != "" && domain != "" && !sameOrg(domainOf(rp), domain) {
+			junk.add(1, "the envelope sender (Return-Path) is another domain than From")
 		}
-	case p != "" && f[mail.FactReplyTo] != "":
-		conv = "conversation: a " + p + " thread people write in (you can reply)"
-	case p != "":
-		// A code host's automated notice (builds, releases): no judgement.
-	case !role && auto == "" && precedence == "" && o.ListUnsubscribe == "" && o.ListID == "" &&
-		hasAny(marketingPlatforms, platforms) == "" && hasAny(bulkPlatforms, platforms) == "" && from != "":
-		conv = "conversation: a person wrote to you"
-		if f[mail.FactInReplyTo] != "" || strings.HasPrefix(subject, "re:") || strings.HasPrefix(subject, "aw:") {
-			conv = "conversation: a person's reply in a thread"
+		if rt := strings.ToLower(f[mail.FactReplyTo]); rt != "" && domain != "" && !sameOrg(domainOf(rt), domain) {
+			junk.add(1, "replies go to another domain than the sender's")
+		}
+		if f[mail.FactHTMLOnly] != "" {
+			junk.add(1, "HTML only, no plain text")
+		}
+		if len(o.To) == 0 && len(o.Cc) == 0 {
+			junk.add(1, "addressed to no one (hidden recipients)")
 		}
 	}
+	person := unsolicited && !role && precedence == "" && from != ""
 
 	switch {
-	case conv != "" && junk.score >= 4:
-		return verdict{mailJunk, "junk: " + junk.String()}
 	case conv != "" && junk.score >= 2:
-		return verdict{mailConflict, "review: looks like a person's mail but " + junk.String()}
-	case conv != "" && (trans.score >= 4 || (trans.score >= 3 && f[mail.FactInReplyTo] == "")):
-		// People write about invoices and contracts; it takes the document itself (an
-		// attachment, amounts) to make a person's mail a record.
-		return verdict{mailTransactional, "transactional: " + trans.String() + " (from a person)"}
+		return verdict{kind: mailConflict, reason: "review: " + strings.TrimPrefix(conv, "conversation: ") + ", but " + junk.String()}
+	case conv != "" && trans.score >= 4:
+		return verdict{kind: mailTransactional, reason: "transactional: " + trans.String() + " (on a list)"}
 	case conv != "":
-		return verdict{mailConversation, conv}
+		return verdict{kind: mailConversation, reason: conv}
+	case person && trans.score >= 2 && junk.score < 2:
+		return verdict{kind: mailTransactional, reason: "transactional: " + trans.String() + " (from a person)", person: true}
+	case person && junk.score >= 2:
+		return verdict{kind: mailJunk, reason: "junk: unsolicited, from someone you never wrote to, " + junk.String(), person: true}
+	case person:
+		return verdict{kind: mailStranger, reason: "review: looks like a person's mail, but you never wrote to the sender or in the thread", person: true,
+			junk: junk.score, junkWhy: junk.String()}
 	case trans.score >= 2 && junk.score >= 4:
-		return verdict{mailJunk, "junk: " + junk.String() + " (posing as a notice)"}
+		return verdict{kind: mailJunk, reason: "junk: " + junk.String() + " (posing as a notice)"}
 	case trans.score >= 2 && junk.score >= 2:
-		return verdict{mailConflict, "review: reads as a receipt or notice but " + junk.String()}
+		return verdict{kind: mailConflict, reason: "review: reads as a receipt or notice but " + junk.String()}
 	case trans.score >= 2 && mkt.score >= trans.score+3:
-		return verdict{mailConflict, "review: reads as a receipt or notice but also as marketing (" + mkt.String() + ")"}
+		return verdict{kind: mailConflict, reason: "review: reads as a receipt or notice but also as marketing (" + mkt.String() + ")"}
 	case trans.score >= 2:
-		return verdict{mailTransactional, "transactional: " + trans.String()}
+		return verdict{kind: mailTransactional, reason: "transactional: " + trans.String()}
 	case junk.score >= 3:
-		return verdict{mailJunk, "junk: " + junk.String()}
+		return verdict{kind: mailJunk, reason: "junk: " + junk.String()}
 	case mkt.score >= 3 && junk.score >= 2:
-		return verdict{mailJunk, "junk: bulk mail with " + junk.String()}
+		return verdict{kind: mailJunk, reason: "junk: bulk mail with " + junk.String()}
 	case mkt.score >= 3:
 		// List-Unsubscribe alone says bulk, not marketing: every bulk sender must offer it now,
 		// notifications included. Marketing takes one more sign.
-		return verdict{mailMarketing, "marketing: " + mkt.String()}
+		return verdict{kind: mailMarketing, reason: "marketing: " + mkt.String()}
 	case junk.score >= 2:
-		return verdict{mailConflict, "review: some marks of spam (" + junk.String() + ")"}
+		return verdict{kind: mailConflict, reason: "review: some marks of spam (" + junk.String() + ")"}
 	case trans.score == 1:
 		// A hint of a record is enough to keep a message from being removed for its age.
-		return verdict{mailConflict, "review: may be a receipt or account notice (" + trans.String() + ")"}
+		return verdict{kind: mailConflict, reason: "review: may be a receipt or account notice (" + trans.String() + ")"}
 	}
-	return verdict{mailUnknown, ""}
+	return verdict{}
+}
+
+// sameOrg reports whether two domains belong to one organisation: equal, or one's registrable
+// part the other's.
+func sameOrg(a, b string) bool {
+	return a == b || registrable(a) == registrable(b)
 }
 
 // marketingLabels are provider labels for marketing mail (Gmail's promotions category, folders
@@ -492,6 +541,29 @@ func shouting(s string) bool {
 	return letters >= 12 && upper*10 >= letters*8
 }
 
+// paddedTag reports a subject with a run of five or more spaces before a last word: bulk mailers
+// pad a per-recipient tag out of sight ("Your rate is approved          QEEB").
+func paddedTag(s string) bool {
+	s = strings.TrimRight(s, " \t")
+	i := strings.LastIndexAny(s, " \t") // the space before the last word
+	j := i
+	for j > 0 && (s[j-1] == ' ' || s[j-1] == '\t') {
+		j--
+	}
+	return i >= 0 && i-j+1 >= 5 && strings.TrimSpace(s[:j]) != "" && len(s)-i-1 <= 12
+}
+
+// truncateRunes cuts s to at most n bytes at a rune boundary.
+func truncateRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // registrable approximates a domain's registrable part: its last two labels ("mail.shop.example"
 // -> "shop.example").
 func registrable(d string) string {
@@ -502,18 +574,28 @@ func registrable(d string) string {
 	return strings.Join(parts[len(parts)-2:], ".")
 }
 
+// listLabel names a list: its List-Id, else the address List-Post gives, else its manager.
+func listLabel(listID, listPost string, platforms []string) string {
+	if id := strings.TrimSpace(listID); id != "" {
+		return listName(id)
+	}
+	if i := strings.Index(listPost, "mailto:"); i >= 0 {
+		a := listPost[i+len("mailto:"):]
+		if j := strings.IndexAny(a, ">?,; "); j >= 0 {
+			a = a[:j]
+		}
+		return a
+	}
+	if p := hasAny(discussionPlatforms, platforms); p != "" {
+		return p
+	}
+	return "a list"
+}
+
 // listName returns the list's id from a List-Id value ("Dev talk <dev.lists.example.org>").
 func listName(v string) string {
 	if i := strings.LastIndexByte(v, '<'); i >= 0 {
 		return strings.TrimSuffix(v[i+1:], ">")
 	}
 	return v
-}
-
-// conversationReason says why a message in a thread the owner wrote in is a conversation.
-func conversationReason(sent bool) string {
-	if sent {
-		return "conversation: you sent it"
-	}
-	return "conversation: a thread you took part in"
 }

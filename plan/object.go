@@ -26,7 +26,10 @@ type Object struct {
 	Shared     bool
 
 	// Mail headers, for messages.
-	From                string
+	From string
+	// To and Cc are the recipients' addresses. Only those of the owner's own mail are kept
+	// while planning: they are the owner's correspondents.
+	To, Cc              []string
 	Subject             string
 	ListID              string
 	ListUnsubscribe     string
@@ -69,6 +72,9 @@ type Source struct {
 	Policy *svcv1.SourcePolicy
 	// Quota is the source's storage use, when known.
 	Quota *Quota
+	// Addresses are the account's own mail addresses, when known: mail from them is the owner's,
+	// and mail they sent makes its recipients correspondents (docs/plans.md).
+	Addresses []string
 	// CanTrash and CanWrite say whether the provider can trash objects and store content.
 	CanTrash, CanWrite bool
 	Objects            Objects

@@ -58,14 +58,33 @@ func newCorpusCmd() *cobra.Command {
 		},
 	}
 	var timing, explain int
+	var labels, spamdAddr string
 	bench := &cobra.Command{
-		Use:   "bench",
-		Short: "Plan over the corpus and print per-class precision and recall, what plans would trash, and planning time",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
+		Use:   "bench [--labels FILE PATH]",
+		Short: "Plan over the generated corpus, or a labelled Maildir or mbox tree, and print what plans would remove",
+		Long: `Without --labels: generates the labelled corpus, plans over it and prints per-class precision
+and recall, what plans would trash, and planning time.
+
+With --labels FILE PATH: lists PATH (Maildirs and mbox files, as vendor_d_local lists them), plans
+over it and prints per source and label the share of messages each plan would remove, against the
+targets (discussion and transactional <= 5%, junk >= 60%), and how many removable messages have
+conversation evidence (target 0). FILE has one line per message: ID<TAB>LABEL[<TAB>SOURCE].`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if labels != "" {
+				if len(args) != 1 {
+					return fmt.Errorf("--labels needs the PATH of the Maildir or mbox tree")
+				}
+				return runRealBench(c.Context(), c.OutOrStdout(), labels, args[0], explain, spamdAddr)
+			}
+			if len(args) > 0 {
+				return fmt.Errorf("PATH needs --labels")
+			}
 			return runCorpusBench(c.Context(), c.OutOrStdout(), seed, n, timing, explain)
 		},
 	}
+	bench.Flags().StringVar(&spamdAddr, "spamd", "", "with --labels: ask SpamAssassin's spamd at HOST:PORT (the spamc protocol) for a verdict on every message (about 6 messages/s)")
+	bench.Flags().StringVar(&labels, "labels", "", "labels file for a real mailbox at PATH (ID<TAB>LABEL[<TAB>SOURCE] a line)")
 	for _, sub := range []*cobra.Command{gen, bench} {
 		sub.Flags().IntVar(&n, "n", 6000, "messages")
 		sub.Flags().Uint64Var(&seed, "seed", 1, "generator seed")

@@ -45,7 +45,7 @@ func Object(o *providers.Object) plan.Object {
 		SizeBytes: o.SizeBytes, SHA256: o.SHA256, Containers: o.Containers, CreatedAt: o.CreatedAt, ModifiedAt: o.ModifiedAt,
 		Starred: o.Starred, Shared: o.Shared}
 	if m := o.Message; m != nil {
-		po.From, po.Subject, po.ListID = m.From, m.Subject, m.ListID
+		po.From, po.To, po.Cc, po.Subject, po.ListID = m.From, m.To, m.Cc, m.Subject, m.ListID
 		po.ListUnsubscribe, po.ListUnsubscribePost = m.ListUnsubscribe, m.ListUnsubscribePost
 		po.ThreadID, po.Snippet, po.Facts = m.ThreadID, m.Snippet, o.Metadata
 		if po.ModifiedAt.IsZero() {

@@ -10,12 +10,14 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"svc.dev/svc/internal/corpus"
+	"svc.dev/svc/mail"
 	"svc.dev/svc/providers"
 )
 
@@ -117,8 +119,22 @@ func generate(seed uint64, files bool, i int, epoch time.Time) providers.Object 
 		generateFile(&o, &r, &own)
 	} else {
 		generateMail(&o, &r, created, seed, orig)
+		// Each message has its own Message-ID, which its duplicates share: the same message
+		// delivered twice, the second copy also filed in another folder, as a plan's duplicate
+		// detection meets it in a real mailbox. (A message drawn from the corpus pool, which
+		// other messages draw from too, is listed under this id, not the pool message's own,
+		// so that only real duplicates share one.)
+		o.Metadata[mail.FactMessageID] = messageID(seed, orig)
+		if orig != i {
+			o.Containers = append(slices.Clone(o.Containers), "Archive")
+		}
 	}
 	return o
+}
+
+// messageID is the Message-ID of generated message orig (without angle brackets).
+func messageID(seed uint64, orig int) string {
+	return fmt.Sprintf("%d.%d@simulated.example", seed, orig)
 }
 
 func generateFile(o *providers.Object, r, own *rng) {
@@ -325,8 +341,8 @@ func newContent(seed uint64, files bool, i int, epoch time.Time, o providers.Obj
 		}
 		h := og.Message
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%d.%d@simulated.example>\r\n",
-			h.From, strings.Join(h.To, ", "), h.Subject, h.Date.Format(time.RFC1123Z), seed, orig)
+		fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%s>\r\n",
+			h.From, strings.Join(h.To, ", "), h.Subject, h.Date.Format(time.RFC1123Z), messageID(seed, orig))
 		if h.ListUnsubscribe != "" {
 			fmt.Fprintf(&b, "List-Id: %s\r\nList-Unsubscribe: %s\r\n", h.ListID, h.ListUnsubscribe)
 		}
