@@ -57,13 +57,18 @@ func (s *Server) getTrial(ctx context.Context, req *svcv1.GetTrialRequest) (*svc
 	return s.scope(callerFrom(ctx)).Trial(ctx, req.GetId())
 }
 
-// decideTrial records keep, stop or remind on a trial (spec #20).
+// decideTrial records keep, stop or remind on a trial (spec #20); stop answers the plan_id of
+// its plan of intent unsubscribe.
 func (s *Server) decideTrial(ctx context.Context, req *svcv1.DecideTrialRequest) (*svcv1.TrialDecisionResult, error) {
 	o, err := s.scope(callerFrom(ctx)).DecideTrial(ctx, req.GetId(), req.GetDecision(), req.GetRemindAt().AsTime())
 	if err != nil {
 		return nil, err
 	}
-	return &svcv1.TrialDecisionResult{Trial: o.Trial, Action: o.Action}, nil
+	res := &svcv1.TrialDecisionResult{Trial: o.Trial, Action: o.Action}
+	if o.PlanID != "" {
+		res.PlanId = &o.PlanID
+	}
+	return res, nil
 }
 
 // ScanIntel scans a tenant's connected mail with the intel detectors now, as a job of kind
