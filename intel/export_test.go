@@ -10,3 +10,6 @@ func Extracts(d *mail.Document) bool { return extract(d, "x", "", isFreemail) !=
 
 // MayState exposes mayState.
 var MayState = mayState
+
+// SaysNothing exposes saysNothing.
+var SaysNothing = saysNothing
