@@ -127,6 +127,9 @@ type Meter struct {
 	LimitCents *int64 `json:"-"`
 	// Plan is the plan name last seen, for explanations.
 	Plan string `json:"-"`
+	// Rule is the evidence pattern the trap (or its absence) rests on; Confidence is its
+	// measured precision (RuleConfidence).
+	Rule Rule `json:"-"`
 }
 
 // TrialStatus is what became of a trial.
