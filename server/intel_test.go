@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/server"
 )
@@ -139,4 +140,44 @@ func TestTrialStopOverREST(t *testing.T) {
 		t.Fatalf("Penly's plan: %v", penly)
 	}
 	checkProblem(t, e.do("POST", "/v1/intel/trials/"+ids["Penly"]+"/decision"+cx, `{"decision":"remind"}`, e.key()...), 400, "validation_failed")
+}
+
+// A live tenant's scan that read mail is metered: one intelligence operation for each
+// application whose live connection to the user grants monitor; a test tenant's scan, or one
+// that read nothing new, is not.
+func TestIntelScanMeteredInLiveMode(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.IntelScanEvery = -1 })
+	ctx := context.Background()
+	live := platform.Tenant{Owner: e.creds.UserID, Mode: platform.ModeLive}
+	if _, err := e.srv.Developers().Connect(ctx, e.creds.ApplicationID, e.creds.UserID, platform.ModeLive,
+		platform.Grant{OperationClasses: []string{"discover", "monitor"}}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for _, sub := range []string{"cur", "new", "tmp"} {
+		os.MkdirAll(filepath.Join(root, sub), 0o700)
+	}
+	os.WriteFile(filepath.Join(root, "cur", "1.r:2,S"), []byte("From: Acme Cloud <billing@mail.acme.example>\nTo: ann@example.com\nSubject: Your receipt\n"+
+		"Date: Mon, 3 Aug 2026 10:00:00 +0000\nMessage-ID: <r1@acme.example>\n\nDeveloper plan (monthly): $20.00\nAmount charged: $20.00\n"), 0o600)
+	if _, err := e.srv.ConnectSource(ctx, live, server.SourceSpec{Provider: providers.VendorDLocal,
+		Config: providers.Config{"root": root}, Kind: "mail", DisplayName: "Mail"}); err != nil {
+		t.Fatal(err)
+	}
+	metered := func(tn platform.Tenant) float64 {
+		t.Helper()
+		j, err := e.srv.ScanIntel(ctx, tn)
+		if err != nil || j.GetStatus().String() != "JOB_STATUS_SUCCEEDED" {
+			t.Fatalf("scan job: %v, %v", j, err)
+		}
+		return j.GetResult().GetFields()["metered"].GetNumberValue()
+	}
+	if n := metered(live); n != 1 {
+		t.Fatalf("live scan: %v operations metered, want 1", n)
+	}
+	if n := metered(live); n != 0 {
+		t.Fatalf("a live rescan with nothing new: %v operations metered, want 0", n)
+	}
+	if n := metered(e.userTestTenant()); n != 0 {
+		t.Fatalf("test scan: %v operations metered, want 0", n)
+	}
 }
