@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,38 @@ func TestCreatorRevenue(t *testing.T) {
 	}
 	if items, _ := sv.RevenueItems(ctx, creator.ItemFilter{}); len(items) != 0 {
 		t.Fatalf("%d items left after the source was deleted", len(items))
+	}
+}
+
+// The tenants a host reconciles on a schedule are those with revenue sources: a tenant is
+// listed once it has one, and dropped once it has none left.
+func TestCreatorTenants(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sv, err := svc.OpenMemory(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	if ts, err := sv.CreatorTenants(ctx); err != nil || len(ts) != 0 {
+		t.Fatalf("before any source: %v, %v", ts, err)
+	}
+	src, err := sv.CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.KindStatement, Label: "Patreonish"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := svc.Tenant{Owner: "usr_01JZ0000000000000000000001", Mode: "test"}
+	if _, err := sv.Tenant(other).CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.KindStatement, Label: "Other"}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := sv.CreatorTenants(ctx)
+	if err != nil || len(ts) != 2 || !slices.Contains(ts, svc.DefaultTenant) || !slices.Contains(ts, other) {
+		t.Fatalf("with sources: %v, %v", ts, err)
+	}
+	if err := sv.DeleteCreatorSource(ctx, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := sv.CreatorTenants(ctx); err != nil || len(ts) != 1 || ts[0] != other {
+		t.Fatalf("after the default tenant's source went: %v, %v", ts, err)
 	}
 }
