@@ -68,6 +68,22 @@ func (s *Scope) CreateCreatorSource(ctx context.Context, req creator.CreateReque
 	return src, nil
 }
 
+// ConnectCreatorInbox makes a connected mail source a revenue source of kind inbox (payout,
+// statement and remittance mail, sponsor invoices), labelled label; when one already reads that
+// mail source, it is returned instead. The next reconcile reads the mail.
+func (s *Scope) ConnectCreatorInbox(ctx context.Context, mailSourceID, label string) (*creator.Source, error) {
+	srcs, err := s.CreatorSources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range srcs {
+		if src.Kind == creator.KindInbox && src.MailSourceID == mailSourceID {
+			return src, nil
+		}
+	}
+	return s.CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.KindInbox, Label: label, SourceID: mailSourceID})
+}
+
 // CreatorSources lists the tenant's revenue sources, without credentials.
 func (s *Scope) CreatorSources(ctx context.Context) ([]*creator.Source, error) {
 	svc, st, err := s.creatorService()
