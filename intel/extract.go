@@ -226,7 +226,9 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if dom == "" || freemail(dom) {
 		return nil // a person (a forward from a person's mailbox is the original sender's)
 	}
-	text := subject + "\n" + body
+	// Facts are read from the first 16 KiB of text (below): nothing past it is looked at, so
+	// a newsletter's 64 KiB is not lowercased and searched whole.
+	text := firstN(subject+"\n"+body, 16<<10)
 	ltext := strings.ToLower(text)
 	replyTo := d.ReplyTo
 	if len(d.Forwarded) > 0 && forwarded {
