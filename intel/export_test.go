@@ -10,6 +10,3 @@ func Extracts(d *mail.Document) bool { return extract(d, "x", "", isFreemail) !=
 
 // MayState exposes mayState.
 var MayState = mayState
-
-// SaysNothing exposes saysNothing.
-var SaysNothing = saysNothing

@@ -97,8 +97,8 @@ func (s *Scanner) Scan(ref string, r io.Reader) error {
 		br.Reset(nil)
 		peekers.Put(br)
 	}()
-	head, err := br.Peek(br.Size())
-	if quickSkip(head) || (err != nil && saysNothing(head)) { // err: all of the message is in head
+	head, _ := br.Peek(br.Size())
+	if quickSkip(head) {
 		s.stats.Messages++
 		return nil
 	}
@@ -165,120 +165,6 @@ func quickSkip(raw []byte) bool {
 	}
 	return false
 }
-
-// telling are the words (lowercase) one of which a message extract keeps anything of (a bill, a
-// trial, a cancellation, a plan, seat or credit notice, a notice of the user's activity) must
-// contain, once decoded: the parts' hints, and the words of cancellations, notices and activity
-// that its subject alone can carry.
-var telling = func() [][]byte {
-	var out [][]byte
-	seen := map[string]bool{}
-	add := func(ws ...string) {
-		for _, w := range ws {
-			if !seen[w] {
-				seen[w] = true
-				out = append(out, []byte(w))
-			}
-		}
-	}
-	for _, h := range hints {
-		add(string(h))
-	}
-	add("trial")
-	add(noticeWords...)
-	add(reCancel.keys...)
-	add(reActivity.keys...)
-	return out
-}()
-
-// encoded are what, in a message's raw bytes, may decode to other text: transfer encodings
-// other than quoted-printable (which saysNothing decodes), encoded words, character
-// references, and the 7-bit charsets that are not ASCII.
-var encoded = [][]byte{[]byte("base64"), []byte("=?"), []byte("&#"), []byte("&pound"),
-	[]byte("utf-7"), []byte("utf-16"), []byte("utf-32"), []byte("hz-gb"), []byte("uuencode")}
-
-// saysNothing reports whether a whole message, raw, can be passed over unread: nothing in it is
-// encoded but as quoted-printable, which it decodes; once decoded it is plain ASCII (no byte
-// over 0x7f, no NUL, no escape: under any ASCII-compatible charset it is its own text); and
-// none of the telling words appear. Such a message would be read to no text part (each part
-// lacks the hints) and extract would keep nothing of its subject; reading it is most of a
-// scan's cost in a mailbox of newsletters and notifications.
-func saysNothing(raw []byte) bool {
-	// The commonest reasons to read a message first, found without copying it: a sum in
-	// dollars, a part in base64.
-	if bytes.IndexByte(raw, '$') >= 0 || bytes.Contains(raw, []byte("base64")) || bytes.Contains(raw, []byte("Base64")) || bytes.Contains(raw, []byte("BASE64")) {
-		return false
-	}
-	bp := lowers.Get().(*[]byte)
-	defer lowers.Put(bp)
-	low := (*bp)[:0]
-	for _, c := range raw {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		low = append(low, c)
-	}
-	*bp = low
-	for _, w := range encoded {
-		if bytes.Contains(low, w) {
-			return false
-		}
-	}
-	if bytes.Contains(low, []byte("quoted-printable")) {
-		low = unquote(low)
-	}
-	for _, c := range low {
-		if c >= 0x80 || c == 0 || c == 0x1b {
-			return false
-		}
-	}
-	for _, w := range telling {
-		if bytes.Contains(low, w) {
-			return false
-		}
-	}
-	return true
-}
-
-// unquote decodes quoted-printable in place (lowercase hex, as saysNothing has lowered it):
-// "=" and two hex digits is that byte, "=" at a line's end joins the lines. Applied to a
-// whole message, header and all, it may mangle a header's "=" parameters, which no telling
-// word is in.
-func unquote(b []byte) []byte {
-	out := b[:0]
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != '=' {
-			out = append(out, c)
-			continue
-		}
-		switch {
-		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
-			i += 2
-		case i+1 < len(b) && b[i+1] == '\n':
-			i++
-		case i+2 < len(b) && unhex(b[i+1]) >= 0 && unhex(b[i+2]) >= 0:
-			out = append(out, byte(unhex(b[i+1])<<4|unhex(b[i+2])))
-			i += 2
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	}
-	return -1
-}
-
-// lowers are the buffers saysNothing lowercases a message into, reused.
-var lowers = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
 
 // field returns the value of a header field in a lowercased header block, unfolded lines not
 // included ("" when absent).
