@@ -252,9 +252,10 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	// What kind of mail it is shows near its start: classify on the first 8 KiB (a
 	// newsletter's text runs to 64 KiB); facts are read from every line below.
 	ctext, cl := firstN(text, 8<<10), firstN(ltext, 8<<10)
-	if reBank.in(ctext, cl) || reSplit.in(ctext, cl) || reScam.in(ctext, cl) {
-		return nil
-	}
+	// Bank mail, people splitting costs and scams are nobody's subscription: asked only of a
+	// message that would otherwise be kept (most mail is dropped by the checks below first,
+	// and these three are the dearest).
+	notTheUsers := func() bool { return reBank.in(ctext, cl) || reSplit.in(ctext, cl) || reScam.in(ctext, cl) }
 	charge := reCharge.in(ctext, cl)
 	trialStart := reTrialStart.in(ctext, cl)
 	cancelled := reCancel.in(ctext, cl)
@@ -265,7 +266,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	trialNotice := reTrialNotice.in(ctext, cl)
 	notice := reAutoUpgrade.in(ctext, cl) || reSelfChange.in(ctext, cl) || reSeatsAdded.in(ctext, cl) || reCreditsOut.in(ctext, cl)
 	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		if promo || !reActivity.in(ctext, cl) {
+		if promo || !reActivity.in(ctext, cl) || notTheUsers() {
 			return nil
 		}
 		o.Activity = true
@@ -274,10 +275,13 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !reYours.in(ctext, cl) {
 		// Neither a bill nor a trial, cancellation or plan notice, and not addressed to the
 		// user's account: prices in an article or a newsletter are about other people.
-		if !promo && reActivity.in(ctext, cl) {
+		if !promo && reActivity.in(ctext, cl) && !notTheUsers() {
 			o.Activity = true
 			return o
 		}
+		return nil
+	}
+	if notTheUsers() {
 		return nil
 	}
 	o.Recurring = reRecurring.in(ctext, cl)
