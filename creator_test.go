@@ -205,7 +205,8 @@ func TestSimulatedMailboxBillingAndPayouts(t *testing.T) {
 	for _, a := range as {
 		kinds[a.GetKind()]++
 	}
-	if kinds[svcv1.AnomalyKind_ANOMALY_KIND_LATE_PAYOUT] != 1 || kinds[svcv1.AnomalyKind_ANOMALY_KIND_MISSING_PAYOUT_PERIOD] != 1 || len(as) != 2 {
-		t.Errorf("anomalies: %v, want one late payout and one missing payout period (the mailbox's noise makes none)", kinds)
+	if kinds[svcv1.AnomalyKind_ANOMALY_KIND_LATE_PAYOUT] != 1 || kinds[svcv1.AnomalyKind_ANOMALY_KIND_MISSING_PAYOUT_PERIOD] != 1 ||
+		kinds[svcv1.AnomalyKind_ANOMALY_KIND_SPONSOR_OVERDUE] != 1 || len(as) != 3 {
+		t.Errorf("anomalies: %v, want one late payout, one missing payout period and one overdue sponsor invoice (the mailbox's noise makes none)", kinds)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"svc.dev/svc/internal/corpus"
 	"svc.dev/svc/providers"
 )
 
@@ -21,6 +22,11 @@ import (
 // source's epoch. The messages sit at fixed places among the first 1,000 objects of a mail
 // source (every 11th from the 8th), so a mailbox of 800 objects or more holds all of them, a
 // smaller one the first few; duplicates of them copy them whole.
+
+// owner is the mailbox owner's address in this mail: the corpus's owner, since most of a
+// simulated mailbox is drawn from the corpus (a creator's own address is the one most of
+// their mail is sent to).
+const owner = corpus.Owner
 
 // billingFirst and billingEvery place the billing messages among a source's objects.
 const (
@@ -141,7 +147,7 @@ func billingMail(epoch time.Time) []mailSpec {
 	monthName := func(t time.Time) string { return t.Format("January 2006") }
 	var out []mailSpec
 	add := func(from, subject string, date time.Time, folder, headers, body string) {
-		out = append(out, mailSpec{from: from, to: self, subject: subject, date: date, folder: folder, headers: headers, body: body})
+		out = append(out, mailSpec{from: from, to: owner, subject: subject, date: date, folder: folder, headers: headers, body: body})
 	}
 
 	// Cloudhost: a developer plan of $20.00 a month; the last bill carries an overage.
@@ -209,9 +215,9 @@ func billingMail(epoch time.Time) []mailSpec {
 	}
 	// A sponsor invoice the creator sent, unpaid past its terms.
 	sent := month(2, 10)
-	out = append(out, mailSpec{from: "Sim Creator <" + self + ">", to: "Accounts Payable <ap@brandco.example>", subject: "Invoice INV-2041 for the September sponsorship",
+	out = append(out, mailSpec{from: "Sam Rivera <" + owner + ">", to: "Accounts Payable <ap@brandco.example>", subject: "Invoice INV-2041 for the September sponsorship",
 		date: sent, folder: "Sent",
-		body: fmt.Sprintf("Hello,\n\nPlease find invoice INV-2041 for the sponsored video.\nInvoice number: INV-2041\nInvoice date: %s\nAmount due: $2,500.00\nPayment terms: Net 30\n\nThanks,\nSim\n", long(sent))})
+		body: fmt.Sprintf("Hello,\n\nPlease find invoice INV-2041 for the sponsored video.\nInvoice number: INV-2041\nInvoice date: %s\nAmount due: $2,500.00\nPayment terms: Net 30\n\nThanks,\nSam\n", long(sent))})
 	return out
 }
 
