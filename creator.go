@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -51,6 +53,9 @@ func (s *Scope) CreateCreatorSource(ctx context.Context, req creator.CreateReque
 			return nil, err
 		}
 	}
+	if err := s.c.registerCreatorTenant(ctx, s.key()); err != nil {
+		return nil, err
+	}
 	src, err := svc.CreateSource(ctx, st, req)
 	if err != nil {
 		if ce := creatorError(err); ce != err {
@@ -61,6 +66,22 @@ func (s *Scope) CreateCreatorSource(ctx context.Context, req creator.CreateReque
 	}
 	src.Credentials = creator.Credentials{}
 	return src, nil
+}
+
+// ConnectCreatorInbox makes a connected mail source a revenue source of kind inbox (payout,
+// statement and remittance mail, sponsor invoices), labelled label; when one already reads that
+// mail source, it is returned instead. The next reconcile reads the mail.
+func (s *Scope) ConnectCreatorInbox(ctx context.Context, mailSourceID, label string) (*creator.Source, error) {
+	srcs, err := s.CreatorSources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range srcs {
+		if src.Kind == creator.KindInbox && src.MailSourceID == mailSourceID {
+			return src, nil
+		}
+	}
+	return s.CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.KindInbox, Label: label, SourceID: mailSourceID})
 }
 
 // CreatorSources lists the tenant's revenue sources, without credentials.
@@ -105,6 +126,9 @@ func (s *Scope) UploadStatement(ctx context.Context, sourceID, name string, data
 func (s *Scope) ReconcileCreator(ctx context.Context, progress func(int)) (*creator.SyncReport, error) {
 	svc, st, err := s.creatorService()
 	if err != nil {
+		return nil, err
+	}
+	if err := s.c.registerCreatorTenant(ctx, s.key()); err != nil { // sources made before the registry was
 		return nil, err
 	}
 	rep, err := svc.Reconcile(ctx, st, s.c.now(), progress)
@@ -436,4 +460,67 @@ func (m scopeMail) Messages(ctx context.Context, sourceID string) ([]*mail.Docum
 		}
 		req.PageToken = page.NextPageToken
 	}
+}
+
+// The tenants with revenue sources are kept in a registry (a blob of the creator state under a
+// key no tenant has), so that a host can reconcile them on a schedule without reading every
+// tenant: a tenant is added when it creates a source or reconciles, and dropped by
+// CreatorTenants once it has no source left.
+const (
+	creatorRegistry    = "svc" // not a tenant: those are "test:..." and "live:..."
+	creatorRegistryKey = "creator/tenants"
+)
+
+// creatorRegistryMu serializes the registry's read-modify-write within the process.
+var creatorRegistryMu sync.Mutex
+
+func (c *core) registerCreatorTenant(ctx context.Context, tenant string) error {
+	creatorRegistryMu.Lock()
+	defer creatorRegistryMu.Unlock()
+	var tenants []string
+	if _, err := getJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, &tenants); err != nil {
+		return fmt.Errorf("creator registry: %w", err)
+	}
+	if slices.Contains(tenants, tenant) {
+		return nil
+	}
+	return putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, append(tenants, tenant))
+}
+
+// CreatorTenants returns the tenants that have revenue sources, for a host that reconciles
+// them on a schedule (each with Tenant(t).ReconcileCreator, as a reconcile job); tenants found
+// with no source left are dropped from the registry.
+func (sv *Instance) CreatorTenants(ctx context.Context) ([]Tenant, error) {
+	c := sv.core
+	if c.hosted == nil {
+		return nil, nil
+	}
+	creatorRegistryMu.Lock()
+	defer creatorRegistryMu.Unlock()
+	var tenants []string
+	if _, err := getJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, &tenants); err != nil {
+		return nil, fmt.Errorf("creator registry: %w", err)
+	}
+	var out []Tenant
+	var kept []string
+	for _, ts := range tenants {
+		t, err := parseTenant(ts)
+		if err != nil {
+			continue
+		}
+		srcs, err := creatorStore{sv.Tenant(t)}.Sources(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(srcs) > 0 {
+			out = append(out, t)
+			kept = append(kept, ts)
+		}
+	}
+	if len(kept) != len(tenants) {
+		if err := putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, kept); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

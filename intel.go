@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/id"
 	"svc.dev/svc/intel"
+	"svc.dev/svc/plan"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
@@ -118,6 +121,11 @@ func (s *Scope) ScanIntel(ctx context.Context) (IntelScanReport, error) {
 		if err := res.Trials().Put(ctx, s.key(), pt.GetId(), pt); err != nil {
 			return rep, err
 		}
+		// What a stop decision acts on (the message and its List-Unsubscribe) is not a field
+		// of the API's trial: it is kept beside it.
+		if err := putJSON(ctx, s.c.hosted.IntelState(), s.key(), trialStopKey(pt.GetId()), t.Unsubscribe); err != nil {
+			return rep, err
+		}
 		rep.Trials++
 		if isNew {
 			s.emit(ctx, event.TrialDetected, "/v1/intel/trials", pt.GetId(), map[string]any{"trial_id": pt.GetId(), "service": pt.GetService()})
@@ -215,13 +223,24 @@ func (s *Scope) Trial(ctx context.Context, id string) (*svcv1.Trial, error) {
 type TrialOutcome struct {
 	Trial *svcv1.Trial
 	// Action is what svc will do: "none" (keep), "remind" (an event at remindAt), "unsubscribe"
-	// (a one-click unsubscribe the sender supports), "instructions" (stop, where the sender has
-	// no one-click unsubscribe: what the user must do is in Instructions).
-	Action       string
+	// (stop: a plan of intent unsubscribe holding the trial's message, whose sender supports
+	// RFC 8058 one-click), "instructions" (stop where svc cannot act: the plan excludes the
+	// message with unsupported_capability and says what the user must do, as Instructions does).
+	Action string
+	// PlanID is the stop decision's plan (intent unsubscribe), stored like any other: it is
+	// authorized and executed through the plan endpoints.
+	PlanID string
+	// Instructions is what the user must do themself to end the trial (for stop): a one-click
+	// unsubscribe stops the service's mail, not its billing.
 	Instructions string
 }
 
-// DecideTrial records the user's decision on a trial: keep, stop or remind (at remindAt).
+// DecideTrial records the user's decision on a trial: keep, stop or remind (at remindAt). Stop
+// builds and stores a plan of intent unsubscribe (TrialOutcome.PlanID): when the service's
+// latest trial mail offers RFC 8058 one-click unsubscribe, the plan holds that message with the
+// unsubscribe action; otherwise it holds nothing and excludes the message with
+// unsupported_capability, its detail saying what the user must do. Nothing is recorded when
+// the plan cannot be built.
 func (s *Scope) DecideTrial(ctx context.Context, id string, d svcv1.TrialDecision, remindAt time.Time) (TrialOutcome, error) {
 	res, err := s.c.resources()
 	if err != nil {
@@ -235,9 +254,29 @@ func (s *Scope) DecideTrial(ctx context.Context, id string, d svcv1.TrialDecisio
 	if err := fromProto(t, &it); err != nil {
 		return TrialOutcome{}, err
 	}
+	if _, err := getJSON(ctx, s.c.hosted.IntelState(), s.key(), trialStopKey(id), &it.Unsubscribe); err != nil {
+		return TrialOutcome{}, err
+	}
 	out, err := intel.Decide(it, intel.Decision(enumWire(d)), remindAt, s.c.now())
 	if err != nil {
 		return TrialOutcome{}, invalid("decision", err.Error())
+	}
+	o := TrialOutcome{Action: "none"}
+	if d == svcv1.TrialDecision_TRIAL_DECISION_REMIND {
+		o.Action = "remind"
+	}
+	if out.Stop != nil {
+		p, err := s.trialStopPlan(ctx, out.Trial, out.Stop)
+		if err != nil {
+			return TrialOutcome{}, err
+		}
+		o.PlanID, o.Instructions = p.PlanId, intel.CancelInstructions(out.Trial)
+		o.Action = "instructions"
+		if len(p.GetObjects()) > 0 {
+			o.Action = "unsubscribe"
+		} else if ex := p.GetExcluded(); len(ex) > 0 {
+			o.Instructions = ex[0].GetDetail()
+		}
 	}
 	pt, err := trialProto(out.Trial)
 	if err != nil {
@@ -246,17 +285,103 @@ func (s *Scope) DecideTrial(ctx context.Context, id string, d svcv1.TrialDecisio
 	if err := res.Trials().Put(ctx, s.key(), pt.GetId(), pt); err != nil {
 		return TrialOutcome{}, err
 	}
-	o := TrialOutcome{Trial: pt, Action: "none"}
-	switch {
-	case d == svcv1.TrialDecision_TRIAL_DECISION_REMIND:
-		o.Action = "remind"
-	case out.Stop != nil && out.Stop.OneClick != nil:
-		o.Action = "unsubscribe"
-	case out.Stop != nil && out.Stop.Excluded != nil:
-		o.Action, o.Instructions = "instructions", out.Stop.Excluded.Detail
+	o.Trial = pt
+	data := map[string]any{"trial_id": pt.GetId(), "decision": enumWire(d), "action": o.Action}
+	if o.PlanID != "" {
+		data["plan_id"] = o.PlanID
 	}
-	s.emit(ctx, event.TrialDecided, "/v1/intel/trials", pt.GetId(), map[string]any{"trial_id": pt.GetId(), "decision": enumWire(d), "action": o.Action})
+	s.emit(ctx, event.TrialDecided, "/v1/intel/trials", pt.GetId(), data)
 	return o, nil
+}
+
+// trialStopKey is where the intel state keeps what a stop decision on a trial acts on.
+func trialStopKey(trialID string) string { return "trialstop/" + trialID }
+
+// trialStopPlan builds and stores the plan of a stop decision, of intent unsubscribe, like a
+// restore plan: made here rather than by listing the source, over the one message the trial's
+// mail named. The message is fetched (a read) to check that it is still there and still offers
+// one-click unsubscribe; the execution fetches it again against the version planned.
+func (s *Scope) trialStopPlan(ctx context.Context, t intel.Trial, sp *intel.StopPlan) (*svcv1.Plan, error) {
+	u := t.Unsubscribe
+	if u.SourceID == "" || u.Object == "" {
+		return nil, refused(CodeInvalidState, "svc does not know which message of this trial to act on yet: scan the mail again (POST /v1/jobs of kind scan), then decide.")
+	}
+	if err := s.reachesSource(u.SourceID); err != nil {
+		return nil, err
+	}
+	src, err := s.Source(ctx, u.SourceID)
+	if err != nil {
+		return nil, err
+	}
+	detail := ""
+	if sp.Excluded != nil {
+		detail = sp.Excluded.Detail
+	}
+	var obj *svcv1.PlanObject
+	if sp.OneClick != nil {
+		prov, ref, err := s.OpenSource(ctx, src.Id)
+		if err != nil {
+			return nil, err
+		}
+		c, err := prov.Fetch(ctx, providers.FetchRequest{SourceRef: ref, ObjectID: u.Object})
+		switch {
+		case errors.Is(err, providers.ErrNotFound):
+			detail = fmt.Sprintf("the message of %s that offered one-click unsubscribe is no longer in the mailbox; %s", t.Service, intel.CancelInstructions(t))
+		case err != nil:
+			return nil, fmt.Errorf("read the trial's message %s: %w", u.Object, err)
+		default:
+			c.Body.Close()
+			meta := c.Object
+			target, ok := "", false
+			if meta.Message != nil {
+				target, ok = plan.OneClickTarget(meta.Message.ListUnsubscribe, meta.Message.ListUnsubscribePost)
+			}
+			if !ok {
+				detail = fmt.Sprintf("%s's message no longer offers one-click unsubscribe (RFC 8058); %s", t.Service, intel.CancelInstructions(t))
+				break
+			}
+			obj = &svcv1.PlanObject{AssetId: plan.AssetID(s.key(), src.Id, u.Object), SourceId: src.Id, Provider: src.Provider,
+				ProviderObjectId: u.Object, ExpectedSizeBytes: meta.SizeBytes, StorageClass: svcv1.StorageClass_STORAGE_CLASS_REVIEW,
+				StorageClassReason: fmt.Sprintf("the trial of %s: unsubscribing at %s stops its mail; to stop its billing, %s", t.Service, target, intel.CancelInstructions(t)),
+				Actions:            []svcv1.PlanAction{svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE}}
+			if meta.Version != "" {
+				obj.ExpectedVersion = proto.String(meta.Version)
+			}
+		}
+	}
+	now := s.c.now().UTC().Truncate(time.Millisecond)
+	p := &svcv1.Plan{
+		PlanId: id.NewAt("pln", now), PlanVersion: plan.Version, TenantId: s.key(), UserId: s.t.Owner, Actor: s.actorOr(nil),
+		Intent: svcv1.PlanIntent_PLAN_INTENT_UNSUBSCRIBE, Simulated: s.t.Simulated(),
+		OperationClasses: []svcv1.OperationClass{svcv1.OperationClass_OPERATION_CLASS_DISCOVER},
+		CreatedAt:        timestamppb.New(now), ExpiresAt: timestamppb.New(now.Add(plan.DefaultTTL)),
+		SourceMarkers: []*svcv1.SourceMarker{{Provider: src.Provider, SourceId: src.Id, Kind: svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_NONE,
+			Value: "trial " + t.ID, ObservedAt: timestamppb.New(now)}},
+		Objects:    []*svcv1.PlanObject{},
+		Excluded:   []*svcv1.Exclusion{},
+		Projection: &svcv1.Projection{ProjectedQuota: []*svcv1.ProjectedQuota{}},
+		State:      svcv1.PlanState_PLAN_STATE_VALIDATED,
+	}
+	if obj != nil {
+		p.Objects = append(p.Objects, obj)
+		p.Projection.ObjectCount = 1
+		p.OperationClasses = append(p.OperationClasses, svcv1.OperationClass_OPERATION_CLASS_AUTOMATE)
+	} else {
+		p.Excluded = append(p.Excluded, &svcv1.Exclusion{AssetId: plan.AssetID(s.key(), src.Id, u.Object),
+			Reason: svcv1.ExclusionReason_EXCLUSION_REASON_UNSUPPORTED_CAPABILITY, Detail: detail})
+	}
+	plan.Canonicalize(p)
+	p.Policy = plan.Decide(p, plan.Decision{SourceStatus: map[string]svcv1.SourceStatus{src.Id: src.GetStatus()}, Grant: s.grantOr(plan.Grant{})})
+	if p.Policy.GetDecision() == svcv1.PolicyDecision_POLICY_DECISION_DENY {
+		p.State = svcv1.PlanState_PLAN_STATE_REJECTED
+	}
+	if p.Hash, err = plan.Hash(p); err != nil {
+		return nil, err
+	}
+	if err := s.PutPlan(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // reachesEvidence reports whether a scope limited to some sources reaches every source a

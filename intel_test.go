@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,112 @@ func TestTrialReminderFiresOnce(t *testing.T) {
 	}
 	if n, err := sv.FireTrialReminders(ctx); err != nil || n != 0 {
 		t.Fatalf("again: %d, %v (a reminder fires once)", n, err)
+	}
+}
+
+// trialMaildir writes a Maildir of two pending trials: Fitly's mail offers RFC 8058 one-click
+// unsubscribe, Penly's only a mailto.
+func trialMaildir(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, sub := range []string{"cur", "new", "tmp"} {
+		os.MkdirAll(filepath.Join(root, sub), 0o700)
+	}
+	msgs := map[string]string{
+		"1.fitly:2,S": "From: Fitly <hello@fitly.example>\nTo: ann@example.com\nSubject: Your trial\nDate: Mon, 24 Aug 2026 10:00:00 +0000\nMessage-ID: <t1@fitly.example>\n" +
+			"List-Unsubscribe: <https://fitly.example/u/1>, <mailto:u@fitly.example>\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\n\n" +
+			"Welcome! Your 14-day free trial has started. After your trial, you'll be charged $12.00/month.\n",
+		"2.penly:2,S": "From: Penly <hello@penly.example>\nTo: ann@example.com\nSubject: Your trial\nDate: Tue, 25 Aug 2026 10:00:00 +0000\nMessage-ID: <t2@penly.example>\n" +
+			"List-Unsubscribe: <mailto:u@penly.example>\n\n" +
+			"Welcome! Your 30-day free trial has started. After your trial, you'll be charged $8.00/month.\n",
+	}
+	for name, raw := range msgs {
+		if err := os.WriteFile(filepath.Join(root, "cur", name), []byte(raw), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// Stopping a trial makes a plan of intent unsubscribe: over the trial's message when its sender
+// offers one-click unsubscribe (and the plan runs: the executor's one-click POST, simulated in
+// a test tenant), else one that holds nothing and excludes the message with
+// unsupported_capability, saying what the user must do.
+func TestDecideTrialStopPlans(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Date(2026, 8, 31, 0, 0, 0, 0, time.UTC)
+	var posted []string
+	sv, err := svc.OpenMemory(ctx, &svc.Options{Now: func() time.Time { return now },
+		Unsubscribe: func(_ context.Context, url string) error { posted = append(posted, url); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": trialMaildir(t)}, Kind: "mail", DisplayName: "Mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := sv.ScanIntel(ctx); err != nil || rep.Trials != 2 {
+		t.Fatalf("scan: %+v, %v", rep, err)
+	}
+	page, err := sv.ListTrials(ctx, "", 50)
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("trials: %d, %v", len(page.Items), err)
+	}
+	byService := map[string]*svcv1.Trial{}
+	for _, tr := range page.Items {
+		byService[tr.GetService()] = tr
+	}
+
+	o, err := sv.DecideTrial(ctx, byService["Fitly"].GetId(), svcv1.TrialDecision_TRIAL_DECISION_STOP, time.Time{})
+	if err != nil || o.Action != "unsubscribe" || o.PlanID == "" || o.Trial.GetDecision() != svcv1.TrialDecision_TRIAL_DECISION_STOP {
+		t.Fatalf("stop Fitly: %+v, %v", o, err)
+	}
+	p, err := sv.Plan(ctx, o.PlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GetIntent() != svcv1.PlanIntent_PLAN_INTENT_UNSUBSCRIBE || p.GetState() != svcv1.PlanState_PLAN_STATE_VALIDATED || len(p.GetObjects()) != 1 ||
+		len(p.GetExcluded()) != 0 || p.GetObjects()[0].GetSourceId() != src.Id || p.GetObjects()[0].GetActions()[0] != svcv1.PlanAction_PLAN_ACTION_UNSUBSCRIBE {
+		t.Fatalf("Fitly's plan: %v", p)
+	}
+	if !strings.Contains(o.Instructions, "does not stop its billing") {
+		t.Fatalf("instructions: %q", o.Instructions)
+	}
+	p, err = sv.AuthorizePlan(ctx, p.GetPlanId(), p.GetHash(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := sv.Execute(ctx, p.GetPlanId(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe, err = sv.Wait(ctx, exe.GetId()); err != nil || exe.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+		t.Fatalf("execution: %v, %v", exe, err)
+	}
+	if len(posted) != 1 || posted[0] != "https://fitly.example/u/1" {
+		t.Fatalf("one-click POSTs: %v", posted)
+	}
+
+	o, err = sv.DecideTrial(ctx, byService["Penly"].GetId(), svcv1.TrialDecision_TRIAL_DECISION_STOP, time.Time{})
+	if err != nil || o.Action != "instructions" || o.PlanID == "" {
+		t.Fatalf("stop Penly: %+v, %v", o, err)
+	}
+	p, err = sv.Plan(ctx, o.PlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GetIntent() != svcv1.PlanIntent_PLAN_INTENT_UNSUBSCRIBE || len(p.GetObjects()) != 0 || len(p.GetExcluded()) != 1 ||
+		p.GetExcluded()[0].GetReason() != svcv1.ExclusionReason_EXCLUSION_REASON_UNSUPPORTED_CAPABILITY ||
+		!strings.Contains(p.GetExcluded()[0].GetDetail(), "cancel the trial in your Penly account at penly.example before September 24, 2026") {
+		t.Fatalf("Penly's plan: %v", p)
+	}
+	if o.Instructions != p.GetExcluded()[0].GetDetail() {
+		t.Fatalf("instructions %q, plan %q", o.Instructions, p.GetExcluded()[0].GetDetail())
+	}
+	// keep makes no plan.
+	if o, err := sv.DecideTrial(ctx, byService["Penly"].GetId(), svcv1.TrialDecision_TRIAL_DECISION_KEEP, time.Time{}); err != nil || o.PlanID != "" || o.Action != "none" {
+		t.Fatalf("keep: %+v, %v", o, err)
 	}
 }

@@ -247,9 +247,16 @@ func readMessage(led *Ledger, m *mail.Message, body string, o InboxOptions) {
 	if ev.Ref == "" {
 		ev.Ref = "message of " + m.Date.Format(time.RFC3339) + " from " + m.From.Addr
 	}
+	if m.Spam() != "" || m.ListPost != "" || has(low, notRevenue...) {
+		return // spam, a mailing list, a scam: no platform's money
+	}
 	fromSelf := o.self(m.From)
 	invoiceish := has(low, "invoice")
+	// What the creator paid (a receipt, a renewal, a bill, a bank's statement) is not what they
+	// were paid, though it speaks of payments and amounts.
+	spent := !fromSelf && has(low, spending...) && !has(low, earning...)
 	switch {
+	case spent:
 	case invoiceish && !fromSelf && has(low, "remittance", "payment sent", "we have paid", "we've paid", "payment of", "has been paid", "paid your invoice", "payment for invoice", "processed payment", "wire sent", "transfer of"):
 		readRemittance(led, m, text, ev, o)
 	case invoiceish && (fromSelf || len(o.Self) == 0) && reInvoiceNo.MatchString(text) && !has(low, "remittance", "has been paid", "payment sent"):
@@ -266,6 +273,16 @@ func readMessage(led *Ledger, m *mail.Message, body string, o InboxOptions) {
 		readPayout(led, m, text, low, ev, o)
 	}
 }
+
+// notRevenue are the words of advance-fee scams and lotteries, which promise money.
+var notRevenue = []string{"next of kin", "barrister", "inheritance", "lottery", "you have won", "you've won", "claim your", "beneficiary", "compensation fund"}
+
+// spending are the words of money the creator spent; earning those of money paid to them.
+var (
+	spending = []string{"receipt", "amount charged", "we charged", "been charged", "was charged", "your order", "order confirmation", "renewed",
+		"subscription", "your plan", "billed", "minimum payment", "statement balance", "account statement", "card ending", "payment due", "was made"}
+	earning = []string{"payout", "paid out", "earnings", "royalt", "deposited", "deposit confirmation", "funds are on the way", "remittance", "revenue share", "commission"}
+)
 
 func platformOf(led *Ledger, m *mail.Message, kind Kind, sourceID string) *StreamInfo {
 	d := registrable(domainOf(m.From))

@@ -87,7 +87,15 @@ func stopPlan(t Trial) *StopPlan {
 	if u.OneClick && strings.HasPrefix(u.URL, "https://") {
 		return &StopPlan{Intent: "unsubscribe", OneClick: &OneClick{URL: u.URL, Body: "List-Unsubscribe=One-Click", Ref: u.Ref}}
 	}
-	detail := fmt.Sprintf("%s does not offer one-click unsubscribe (RFC 8058); cancel the trial in your %s account", t.Service, t.Service)
+	return &StopPlan{Excluded: &Exclusion{Reason: UnsupportedCapability,
+		Detail: fmt.Sprintf("%s does not offer one-click unsubscribe (RFC 8058); %s", t.Service, CancelInstructions(t))}}
+}
+
+// CancelInstructions says what the user must do to end a trial themself: where to cancel it and
+// by when, and that stopping its mail does not stop its billing.
+func CancelInstructions(t Trial) string {
+	u := t.Unsubscribe
+	detail := fmt.Sprintf("cancel the trial in your %s account", t.Service)
 	switch {
 	case u.Manage != "":
 		detail += " at " + u.Manage
@@ -98,7 +106,7 @@ func stopPlan(t Trial) *StopPlan {
 		detail += " before " + t.EndsAt.Format("January 2, 2006")
 	}
 	detail += "; stopping its mail does not stop its billing."
-	return &StopPlan{Excluded: &Exclusion{Reason: UnsupportedCapability, Detail: detail}}
+	return detail
 }
 
 // Act applies a user's action to a meter. Explain fills Explanation from the evidence; set_limit

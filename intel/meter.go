@@ -33,15 +33,15 @@ type service struct {
 
 // trap is a trap decided for a meter, with what shows it.
 type trap struct {
-	kind       TrapType
-	confidence float64
-	driver     string
-	evidence   []*Observation
-	keys       []string // excerpt keys of the evidence, in order of preference
-	projected  *int64
-	at         time.Time // when the projection takes effect
-	threshold  *int64
-	derived    string // how the projection was made
+	kind      TrapType
+	rule      Rule // the evidence pattern it rests on, whose measured precision is its confidence
+	driver    string
+	evidence  []*Observation
+	keys      []string // excerpt keys of the evidence, in order of preference
+	projected *int64
+	at        time.Time // when the projection takes effect
+	threshold *int64
+	derived   string // how the projection was made
 }
 
 // meterOf builds the meter of a service, or reports false when the service is not a recurring
@@ -121,7 +121,8 @@ func meterOf(s *service, namespace string, asOf time.Time) (Meter, bool) {
 	}
 	t := decideTrap(s, charges, notes, m.BillingPeriod, asOf)
 	m.TrapType = t.kind
-	m.Confidence = t.confidence
+	m.Rule = t.rule
+	m.Confidence = RuleConfidence(t.rule)
 	m.PrimaryDriver = t.driver
 	if t.kind != NoTrap && cur > 0 {
 		m.Concentration = concentration(t, last, cur)
@@ -292,13 +293,11 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 			selfChange = true
 		}
 	}
-	n := float64(len(charges))
-	support := math.Min(0.06, 0.02*(n-1)) // more bills, a little more sure
 
 	// 1. auto_upgrade: the service says it moved the user to a higher plan by itself.
 	for _, o := range notices {
 		if o.AutoUpgrade && !o.SelfChange {
-			t := trap{kind: AutoUpgrade, confidence: 0.88 + support, evidence: []*Observation{o}, keys: []string{"auto_upgrade"}}
+			t := trap{kind: AutoUpgrade, rule: RuleAutoUpgrade, evidence: []*Observation{o}, keys: []string{"auto_upgrade"}}
 			t.driver = "plan changed by the service"
 			if o.Plan != "" {
 				t.driver = "moved to the " + o.Plan + " plan by the service"
@@ -312,7 +311,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 	// 2. teaser_expiration: an introductory price with a higher price after it.
 	for _, o := range notices {
 		if o.TeaserPrice != nil && o.RegularPrice != nil && *o.RegularPrice > *o.TeaserPrice {
-			t := trap{kind: TeaserExpiration, confidence: 0.86 + support, evidence: []*Observation{o}, keys: []string{"teaser", "teaser_regular"}}
+			t := trap{kind: TeaserExpiration, rule: RuleTeaser, evidence: []*Observation{o}, keys: []string{"teaser", "teaser_regular"}}
 			t.driver = fmt.Sprintf("introductory price %s becomes %s", money(*o.TeaserPrice), money(*o.RegularPrice))
 			if cur < *o.RegularPrice {
 				// Still at the introductory price: what comes next is a projection. Once the bills
@@ -338,7 +337,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 			if o.CreditGrant == nil && !o.CreditsOut && covered == 0 {
 				continue
 			}
-			t := trap{kind: FreeCreditExhaustion, confidence: 0.84 + support, evidence: append([]*Observation{o}, ev...), keys: []string{"credit_grant", "credits_out", "credit_expiry", "credit_left", "credits"}}
+			t := trap{kind: FreeCreditExhaustion, rule: RuleCreditsNotice, evidence: append([]*Observation{o}, ev...), keys: []string{"credit_grant", "credits_out", "credit_expiry", "credit_left", "credits"}}
 			t.driver = "free credits running out"
 			if o.CreditGrant != nil {
 				t.driver = fmt.Sprintf("%s of free credits", money(*o.CreditGrant))
@@ -369,7 +368,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 	}
 	if len(coveredBills) >= 2 {
 		lc := coveredBills[len(coveredBills)-1]
-		t := trap{kind: FreeCreditExhaustion, confidence: 0.78 + support, evidence: []*Observation{lc}, keys: []string{"credits"}}
+		t := trap{kind: FreeCreditExhaustion, rule: RuleCreditsCovered, evidence: []*Observation{lc}, keys: []string{"credits"}}
 		t.driver = fmt.Sprintf("credits paid %d bills", len(coveredBills))
 		gross := *lc.Credits + max(*lc.Total, 0)
 		if gross > cur {
@@ -388,7 +387,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 			if *o.NewPrice <= old && o.OldPrice == nil {
 				continue
 			}
-			t := trap{kind: RenewalJump, confidence: 0.88 + support, evidence: []*Observation{o}, keys: []string{"price_change"}}
+			t := trap{kind: RenewalJump, rule: RulePriceChange, evidence: []*Observation{o}, keys: []string{"price_change"}}
 			t.driver = fmt.Sprintf("price rises from %s to %s", money(old), money(*o.NewPrice))
 			if cur < *o.NewPrice {
 				t.projected, t.threshold, t.at = ptr(*o.NewPrice), ptr(*o.NewPrice), o.EffectiveAt
@@ -401,7 +400,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 	for i := len(recent) - 1; i >= 0; i-- {
 		o := recent[i]
 		if o.Overage != nil && *o.Overage > 0 {
-			t := trap{kind: MeteredOverage, confidence: 0.9 + support, evidence: []*Observation{o}, keys: []string{"overage", "usage", "allowance"}}
+			t := trap{kind: MeteredOverage, rule: RuleOverage, evidence: []*Observation{o}, keys: []string{"overage", "usage", "allowance"}}
 			t.driver = fmt.Sprintf("overage %s", money(*o.Overage))
 			if o.Usage != "" && o.Allowance != "" {
 				t.driver = fmt.Sprintf("usage %s over %s included: overage %s", o.Usage, o.Allowance, money(*o.Overage))
@@ -429,7 +428,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		}
 	}
 	if first > 0 && lastSeats > first && (float64(lastSeats-first)/float64(first) >= SeatGrowthMin || rises >= 2) && !selfChange {
-		t := trap{kind: SeatGrowth, confidence: 0.86 + support, evidence: []*Observation{seatObs[len(seatObs)-1], seatObs[0]}, keys: []string{"seats"}}
+		t := trap{kind: SeatGrowth, rule: RuleSeats, evidence: []*Observation{seatObs[len(seatObs)-1], seatObs[0]}, keys: []string{"seats"}}
 		t.driver = fmt.Sprintf("seats grew from %d to %d", first, lastSeats)
 		if sp := seatObs[len(seatObs)-1].SeatPrice; sp != nil && len(seatObs) >= 2 {
 			growth := float64(lastSeats-first) / float64(len(seatObs)-1)
@@ -453,7 +452,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 			if sum <= 0 {
 				continue
 			}
-			t := trap{kind: Surcharge, confidence: 0.86 + support, evidence: []*Observation{o}, keys: []string{"fee"}}
+			t := trap{kind: Surcharge, rule: RuleSurcharge, evidence: []*Observation{o}, keys: []string{"fee"}}
 			t.driver = fmt.Sprintf("%s %s", strings.Join(names, ", "), money(sum))
 			return t
 		}
@@ -463,14 +462,14 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		p := *prev.Total
 		if p > 0 && float64(cur-p)/float64(p) >= RenewalJumpMin && (last.Plan == "" || prev.Plan == "" || strings.EqualFold(last.Plan, prev.Plan)) &&
 			last.Overage == nil && last.Seats == prev.Seats && last.Usage == "" && period != Usage && !variable(charges[:len(charges)-1]) {
-			t := trap{kind: RenewalJump, confidence: 0.72 + support, evidence: []*Observation{last, prev}, keys: []string{"total"}}
+			t := trap{kind: RenewalJump, rule: RuleRenewalSeen, evidence: []*Observation{last, prev}, keys: []string{"total"}}
 			t.driver = fmt.Sprintf("renewed at %s after %s", money(cur), money(p))
 			return t
 		}
 	}
 	// 9. variable_bill: bills that swing from period to period.
 	if len(charges) >= VariableMinBills && variable(recentN(charges, 12)) {
-		t := trap{kind: VariableBill, confidence: 0.75 + support, evidence: []*Observation{last}, keys: []string{"usage", "total"}}
+		t := trap{kind: VariableBill, rule: RuleVariable, evidence: []*Observation{last}, keys: []string{"usage", "total"}}
 		lo, hi := minMax(recentN(charges, 12))
 		t.driver = fmt.Sprintf("bills between %s and %s", money(lo), money(hi))
 		mean := meanTotal(recentN(charges, 3))
@@ -479,8 +478,7 @@ func decideTrap(s *service, charges, notes []*Observation, period BillingPeriod,
 		t.derived = fmt.Sprintf("mean of the last %d bills", len(recentN(charges, 3)))
 		return t
 	}
-	conf := 0.7 + math.Min(0.2, 0.05*n)
-	return trap{kind: NoTrap, confidence: conf}
+	return trap{kind: NoTrap, rule: RuleNoTrap}
 }
 
 // regular reports whether bills with no word of a subscription still recur: three or more,

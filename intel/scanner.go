@@ -144,7 +144,16 @@ func quickSkip(raw []byte) bool {
 	if end < 0 {
 		return false // a header longer than the peek: read it properly
 	}
-	h := append([]byte("\n"), bytes.ToLower(raw[:end+1])...)
+	bp := headers.Get().(*[]byte)
+	defer headers.Put(bp)
+	h := append((*bp)[:0], '\n')
+	for _, c := range raw[:end+1] { // lowercased ASCII (the field names and values it looks for are)
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h = append(h, c)
+	}
+	*bp = h
 	for _, k := range skipHeaders {
 		if bytes.Contains(h, k) {
 			return true
@@ -165,6 +174,9 @@ func quickSkip(raw []byte) bool {
 	}
 	return false
 }
+
+// headers are the buffers quickSkip lowercases a header block into, reused.
+var headers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 // field returns the value of a header field in a lowercased header block, unfolded lines not
 // included ("" when absent).

@@ -57,7 +57,12 @@ func trialOf(s *service, namespace string, period BillingPeriod, asOf time.Time)
 		}
 		if o.Unsubscribe.URL != "" || o.Unsubscribe.Mailto != "" || o.Unsubscribe.Manage != "" {
 			t.Unsubscribe = o.Unsubscribe
+			t.Unsubscribe.SourceID, t.Unsubscribe.Object = o.SourceID, o.SourceRef
 		}
+	}
+	if t.Unsubscribe.Object == "" { // no way to unsubscribe was offered: the latest notice is what a stop plan names
+		last := notices[len(notices)-1]
+		t.Unsubscribe.SourceID, t.Unsubscribe.Object, t.Unsubscribe.Ref = last.SourceID, last.SourceRef, last.Ref
 	}
 	switch {
 	case began.IsZero() && !end.IsZero() && t.LengthDays > 0:

@@ -127,6 +127,9 @@ type Meter struct {
 	LimitCents *int64 `json:"-"`
 	// Plan is the plan name last seen, for explanations.
 	Plan string `json:"-"`
+	// Rule is the evidence pattern the trap (or its absence) rests on; Confidence is its
+	// measured precision (RuleConfidence).
+	Rule Rule `json:"-"`
 }
 
 // TrialStatus is what became of a trial.
@@ -198,6 +201,11 @@ type Unsubscribe struct {
 	Ref string
 	// Manage is a link in the text to manage or cancel the subscription, when one was found.
 	Manage string
+	// SourceID and Object name the message it was read from in a connected source (the
+	// provider's object id), so that a plan can act on it; both are empty for files scanned
+	// with no server.
+	SourceID string `json:",omitempty"`
+	Object   string `json:",omitempty"`
 }
 
 // Result is what a scan found.

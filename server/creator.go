@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"sort"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"svc.dev/svc"
 	"svc.dev/svc/creator"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
 )
 
@@ -78,7 +81,13 @@ func (s *Server) syncCreator(ctx context.Context, _ *svcv1.SyncCreatorRequest) (
 	if err != nil {
 		return nil, err
 	}
-	s.jobRunner.Go(tenant, j.GetId(), func(ctx context.Context, p *job.Progress) (map[string]any, error) {
+	s.jobRunner.Go(tenant, j.GetId(), reconcileJob(sc))
+	return j, nil
+}
+
+// reconcileJob is the body of a reconcile job over a scope's revenue sources.
+func reconcileJob(sc *svc.Scope) func(ctx context.Context, p *job.Progress) (map[string]any, error) {
+	return func(ctx context.Context, p *job.Progress) (map[string]any, error) {
 		rep, err := sc.ReconcileCreator(ctx, func(pct int) { p.Fraction(ctx, int64(pct), 100) })
 		if err != nil {
 			return nil, err
@@ -89,8 +98,35 @@ func (s *Server) syncCreator(ctx context.Context, _ *svcv1.SyncCreatorRequest) (
 		}
 		return map[string]any{"type": "creator_reconcile", "items": float64(len(rep.Result.Items)), "anomalies": float64(len(rep.Result.Anomalies)),
 			"opened": float64(len(rep.Opened)), "resolved": float64(len(rep.Resolved)), "problems": problems}, nil
+	}
+}
+
+// ReconcileCreator reconciles a tenant's revenue sources now, as a job of kind reconcile
+// (svc.job.* events; svc.Scope.ReconcileCreator).
+func (s *Server) ReconcileCreator(ctx context.Context, tenant platform.Tenant) (*svcv1.Job, error) {
+	return s.jobRunner.Run(ctx, tenant.String(), svcv1.JobKind_JOB_KIND_RECONCILE, reconcileJob(s.core.Tenant(tenant)))
+}
+
+// DefaultCreatorReconcileEvery is how often creatorLoop reconciles connected revenue sources
+// when the host sets no interval (docs/creator.md).
+const DefaultCreatorReconcileEvery = 6 * time.Hour
+
+// creatorLoop reconciles, every interval (the first time a minute after start), the revenue
+// sources of every tenant that has some (svc.Instance.CreatorTenants), each tenant as a
+// reconcile job, until ctx ends.
+func (s *Server) creatorLoop(ctx context.Context, interval time.Duration) {
+	every(ctx, min(interval, time.Minute), interval, func() {
+		tenants, err := s.core.CreatorTenants(ctx)
+		if err != nil {
+			s.log.Error("creator reconcile: list tenants", "err", err)
+			return
+		}
+		for _, t := range tenants {
+			if _, err := s.ReconcileCreator(ctx, t); err != nil && ctx.Err() == nil {
+				s.log.Error("creator reconcile", "tenant", t.String(), "err", err)
+			}
+		}
 	})
-	return j, nil
 }
 
 // pageByID pages a list sorted by id: up to limit after the id after, and the cursor's last id.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
@@ -57,13 +58,18 @@ func (s *Server) getTrial(ctx context.Context, req *svcv1.GetTrialRequest) (*svc
 	return s.scope(callerFrom(ctx)).Trial(ctx, req.GetId())
 }
 
-// decideTrial records keep, stop or remind on a trial (spec #20).
+// decideTrial records keep, stop or remind on a trial (spec #20); stop answers the plan_id of
+// its plan of intent unsubscribe.
 func (s *Server) decideTrial(ctx context.Context, req *svcv1.DecideTrialRequest) (*svcv1.TrialDecisionResult, error) {
 	o, err := s.scope(callerFrom(ctx)).DecideTrial(ctx, req.GetId(), req.GetDecision(), req.GetRemindAt().AsTime())
 	if err != nil {
 		return nil, err
 	}
-	return &svcv1.TrialDecisionResult{Trial: o.Trial, Action: o.Action}, nil
+	res := &svcv1.TrialDecisionResult{Trial: o.Trial, Action: o.Action}
+	if o.PlanID != "" {
+		res.PlanId = &o.PlanID
+	}
+	return res, nil
 }
 
 // ScanIntel scans a tenant's connected mail with the intel detectors now, as a job of kind
@@ -74,9 +80,34 @@ func (s *Server) ScanIntel(ctx context.Context, tenant platform.Tenant) (*svcv1.
 		if err != nil {
 			return nil, err
 		}
+		metered := s.meterScan(ctx, tenant, rep)
 		return map[string]any{"type": "intel_scan", "sources": float64(rep.Sources), "messages": float64(rep.Messages),
-			"skipped": float64(rep.Skipped), "meters": float64(rep.Meters), "trials": float64(rep.Trials)}, nil
+			"skipped": float64(rep.Skipped), "meters": float64(rep.Meters), "trials": float64(rep.Trials), "metered": float64(metered)}, nil
 	})
+}
+
+// meterScan meters a live tenant's scan that read new mail (rate card: intelligence
+// operations): one operation for each application whose active live connection to the user
+// grants monitor, the operation class of the intel endpoints, since each of them receives what
+// the scan found. A scan that read nothing new, a test tenant's, or one no application is
+// connected for, is not metered. It returns how many operations were counted.
+func (s *Server) meterScan(ctx context.Context, tenant platform.Tenant, rep svc.IntelScanReport) int {
+	if tenant.Mode != platform.ModeLive || rep.Messages == 0 {
+		return 0
+	}
+	conns, err := s.devs.ConnectionsOfUser(ctx, tenant.Owner)
+	if err != nil {
+		s.log.Error("intel scan: meter: list connections", "tenant", tenant.String(), "err", err)
+		return 0
+	}
+	n := 0
+	for _, c := range conns {
+		if c.Mode == platform.ModeLive && c.Status == "active" && c.Grant.Allows("monitor") {
+			s.meter.Add(c.OrgID, c.AppID, platform.MeterIntelligenceOps, 1)
+			n++
+		}
+	}
+	return n
 }
 
 // intelLoop scans, every interval (the first time a minute after start), the connected mail of

@@ -13,7 +13,11 @@ func (g *gen) junk() Message {
 	var subject, text, kind string
 	var files []string
 	html := false
-	rand := fmt.Sprintf("%x", g.r.Uint32())
+	n := g.r.Uint32()
+	rand := fmt.Sprintf("%x", n)
+	if len(rand) < 5 { // a small number: pad it, for the slices below (longer ones are as before)
+		rand = fmt.Sprintf("%05x", n)
+	}
 	fake := g.pick([]string{"mail-" + rand + ".xyz", "promo" + rand[:4] + ".top", "secure-" + rand[:5] + ".info", rand + ".click", "newsletter" + rand[:3] + ".ru"})
 	switch c := g.r.IntN(11); c {
 	case 0:

@@ -39,8 +39,12 @@ type Report struct {
 	TrialsRight              int // found with the right outcome
 	TrialsFound              int
 	TrialsUnexpected         int
-	Calibration              [5]Counts // trap meters by confidence (0.5-0.6, ..., 0.9-1.0): TP and FP
-	Misses                   []string  // a sample of what went wrong, for reading
+	// Rules are each rule's meters: TP those whose trap type (or none) was right, FP the rest
+	// (a wrong trap, a trap or meter where there should be none, none where there is one).
+	Rules map[intel.Rule]*Counts
+	// Reliability bins every meter by its confidence (0-0.1, ..., 0.9-1.0).
+	Reliability [10]Bin
+	Misses      []string // a sample of what went wrong, for reading
 }
 
 func metersKey(m intel.Meter) (string, string) {
@@ -49,7 +53,10 @@ func metersKey(m intel.Meter) (string, string) {
 
 // Evaluate compares a result with the corpus's labels.
 func Evaluate(c *Corpus, res intel.Result) *Report {
-	r := &Report{Traps: map[string]*Counts{}}
+	r := &Report{Traps: map[string]*Counts{}, Rules: map[intel.Rule]*Counts{}}
+	for _, ru := range intel.Rules {
+		r.Rules[ru] = &Counts{}
+	}
 	for _, t := range intel.TrapTypes {
 		if t != intel.NoTrap {
 			r.Traps[string(t)] = &Counts{}
@@ -84,20 +91,19 @@ func Evaluate(c *Corpus, res intel.Result) *Report {
 			if l != nil {
 				why = l.Scenario
 			}
+			r.calibrate(m, false)
 			if trap != "unknown" {
 				r.UnexpectedTraps++
 				r.Traps[trap].FP++
 				r.AllTraps.FP++
-				r.calibrate(m.Confidence, false)
 			}
 			miss("unexpected meter %s (%s) trap %s [%s]", m.Service, m.ServiceDomain, trap, why)
 			continue
 		}
 		found[l] = true
+		r.calibrate(m, trap == l.Trap)
 		if trap != "unknown" {
-			ok := trap == l.Trap
-			r.calibrate(m.Confidence, ok)
-			if ok {
+			if ok := trap == l.Trap; ok {
 				r.Traps[trap].TP++
 				r.AllTraps.TP++
 			} else {
@@ -185,13 +191,32 @@ func Evaluate(c *Corpus, res intel.Result) *Report {
 	return r
 }
 
-func (r *Report) calibrate(conf float64, ok bool) {
-	i := int(math.Floor((conf - 0.5) * 10))
-	i = max(0, min(4, i))
+// Bin is the meters of a confidence bin: how many, their summed confidence, how many right.
+type Bin struct {
+	N, Right int
+	Sum      float64
+}
+
+// Mean is the bin's mean confidence.
+func (b Bin) Mean() float64 { return b.Sum / float64(max(b.N, 1)) }
+
+// Precision is the share of the bin's meters that were right.
+func (b Bin) Precision() float64 { return ratio(b.Right, b.N) }
+
+func (r *Report) calibrate(m intel.Meter, ok bool) {
+	c := r.Rules[m.Rule]
+	if c == nil {
+		c = &Counts{}
+		r.Rules[m.Rule] = c
+	}
+	i := max(0, min(9, int(math.Floor(m.Confidence*10))))
+	r.Reliability[i].N++
+	r.Reliability[i].Sum += m.Confidence
 	if ok {
-		r.Calibration[i].TP++
+		c.TP++
+		r.Reliability[i].Right++
 	} else {
-		r.Calibration[i].FP++
+		c.FP++
 	}
 }
 
@@ -218,10 +243,16 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "billing-period accuracy  %.3f (%d of %d)\n", ratio(r.PeriodRight, r.PeriodTotal), r.PeriodRight, r.PeriodTotal)
 	fmt.Fprintf(w, "exact cents (cur+prev)   %.3f (%d of %d)\n", ratio(r.CentsRight, r.CentsTotal), r.CentsRight, r.CentsTotal)
 	fmt.Fprintf(w, "trial outcome accuracy   %.3f (%d of %d right; %d found; %d unexpected trials)\n", ratio(r.TrialsRight, r.TrialsExpected), r.TrialsRight, r.TrialsExpected, r.TrialsFound, r.TrialsUnexpected)
-	fmt.Fprintf(w, "\nconfidence calibration (trap meters): bucket  precision  n\n")
-	for i, c := range r.Calibration {
-		if n := c.TP + c.FP; n > 0 {
-			fmt.Fprintf(w, "  %.1f-%.1f  %.3f  %d\n", 0.5+float64(i)/10, 0.6+float64(i)/10, c.Precision(), n)
+	fmt.Fprintf(w, "\nconfidence by rule (a meter's confidence is its rule's measured precision, intel.RuleConfidence):\n")
+	fmt.Fprintf(w, "  %-22s %5s %5s %9s %10s\n", "rule", "right", "wrong", "precision", "confidence")
+	for _, ru := range intel.Rules {
+		c := r.Rules[ru]
+		fmt.Fprintf(w, "  %-22s %5d %5d %9.3f %10.3f\n", ru, c.TP, c.FP, c.Precision(), intel.RuleConfidence(ru))
+	}
+	fmt.Fprintf(w, "\nreliability (every meter): bin  n  mean confidence  observed precision\n")
+	for i, b := range r.Reliability {
+		if b.N > 0 {
+			fmt.Fprintf(w, "  %.1f-%.1f  %4d  %.3f  %.3f\n", float64(i)/10, float64(i+1)/10, b.N, b.Mean(), b.Precision())
 		}
 	}
 }

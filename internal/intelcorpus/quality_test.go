@@ -46,3 +46,36 @@ func TestQuality(t *testing.T) {
 		t.Errorf("exact cents %.3f < 0.95", x)
 	}
 }
+
+// A meter's confidence is calibrated: on a mailbox of a seed the rules' records were not
+// measured on (intel.RuleConfidence comes from seed 7), in every confidence bin of at least 20
+// meters the mean confidence is within 0.05 of the share of those meters that were right; and
+// every confidence, of meters and trials, is in [0, 1].
+func TestConfidenceCalibrated(t *testing.T) {
+	c := intelcorpus.Generate(31, 460, 2000, asOf)
+	res := scan(c)
+	r := intelcorpus.Evaluate(c, res)
+	bins := 0
+	for i, b := range r.Reliability {
+		if b.N < 20 {
+			continue
+		}
+		bins++
+		if d := b.Mean() - b.Precision(); d > 0.05 || d < -0.05 {
+			t.Errorf("bin %.1f-%.1f: %d meters, mean confidence %.3f, observed precision %.3f", float64(i)/10, float64(i+1)/10, b.N, b.Mean(), b.Precision())
+		}
+	}
+	if bins == 0 {
+		t.Fatal("no bin with 20 meters")
+	}
+	for _, m := range res.Meters {
+		if m.Confidence < 0 || m.Confidence > 1 || m.Rule == "" {
+			t.Errorf("meter %s: confidence %v, rule %q", m.Service, m.Confidence, m.Rule)
+		}
+	}
+	for _, tr := range res.Trials {
+		if tr.Confidence < 0 || tr.Confidence > 1 {
+			t.Errorf("trial %s: confidence %v", tr.Service, tr.Confidence)
+		}
+	}
+}

@@ -83,8 +83,6 @@ func original(seed uint64, i int) int {
 var (
 	newsletterSenders = []string{"news@dailybrief.example", "digest@techweekly.example", "hello@recipes.example", "updates@citynews.example", "letters@bookclub.example"}
 	promoSenders      = []string{"deals@shopmart.example", "offers@travelnow.example", "sale@fashionhub.example", "promo@gadgets.example"}
-	billingSenders    = []string{"billing@cloudhost.example", "invoices@streamflix.example", "billing@musicbox.example", "noreply@saasdesk.example"}
-	payoutSenders     = []string{"payouts@creatorfund.example", "payments@videoshare.example", "royalties@bookstore.example", "payouts@patronage.example"}
 	people            = []string{"alice@friends.example", "bob@work.example", "carol@family.example", "dan@club.example", "erin@school.example"}
 	fileExts          = []string{"pdf", "docx", "xlsx", "jpg", "jpg", "jpg", "png", "mp4", "zip", "txt"}
 	folders           = []string{"Documents", "Photos", "Videos", "Finance", "Projects", "Archive", "Shared"}
@@ -93,7 +91,14 @@ var (
 
 // generate returns generated object i of a source as of epoch.
 func generate(seed uint64, files bool, i int, epoch time.Time) providers.Object {
+	if o, ok := billingObject(seed, i, epoch); ok && !files { // billing.go
+		return o
+	}
 	orig := original(seed, i)
+	if o, ok := billingObject(seed, orig, epoch); ok && !files && orig != i { // a copy of one
+		o.ID, o.Metadata["duplicate_of"] = objectID(false, i), objectID(false, orig)
+		return o
+	}
 	r := rng(mix(seed ^ uint64(orig)*0x9e3779b97f4a7c15))
 	own := rng(mix(seed ^ uint64(i)*0xc2b2ae3d27d4eb4f)) // per-object traits, not copied by duplicates
 	// Ages: 30% within 90 days, the rest up to ten years, older ones rarer.
@@ -241,8 +246,9 @@ func generateMail(o *providers.Object, r *rng, date time.Time, seed uint64, orig
 	o.SizeBytes = r.logUniform(2<<10, 80<<10)
 	labels := []string{"INBOX"}
 	switch c := r.intn(100); {
-	case c < 50:
-		// Half the mailbox comes from the labelled corpus.
+	case c < 50 || (c >= 70 && c < 82):
+		// Most of the mailbox comes from the labelled corpus (its receipts and notices
+		// included); the billing and payout mail of billing.go is placed apart.
 		c, k := (orig/64)%poolChunks, r.intn(poolChunk)
 		m := pool(seed, c)[k].read()
 		*h = m.headers
@@ -270,18 +276,6 @@ func generateMail(o *providers.Object, r *rng, date time.Time, seed uint64, orig
 		h.ListUnsubscribe = "<https://" + domain + "/u/" + strconv.FormatUint(r.next()%1e9, 36) + ">"
 		h.ListUnsubscribePost = true
 		labels = append(labels, "Promotions")
-	case c < 76:
-		h.From = billingSenders[r.intn(len(billingSenders))]
-		h.Subject = fmt.Sprintf("Your invoice for $%d.%02d is ready", 5+r.intn(200), r.intn(100))
-		labels = append(labels, "Billing")
-	case c < 79:
-		h.From = billingSenders[r.intn(len(billingSenders))]
-		h.Subject = fmt.Sprintf("Your free trial ends in %d days", 1+r.intn(7))
-		labels = append(labels, "Billing")
-	case c < 82:
-		h.From = payoutSenders[r.intn(len(payoutSenders))]
-		h.Subject = fmt.Sprintf("Your payout of $%d.%02d is on its way", 20+r.intn(5000), r.intn(100))
-		labels = append(labels, "Payouts")
 	default:
 		h.From = people[r.intn(len(people))]
 		h.Subject = []string{"Re: weekend plans", "Photos from the trip", "Meeting notes", "Re: re: the contract", "Dinner on Friday?"}[r.intn(5)]
@@ -329,6 +323,16 @@ func newContent(seed uint64, files bool, i int, epoch time.Time, o providers.Obj
 		key[16] = 1
 	}
 	c := &content{rand: rand.NewChaCha8(key), left: o.SizeBytes}
+	if !files {
+		k := i
+		if _, ok := billingObject(seed, i, epoch); !ok {
+			k = orig
+		}
+		if raw, ok := billingRaw(seed, k, epoch); ok {
+			c.head, c.left = raw, int64(len(raw))
+			return c
+		}
+	}
 	if !files && o.Message != nil {
 		// The header block is built from the original so duplicates match.
 		og := generate(seed, files, orig, epoch)

@@ -1,10 +1,12 @@
 package simulated_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/providertest"
@@ -95,8 +97,10 @@ func TestDistribution(t *testing.T) {
 	}
 	check("List-Unsubscribe", unsub, 800, 1200)
 	check("one-click", oneClick, 200, 500) // promotions, plus the corpus share of mail (half)
-	check("billing and trial", billing, 100, 250)
-	check("payouts", payout, 30, 100)
+	// The billing, trial and payout mail of billing.go (20 and 13 messages in all), and copies
+	// of some of them; the corpus's receipts are filed in the inbox.
+	check("billing and trial", billing, 20, 40)
+	check("payouts", payout, 13, 30)
 	check("large attachments", large, 100, 250)
 	check("starred", starred, 20, 110)
 	check("duplicates", dup, 50, 160)
@@ -219,5 +223,38 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := simulated.New(context.Background(), cfg); !errors.Is(err, providers.ErrInvalidArgument) {
 			t.Errorf("config %v: got %v, want ErrInvalidArgument", cfg, err)
 		}
+	}
+}
+
+// Every billing, trial and payout message is in a mailbox of 1,000 objects, listed with the
+// headers of the bytes a fetch streams; a mailbox of 2,000 holds them once more only as
+// copies.
+func TestBillingMail(t *testing.T) {
+	ctx := context.Background()
+	p := open(t, providers.Config{"objects": "1000", "seed": "5"})
+	objs, _ := providertest.ListAll(ctx, t, p, "mail", 0)
+	seen := map[string]bool{}
+	for _, o := range objs {
+		if o.Metadata[simulated.BillingKey] == "" || o.Metadata["duplicate_of"] != "" {
+			continue
+		}
+		c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "mail", ObjectID: o.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(c.Body)
+		c.Body.Close()
+		h, _ := providers.ReadMail(bytes.NewReader(raw))
+		if int64(len(raw)) != o.SizeBytes || h.Subject != o.Message.Subject || !h.Date.Equal(o.CreatedAt) {
+			t.Fatalf("%s: listed %q %v %d bytes, fetched %q %v %d bytes", o.ID, o.Message.Subject, o.CreatedAt, o.SizeBytes, h.Subject, h.Date, len(raw))
+		}
+		id := string(raw[bytes.Index(raw, []byte("Message-ID:")):][:40])
+		if seen[id] {
+			t.Fatalf("%s: billing message listed twice", id)
+		}
+		seen[id] = true
+	}
+	if want := simulated.BillingMessages(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)); len(seen) != want {
+		t.Fatalf("%d billing messages listed, want %d", len(seen), want)
 	}
 }
