@@ -64,6 +64,9 @@ type Config struct {
 	// detectors (a scan job per tenant, from each source's delta marker; the first a minute
 	// after start); 0 means an hour, negative never.
 	IntelScanEvery time.Duration
+	// CreatorReconcileEvery is how often every tenant's creator revenue sources are
+	// reconciled as a reconcile job; 0 means DefaultCreatorReconcileEvery, negative never.
+	CreatorReconcileEvery time.Duration
 	// VerifyEvery is how often every vault object must be re-read from its storage medium and
 	// verified (scheduled verification, run hourly within VerifyBytesPerHour); 0 means 30 days,
 	// negative never.
@@ -293,6 +296,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.IntelScanEvery >= 0 {
 		s.background.Go(func() { s.intelLoop(hooksCtx, cmp.Or(cfg.IntelScanEvery, time.Hour)) })
+	}
+	if cfg.CreatorReconcileEvery >= 0 {
+		s.background.Go(func() { s.creatorLoop(hooksCtx, cmp.Or(cfg.CreatorReconcileEvery, DefaultCreatorReconcileEvery)) })
 	}
 	s.background.Go(func() { s.remindLoop(hooksCtx) })
 	// Tenants with vault content and no search index (a data directory from before search)

@@ -45,6 +45,7 @@ func newServeCmd() *cobra.Command {
 		deletionGrace time.Duration
 		exportDaily   int64
 		maxConns      int
+		creatorEvery  time.Duration
 		intelEvery    time.Duration
 		coldAfter     time.Duration
 		vaultStore    vaultFlags
@@ -65,7 +66,7 @@ func newServeCmd() *cobra.Command {
 			}
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
-				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns,
+				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns, creatorEvery: creatorEvery,
 				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
 		},
 	}
@@ -89,6 +90,7 @@ func newServeCmd() *cobra.Command {
 	f.DurationVar(&drain, "drain", 30*time.Second, "on SIGTERM, how long in-flight requests may take before the process stops anyway")
 	f.DurationVar(&deletionGrace, "deletion-grace", server.DefaultDeletionGrace, "how long a deleted account can still be kept by cancelling its deletion job before it is erased")
 	f.Int64Var(&exportDaily, "export-daily-bytes", export.DefaultDailyBytes, "bytes of export archives an account may have written in any 24 hours before another export is refused (409 limit_reached); negative: no bound")
+	f.DurationVar(&creatorEvery, "creator-reconcile-every", server.DefaultCreatorReconcileEvery, "how often to reconcile every tenant's connected creator revenue sources (the first run a minute after start); 0 never")
 	f.IntVar(&maxConns, "max-connections", server.DefaultMaxConns, "connections held open at once: at the bound the longest idle is closed, and a new one is refused (503) only when all are busy")
 	vaultStore.register(f)
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
@@ -130,6 +132,7 @@ type serveOptions struct {
 	deletionGrace time.Duration
 	exportDaily   int64
 	maxConns      int
+	creatorEvery  time.Duration
 	// verifyEvery and verifyBudget configure scheduled verification (0: never).
 	verifyEvery  time.Duration
 	verifyBudget int64
@@ -206,7 +209,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
-	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, ExportDailyBytes: o.exportDaily,
+	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
 		RequestTimeout: o.requestTimeout})
 	if err != nil {
 		ln.Close()

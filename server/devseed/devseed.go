@@ -175,6 +175,7 @@ func (d Deps) seedTenant(ctx context.Context, u *platform.User, session string, 
 	// Test mode is simulated: a mailbox and a drive of synthetic content (and a local folder as
 	// a destination, below).
 	test := platform.Tenant{Owner: u.ID, Mode: platform.ModeTest}
+	var mailbox *svcv1.Source
 	for _, src := range append([]svc.SourceSpec{
 		{Provider: providers.Simulated, SourceRef: "mail/dev", Kind: "mail", DisplayName: "Simulated mailbox", Email: u.Email,
 			Config: providers.Config{"seed": "42", "objects": "2000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
@@ -182,8 +183,12 @@ func (d Deps) seedTenant(ctx context.Context, u *platform.User, session string, 
 			Config: providers.Config{"seed": "42", "objects": "1000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
 	}, opts.Sources...) {
 		src.ConnectionID, src.ApplicationID = conn.ID, app.ID
-		if _, err := d.Instance.Tenant(test).ConnectSource(ctx, src); err != nil {
+		made, err := d.Instance.Tenant(test).ConnectSource(ctx, src)
+		if err != nil {
 			return nil, err
+		}
+		if src.SourceRef == "mail/dev" {
+			mailbox = made
 		}
 	}
 	if !opts.NoExecution {
@@ -194,7 +199,7 @@ func (d Deps) seedTenant(ctx context.Context, u *platform.User, session string, 
 	if _, err := d.seedDestination(ctx, test); err != nil {
 		return nil, fmt.Errorf("seed destination: %w", err)
 	}
-	if err := d.seedCreator(ctx, test); err != nil {
+	if err := d.seedCreator(ctx, test, mailbox); err != nil {
 		return nil, fmt.Errorf("seed creator revenue: %w", err)
 	}
 	return &Credentials{TestAPIKey: testKey, LiveAPIKey: liveKey, ConnectionID: conn.ID, SessionCookie: session,
@@ -258,8 +263,10 @@ func (d Deps) seedExecution(ctx context.Context, tenant platform.Tenant) error {
 var seedStatements []byte
 
 // seedCreator connects a statement source with the dev statements and reconciles it, so that
-// --dev shows reconciled revenue items and an open anomaly.
-func (d Deps) seedCreator(ctx context.Context, tenant platform.Tenant) error {
+// --dev shows reconciled revenue items and an open anomaly; then an inbox source over the
+// simulated mailbox's payout mail, which the reconcile loop reads a minute after start
+// (reading 2,000 messages here would slow every start of a fresh dev server).
+func (d Deps) seedCreator(ctx context.Context, tenant platform.Tenant, mailbox *svcv1.Source) error {
 	sc := d.Instance.Tenant(tenant)
 	src, err := sc.CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.KindStatement, Label: "Fan club statements"})
 	if err != nil {
@@ -268,6 +275,12 @@ func (d Deps) seedCreator(ctx context.Context, tenant platform.Tenant) error {
 	if err := sc.UploadStatement(ctx, src.ID, "fanclub.csv", seedStatements); err != nil {
 		return err
 	}
-	_, err = sc.ReconcileCreator(ctx, nil)
+	if _, err = sc.ReconcileCreator(ctx, nil); err != nil {
+		return err
+	}
+	if mailbox == nil {
+		return nil
+	}
+	_, err = sc.ConnectCreatorInbox(ctx, mailbox.Id, "Simulated mailbox payouts")
 	return err
 }
