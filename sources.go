@@ -223,6 +223,39 @@ func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Prov
 	return p, r, nil
 }
 
+// ReconfigureSource replaces the configuration a source's provider opens with (new
+// credentials, a moved endpoint), keeping its provider and reference at it: the provider is
+// opened with cfg first, so a configuration that does not work changes nothing; then the
+// source's sealed configuration is replaced and its opened provider dropped.
+func (s *Scope) ReconfigureSource(ctx context.Context, sourceID string, cfg providers.Config) error {
+	if _, err := s.Source(ctx, sourceID); err != nil {
+		return err
+	}
+	key := s.key() + "/" + sourceID
+	sealed, err := s.c.store.Sources().Config(ctx, s.key(), sourceID)
+	if err != nil {
+		return fmt.Errorf("source %s configuration: %w", sourceID, err)
+	}
+	raw, err := s.c.sealer.Open(sealed, []byte(key))
+	if err != nil {
+		return err
+	}
+	var old sourceConfig
+	if err := json.Unmarshal(raw, &old); err != nil {
+		return fmt.Errorf("source %s configuration: %w", sourceID, err)
+	}
+	p, err := s.c.providers.Open(ctx, old.Provider, cfg)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", old.Provider, err)
+	}
+	providers.CloseProvider(p)
+	if err := s.sealSourceConfig(ctx, sourceID, old.Provider, old.SourceRef, cfg); err != nil {
+		return err
+	}
+	s.ForgetSource(sourceID)
+	return nil
+}
+
 // ForgetSource closes the provider opened for a source, if any: the next use opens it again.
 func (s *Scope) ForgetSource(sourceID string) { s.c.opened.Forget(s.key() + "/" + sourceID) }
 

@@ -249,7 +249,9 @@ func serve(ctx context.Context, o serveOptions) error {
 			}
 			extra = append(extra, spec)
 		}
-		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra})
+		vendors, stopVendors := startDevVendors()
+		defer stopVendors()
+		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra, Vendors: vendors})
 		if err != nil {
 			ln.Close()
 			srv.Close()

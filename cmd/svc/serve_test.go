@@ -199,6 +199,25 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	if s := get2(t, base2+"/v1/account", creds2["session_cookie"]); s != 200 {
 		t.Fatalf("after restart: %d", s)
 	}
+	// The vendor connectors' sources at the local fakes: one each, pointed at the fakes this
+	// start began (a plan over one lists it), never connected twice.
+	lo, err = exec.Command(bin, "sources", "list", "--credentials", credsFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("svc sources list: %v\n%s", err, lo)
+	}
+	for _, label := range []string{"Vendor A mailbox", "Vendor A drive", "Vendor B mailbox", "Vendor B drive", "Vendor C files"} {
+		if n := strings.Count(string(lo), label+" (local fake)"); n != 1 {
+			t.Errorf("%s: %d sources after a restart, want 1:\n%s", label, n, lo)
+		}
+	}
+	dropbox := regexp.MustCompile(`(src_\S+)\s+vendor_c_files`).FindStringSubmatch(string(lo))
+	if dropbox == nil {
+		t.Fatalf("no vendor_c_files source:\n%s", lo)
+	}
+	out, err = exec.Command(bin, "plan", "create", "--credentials", credsFile, "--intent", "svc", "--source", dropbox[1]).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Decision: ") {
+		t.Fatalf("a plan over the vendor_c_files fake after a restart: %v\n%s", err, out)
+	}
 }
 
 // logTail collects a process's stderr; done closes at EOF.

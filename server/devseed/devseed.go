@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -64,16 +65,60 @@ func Seed(ctx context.Context, d Deps, baseURL string, opts *Options) (*Credenti
 		opts = &Options{}
 	}
 	path := filepath.Join(d.DataDir, CredentialsFile)
-	if creds, err := d.existingCredentials(ctx, path); err == nil {
-		creds.BaseURL = baseURL
-		return creds, writeJSON(path, creds)
-	}
-	creds, err := d.runSeedJob(ctx, opts)
+	creds, err := d.existingCredentials(ctx, path)
 	if err != nil {
-		return nil, err
+		if creds, err = d.runSeedJob(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.connectVendors(ctx, creds, opts.Vendors); err != nil {
+		return nil, fmt.Errorf("seed: vendor sources: %w", err)
 	}
 	creds.BaseURL = baseURL
 	return creds, writeJSON(path, creds)
+}
+
+// Vendor is a source the dev tenant has at a vendor provider: usually a local fake of the
+// vendor's API (internal/vendorfake), started by each `svc serve --dev`.
+type Vendor struct {
+	Provider providers.Name
+	Kind     string // "mail" or "files"
+	Label    string // its display name, which also finds it again at the next start
+	Config   providers.Config
+}
+
+// connectVendors connects each vendor source in the dev tenant, through the application's
+// connection like the seeded sources; one already there (by provider and label) is pointed
+// at the new configuration instead, since a fake's address changes with each start.
+func (d Deps) connectVendors(ctx context.Context, creds *Credentials, vendors []Vendor) error {
+	if len(vendors) == 0 {
+		return nil
+	}
+	sc := d.Instance.Tenant(platform.Tenant{Owner: creds.UserID, Mode: platform.ModeTest})
+	have, err := sc.Sources(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range vendors {
+		found := ""
+		for _, src := range have {
+			if src.GetDisplayName() == v.Label && strings.ToLower(strings.TrimPrefix(src.GetProvider().String(), "PROVIDER_")) == string(v.Provider) {
+				found = src.GetId()
+			}
+		}
+		if found != "" {
+			if err := sc.ReconfigureSource(ctx, found, v.Config); err != nil {
+				return fmt.Errorf("%s: %w", v.Label, err)
+			}
+			continue
+		}
+		_, err := sc.ConnectSource(ctx, svc.SourceSpec{Provider: v.Provider, SourceRef: "default", Kind: v.Kind, DisplayName: v.Label,
+			Config: v.Config, ConnectionID: creds.ConnectionID, ApplicationID: creds.ApplicationID})
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.Label, err)
+		}
+	}
+	return nil
 }
 
 func (d Deps) existingCredentials(ctx context.Context, path string) (*Credentials, error) {
@@ -109,6 +154,9 @@ type Options struct {
 	Sources []svc.SourceSpec
 	// NoExecution skips the seeded clean-up execution (tests that want an empty tenant).
 	NoExecution bool
+	// Vendors are the vendor sources to connect, or to point at their new configuration when
+	// the dev tenant has them from an earlier start.
+	Vendors []Vendor
 }
 
 // runSeedJob records a seed job and runs it to completion.
