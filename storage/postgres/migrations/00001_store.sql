@@ -5,9 +5,9 @@
 
 -- +goose Up
 CREATE TABLE plans (
-    tenant      text   NOT NULL,
-    id          text   NOT NULL,
-    state       text   NOT NULL,
+    tenant      text COLLATE "C"   NOT NULL,
+    id          text COLLATE "C"   NOT NULL,
+    state       text COLLATE "C"   NOT NULL,
     n_objects   int    NOT NULL,
     header      bytea  NOT NULL, -- the plan without its objects
     PRIMARY KEY (tenant, id)
@@ -15,18 +15,18 @@ CREATE TABLE plans (
 
 -- A plan's objects, one row each, in the plan's order; they never change once stored.
 CREATE TABLE plan_objects (
-    tenant   text  NOT NULL,
-    plan_id  text  NOT NULL,
+    tenant   text COLLATE "C"  NOT NULL,
+    plan_id  text COLLATE "C"  NOT NULL,
     idx      int   NOT NULL,
     object   bytea NOT NULL,
     PRIMARY KEY (tenant, plan_id, idx)
 );
 
 CREATE TABLE executions (
-    tenant   text  NOT NULL,
-    id       text  NOT NULL,
-    plan_id  text  NOT NULL,
-    status   text  NOT NULL,
+    tenant   text COLLATE "C"  NOT NULL,
+    id       text COLLATE "C"  NOT NULL,
+    plan_id  text COLLATE "C"  NOT NULL,
+    status   text COLLATE "C"  NOT NULL,
     body     bytea NOT NULL,
     PRIMARY KEY (tenant, id)
 );
@@ -36,91 +36,91 @@ CREATE INDEX executions_status ON executions (status);
 -- commit order (Append holds a lock on its journal while it writes).
 CREATE TABLE journal (
     pos           bigserial PRIMARY KEY,
-    tenant        text  NOT NULL,
-    execution_id  text  NOT NULL,
+    tenant        text COLLATE "C"  NOT NULL,
+    execution_id  text COLLATE "C"  NOT NULL,
     entry         bytea NOT NULL
 );
 CREATE INDEX journal_execution ON journal (tenant, execution_id, pos);
 
 CREATE TABLE sources (
-    tenant  text  NOT NULL,
-    id      text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    id      text COLLATE "C"  NOT NULL,
     body    bytea NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 
 -- Sealed configurations of sources and destinations, by their ids.
 CREATE TABLE configs (
-    tenant  text  NOT NULL,
-    id      text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    id      text COLLATE "C"  NOT NULL,
     sealed  bytea NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 
 CREATE TABLE destinations (
-    tenant  text  NOT NULL,
-    id      text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    id      text COLLATE "C"  NOT NULL,
     body    bytea NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 
 CREATE TABLE destination_origins (
-    tenant     text NOT NULL,
-    id         text NOT NULL,
-    source_id  text NOT NULL,
+    tenant     text COLLATE "C" NOT NULL,
+    id         text COLLATE "C" NOT NULL,
+    source_id  text COLLATE "C" NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 
 -- Receipts as the exact signed bytes issued.
 CREATE TABLE receipts (
-    tenant  text  NOT NULL,
-    id      text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    id      text COLLATE "C"  NOT NULL,
     raw     bytea NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 
 CREATE TABLE manifests (
-    tenant    text  NOT NULL,
-    asset_id  text  NOT NULL,
+    tenant    text COLLATE "C"  NOT NULL,
+    asset_id  text COLLATE "C"  NOT NULL,
     body      bytea NOT NULL,
     PRIMARY KEY (tenant, asset_id)
 );
 
 -- Event streams: tenant is the stream's name (a tenant's own stream is its tenant string).
 CREATE TABLE events (
-    tenant  text  NOT NULL,
-    id      text  NOT NULL,
-    type    text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    id      text COLLATE "C"  NOT NULL,
+    type    text COLLATE "C"  NOT NULL,
     body    bytea NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 
 -- The vault's records (vault.Meta), as the vault's JSON, with the state of objects apart.
 CREATE TABLE vault_objects (
-    tenant  text  NOT NULL,
-    id      text  NOT NULL,
-    state   text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    id      text COLLATE "C"  NOT NULL,
+    state   text COLLATE "C"  NOT NULL,
     body    jsonb NOT NULL,
     PRIMARY KEY (tenant, id)
 );
 
 CREATE TABLE vault_blobs (
-    tenant  text  NOT NULL,
-    digest  text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    digest  text COLLATE "C"  NOT NULL,
     body    jsonb NOT NULL,
     PRIMARY KEY (tenant, digest)
 );
 
 CREATE TABLE vault_packs (
-    tenant  text  NOT NULL,
-    name    text  NOT NULL,
+    tenant  text COLLATE "C"  NOT NULL,
+    name    text COLLATE "C"  NOT NULL,
     body    jsonb NOT NULL,
     PRIMARY KEY (tenant, name)
 );
 
 -- Each tenant's data key, wrapped under the key-encryption key.
 CREATE TABLE vault_keys (
-    tenant   text  PRIMARY KEY,
+    tenant   text COLLATE "C"  PRIMARY KEY,
     wrapped  bytea NOT NULL
 );
 
@@ -135,8 +135,8 @@ INSERT INTO vault_change_seq (last) VALUES (0);
 
 CREATE TABLE vault_changes (
     seq        bigint PRIMARY KEY,
-    tenant     text   NOT NULL,
-    object_id  text   NOT NULL
+    tenant     text COLLATE "C"   NOT NULL,
+    object_id  text COLLATE "C"   NOT NULL
 );
 
 -- +goose Down
