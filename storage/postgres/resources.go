@@ -42,8 +42,10 @@ func (s *Store) Resources() storage.Resources { return resources{s} }
 
 type resources struct{ s *Store }
 
-func (r resources) Jobs() storage.Records[*svcv1.Job]       { return &records[*svcv1.Job]{r.s, jobTable} }
-func (r resources) Sources() storage.Records[*svcv1.Source] { return &records[*svcv1.Source]{r.s, sourceTable} }
+func (r resources) Jobs() storage.Records[*svcv1.Job] { return &records[*svcv1.Job]{r.s, jobTable} }
+func (r resources) Sources() storage.Records[*svcv1.Source] {
+	return &records[*svcv1.Source]{r.s, sourceTable}
+}
 func (r resources) Destinations() storage.Records[*svcv1.Destination] {
 	return &records[*svcv1.Destination]{r.s, destinationTable}
 }
@@ -59,9 +61,15 @@ func (r resources) Manifests() storage.Records[*svcv1.Manifest] {
 func (r resources) Audit() storage.Records[*svcv1.AuditEntry] {
 	return &records[*svcv1.AuditEntry]{r.s, auditTable}
 }
-func (r resources) EventLog() storage.Records[*svcv1.Event] { return &records[*svcv1.Event]{r.s, eventTable} }
-func (r resources) Meters() storage.Records[*svcv1.Meter]   { return &records[*svcv1.Meter]{r.s, meterTable} }
-func (r resources) Trials() storage.Records[*svcv1.Trial]   { return &records[*svcv1.Trial]{r.s, trialTable} }
+func (r resources) EventLog() storage.Records[*svcv1.Event] {
+	return &records[*svcv1.Event]{r.s, eventTable}
+}
+func (r resources) Meters() storage.Records[*svcv1.Meter] {
+	return &records[*svcv1.Meter]{r.s, meterTable}
+}
+func (r resources) Trials() storage.Records[*svcv1.Trial] {
+	return &records[*svcv1.Trial]{r.s, trialTable}
+}
 
 // ListExecutions lists executions in a repeatable-read transaction; the filter reads an
 // execution's plan header in the same snapshot.
