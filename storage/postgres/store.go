@@ -236,3 +236,5 @@ func (s *Store) VaultChanges() storage.VaultChanges { return &vaultChanges{s} }
 func (s *Store) VaultChanged(tenant, objectID string) storage.Write {
 	return &write{func(ctx context.Context, tx pgx.Tx) error { return logChange(ctx, tx, tenant, objectID) }}
 }
+
+var _ storage.Hosted = (*Store)(nil)

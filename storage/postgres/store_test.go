@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"svc.dev/svc/internal/pgtest"
+	"svc.dev/svc/platform/webhook"
+	"svc.dev/svc/platform/webhook/webhooktest"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/postgres"
 	"svc.dev/svc/storage/storagetest"
@@ -26,6 +28,20 @@ func open(t testing.TB) *postgres.Store {
 // The PostgreSQL store passes the seam's conformance suite.
 func TestSeamConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store { return open(t) })
+}
+
+// The PostgreSQL store passes the hosted store's conformance suite.
+func TestHostedConformance(t *testing.T) {
+	storagetest.RunHosted(t, func(t *testing.T) storage.Hosted { return open(t) })
+}
+
+// The webhooks' store passes the webhook engine's store suite.
+func TestWebhookStore(t *testing.T) {
+	webhooktest.RunStoreTests(t, func(t *testing.T) webhook.Store {
+		s := open(t)
+		t.Cleanup(func() { s.Close() })
+		return s.Webhooks()
+	})
 }
 
 // The vault's records pass the vault's suite.
