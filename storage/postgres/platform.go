@@ -22,20 +22,20 @@ var (
 
 // getJSON reads the JSON record of table whose keyCol is key (FOR UPDATE when lock), or an
 // error wrapping platform.ErrNotFound.
-func getJSON[T any](ctx context.Context, q querier, table, keyCol, key string, lock bool) (*T, error) {
+func getJSON[T any](ctx context.Context, q querier, table, keyCol string, key any, lock bool) (*T, error) {
 	sql := fmt.Sprintf("SELECT body FROM %s WHERE %s = $1", table, keyCol)
 	if lock {
 		sql += " FOR UPDATE"
 	}
 	var b []byte
 	if err := q.QueryRow(ctx, sql, key).Scan(&b); errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%s %s: %w", table, key, platform.ErrNotFound)
+		return nil, fmt.Errorf("%s %q: %w", table, key, platform.ErrNotFound)
 	} else if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", table, key, err)
+		return nil, fmt.Errorf("read %s %q: %w", table, key, err)
 	}
 	v := new(T)
 	if err := json.Unmarshal(b, v); err != nil {
-		return nil, fmt.Errorf("decode %s %s: %w", table, key, err)
+		return nil, fmt.Errorf("decode %s %q: %w", table, key, err)
 	}
 	return v, nil
 }
@@ -80,14 +80,14 @@ func upsertJSON(ctx context.Context, q querier, table string, v any, cols []stri
 	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET %s",
 		table, strings.Join(cols, ", "), strings.Join(ph, ", "), cols[0], strings.Join(set, ", "))
 	if _, err := q.Exec(ctx, sql, vals...); err != nil {
-		return fmt.Errorf("write %s %v: %w", table, vals[0], err)
+		return fmt.Errorf("write %s %q: %w", table, vals[0], err)
 	}
 	return nil
 }
 
 // updateJSON applies fn to a record read FOR UPDATE and stores it with put, in one
 // transaction; fn's error leaves it unchanged.
-func updateJSON[T any](ctx context.Context, s *Store, table, keyCol, key string, fn func(*T) error,
+func updateJSON[T any](ctx context.Context, s *Store, table, keyCol string, key any, fn func(*T) error,
 	put func(pgx.Tx, *T) error) (*T, error) {
 	var out *T
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -292,7 +292,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, key string, rec *platform.
 	var prev *platform.IdempotencyRecord
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		prev = nil
-		old, err := getJSON[platform.IdempotencyRecord](ctx, tx, "idempotency", "key", key, true)
+		old, err := getJSON[platform.IdempotencyRecord](ctx, tx, "idempotency", "key", []byte(key), true)
 		switch {
 		case err == nil && !old.CreatedAt.Before(notBefore):
 			prev = old
@@ -305,7 +305,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, key string, rec *platform.
 				return fmt.Errorf("encode idempotency record: %w", err)
 			}
 			tag, err := tx.Exec(ctx, `INSERT INTO idempotency (key, created_at, done, body) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (key) DO NOTHING`, key, rec.CreatedAt, rec.Done, b)
+				ON CONFLICT (key) DO NOTHING`, []byte(key), rec.CreatedAt, rec.Done, b)
 			if err != nil {
 				return fmt.Errorf("claim idempotency key: %w", err)
 			}
@@ -320,7 +320,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, key string, rec *platform.
 }
 
 func putIdempotency(ctx context.Context, q querier, key string, rec *platform.IdempotencyRecord) error {
-	return upsertJSON(ctx, q, "idempotency", rec, []string{"key", "created_at", "done"}, key, rec.CreatedAt, rec.Done)
+	return upsertJSON(ctx, q, "idempotency", rec, []string{"key", "created_at", "done"}, []byte(key), rec.CreatedAt, rec.Done)
 }
 
 // FinishIdempotency implements platform.IdempotencyStore.
@@ -330,7 +330,7 @@ func (s *Store) FinishIdempotency(ctx context.Context, key string, rec *platform
 
 // ReleaseIdempotency implements platform.IdempotencyStore.
 func (s *Store) ReleaseIdempotency(ctx context.Context, key string) error {
-	if _, err := s.pool.Exec(ctx, "DELETE FROM idempotency WHERE key = $1", key); err != nil {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM idempotency WHERE key = $1", []byte(key)); err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil

@@ -145,11 +145,12 @@ func TestIdempotencyClaims(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	const k1 = "k1\x00usr_1\x00POST /v1/plans" // the edge joins a key's parts with NUL
 	var proceeded atomic.Int32
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			prev, err := s.ClaimIdempotency(ctx, "k1", &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-24*time.Hour))
+			prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-24*time.Hour))
 			if err != nil {
 				t.Error(err)
 				return
@@ -163,15 +164,15 @@ func TestIdempotencyClaims(t *testing.T) {
 	if n := proceeded.Load(); n != 1 {
 		t.Fatalf("%d of 16 concurrent claims proceeded, want 1", n)
 	}
-	if err := s.FinishIdempotency(ctx, "k1", &platform.IdempotencyRecord{CreatedAt: now, Done: true, Status: 201}); err != nil {
+	if err := s.FinishIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now, Done: true, Status: 201}); err != nil {
 		t.Fatal(err)
 	}
-	prev, err := s.ClaimIdempotency(ctx, "k1", &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour))
+	prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour))
 	if err != nil || prev == nil || !prev.Done || prev.Status != 201 {
 		t.Fatalf("a claim of a finished key: %+v %v", prev, err)
 	}
 	later := now.Add(25 * time.Hour)
-	if prev, err := s.ClaimIdempotency(ctx, "k1", &platform.IdempotencyRecord{CreatedAt: later}, later.Add(-24*time.Hour)); err != nil || prev != nil {
+	if prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: later}, later.Add(-24*time.Hour)); err != nil || prev != nil {
 		t.Fatalf("a claim of an expired key: %+v %v", prev, err)
 	}
 	if _, err := s.ClaimIdempotency(ctx, "k2", &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour)); err != nil {
@@ -183,7 +184,7 @@ func TestIdempotencyClaims(t *testing.T) {
 	if n, err := s.PurgeIdempotency(ctx, now, true); err != nil || n != 1 {
 		t.Fatalf("purge of unfinished records: %d %v, want 1 (k1, claimed again)", n, err)
 	}
-	if err := s.ReleaseIdempotency(ctx, "k1"); err != nil {
+	if err := s.ReleaseIdempotency(ctx, k1); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -47,7 +47,7 @@ func (u usage) AddOnce(ctx context.Context, key string, deltas []storage.UsageDe
 	applied := false
 	err := u.s.inTx(ctx, func(tx pgx.Tx) error {
 		applied = false
-		tag, err := tx.Exec(ctx, "INSERT INTO usage_once (key) VALUES ($1) ON CONFLICT (key) DO NOTHING", key)
+		tag, err := tx.Exec(ctx, "INSERT INTO usage_once (key) VALUES ($1) ON CONFLICT (key) DO NOTHING", []byte(key))
 		if err != nil {
 			return fmt.Errorf("add usage once %s: %w", key, err)
 		}

@@ -67,9 +67,9 @@ CREATE TABLE usage_counters (
 );
 CREATE INDEX usage_counters_month ON usage_counters (month, scope);
 
--- Keys of deltas added once (AddOnce).
+-- Keys of deltas added once (AddOnce), as opaque bytes.
 CREATE TABLE usage_once (
-    key  text COLLATE "C" PRIMARY KEY
+    key  bytea PRIMARY KEY
 );
 
 -- How far the usage log has been added to the counters.

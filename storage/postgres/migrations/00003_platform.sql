@@ -45,8 +45,9 @@ CREATE TABLE connections (
 CREATE INDEX connections_app_user ON connections (app_id, user_id, id);
 CREATE INDEX connections_user ON connections (user_id, id);
 
+-- Keys are opaque bytes (the edge joins their parts with NUL, which text cannot hold).
 CREATE TABLE idempotency (
-    key         text COLLATE "C" PRIMARY KEY,
+    key         bytea PRIMARY KEY,
     created_at  timestamptz NOT NULL,
     done        boolean NOT NULL,
     body        bytea NOT NULL
