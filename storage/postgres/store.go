@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,12 +30,20 @@ type Store struct {
 
 var _ storage.Store = (*Store)(nil)
 
+// defaultMaxConns is the pool's size unless the DSN sets pool_max_conns.
+const defaultMaxConns = 16
+
 // Open connects to the database named by dsn (a postgres:// URL or key=value string), brings
 // its schema up to date, and returns the store; Close releases its connections.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	// pgxpool's default is max(4, cores) connections, which a server's concurrent executions,
+	// deliveries and requests outgrow on a small machine; pool_max_conns in the DSN still wins.
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, defaultMaxConns)
 	}
 	if err := migrate(ctx, cfg.ConnConfig); err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
