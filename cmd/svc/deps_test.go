@@ -58,7 +58,8 @@ func TestLayers(t *testing.T) {
 		"providers/vendorhttp", "providers/google", "providers/gmail", "providers/gdrive",
 		"providers/contenthash", "providers/graph", "providers/outlook", "providers/onedrive", "providers/dropbox",
 		"storage", "storage/storagetest"}
-	engines := []string{mod + "/server", "connectrpc.com/connect", mod + "/storage/bolt", "go.etcd.io/bbolt"}
+	engines := []string{mod + "/server", "connectrpc.com/connect", mod + "/storage/bolt", "go.etcd.io/bbolt",
+		mod + "/storage/postgres", "github.com/jackc/pgx/v5"}
 	for _, d := range domain {
 		p, ok := pkgs[mod+"/"+d]
 		if !ok {
@@ -84,6 +85,19 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
+	// The PostgreSQL engine implements the seam on its own: it reaches neither the edge,
+	// Connect, nor the other engine.
+	if p, ok := pkgs[mod+"/storage/postgres"]; !ok {
+		t.Error("storage/postgres: no such package")
+	} else {
+		for _, dep := range p.Deps {
+			for _, f := range []string{mod + "/server", "connectrpc.com/connect", mod + "/storage/bolt", "go.etcd.io/bbolt"} {
+				if under(dep, f) {
+					t.Errorf("storage/postgres depends on %s", dep)
+				}
+			}
+		}
+	}
 	for path, p := range pkgs {
 		for _, imp := range p.Imports {
 			switch {
@@ -91,6 +105,8 @@ func TestLayers(t *testing.T) {
 				t.Errorf("%s imports the bbolt engine (only cmd and the default Open may)", path)
 			case imp == "go.etcd.io/bbolt" && path != mod+"/storage/bolt":
 				t.Errorf("%s imports bbolt (only storage/bolt may)", path)
+			case imp == mod+"/storage/postgres" && path != mod && path != mod+"/cmd/svc":
+				t.Errorf("%s imports the PostgreSQL engine (only cmd and the default Open may)", path)
 			}
 		}
 	}

@@ -26,6 +26,8 @@ import (
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/providers/vendorhttp"
 	"svc.dev/svc/server"
+	"svc.dev/svc/storage"
+	"svc.dev/svc/storage/postgres"
 )
 
 func newServeCmd() *cobra.Command {
@@ -53,6 +55,7 @@ func newServeCmd() *cobra.Command {
 		reqTimeout    time.Duration
 		drain         time.Duration
 		stripeURL     string
+		database      string
 		memoryLimit   = byteSize(defaultServeMemoryLimit)
 	)
 	cmd := &cobra.Command{
@@ -67,7 +70,7 @@ func newServeCmd() *cobra.Command {
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns, creatorEvery: creatorEvery,
-				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
+				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database})
 		},
 	}
 	f := cmd.Flags()
@@ -95,6 +98,7 @@ func newServeCmd() *cobra.Command {
 	vaultStore.register(f)
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
+	f.StringVar(&database, "database", "", "keep records in this PostgreSQL database (postgres://user@host:port/db) instead of bbolt in the data directory, which still holds the vault, keys and search index (docs/scale-out.md)")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -148,6 +152,8 @@ type serveOptions struct {
 	drain time.Duration
 	// stripeKey (from the environment, never a flag) turns billing through Stripe on.
 	stripeKey, stripeURL string
+	// database is the PostgreSQL store's DSN; "" keeps bbolt in the data directory.
+	database string
 }
 
 // closeGrace is how long closing the server may take after the drain before the process
@@ -209,7 +215,16 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
-	srv, err := server.New(server.Config{Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
+	var store storage.Hosted // nil: bbolt in the data directory
+	if o.database != "" {
+		pg, err := postgres.Open(ctx, o.database)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--database: %w", err)
+		}
+		store = pg
+	}
+	srv, err := server.New(server.Config{Store: store, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
 		RequestTimeout: o.requestTimeout})
 	if err != nil {
 		ln.Close()
