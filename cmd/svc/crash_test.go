@@ -45,6 +45,7 @@ func TestCrashKillMatrix(t *testing.T) {
 
 type crashRig struct {
 	sourceOpts string // ?key=value provider config of the dev source
+	devSource  string // the dev source instead of the folder root (PROVIDER:REF?config)
 	dest       string // a second folder, connected too, for a migrate plan's destination
 	t          *testing.T
 	bin, data  string
@@ -57,7 +58,11 @@ type crashRig struct {
 
 func (r *crashRig) start(env ...string) {
 	r.t.Helper()
-	args := []string{"serve", "--dev", "--dev-source", "vendor_d_local:" + r.root + r.sourceOpts, "--addr", "127.0.0.1:0", "--data", r.data}
+	src := "vendor_d_local:" + r.root + r.sourceOpts
+	if r.devSource != "" {
+		src = r.devSource
+	}
+	args := []string{"serve", "--dev", "--dev-source", src, "--addr", "127.0.0.1:0", "--data", r.data}
 	if r.dest != "" {
 		args = append(args, "--dev-source", "vendor_d_local:"+r.dest)
 	}

@@ -257,7 +257,11 @@ func serve(ctx context.Context, o serveOptions) error {
 					cfg[k] = q.Get(k)
 				}
 			}
-			spec := server.SourceSpec{Provider: providers.Name(name), SourceRef: ref, Kind: "folder", DisplayName: ref, Config: cfg}
+			kind := "folder"
+			if strings.HasSuffix(name, "_mail") {
+				kind = "mail"
+			}
+			spec := server.SourceSpec{Provider: providers.Name(name), SourceRef: ref, Kind: kind, DisplayName: ref, Config: cfg}
 			if spec.Provider == providers.VendorDLocal { // the folder is the provider's root
 				cfg["root"] = ref
 				spec.SourceRef = ""

@@ -110,6 +110,20 @@ func (s *Server) Messages() int {
 	return n
 }
 
+// IDs lists the ids of the messages the mailbox was seeded with, then of those inserted.
+func (s *Server) IDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, s.n+len(s.inserted))
+	for i := range s.n {
+		out = append(out, seededID(i))
+	}
+	for _, id := range s.inserted {
+		out = append(out, id)
+	}
+	return out
+}
+
 // HistoryID is the mailbox's current history id.
 func (s *Server) HistoryID() uint64 {
 	s.mu.Lock()
