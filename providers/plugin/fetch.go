@@ -387,6 +387,11 @@ func (b *fetchBody) statusError() error {
 	_, err := b.stream.Recv()
 	b.wd.disarm()
 	if err == nil || errors.Is(err, io.EOF) {
+		// A plugin that exits mid-content can end the stream cleanly a moment before its
+		// connection breaks: that is a crash (retried), not a lie about the content.
+		if exited(b.proc, 500*time.Millisecond) {
+			return b.wrap(fmt.Errorf("%w: the plugin exited before the end of the content", providers.ErrPluginCrashed))
+		}
 		return b.wrap(fmt.Errorf("%w: content lane closed before the end of the content", providers.ErrInvalidResponse))
 	}
 	return b.wrap(b.r.streamError(b.ctx, b.proc, b.wd, err))
