@@ -42,6 +42,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			// The whole body must arrive within the timeout (the response is not bounded).
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout))
 		}
+		w = &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -54,3 +55,28 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// writeStall is how long a response may wait on a client that reads none of it: each write
+// must go out within it, so a stalled reader loses its connection while a slow one (a large
+// download) is never cut off. A variable for the tests.
+var writeStall = time.Minute
+
+// stallWriter gives every write of a response writeStall to go out.
+type stallWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(writeStall))
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher (streaming responses flush as they go).
+func (w *stallWriter) Flush() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(writeStall))
+	_ = w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *stallWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
