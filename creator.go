@@ -487,6 +487,18 @@ func (c *core) registerCreatorTenant(ctx context.Context, tenant string) error {
 	return putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, append(tenants, tenant))
 }
 
+// forgetCreatorTenant drops a tenant from the registry (its account is erased).
+func (c *core) forgetCreatorTenant(ctx context.Context, tenant string) error {
+	creatorRegistryMu.Lock()
+	defer creatorRegistryMu.Unlock()
+	var tenants []string
+	found, err := getJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, &tenants)
+	if err != nil || !found || !slices.Contains(tenants, tenant) {
+		return err
+	}
+	return putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, slices.DeleteFunc(tenants, func(t string) bool { return t == tenant }))
+}
+
 // CreatorTenants returns the tenants that have revenue sources, for a host that reconciles
 // them on a schedule (each with Tenant(t).ReconcileCreator, as a reconcile job); tenants found
 // with no source left are dropped from the registry.

@@ -104,6 +104,9 @@ func (sv *Instance) EraseAccount(ctx context.Context, e Erasure, p *job.Progress
 		if err != nil {
 			return nil, fmt.Errorf("erase %s: %w", t, err)
 		}
+		if err := c.forgetCreatorTenant(ctx, t); err != nil {
+			return nil, fmt.Errorf("erase %s: %w", t, err)
+		}
 		// Last, once no record of the tenant is left to feed it: its search index and opened
 		// providers.
 		if tt, err := parseTenant(t); err == nil {

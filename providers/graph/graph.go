@@ -317,7 +317,12 @@ func (c *Client) Open(ctx context.Context, pathOrLink string, download bool) (*h
 }
 
 func transportError(err error) error {
-	if errors.Is(err, providers.ErrReauthRequired) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, providers.ErrInvalidArgument) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The vendor did not answer within the caller's time: transient, and still the
+		// deadline's error for a caller that asks.
+		return fmt.Errorf("graph: no answer in time: %w (%w)", providers.ErrTransient, err)
+	}
+	if errors.Is(err, providers.ErrReauthRequired) || errors.Is(err, context.Canceled) || errors.Is(err, providers.ErrInvalidArgument) {
 		return fmt.Errorf("graph: %w", err)
 	}
 	return fmt.Errorf("graph: %v: %w", err, providers.ErrTransient)
