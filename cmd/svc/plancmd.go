@@ -45,7 +45,11 @@ func newPlanCmd() *cobra.Command {
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), string(out))
 			return err
 		}
-		return renderPlan(cmd.OutOrStdout(), p)
+		if err := renderPlan(cmd.OutOrStdout(), p); err != nil {
+			return err
+		}
+		writeNextSteps(cmd.OutOrStdout(), &cf, p, "To authorize and apply it:")
+		return nil
 	}
 
 	var (

@@ -176,10 +176,29 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 	for _, r := range pol.GetReasons() {
 		fmt.Fprintf(w, "  %s\n", r)
 	}
-	if p.GetState() == svcv1.PlanState_PLAN_STATE_VALIDATED {
-		fmt.Fprintf(w, "\nTo authorize it:  svc plan authorize %s --hash %s\n", p.GetPlanId(), p.GetHash())
-	}
 	return nil
+}
+
+// needsUser reports whether authorizing a plan needs the end user's own approval (their
+// session), which an application's key cannot give.
+func needsUser(p *svcv1.Plan) bool {
+	return p.GetPolicy().GetDecision() == svcv1.PolicyDecision_POLICY_DECISION_STEP_UP_REQUIRED &&
+		slices.Contains(p.GetPolicy().GetRequiredApprovals(), svcv1.Approval_APPROVAL_HUMAN_USER)
+}
+
+// writeNextSteps prints, for a plan that can be authorized, the commands that authorize and
+// apply it, runnable as printed (cf.commandLine).
+func writeNextSteps(w io.Writer, cf *clientFlags, p *svcv1.Plan, intro string) {
+	if p.GetState() != svcv1.PlanState_PLAN_STATE_VALIDATED {
+		return
+	}
+	user := needsUser(p)
+	fmt.Fprintf(w, "\n%s\n", intro)
+	if user {
+		fmt.Fprintln(w, "  (it needs the end user's approval: their session authorizes it, not an API key)")
+	}
+	fmt.Fprintf(w, "  %s\n", cf.commandLine(user, "plan", "authorize", p.GetPlanId(), "--hash", p.GetHash()))
+	fmt.Fprintf(w, "  %s\n", cf.commandLine(false, "apply", p.GetPlanId()))
 }
 
 // maxReasons is how many reasons a class line lists; the rest are summed up.

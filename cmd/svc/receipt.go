@@ -94,10 +94,8 @@ func newReceiptRestoreCmd() *cobra.Command {
 receipt's execution trashed, removed or moved: from the vault copies the receipt names (to where
 each object was, or with --destination to that destination), or by untrashing at the provider
 where the vault holds none. Objects that can no longer come back are listed as excluded, with
-the reason. Nothing changes until the plan is authorized and applied:
-
-  svc plan authorize PLAN_ID --hash HASH
-  svc apply PLAN_ID`,
+the reason. Nothing changes until the plan is authorized and applied: the summary ends with the
+two commands that do it, runnable as printed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.resolveClient()
@@ -128,7 +126,7 @@ the reason. Nothing changes until the plan is authorized and applied:
 			if err := renderPlan(cmd.OutOrStdout(), p); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\nNothing has changed yet. To undo:\n  svc plan authorize %s --hash %s\n  svc apply %s\n", p.GetPlanId(), p.GetHash(), p.GetPlanId())
+			writeNextSteps(cmd.OutOrStdout(), &cf, p, "Nothing has changed yet. To undo:")
 			return nil
 		},
 	}
