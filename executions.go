@@ -168,14 +168,28 @@ func Ended(x *svcv1.Execution) bool {
 	return x.GetFinishedAt() != nil
 }
 
-// Wait returns the execution once it has ended (with its receipt), or ctx's error.
+// ErrNotCompleted is returned, wrapped, by Wait when an execution ended without completing:
+// partially_completed, failed or cancelled. Wait returns the execution with it: its counters
+// and errors say what failed, and its receipt has every object's outcome.
+var ErrNotCompleted = errors.New("the execution did not complete")
+
+// Wait returns the execution once it has ended (with its receipt), or ctx's error. An
+// execution that ended other than completed is returned with an error wrapping
+// ErrNotCompleted.
 func (s *Scope) Wait(ctx context.Context, id string) (*svcv1.Execution, error) {
 	delay := 5 * time.Millisecond
 	for {
 		changed := s.c.changes.next() // before the read: a change after it is not missed
 		x, err := s.Execution(ctx, id)
-		if err != nil || Ended(x) {
+		if err != nil {
 			return x, err
+		}
+		if Ended(x) {
+			if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+				return x, fmt.Errorf("execution %s ended %s, %d of %d assets failed (receipt %s): %w",
+					x.GetId(), enumWire(x.GetStatus()), x.GetFailed(), x.GetAttempted(), x.GetReceiptId(), ErrNotCompleted)
+			}
+			return x, nil
 		}
 		select {
 		case <-ctx.Done():

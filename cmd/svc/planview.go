@@ -214,7 +214,7 @@ func needsUser(p *svcv1.Plan) bool {
 // writeNextSteps prints, for a plan that can be authorized, the commands that authorize and
 // apply it, runnable as printed (cf.commandLine).
 func writeNextSteps(w io.Writer, cf *clientFlags, p *svcv1.Plan, intro string) {
-	if p.GetState() != svcv1.PlanState_PLAN_STATE_VALIDATED {
+	if st := p.GetState(); st != svcv1.PlanState_PLAN_STATE_VALIDATED && st != svcv1.PlanState_PLAN_STATE_DRAFT {
 		return
 	}
 	user := needsUser(p)

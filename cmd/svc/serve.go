@@ -52,6 +52,7 @@ func newServeCmd() *cobra.Command {
 		drain         time.Duration
 		stripeURL     string
 		memoryLimit   = byteSize(defaultServeMemoryLimit)
+		driveObjects  int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -65,7 +66,7 @@ func newServeCmd() *cobra.Command {
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns,
-				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL})
+				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, driveObjects: driveObjects})
 		},
 	}
 	f := cmd.Flags()
@@ -92,6 +93,7 @@ func newServeCmd() *cobra.Command {
 	vaultStore.register(f)
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
+	f.IntVar(&driveObjects, "dev-drive-objects", devseed.DefaultDriveObjects, "with --dev, how many files the simulated drive holds (6 are 56 MiB once vaulted, 1000 are 8.6 GiB, for load work); read when the tenant is first seeded")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -144,6 +146,8 @@ type serveOptions struct {
 	drain time.Duration
 	// stripeKey (from the environment, never a flag) turns billing through Stripe on.
 	stripeKey, stripeURL string
+	// driveObjects is the size of the dev tenant's simulated drive (0: devseed's default).
+	driveObjects int
 }
 
 // closeGrace is how long closing the server may take after the drain before the process
@@ -236,7 +240,7 @@ func serve(ctx context.Context, o serveOptions) error {
 			}
 			extra = append(extra, spec)
 		}
-		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra})
+		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra, DriveObjects: o.driveObjects})
 		if err != nil {
 			ln.Close()
 			srv.Close()
