@@ -42,7 +42,7 @@ writes one plain line at each 10% of the bytes instead.`,
 			if err != nil {
 				return explain(err)
 			}
-			if p.Msg.GetState() == svcv1.PlanState_PLAN_STATE_VALIDATED && hash != "" {
+			if st := p.Msg.GetState(); (st == svcv1.PlanState_PLAN_STATE_VALIDATED || st == svcv1.PlanState_PLAN_STATE_DRAFT) && hash != "" {
 				if p, err = c.Plans.AuthorizePlan(ctx, connect.NewRequest(&svcv1.AuthorizePlanRequest{Id: args[0], PlanHash: hash})); err != nil {
 					return explain(err)
 				}
