@@ -29,7 +29,10 @@ func newApplyCmd() *cobra.Command {
 until it has a receipt, and verifies the receipt offline against the server's published keys.
 
 On a terminal it draws a progress bar; when its output goes elsewhere (a file, a pipe) it
-writes one plain line at each 10% of the bytes instead.`,
+writes one plain line at each 10% instead: of the bytes, or of the assets when those are
+further along (a failed asset adds no bytes). The bytes are those of the content the execution
+goes through, counted once: an export's asset is preserved and then written, the same bytes.
+It exits with status 1 unless the execution completed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.resolveClient()
@@ -76,7 +79,10 @@ type progress interface {
 
 // newProgress draws a bar when out is a terminal, and plain lines otherwise.
 func newProgress(out io.Writer, p *svcv1.Plan) progress {
-	total := p.GetProjection().GetBytesToPreserve() + p.GetProjection().GetBytesToTransfer()
+	// An export or a move preserves each asset and then writes the same bytes to the
+	// destination: counting both would show twice the plan's size. The larger of the two is
+	// the size of the content the execution goes through.
+	total := max(p.GetProjection().GetBytesToPreserve(), p.GetProjection().GetBytesToTransfer())
 	objects := int64(len(p.GetObjects()))
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar := progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(out), progressbar.OptionShowBytes(true),
@@ -135,7 +141,7 @@ func (l *lineProgress) finish() {}
 // follow polls an execution until it has a receipt, showing its progress.
 func follow(ctx context.Context, pr progress, c *client.Client, x *svcv1.Execution, poll time.Duration) (*svcv1.Execution, error) {
 	for {
-		pr.update(x.GetBytesPreserved()+x.GetBytesTransferred(), x.GetCompleted()+x.GetFailed())
+		pr.update(max(x.GetBytesPreserved(), x.GetBytesTransferred()), x.GetCompleted()+x.GetFailed())
 		if x.GetReceiptId() != "" {
 			pr.finish()
 			return x, nil
