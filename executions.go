@@ -70,13 +70,15 @@ type ExecutionFilter struct {
 
 // ListExecutions returns a page of the tenant's executions the scope reaches, newest first,
 // after the execution id after ("": from the newest). Under a source grant each execution's
-// plan is read in the list's own read.
+// plan is read in the list's own read. A list holds the executions without their steps (an
+// execution keeps up to execute.MaxSteps of them): Execution has the most recent, StepsPage
+// all of them a page at a time.
 func (s *Scope) ListExecutions(ctx context.Context, f ExecutionFilter, after string, limit int) (storage.Page[*svcv1.Execution], error) {
 	res, err := s.c.resources()
 	if err != nil {
 		return storage.Page[*svcv1.Execution]{}, err
 	}
-	return res.ListExecutions(ctx, s.key(), after, limit, func(x *svcv1.Execution, plan func() (*svcv1.Plan, error)) bool {
+	page, err := res.ListExecutions(ctx, s.key(), after, limit, func(x *svcv1.Execution, plan func() (*svcv1.Plan, error)) bool {
 		if (f.PlanID != nil && x.GetPlanId() != *f.PlanID) || (f.Status != nil && x.GetStatus() != *f.Status) {
 			return false
 		}
@@ -86,6 +88,56 @@ func (s *Scope) ListExecutions(ctx context.Context, f ExecutionFilter, after str
 		p, err := plan()
 		return err == nil && s.reaches(p.GetSourceMarkers())
 	})
+	for i, x := range page.Items {
+		page.Items[i] = withoutSteps(x) // a copy: a store may hand out records it keeps
+	}
+	return page, err
+}
+
+// withoutSteps returns a shallow copy of x whose steps are nil.
+func withoutSteps(x *svcv1.Execution) *svcv1.Execution {
+	c := &svcv1.Execution{Id: x.Id, PlanId: x.PlanId, PlanHash: x.PlanHash, PrincipalId: x.PrincipalId, Status: x.Status,
+		Attempted: x.Attempted, Completed: x.Completed, Failed: x.Failed, BytesPreserved: x.BytesPreserved,
+		BytesRemoved: x.BytesRemoved, BytesTransferred: x.BytesTransferred, MeasuredReclaimBytes: x.MeasuredReclaimBytes,
+		Errors: x.Errors, Simulated: x.Simulated, ReceiptId: x.ReceiptId, StartedAt: x.StartedAt, FinishedAt: x.FinishedAt,
+		CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
+	return c
+}
+
+// StepsPage returns up to limit of an execution's step transitions recorded after journal
+// position after (0: from the first), oldest first, and the position to continue from; more
+// says whether steps recorded so far remain after the page. The journal holds every step,
+// where an Execution holds only its most recent execute.MaxSteps.
+func (s *Scope) StepsPage(ctx context.Context, id string, after uint64, limit int) (steps []execute.Transition, next uint64, more bool, err error) {
+	if _, err := s.Execution(ctx, id); err != nil {
+		return nil, 0, false, err
+	}
+	limit = max(limit, 1)
+	// One entry past the page, to know whether there are more; next is the position of the
+	// page's last entry.
+	var positions []uint64
+	err = s.c.store.Journal().ScanAfter(ctx, s.key(), id, after, func(p uint64, b []byte) error {
+		if len(steps) == limit {
+			more = true
+			return errBatchFull
+		}
+		t, err := decodeTransition(b)
+		if err != nil {
+			return fmt.Errorf("journal entry at %d: %w", p, err)
+		}
+		steps, positions = append(steps, t), append(positions, p)
+		return nil
+	})
+	if errors.Is(err, errBatchFull) {
+		err = nil
+	}
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("execution %s steps: %w", id, err)
+	}
+	if more {
+		next = positions[len(positions)-1]
+	}
+	return steps, next, more, nil
 }
 
 // CancelExecution asks a running execution to stop between steps (an execution that already
@@ -116,14 +168,28 @@ func Ended(x *svcv1.Execution) bool {
 	return x.GetFinishedAt() != nil
 }
 
-// Wait returns the execution once it has ended (with its receipt), or ctx's error.
+// ErrNotCompleted is returned, wrapped, by Wait when an execution ended without completing:
+// partially_completed, failed or cancelled. Wait returns the execution with it: its counters
+// and errors say what failed, and its receipt has every object's outcome.
+var ErrNotCompleted = errors.New("the execution did not complete")
+
+// Wait returns the execution once it has ended (with its receipt), or ctx's error. An
+// execution that ended other than completed is returned with an error wrapping
+// ErrNotCompleted.
 func (s *Scope) Wait(ctx context.Context, id string) (*svcv1.Execution, error) {
 	delay := 5 * time.Millisecond
 	for {
 		changed := s.c.changes.next() // before the read: a change after it is not missed
 		x, err := s.Execution(ctx, id)
-		if err != nil || Ended(x) {
+		if err != nil {
 			return x, err
+		}
+		if Ended(x) {
+			if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+				return x, fmt.Errorf("execution %s ended %s, %d of %d assets failed (receipt %s): %w",
+					x.GetId(), enumWire(x.GetStatus()), x.GetFailed(), x.GetAttempted(), x.GetReceiptId(), ErrNotCompleted)
+			}
+			return x, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -103,6 +103,7 @@ var matrixClass = map[string]string{
 	"ExecutionService/GetExecution":          clsByID,
 	"ExecutionService/CancelExecution":       clsByID,
 	"ExecutionService/ListExecutions":        clsCX,
+	"ExecutionService/ListExecutionSteps":    clsByID,
 	"IntelService/ActOnMeter":                clsByID,
 	"IntelService/ListMeters":                clsCX,
 	"IntelService/GetMeter":                  clsByID,

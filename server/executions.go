@@ -2,6 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
@@ -31,4 +35,33 @@ func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRe
 		return nil, err
 	}
 	return &svcv1.ListExecutionsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+}
+
+// listExecutionSteps pages through an execution's journal (GET /v1/executions/{id}/steps): the
+// cursor seals the journal position of a page's last step.
+func (s *Server) listExecutionSteps(ctx context.Context, req *svcv1.ListExecutionStepsRequest) (*svcv1.ListExecutionStepsResponse, error) {
+	after, limit, binding, err := s.pageStart(ctx, svcv1connect.ExecutionServiceListExecutionStepsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	var pos uint64
+	if after != "" {
+		if pos, err = strconv.ParseUint(after, 10, 64); err != nil {
+			return nil, fmt.Errorf("steps cursor: %w", err) // sealed by the server: never a client's text
+		}
+	}
+	ts, next, more, err := s.scope(callerFrom(ctx)).StepsPage(ctx, req.GetId(), pos, limit)
+	if err != nil {
+		return nil, err
+	}
+	steps := make([]*svcv1.ExecutionStep, len(ts))
+	for i, t := range ts {
+		from, to := t.From, t.To
+		steps[i] = &svcv1.ExecutionStep{AssetId: t.AssetID, Step: t.Step, Status: t.Status, FromState: &from, ToState: &to, At: timestamppb.New(t.At)}
+	}
+	last := ""
+	if more {
+		last = strconv.FormatUint(next, 10)
+	}
+	return &svcv1.ListExecutionStepsResponse{Data: steps, NextCursor: s.nextCursor(binding, last)}, nil
 }

@@ -40,6 +40,7 @@ func (s *Server) register() {
 	handle(s, svcv1connect.DestinationServiceListDestinationsProcedure, s.listDestinations)
 	handle(s, svcv1connect.DestinationServiceGetDestinationProcedure, s.getDestination)
 	handle(s, svcv1connect.ExecutionServiceListExecutionsProcedure, s.listExecutions)
+	handle(s, svcv1connect.ExecutionServiceListExecutionStepsProcedure, s.listExecutionSteps)
 	handle(s, svcv1connect.DeveloperServiceCreateApplicationProcedure, s.createApplication)
 	handle(s, svcv1connect.DeveloperServiceListApplicationsProcedure, s.listApplications)
 	handle(s, svcv1connect.DeveloperServiceGetApplicationProcedure, s.getApplication)

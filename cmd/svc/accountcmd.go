@@ -28,16 +28,17 @@ func newAccountCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "account", Short: "The signed-in user's account: export it"}
 	cf.register(cmd)
 	var (
-		wait    bool
-		outPath string
-		poll    time.Duration
+		wait         bool
+		outPath, job string
+		poll         time.Duration
 	)
 	export := &cobra.Command{
 		Use:   "export",
 		Short: "Export everything the account owns into one archive (tar.gz with a SHA-256 index)",
 		Long: "Starts an export job. With --wait, follows it with a progress bar, downloads the archive (resuming an\n" +
 			"interrupted download), and checks it: its SHA-256 against the job's result, and every file against the\n" +
-			"archive's index.json.",
+			"archive's index.json. With --download JOB_ID, downloads and checks the archive of an export already made\n" +
+			"(svc jobs list shows them) and starts no new one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cf.resolve(); err != nil {
@@ -51,6 +52,16 @@ func newAccountCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if job != "" {
+				res, err := c.Jobs.GetJob(ctx, connect.NewRequest(&svcv1.GetJobRequest{Id: job}))
+				if err != nil {
+					return explain(err)
+				}
+				if k := res.Msg.GetKind(); k != svcv1.JobKind_JOB_KIND_EXPORT {
+					return fmt.Errorf("job %s is a %s job, not an export", job, enumName(k))
+				}
+				return downloadExport(ctx, out, res.Msg, outPath)
+			}
 			res, err := c.Account.ExportAccount(ctx, connect.NewRequest(&svcv1.ExportAccountRequest{})) // the client sends an Idempotency-Key
 			if err != nil {
 				return explain(err)
@@ -62,31 +73,43 @@ func newAccountCmd() *cobra.Command {
 					return err
 				}
 				fmt.Fprintln(out, string(data))
+				fmt.Fprintf(cmd.ErrOrStderr(), "When it has finished (%s), download and check it:\n  %s\n",
+					cf.commandLine(true, "jobs", "get", j.GetId()), cf.commandLine(false, "account", "export", "--download", j.GetId()))
 				return nil
 			}
 			if j, err = followJob(ctx, out, c.Jobs, j, poll); err != nil {
 				return err
 			}
-			if j.GetStatus() != svcv1.JobStatus_JOB_STATUS_SUCCEEDED {
-				return fmt.Errorf("export job %s %s: %s", j.GetId(), enumName(j.GetStatus()), j.GetError())
-			}
-			r := j.GetResult().GetFields()
-			path := outPath
-			if path == "" {
-				path = r["file_name"].GetStringValue()
-			}
-			size := int64(r["size_bytes"].GetNumberValue())
-			if err := download(ctx, out, r["url"].GetStringValue(), path, size); err != nil {
-				return err
-			}
-			return checkArchive(out, path, r["sha256"].GetStringValue())
+			return downloadExport(ctx, out, j, outPath)
 		},
 	}
 	export.Flags().BoolVar(&wait, "wait", false, "wait for the job, download the archive and check it")
 	export.Flags().StringVarP(&outPath, "output", "o", "", "where to write the archive (default: the file name the job gives)")
+	export.Flags().StringVar(&job, "download", "", "download and check the archive of this finished export job (job_...) instead of starting one")
 	export.Flags().DurationVar(&poll, "poll", 500*time.Millisecond, "how often to refresh the progress")
 	cmd.AddCommand(export)
 	return cmd
+}
+
+// downloadExport downloads a finished export job's archive into path (default: the job's file
+// name) and checks it.
+func downloadExport(ctx context.Context, out io.Writer, j *svcv1.Job, path string) error {
+	if j.GetStatus() != svcv1.JobStatus_JOB_STATUS_SUCCEEDED {
+		why := j.GetError()
+		if why == "" {
+			why = "it has not finished"
+		}
+		return fmt.Errorf("export job %s is %s: %s", j.GetId(), enumName(j.GetStatus()), why)
+	}
+	r := j.GetResult().GetFields()
+	if path == "" {
+		path = r["file_name"].GetStringValue()
+	}
+	size := int64(r["size_bytes"].GetNumberValue())
+	if err := download(ctx, out, r["url"].GetStringValue(), path, size); err != nil {
+		return err
+	}
+	return checkArchive(out, path, r["sha256"].GetStringValue())
 }
 
 // followJob polls a job until it ends, showing its progress: a bar on a terminal, else one

@@ -29,7 +29,10 @@ func newApplyCmd() *cobra.Command {
 until it has a receipt, and verifies the receipt offline against the server's published keys.
 
 On a terminal it draws a progress bar; when its output goes elsewhere (a file, a pipe) it
-writes one plain line at each 10% of the bytes instead.`,
+writes one plain line at each 10% instead: of the bytes, or of the assets when those are
+further along (a failed asset adds no bytes). The bytes are those of the content the execution
+goes through, counted once: an export's asset is preserved and then written, the same bytes.
+It exits with status 1 unless the execution completed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.resolveClient()
@@ -42,7 +45,7 @@ writes one plain line at each 10% of the bytes instead.`,
 			if err != nil {
 				return explain(err)
 			}
-			if p.Msg.GetState() == svcv1.PlanState_PLAN_STATE_VALIDATED && hash != "" {
+			if st := p.Msg.GetState(); (st == svcv1.PlanState_PLAN_STATE_VALIDATED || st == svcv1.PlanState_PLAN_STATE_DRAFT) && hash != "" {
 				if p, err = c.Plans.AuthorizePlan(ctx, connect.NewRequest(&svcv1.AuthorizePlanRequest{Id: args[0], PlanHash: hash})); err != nil {
 					return explain(err)
 				}
@@ -52,30 +55,12 @@ writes one plain line at each 10% of the bytes instead.`,
 				return explain(err)
 			}
 			x := res.Msg
-			fmt.Fprintf(out, "Execution %s of plan %s (%d objects)\n", x.GetId(), args[0], len(p.Msg.GetObjects()))
+			fmt.Fprintf(out, "Execution %s of plan %s (%s)\n", x.GetId(), args[0], plural(len(p.Msg.GetObjects()), "object"))
 			x, err = follow(ctx, newProgress(out, p.Msg), c, x, poll)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "%s: %d attempted, %d completed, %d failed; %s preserved, %s removed, %s written to destinations\n", enumName(x.GetStatus()),
-				x.GetAttempted(), x.GetCompleted(), x.GetFailed(), bytesIEC(x.GetBytesPreserved()), bytesIEC(x.GetBytesRemoved()), bytesIEC(x.GetBytesTransferred()))
-			for _, e := range x.GetErrors() {
-				fmt.Fprintf(out, "  %s\n", e)
-			}
-			if more := int(x.GetFailed()) - len(x.GetErrors()); more > 0 {
-				fmt.Fprintf(out, "  ... and %d more failures not shown\n", more)
-			}
-			v, err := c.VerifyReceipt(ctx, x.GetReceiptId())
-			if err != nil {
-				return fmt.Errorf("receipt %s does not verify: %w", x.GetReceiptId(), explain(err))
-			}
-			fmt.Fprintf(out, "Receipt %s verified: hash %s signed by %s\n", v.ReceiptID, v.Hash, v.KeyID)
-			if x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
-				// The receipt holds every object's outcome; the exit status says it did not all go.
-				return fmt.Errorf("execution %s ended %s: %d of %d assets failed; every object's outcome is in receipt %s (svc receipt verify, GET /v1/receipts/%s)",
-					x.GetId(), enumName(x.GetStatus()), x.GetFailed(), x.GetAttempted(), x.GetReceiptId(), x.GetReceiptId())
-			}
-			return nil
+			return finishExecution(cmd, &cf, c, x)
 		},
 	}
 	cf.register(cmd)
@@ -94,7 +79,10 @@ type progress interface {
 
 // newProgress draws a bar when out is a terminal, and plain lines otherwise.
 func newProgress(out io.Writer, p *svcv1.Plan) progress {
-	total := p.GetProjection().GetBytesToPreserve() + p.GetProjection().GetBytesToTransfer()
+	// An export or a move preserves each asset and then writes the same bytes to the
+	// destination: counting both would show twice the plan's size. The larger of the two is
+	// the size of the content the execution goes through.
+	total := max(p.GetProjection().GetBytesToPreserve(), p.GetProjection().GetBytesToTransfer())
 	objects := int64(len(p.GetObjects()))
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar := progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(out), progressbar.OptionShowBytes(true),
@@ -153,7 +141,7 @@ func (l *lineProgress) finish() {}
 // follow polls an execution until it has a receipt, showing its progress.
 func follow(ctx context.Context, pr progress, c *client.Client, x *svcv1.Execution, poll time.Duration) (*svcv1.Execution, error) {
 	for {
-		pr.update(x.GetBytesPreserved()+x.GetBytesTransferred(), x.GetCompleted()+x.GetFailed())
+		pr.update(max(x.GetBytesPreserved(), x.GetBytesTransferred()), x.GetCompleted()+x.GetFailed())
 		if x.GetReceiptId() != "" {
 			pr.finish()
 			return x, nil
@@ -169,4 +157,44 @@ func follow(ctx context.Context, pr progress, c *client.Client, x *svcv1.Executi
 		}
 		x = res.Msg
 	}
+}
+
+// maxShownErrors is how many of an execution's errors a summary prints; the receipt has all.
+const maxShownErrors = 10
+
+// writeExecutionSummary prints an execution's status, counters and first errors.
+func writeExecutionSummary(w io.Writer, x *svcv1.Execution) {
+	fmt.Fprintf(w, "  status   %s: %s attempted, %s completed, %s failed\n", enumName(x.GetStatus()),
+		plural(int(x.GetAttempted()), "asset"), count(int(x.GetCompleted())), count(int(x.GetFailed())))
+	fmt.Fprintf(w, "  bytes    %s preserved in the vault, %s removed at the source, %s written to destinations\n",
+		bytesIEC(x.GetBytesPreserved()), bytesIEC(x.GetBytesRemoved()), bytesIEC(x.GetBytesTransferred()))
+	errs := x.GetErrors()
+	if len(errs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  errors")
+	for _, e := range errs[:min(len(errs), maxShownErrors)] {
+		fmt.Fprintf(w, "    %s\n", e)
+	}
+	if more := max(int(x.GetFailed()), len(errs)) - min(len(errs), maxShownErrors); more > 0 {
+		fmt.Fprintf(w, "    ... and %s not shown\n", plural(more, "more failure"))
+	}
+}
+
+// finishExecution prints an ended execution's summary, verifies its receipt, and returns an
+// error (a non-zero exit) unless the execution completed.
+func finishExecution(cmd *cobra.Command, cf *clientFlags, c *client.Client, x *svcv1.Execution) error {
+	out := cmd.OutOrStdout()
+	writeExecutionSummary(out, x)
+	v, err := c.VerifyReceipt(cmd.Context(), x.GetReceiptId())
+	if err != nil {
+		return fmt.Errorf("receipt %s does not verify: %w", x.GetReceiptId(), explain(err))
+	}
+	fmt.Fprintf(out, "Receipt %s verified: hash %s signed by %s\n", v.ReceiptID, v.Hash, v.KeyID)
+	if x.GetStatus() == svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+		return nil
+	}
+	// The receipt holds every object's outcome; the exit status says it did not all go.
+	fmt.Fprintf(out, "Every object's outcome and error is in the receipt:\n  %s\n", cf.commandLine(false, "receipt", "get", x.GetReceiptId(), "-o", x.GetReceiptId()+".json"))
+	return fmt.Errorf("execution %s ended %s: %d of %s failed", x.GetId(), enumName(x.GetStatus()), x.GetFailed(), plural(int(x.GetAttempted()), "asset"))
 }

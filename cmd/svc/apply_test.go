@@ -37,7 +37,7 @@ func TestApplyCommand(t *testing.T) {
 		t.Fatalf("no plan in:\n%s", out)
 	}
 	out, err = exec.Command(bin, "apply", m[1], "--hash", m[2], "--credentials", creds).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "completed: 25 attempted, 25 completed, 0 failed") || !regexp.MustCompile(`Receipt rcp_\S+ verified`).Match(out) {
+	if err != nil || !strings.Contains(string(out), "completed: 25 assets attempted, 25 completed, 0 failed") || !regexp.MustCompile(`Receipt rcp_\S+ verified`).Match(out) {
 		t.Fatalf("svc apply: %v\n%s", err, out)
 	}
 	if left, _ := os.ReadDir(r.root); len(left) != 0 {

@@ -82,7 +82,7 @@ func TestCLIThroughClient(t *testing.T) {
 		t.Fatal("a bad --poll was accepted")
 	}
 	out, err = runCLI(t, append([]string{"apply", m[1], "--hash", m[2], "--poll", "1ms"}, flags...)...)
-	if err != nil || !strings.Contains(out, "completed: 40 attempted, 40 completed, 0 failed") || !regexp.MustCompile(`Receipt rcp_\S+ verified`).MatchString(out) {
+	if err != nil || !strings.Contains(out, "completed: 40 assets attempted, 40 completed, 0 failed") || !regexp.MustCompile(`Receipt rcp_\S+ verified`).MatchString(out) {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
 	progress := regexp.MustCompile(`(?m)^ *\d+%  `).FindAllString(out, -1)

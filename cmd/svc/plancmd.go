@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
+	"svc.dev/svc/client"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/wire"
@@ -26,11 +28,13 @@ func newPlanCmd() *cobra.Command {
 	}
 	cf.register(cmd)
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the plan as JSON instead of a summary")
+	var cl *client.Client
 	plans := func() (svcv1connect.PlanServiceClient, error) {
 		c, err := cf.resolveClient()
 		if err != nil {
 			return nil, err
 		}
+		cl = c
 		return c.Plans, nil
 	}
 	show := func(cmd *cobra.Command, p *svcv1.Plan) error {
@@ -45,7 +49,11 @@ func newPlanCmd() *cobra.Command {
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), string(out))
 			return err
 		}
-		return renderPlan(cmd.OutOrStdout(), p)
+		if err := renderPlan(cmd.OutOrStdout(), p, sourceLabels(cmd.Context(), cl)); err != nil {
+			return err
+		}
+		writeNextSteps(cmd.OutOrStdout(), &cf, p, "To authorize and apply it:")
+		return nil
 	}
 
 	var (
@@ -187,4 +195,20 @@ func readPolicy(arg string) (*svcv1.SourcePolicy, error) {
 		return nil, fmt.Errorf("--policy: %w", err)
 	}
 	return &pol, nil
+}
+
+// sourceLabels names the caller's sources for a summary. A summary is still right without
+// them (sources then show by id), so a failed listing leaves them out.
+func sourceLabels(ctx context.Context, c *client.Client) labeller {
+	labels := labeller{}
+	if c == nil {
+		return labels
+	}
+	for s, err := range c.ListSources(ctx, nil) {
+		if err != nil {
+			return labels
+		}
+		labels[s.GetId()] = s.GetDisplayName()
+	}
+	return labels
 }

@@ -16,7 +16,8 @@ import (
 
 func enumName(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
 
-// bytesIEC renders a byte count for people (1.5 GiB).
+// bytesIEC renders a byte count for people (1.5 GiB). Every size the CLI prints uses binary
+// units (KiB, MiB, GiB: powers of 1024), the units of its progress bars too.
 func bytesIEC(n int64) string {
 	const unit = 1024
 	if n < unit {
@@ -38,6 +39,24 @@ func count(n int) string {
 	return s
 }
 
+// plural returns n and the noun, in the plural unless n is 1: "1 object", "2,000 objects".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return count(n) + " " + noun + "s"
+}
+
+// labeller names a source for people: its display name, with its id when it has one.
+type labeller map[string]string
+
+func (l labeller) name(sourceID string) string {
+	if n := l[sourceID]; n != "" {
+		return n + " (" + sourceID + ")"
+	}
+	return sourceID
+}
+
 type tally struct {
 	n     int
 	bytes int64
@@ -45,7 +64,8 @@ type tally struct {
 
 // renderPlan prints a plan the way a person reviews it: what is preserved, removed, kept and
 // excluded and why, by storage class, the projected bytes and quota, the cost and the decision.
-func renderPlan(w io.Writer, p *svcv1.Plan) error {
+// Sources are named by their labels (nil: by id).
+func renderPlan(w io.Writer, p *svcv1.Plan, labels labeller) error {
 	mode := "live"
 	if p.GetSimulated() {
 		mode = "test mode, simulated"
@@ -96,10 +116,10 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "What would happen")
 	for _, k := range sortedKeys(actions) {
-		fmt.Fprintf(tw, "  %s %s\t%s objects\t%s\t\n", symbol(k), k, count(actions[k].n), bytesIEC(actions[k].bytes))
+		fmt.Fprintf(tw, "  %s %s\t%s\t%s\t\n", symbol(k), k, plural(actions[k].n, "object"), bytesIEC(actions[k].bytes))
 	}
 	if n := len(p.GetExcluded()); n > 0 {
-		fmt.Fprintf(tw, "  x excluded\t%s objects\t\t\n", count(n))
+		fmt.Fprintf(tw, "  x excluded\t%s\t\t\n", plural(n, "object"))
 	}
 	tw.Flush()
 
@@ -134,14 +154,19 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 	fmt.Fprintf(w, "  preserve %s · remove %s · transfer %s · reclaim %s\n",
 		bytesIEC(pr.GetBytesToPreserve()), bytesIEC(pr.GetBytesToRemove()), bytesIEC(pr.GetBytesToTransfer()), bytesIEC(pr.GetProjectedReclaimBytes()))
 	for _, q := range pr.GetProjectedQuota() {
-		line := fmt.Sprintf("  %s: %s used after", q.GetSourceId(), bytesIEC(q.GetUsedBytesAfter()))
+		line := fmt.Sprintf("  %s: %s used afterwards", labels.name(q.GetSourceId()), bytesIEC(q.GetUsedBytesAfter()))
 		if q.LimitBytes != nil {
-			line += fmt.Sprintf(" of %s (%.1f%%)", bytesIEC(q.GetLimitBytes()), q.GetPercentAfter())
+			line = fmt.Sprintf("  %s: %s of %s used afterwards (%.1f%%)", labels.name(q.GetSourceId()), bytesIEC(q.GetUsedBytesAfter()), bytesIEC(q.GetLimitBytes()), q.GetPercentAfter())
 		}
 		fmt.Fprintln(w, line)
 	}
-	for _, m := range p.GetSourceMarkers() {
-		fmt.Fprintf(w, "  %s (%s) at %s %s\n", m.GetSourceId(), enumName(m.GetProvider()), enumName(m.GetKind()), m.GetValue())
+	if ms := p.GetSourceMarkers(); len(ms) > 0 {
+		// The markers are what an execution checks the sources against; people need only to
+		// know when each source was read.
+		fmt.Fprintln(w, "\nSources, as read for this plan")
+		for _, m := range ms {
+			fmt.Fprintf(w, "  %s, %s, read %s\n", labels.name(m.GetSourceId()), enumName(m.GetProvider()), m.GetObservedAt().AsTime().Format("2006-01-02 15:04 MST"))
+		}
 	}
 
 	fmt.Fprintln(w, "\nCost")
@@ -168,7 +193,7 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 	if len(pol.GetRequiredApprovals()) > 0 {
 		var names []string
 		for _, a := range pol.GetRequiredApprovals() {
-			names = append(names, enumName(a))
+			names = append(names, approvalText(a))
 		}
 		fmt.Fprintf(w, " (needs %s)", strings.Join(names, ", "))
 	}
@@ -176,10 +201,44 @@ func renderPlan(w io.Writer, p *svcv1.Plan) error {
 	for _, r := range pol.GetReasons() {
 		fmt.Fprintf(w, "  %s\n", r)
 	}
-	if p.GetState() == svcv1.PlanState_PLAN_STATE_VALIDATED {
-		fmt.Fprintf(w, "\nTo authorize it:  svc plan authorize %s --hash %s\n", p.GetPlanId(), p.GetHash())
-	}
 	return nil
+}
+
+// needsUser reports whether authorizing a plan needs the end user's own approval (their
+// session), which an application's key cannot give.
+func needsUser(p *svcv1.Plan) bool {
+	return p.GetPolicy().GetDecision() == svcv1.PolicyDecision_POLICY_DECISION_STEP_UP_REQUIRED &&
+		slices.Contains(p.GetPolicy().GetRequiredApprovals(), svcv1.Approval_APPROVAL_HUMAN_USER)
+}
+
+// writeNextSteps prints, for a plan that can be authorized, the commands that authorize and
+// apply it, runnable as printed (cf.commandLine).
+func writeNextSteps(w io.Writer, cf *clientFlags, p *svcv1.Plan, intro string) {
+	if st := p.GetState(); st != svcv1.PlanState_PLAN_STATE_VALIDATED && st != svcv1.PlanState_PLAN_STATE_DRAFT {
+		return
+	}
+	user := needsUser(p)
+	fmt.Fprintf(w, "\n%s\n", intro)
+	if user {
+		fmt.Fprintln(w, "  (it needs the end user's approval: their session authorizes it, not an API key)")
+	}
+	fmt.Fprintf(w, "  %s\n", cf.commandLine(user, "plan", "authorize", p.GetPlanId(), "--hash", p.GetHash()))
+	fmt.Fprintf(w, "  %s\n", cf.commandLine(false, "apply", p.GetPlanId()))
+}
+
+// approvalText says what a required approval asks for, in words.
+func approvalText(a svcv1.Approval) string {
+	switch a {
+	case svcv1.Approval_APPROVAL_HUMAN_USER:
+		return "the end user's own approval"
+	case svcv1.Approval_APPROVAL_DEVELOPER_OWNER:
+		return "the approval of the application's owner"
+	case svcv1.Approval_APPROVAL_CEILING_INCREASE:
+		return "a higher spending ceiling"
+	case svcv1.Approval_APPROVAL_SCOPE_STEP_UP:
+		return "a wider grant for the application"
+	}
+	return enumName(a)
 }
 
 // maxReasons is how many reasons a class line lists; the rest are summed up.
@@ -209,7 +268,11 @@ func writeReasons(tw io.Writer, reasons map[string]int) {
 			for _, k := range keys[i:] {
 				rest += reasons[k]
 			}
-			fmt.Fprintf(tw, "  \t%s\t\t  and %d other reasons\n", count(rest), len(keys)-i)
+			other := "other reasons"
+			if len(keys)-i == 1 {
+				other = "other reason"
+			}
+			fmt.Fprintf(tw, "  \t%s\t\t  and %d %s\n", count(rest), len(keys)-i, other)
 			return
 		}
 		fmt.Fprintf(tw, "  \t%s\t\t  %s\n", count(reasons[r]), r)

@@ -37,7 +37,7 @@ func TestRenderPlanGolden(t *testing.T) {
 		Excluded: []*svcv1.Exclusion{{AssetId: "d", Reason: svcv1.ExclusionReason_EXCLUSION_REASON_SHARED, Detail: "shared items are excluded"}},
 		Projection: &svcv1.Projection{ObjectCount: 3, BytesToPreserve: 3<<30 + 1<<20 + 2048, BytesToRemove: 3<<30 + 1<<20, ProjectedReclaimBytes: 3<<30 + 1<<20,
 			ProjectedQuota: []*svcv1.ProjectedQuota{{SourceId: "src_01JD0000000000000000000000", UsedBytesAfter: 5 << 30, LimitBytes: proto.Int64(15 << 30), PercentAfter: proto.Float64(33.33)}}},
-		SourceMarkers: []*svcv1.SourceMarker{{SourceId: "src_01JD0000000000000000000000", Provider: svcv1.Provider_PROVIDER_VENDOR_A_MAIL, Kind: svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_HISTORY_ID, Value: "981"}},
+		SourceMarkers: []*svcv1.SourceMarker{{SourceId: "src_01JD0000000000000000000000", Provider: svcv1.Provider_PROVIDER_VENDOR_A_MAIL, Kind: svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_HISTORY_ID, Value: "981", ObservedAt: at}},
 		Meter: &svcv1.PlanMeter{RateCardVersion: "developer-2026-09", EstimatedCents: 60, Lines: []*svcv1.MeterLine{
 			{Meter: "plans", Quantity: 1, Unit: "plan", IncludedInAllowance: true},
 			{Meter: "executions", Quantity: 1, Unit: "execution", EstimatedCents: 50},
@@ -46,7 +46,7 @@ func TestRenderPlanGolden(t *testing.T) {
 			Reasons: []string{"removes 2 objects"}},
 	}
 	var out bytes.Buffer
-	if err := renderPlan(&out, p); err != nil {
+	if err := renderPlan(&out, p, labeller{"src_01JD0000000000000000000000": "Mailbox"}); err != nil {
 		t.Fatal(err)
 	}
 	golden := filepath.Join("testdata", "plan_summary.golden")

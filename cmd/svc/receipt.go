@@ -26,7 +26,7 @@ const maxReceiptKeySetBytes = 1 << 20
 func newReceiptCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "receipt",
-		Short: "Verify signed receipts",
+		Short: "Get, verify and undo signed receipts",
 	}
 	var keys, server string
 	verify := &cobra.Command{
@@ -78,7 +78,7 @@ It exits with status 1 and says which check failed when the receipt does not ver
 	}
 	verify.Flags().StringVar(&keys, "keys", "", "the receipt key set: a JWK set file or an http(s) URL")
 	verify.Flags().StringVar(&server, "server", os.Getenv("SVC_URL"), "server base URL whose "+client.ReceiptKeysPath+" to use when --keys is not given (env SVC_URL)")
-	cmd.AddCommand(verify, newReceiptRestoreCmd())
+	cmd.AddCommand(verify, newReceiptRestoreCmd(), newReceiptGetCmd())
 	return cmd
 }
 
@@ -94,10 +94,8 @@ func newReceiptRestoreCmd() *cobra.Command {
 receipt's execution trashed, removed or moved: from the vault copies the receipt names (to where
 each object was, or with --destination to that destination), or by untrashing at the provider
 where the vault holds none. Objects that can no longer come back are listed as excluded, with
-the reason. Nothing changes until the plan is authorized and applied:
-
-  svc plan authorize PLAN_ID --hash HASH
-  svc apply PLAN_ID`,
+the reason. Nothing changes until the plan is authorized and applied: the summary ends with the
+two commands that do it, runnable as printed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.resolveClient()
@@ -125,10 +123,10 @@ the reason. Nothing changes until the plan is authorized and applied:
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return err
 			}
-			if err := renderPlan(cmd.OutOrStdout(), p); err != nil {
+			if err := renderPlan(cmd.OutOrStdout(), p, sourceLabels(ctx, c)); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\nNothing has changed yet. To undo:\n  svc plan authorize %s --hash %s\n  svc apply %s\n", p.GetPlanId(), p.GetHash(), p.GetPlanId())
+			writeNextSteps(cmd.OutOrStdout(), &cf, p, "Nothing has changed yet. To undo:")
 			return nil
 		},
 	}
@@ -199,4 +197,39 @@ func readReceiptKeysLimited(r io.Reader, src string) ([]byte, error) {
 		return nil, fmt.Errorf("read key set %s: larger than %d bytes", src, maxReceiptKeySetBytes)
 	}
 	return b, nil
+}
+
+// newReceiptGetCmd returns "svc receipt get": write a receipt's signed JSON, byte for byte as
+// the server serves it, for svc receipt verify or anyone else to check.
+func newReceiptGetCmd() *cobra.Command {
+	var cf clientFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get RECEIPT_ID",
+		Short: "Write a receipt's signed JSON (to standard output, or -o FILE)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.resolveClient()
+			if err != nil {
+				return err
+			}
+			data, err := c.ReceiptJSON(cmd.Context(), args[0])
+			if err != nil {
+				return explain(err)
+			}
+			if output == "" || output == "-" {
+				_, err = cmd.OutOrStdout().Write(append(data, '\n'))
+				return err
+			}
+			if err := os.WriteFile(output, data, 0o644); err != nil {
+				return fmt.Errorf("write receipt: %w", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote receipt %s to %s (%d bytes); check it with:\n  %s receipt verify %s --server %s\n",
+				args[0], output, len(data), programName(), shellQuote(output), shellQuote(c.BaseURL()))
+			return nil
+		},
+	}
+	cf.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the receipt to this file (default: standard output)")
+	return cmd
 }

@@ -57,6 +57,7 @@ func newServeCmd() *cobra.Command {
 		stripeURL     string
 		database      string
 		memoryLimit   = byteSize(defaultServeMemoryLimit)
+		driveObjects  int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -70,7 +71,7 @@ func newServeCmd() *cobra.Command {
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns, creatorEvery: creatorEvery,
-				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database})
+				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database, driveObjects: driveObjects})
 		},
 	}
 	f := cmd.Flags()
@@ -99,6 +100,7 @@ func newServeCmd() *cobra.Command {
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
 	f.StringVar(&database, "database", "", "keep records in this PostgreSQL database (postgres://user@host:port/db) instead of bbolt in the data directory, which still holds the vault, keys and search index (docs/scale-out.md)")
+	f.IntVar(&driveObjects, "dev-drive-objects", devseed.DefaultDriveObjects, "with --dev, how many files the simulated drive holds (6 are 56 MiB once vaulted, 1000 are 8.6 GiB, for load work); read when the tenant is first seeded")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -154,6 +156,8 @@ type serveOptions struct {
 	stripeKey, stripeURL string
 	// database is the PostgreSQL store's DSN; "" keeps bbolt in the data directory.
 	database string
+	// driveObjects is the size of the dev tenant's simulated drive (0: devseed's default).
+	driveObjects int
 }
 
 // closeGrace is how long closing the server may take after the drain before the process
@@ -270,7 +274,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		}
 		vendors, stopVendors := startDevVendors()
 		defer stopVendors()
-		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra, Vendors: vendors})
+		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra, Vendors: vendors, DriveObjects: o.driveObjects})
 		if err != nil {
 			ln.Close()
 			srv.Close()

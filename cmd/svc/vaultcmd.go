@@ -14,7 +14,7 @@ import (
 func newVaultCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "vault",
-		Short: "Maintain the vault of a data directory",
+		Short: "Search the vault of a running server, and maintain the vault of a data directory",
 	}
 	var dataDir, tenant string
 	var noRepair, asJSON bool
@@ -103,7 +103,7 @@ objects are left corrupt.`,
 	scrub.Flags().BoolVar(&noRepair, "no-repair", false, "only check and mark; do not rewrite bad copies from the other tier")
 	scrub.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
 	vaultStore.register(scrub.Flags())
-	cmd.AddCommand(scrub, newReindexCmd(), newCoverageCmd())
+	cmd.AddCommand(scrub, newReindexCmd(), newCoverageCmd(), newVaultSearchCmd())
 	return cmd
 }
 

@@ -6,6 +6,7 @@
 package devseed
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,7 +159,16 @@ type Options struct {
 	// Vendors are the vendor sources to connect, or to point at their new configuration when
 	// the dev tenant has them from an earlier start.
 	Vendors []Vendor
+	// DriveObjects is how many files the simulated drive holds (0: DefaultDriveObjects). Its
+	// files are real bytes once vaulted or exported: about 9 MiB each on average (6 files
+	// are 56 MiB, 1,000 are 8.6 GiB).
+	DriveObjects int
 }
+
+// DefaultDriveObjects keeps the simulated drive small enough for the README's tour to stay
+// under 1 GB on disk (with the 250-message mailbox, 147 MiB); svc serve --dev-drive-objects
+// chooses a bigger one for load work.
+const DefaultDriveObjects = 6
 
 // runSeedJob records a seed job and runs it to completion.
 func (d Deps) runSeedJob(ctx context.Context, opts *Options) (*Credentials, error) {
@@ -226,9 +237,9 @@ func (d Deps) seedTenant(ctx context.Context, u *platform.User, session string, 
 	var mailbox *svcv1.Source
 	for _, src := range append([]svc.SourceSpec{
 		{Provider: providers.Simulated, SourceRef: "mail/dev", Kind: "mail", DisplayName: "Simulated mailbox", Email: u.Email,
-			Config: providers.Config{"seed": "42", "objects": "2000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
+			Config: providers.Config{"seed": "42", "objects": "250"}, ConnectionID: conn.ID, ApplicationID: app.ID},
 		{Provider: providers.Simulated, SourceRef: "files/dev", Kind: "files", DisplayName: "Simulated drive",
-			Config: providers.Config{"seed": "42", "objects": "1000"}, ConnectionID: conn.ID, ApplicationID: app.ID},
+			Config: providers.Config{"seed": "42", "objects": strconv.Itoa(cmp.Or(opts.DriveObjects, DefaultDriveObjects))}, ConnectionID: conn.ID, ApplicationID: app.ID},
 	}, opts.Sources...) {
 		src.ConnectionID, src.ApplicationID = conn.ID, app.ID
 		made, err := d.Instance.Tenant(test).ConnectSource(ctx, src)

@@ -587,6 +587,129 @@ func (x *ListExecutionsResponse) GetNextCursor() string {
 	return ""
 }
 
+// ListExecutionStepsRequest pages through an execution's steps, in the order they were
+// recorded.
+type ListExecutionStepsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ConnectionId  *string                `protobuf:"bytes,2,opt,name=connection_id,json=connectionId,proto3,oneof" json:"connection_id,omitempty"`
+	Limit         *int32                 `protobuf:"varint,3,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Cursor        *string                `protobuf:"bytes,4,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListExecutionStepsRequest) Reset() {
+	*x = ListExecutionStepsRequest{}
+	mi := &file_svc_v1_execution_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListExecutionStepsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListExecutionStepsRequest) ProtoMessage() {}
+
+func (x *ListExecutionStepsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_execution_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListExecutionStepsRequest.ProtoReflect.Descriptor instead.
+func (*ListExecutionStepsRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListExecutionStepsRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ListExecutionStepsRequest) GetConnectionId() string {
+	if x != nil && x.ConnectionId != nil {
+		return *x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ListExecutionStepsRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListExecutionStepsRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// ListExecutionStepsResponse is one page of an execution's steps.
+type ListExecutionStepsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []*ExecutionStep       `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty"`
+	NextCursor    *string                `protobuf:"bytes,2,opt,name=next_cursor,json=nextCursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListExecutionStepsResponse) Reset() {
+	*x = ListExecutionStepsResponse{}
+	mi := &file_svc_v1_execution_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListExecutionStepsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListExecutionStepsResponse) ProtoMessage() {}
+
+func (x *ListExecutionStepsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_execution_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListExecutionStepsResponse.ProtoReflect.Descriptor instead.
+func (*ListExecutionStepsResponse) Descriptor() ([]byte, []int) {
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ListExecutionStepsResponse) GetData() []*ExecutionStep {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ListExecutionStepsResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
 // ExecutionService reads executions.
 // ExecutePlanRequest runs an authorized plan.
 type ExecutePlanRequest struct {
@@ -599,7 +722,7 @@ type ExecutePlanRequest struct {
 
 func (x *ExecutePlanRequest) Reset() {
 	*x = ExecutePlanRequest{}
-	mi := &file_svc_v1_execution_proto_msgTypes[4]
+	mi := &file_svc_v1_execution_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +734,7 @@ func (x *ExecutePlanRequest) String() string {
 func (*ExecutePlanRequest) ProtoMessage() {}
 
 func (x *ExecutePlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_execution_proto_msgTypes[4]
+	mi := &file_svc_v1_execution_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +747,7 @@ func (x *ExecutePlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutePlanRequest.ProtoReflect.Descriptor instead.
 func (*ExecutePlanRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_execution_proto_rawDescGZIP(), []int{4}
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExecutePlanRequest) GetId() string {
@@ -652,7 +775,7 @@ type GetExecutionRequest struct {
 
 func (x *GetExecutionRequest) Reset() {
 	*x = GetExecutionRequest{}
-	mi := &file_svc_v1_execution_proto_msgTypes[5]
+	mi := &file_svc_v1_execution_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +787,7 @@ func (x *GetExecutionRequest) String() string {
 func (*GetExecutionRequest) ProtoMessage() {}
 
 func (x *GetExecutionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_execution_proto_msgTypes[5]
+	mi := &file_svc_v1_execution_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +800,7 @@ func (x *GetExecutionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExecutionRequest.ProtoReflect.Descriptor instead.
 func (*GetExecutionRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_execution_proto_rawDescGZIP(), []int{5}
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetExecutionRequest) GetId() string {
@@ -705,7 +828,7 @@ type CancelExecutionRequest struct {
 
 func (x *CancelExecutionRequest) Reset() {
 	*x = CancelExecutionRequest{}
-	mi := &file_svc_v1_execution_proto_msgTypes[6]
+	mi := &file_svc_v1_execution_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +840,7 @@ func (x *CancelExecutionRequest) String() string {
 func (*CancelExecutionRequest) ProtoMessage() {}
 
 func (x *CancelExecutionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_execution_proto_msgTypes[6]
+	mi := &file_svc_v1_execution_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +853,7 @@ func (x *CancelExecutionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelExecutionRequest.ProtoReflect.Descriptor instead.
 func (*CancelExecutionRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_execution_proto_rawDescGZIP(), []int{6}
+	return file_svc_v1_execution_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CancelExecutionRequest) GetId() string {
@@ -808,6 +931,20 @@ const file_svc_v1_execution_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x03(\v2\x11.svc.v1.ExecutionR\x04data\x12$\n" +
 	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
 	"nextCursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"\x94\x02\n" +
+	"\x19ListExecutionStepsRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^exe_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
+	"\rconnection_id\x18\x02 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x12%\n" +
+	"\x05limit\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xc8\x01(\x01H\x01R\x05limit\x88\x01\x01\x12%\n" +
+	"\x06cursor\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bH\x02R\x06cursor\x88\x01\x01B\x10\n" +
+	"\x0e_connection_idB\b\n" +
+	"\x06_limitB\t\n" +
+	"\a_cursor\"}\n" +
+	"\x1aListExecutionStepsResponse\x12)\n" +
+	"\x04data\x18\x01 \x03(\v2\x15.svc.v1.ExecutionStepR\x04data\x12$\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\n" +
+	"nextCursor\x88\x01\x01B\x0e\n" +
 	"\f_next_cursor\"\xaa\x01\n" +
 	"\x12ExecutePlanRequest\x123\n" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^pln_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x12M\n" +
@@ -850,11 +987,12 @@ const file_svc_v1_execution_proto_rawDesc = "" +
 	"\x13STEP_STATE_EXCLUDED\x10\r\x1a\f\x8a\xb5\x18\bEXCLUDED\x12#\n" +
 	"\x12STEP_STATE_SKIPPED\x10\x0e\x1a\v\x8a\xb5\x18\aSKIPPED\x12!\n" +
 	"\x11STEP_STATE_FAILED\x10\x0f\x1a\n" +
-	"\x8a\xb5\x18\x06FAILED2\xf3\x03\n" +
+	"\x8a\xb5\x18\x06FAILED2\x87\x05\n" +
 	"\x10ExecutionService\x12t\n" +
 	"\vExecutePlan\x12\x1a.svc.v1.ExecutePlanRequest\x1a\x11.svc.v1.Execution\"6\x9a\xb5\x18\x11\b\xca\x01\x10\x01*\bpreserve0\x01\x82\xd3\xe4\x93\x02\x1b:\x01*\"\x16/v1/plans/{id}/execute\x12n\n" +
 	"\fGetExecution\x12\x1b.svc.v1.GetExecutionRequest\x1a\x11.svc.v1.Execution\".\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x15\x12\x13/v1/executions/{id}\x90\x02\x01\x12}\n" +
-	"\x0fCancelExecution\x12\x1e.svc.v1.CancelExecutionRequest\x1a\x11.svc.v1.Execution\"7\x9a\xb5\x18\x0e\x10\x01*\bpreserve0\x01\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/v1/executions/{id}/cancel\x12z\n" +
+	"\x0fCancelExecution\x12\x1e.svc.v1.CancelExecutionRequest\x1a\x11.svc.v1.Execution\"7\x9a\xb5\x18\x0e\x10\x01*\bpreserve0\x01\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/v1/executions/{id}/cancel\x12\x91\x01\n" +
+	"\x12ListExecutionSteps\x12!.svc.v1.ListExecutionStepsRequest\x1a\".svc.v1.ListExecutionStepsResponse\"4\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x1b\x12\x19/v1/executions/{id}/steps\x90\x02\x01\x12z\n" +
 	"\x0eListExecutions\x12\x1d.svc.v1.ListExecutionsRequest\x1a\x1e.svc.v1.ListExecutionsResponse\")\x9a\xb5\x18\f\x18\x01*\bdiscover\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/executions\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
@@ -870,44 +1008,49 @@ func file_svc_v1_execution_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_v1_execution_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_svc_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_svc_v1_execution_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_svc_v1_execution_proto_goTypes = []any{
-	(ExecutionStatus)(0),           // 0: svc.v1.ExecutionStatus
-	(StepState)(0),                 // 1: svc.v1.StepState
-	(*Execution)(nil),              // 2: svc.v1.Execution
-	(*ExecutionStep)(nil),          // 3: svc.v1.ExecutionStep
-	(*ListExecutionsRequest)(nil),  // 4: svc.v1.ListExecutionsRequest
-	(*ListExecutionsResponse)(nil), // 5: svc.v1.ListExecutionsResponse
-	(*ExecutePlanRequest)(nil),     // 6: svc.v1.ExecutePlanRequest
-	(*GetExecutionRequest)(nil),    // 7: svc.v1.GetExecutionRequest
-	(*CancelExecutionRequest)(nil), // 8: svc.v1.CancelExecutionRequest
-	(*timestamppb.Timestamp)(nil),  // 9: google.protobuf.Timestamp
+	(ExecutionStatus)(0),               // 0: svc.v1.ExecutionStatus
+	(StepState)(0),                     // 1: svc.v1.StepState
+	(*Execution)(nil),                  // 2: svc.v1.Execution
+	(*ExecutionStep)(nil),              // 3: svc.v1.ExecutionStep
+	(*ListExecutionsRequest)(nil),      // 4: svc.v1.ListExecutionsRequest
+	(*ListExecutionsResponse)(nil),     // 5: svc.v1.ListExecutionsResponse
+	(*ListExecutionStepsRequest)(nil),  // 6: svc.v1.ListExecutionStepsRequest
+	(*ListExecutionStepsResponse)(nil), // 7: svc.v1.ListExecutionStepsResponse
+	(*ExecutePlanRequest)(nil),         // 8: svc.v1.ExecutePlanRequest
+	(*GetExecutionRequest)(nil),        // 9: svc.v1.GetExecutionRequest
+	(*CancelExecutionRequest)(nil),     // 10: svc.v1.CancelExecutionRequest
+	(*timestamppb.Timestamp)(nil),      // 11: google.protobuf.Timestamp
 }
 var file_svc_v1_execution_proto_depIdxs = []int32{
 	0,  // 0: svc.v1.Execution.status:type_name -> svc.v1.ExecutionStatus
-	9,  // 1: svc.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 2: svc.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
-	9,  // 3: svc.v1.Execution.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 4: svc.v1.Execution.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 1: svc.v1.Execution.started_at:type_name -> google.protobuf.Timestamp
+	11, // 2: svc.v1.Execution.finished_at:type_name -> google.protobuf.Timestamp
+	11, // 3: svc.v1.Execution.created_at:type_name -> google.protobuf.Timestamp
+	11, // 4: svc.v1.Execution.updated_at:type_name -> google.protobuf.Timestamp
 	3,  // 5: svc.v1.Execution.steps:type_name -> svc.v1.ExecutionStep
 	1,  // 6: svc.v1.ExecutionStep.from_state:type_name -> svc.v1.StepState
 	1,  // 7: svc.v1.ExecutionStep.to_state:type_name -> svc.v1.StepState
-	9,  // 8: svc.v1.ExecutionStep.at:type_name -> google.protobuf.Timestamp
+	11, // 8: svc.v1.ExecutionStep.at:type_name -> google.protobuf.Timestamp
 	0,  // 9: svc.v1.ListExecutionsRequest.status:type_name -> svc.v1.ExecutionStatus
 	2,  // 10: svc.v1.ListExecutionsResponse.data:type_name -> svc.v1.Execution
-	6,  // 11: svc.v1.ExecutionService.ExecutePlan:input_type -> svc.v1.ExecutePlanRequest
-	7,  // 12: svc.v1.ExecutionService.GetExecution:input_type -> svc.v1.GetExecutionRequest
-	8,  // 13: svc.v1.ExecutionService.CancelExecution:input_type -> svc.v1.CancelExecutionRequest
-	4,  // 14: svc.v1.ExecutionService.ListExecutions:input_type -> svc.v1.ListExecutionsRequest
-	2,  // 15: svc.v1.ExecutionService.ExecutePlan:output_type -> svc.v1.Execution
-	2,  // 16: svc.v1.ExecutionService.GetExecution:output_type -> svc.v1.Execution
-	2,  // 17: svc.v1.ExecutionService.CancelExecution:output_type -> svc.v1.Execution
-	5,  // 18: svc.v1.ExecutionService.ListExecutions:output_type -> svc.v1.ListExecutionsResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3,  // 11: svc.v1.ListExecutionStepsResponse.data:type_name -> svc.v1.ExecutionStep
+	8,  // 12: svc.v1.ExecutionService.ExecutePlan:input_type -> svc.v1.ExecutePlanRequest
+	9,  // 13: svc.v1.ExecutionService.GetExecution:input_type -> svc.v1.GetExecutionRequest
+	10, // 14: svc.v1.ExecutionService.CancelExecution:input_type -> svc.v1.CancelExecutionRequest
+	6,  // 15: svc.v1.ExecutionService.ListExecutionSteps:input_type -> svc.v1.ListExecutionStepsRequest
+	4,  // 16: svc.v1.ExecutionService.ListExecutions:input_type -> svc.v1.ListExecutionsRequest
+	2,  // 17: svc.v1.ExecutionService.ExecutePlan:output_type -> svc.v1.Execution
+	2,  // 18: svc.v1.ExecutionService.GetExecution:output_type -> svc.v1.Execution
+	2,  // 19: svc.v1.ExecutionService.CancelExecution:output_type -> svc.v1.Execution
+	7,  // 20: svc.v1.ExecutionService.ListExecutionSteps:output_type -> svc.v1.ListExecutionStepsResponse
+	5,  // 21: svc.v1.ExecutionService.ListExecutions:output_type -> svc.v1.ListExecutionsResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_execution_proto_init() }
@@ -923,13 +1066,15 @@ func file_svc_v1_execution_proto_init() {
 	file_svc_v1_execution_proto_msgTypes[4].OneofWrappers = []any{}
 	file_svc_v1_execution_proto_msgTypes[5].OneofWrappers = []any{}
 	file_svc_v1_execution_proto_msgTypes[6].OneofWrappers = []any{}
+	file_svc_v1_execution_proto_msgTypes[7].OneofWrappers = []any{}
+	file_svc_v1_execution_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_execution_proto_rawDesc), len(file_svc_v1_execution_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

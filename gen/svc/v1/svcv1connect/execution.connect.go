@@ -42,6 +42,9 @@ const (
 	// ExecutionServiceCancelExecutionProcedure is the fully-qualified name of the ExecutionService's
 	// CancelExecution RPC.
 	ExecutionServiceCancelExecutionProcedure = "/svc.v1.ExecutionService/CancelExecution"
+	// ExecutionServiceListExecutionStepsProcedure is the fully-qualified name of the ExecutionService's
+	// ListExecutionSteps RPC.
+	ExecutionServiceListExecutionStepsProcedure = "/svc.v1.ExecutionService/ListExecutionSteps"
 	// ExecutionServiceListExecutionsProcedure is the fully-qualified name of the ExecutionService's
 	// ListExecutions RPC.
 	ExecutionServiceListExecutionsProcedure = "/svc.v1.ExecutionService/ListExecutions"
@@ -52,11 +55,16 @@ type ExecutionServiceClient interface {
 	// ExecutePlan runs an authorized plan (202): 409 plan_stale when its sources moved, 409
 	// invalid_state when it is not authorized.
 	ExecutePlan(context.Context, *connect.Request[v1.ExecutePlanRequest]) (*connect.Response[v1.Execution], error)
-	// GetExecution reads an execution, its counters and steps.
+	// GetExecution reads an execution, its counters and its most recent steps (up to 10,000;
+	// ListExecutionSteps pages through all of them).
 	GetExecution(context.Context, *connect.Request[v1.GetExecutionRequest]) (*connect.Response[v1.Execution], error)
 	// CancelExecution cancels a queued or running execution; it ends cancelled, with a receipt.
 	CancelExecution(context.Context, *connect.Request[v1.CancelExecutionRequest]) (*connect.Response[v1.Execution], error)
-	// ListExecutions lists executions, filtered by plan and status (spec #9).
+	// ListExecutionSteps pages through every step of an execution, oldest first (the journal's
+	// order); next_cursor is null once the steps recorded so far are all listed.
+	ListExecutionSteps(context.Context, *connect.Request[v1.ListExecutionStepsRequest]) (*connect.Response[v1.ListExecutionStepsResponse], error)
+	// ListExecutions lists executions, filtered by plan and status; the list leaves out each
+	// execution's steps (GetExecution and ListExecutionSteps have them) (spec #9).
 	ListExecutions(context.Context, *connect.Request[v1.ListExecutionsRequest]) (*connect.Response[v1.ListExecutionsResponse], error)
 }
 
@@ -90,6 +98,13 @@ func NewExecutionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(executionServiceMethods.ByName("CancelExecution")),
 			connect.WithClientOptions(opts...),
 		),
+		listExecutionSteps: connect.NewClient[v1.ListExecutionStepsRequest, v1.ListExecutionStepsResponse](
+			httpClient,
+			baseURL+ExecutionServiceListExecutionStepsProcedure,
+			connect.WithSchema(executionServiceMethods.ByName("ListExecutionSteps")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		listExecutions: connect.NewClient[v1.ListExecutionsRequest, v1.ListExecutionsResponse](
 			httpClient,
 			baseURL+ExecutionServiceListExecutionsProcedure,
@@ -102,10 +117,11 @@ func NewExecutionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 
 // executionServiceClient implements ExecutionServiceClient.
 type executionServiceClient struct {
-	executePlan     *connect.Client[v1.ExecutePlanRequest, v1.Execution]
-	getExecution    *connect.Client[v1.GetExecutionRequest, v1.Execution]
-	cancelExecution *connect.Client[v1.CancelExecutionRequest, v1.Execution]
-	listExecutions  *connect.Client[v1.ListExecutionsRequest, v1.ListExecutionsResponse]
+	executePlan        *connect.Client[v1.ExecutePlanRequest, v1.Execution]
+	getExecution       *connect.Client[v1.GetExecutionRequest, v1.Execution]
+	cancelExecution    *connect.Client[v1.CancelExecutionRequest, v1.Execution]
+	listExecutionSteps *connect.Client[v1.ListExecutionStepsRequest, v1.ListExecutionStepsResponse]
+	listExecutions     *connect.Client[v1.ListExecutionsRequest, v1.ListExecutionsResponse]
 }
 
 // ExecutePlan calls svc.v1.ExecutionService.ExecutePlan.
@@ -123,6 +139,11 @@ func (c *executionServiceClient) CancelExecution(ctx context.Context, req *conne
 	return c.cancelExecution.CallUnary(ctx, req)
 }
 
+// ListExecutionSteps calls svc.v1.ExecutionService.ListExecutionSteps.
+func (c *executionServiceClient) ListExecutionSteps(ctx context.Context, req *connect.Request[v1.ListExecutionStepsRequest]) (*connect.Response[v1.ListExecutionStepsResponse], error) {
+	return c.listExecutionSteps.CallUnary(ctx, req)
+}
+
 // ListExecutions calls svc.v1.ExecutionService.ListExecutions.
 func (c *executionServiceClient) ListExecutions(ctx context.Context, req *connect.Request[v1.ListExecutionsRequest]) (*connect.Response[v1.ListExecutionsResponse], error) {
 	return c.listExecutions.CallUnary(ctx, req)
@@ -133,11 +154,16 @@ type ExecutionServiceHandler interface {
 	// ExecutePlan runs an authorized plan (202): 409 plan_stale when its sources moved, 409
 	// invalid_state when it is not authorized.
 	ExecutePlan(context.Context, *connect.Request[v1.ExecutePlanRequest]) (*connect.Response[v1.Execution], error)
-	// GetExecution reads an execution, its counters and steps.
+	// GetExecution reads an execution, its counters and its most recent steps (up to 10,000;
+	// ListExecutionSteps pages through all of them).
 	GetExecution(context.Context, *connect.Request[v1.GetExecutionRequest]) (*connect.Response[v1.Execution], error)
 	// CancelExecution cancels a queued or running execution; it ends cancelled, with a receipt.
 	CancelExecution(context.Context, *connect.Request[v1.CancelExecutionRequest]) (*connect.Response[v1.Execution], error)
-	// ListExecutions lists executions, filtered by plan and status (spec #9).
+	// ListExecutionSteps pages through every step of an execution, oldest first (the journal's
+	// order); next_cursor is null once the steps recorded so far are all listed.
+	ListExecutionSteps(context.Context, *connect.Request[v1.ListExecutionStepsRequest]) (*connect.Response[v1.ListExecutionStepsResponse], error)
+	// ListExecutions lists executions, filtered by plan and status; the list leaves out each
+	// execution's steps (GetExecution and ListExecutionSteps have them) (spec #9).
 	ListExecutions(context.Context, *connect.Request[v1.ListExecutionsRequest]) (*connect.Response[v1.ListExecutionsResponse], error)
 }
 
@@ -167,6 +193,13 @@ func NewExecutionServiceHandler(svc ExecutionServiceHandler, opts ...connect.Han
 		connect.WithSchema(executionServiceMethods.ByName("CancelExecution")),
 		connect.WithHandlerOptions(opts...),
 	)
+	executionServiceListExecutionStepsHandler := connect.NewUnaryHandler(
+		ExecutionServiceListExecutionStepsProcedure,
+		svc.ListExecutionSteps,
+		connect.WithSchema(executionServiceMethods.ByName("ListExecutionSteps")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	executionServiceListExecutionsHandler := connect.NewUnaryHandler(
 		ExecutionServiceListExecutionsProcedure,
 		svc.ListExecutions,
@@ -182,6 +215,8 @@ func NewExecutionServiceHandler(svc ExecutionServiceHandler, opts ...connect.Han
 			executionServiceGetExecutionHandler.ServeHTTP(w, r)
 		case ExecutionServiceCancelExecutionProcedure:
 			executionServiceCancelExecutionHandler.ServeHTTP(w, r)
+		case ExecutionServiceListExecutionStepsProcedure:
+			executionServiceListExecutionStepsHandler.ServeHTTP(w, r)
 		case ExecutionServiceListExecutionsProcedure:
 			executionServiceListExecutionsHandler.ServeHTTP(w, r)
 		default:
@@ -203,6 +238,10 @@ func (UnimplementedExecutionServiceHandler) GetExecution(context.Context, *conne
 
 func (UnimplementedExecutionServiceHandler) CancelExecution(context.Context, *connect.Request[v1.CancelExecutionRequest]) (*connect.Response[v1.Execution], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ExecutionService.CancelExecution is not implemented"))
+}
+
+func (UnimplementedExecutionServiceHandler) ListExecutionSteps(context.Context, *connect.Request[v1.ListExecutionStepsRequest]) (*connect.Response[v1.ListExecutionStepsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.ExecutionService.ListExecutionSteps is not implemented"))
 }
 
 func (UnimplementedExecutionServiceHandler) ListExecutions(context.Context, *connect.Request[v1.ListExecutionsRequest]) (*connect.Response[v1.ListExecutionsResponse], error) {
