@@ -19,9 +19,9 @@ import (
 // (one whose sender offers RFC 8058 one-click unsubscribe, one that does not), and a creator's
 // payout notices, deposit confirmations and earnings statements (one payout late, one month
 // never paid) and a sponsor invoice of their own that is overdue. Dates count back from the
-// source's epoch. The messages sit at fixed places among the first 1,000 objects of a mail
-// source (every 11th from the 8th), so a mailbox of 800 objects or more holds all of them, a
-// smaller one the first few; duplicates of them copy them whole.
+// source's epoch. The messages sit at fixed places among the first objects of a mail source
+// (every 7th from the 8th), so a mailbox of 240 objects or more (the dev mailbox has 250)
+// holds all of them, a smaller one the first few; duplicates of them copy them whole.
 
 // owner is the mailbox owner's address in this mail: the corpus's owner, since most of a
 // simulated mailbox is drawn from the corpus (a creator's own address is the one most of
@@ -31,7 +31,7 @@ const owner = corpus.Owner
 // billingFirst and billingEvery place the billing messages among a source's objects.
 const (
 	billingFirst = 7
-	billingEvery = 11
+	billingEvery = 7
 )
 
 // billingSlot reports which billing message object i of a mail source is, if any.
