@@ -15,7 +15,7 @@ const PolicyVersion = "svc-policy-2026-11"
 // one plan.
 const (
 	DelegatedRemovalObjects = 1000
-	DelegatedRemovalBytes   = 5_000_000_000
+	DelegatedRemovalBytes   = 5 << 30 // 5 GiB
 )
 
 // Approvals are what an authorizer brings: the end user approving in person, or the
@@ -87,8 +87,8 @@ func Decide(p *svcv1.Plan, d Decision) *svcv1.PlanPolicy {
 		}
 	}
 	if delegated && !d.Approvals.HumanUser && (removeObjects > DelegatedRemovalObjects || removeBytes > DelegatedRemovalBytes) {
-		need(svcv1.Approval_APPROVAL_HUMAN_USER, fmt.Sprintf("removes %d objects (%.1f GB); an application may remove at most %d objects or %.0f GB without the user's approval",
-			removeObjects, float64(removeBytes)/1e9, DelegatedRemovalObjects, float64(DelegatedRemovalBytes)/1e9))
+		need(svcv1.Approval_APPROVAL_HUMAN_USER, fmt.Sprintf("removes %d objects (%.1f GiB); an application may remove at most %d objects or %d GiB without the user's approval",
+			removeObjects, float64(removeBytes)/(1<<30), DelegatedRemovalObjects, DelegatedRemovalBytes>>30))
 	}
 	if b, m := d.Billing, p.GetMeter(); b != nil && m != nil {
 		// Against the spend and ceiling now, not when the plan was built: raising the ceiling
