@@ -62,7 +62,7 @@ func TestServeOnPostgres(t *testing.T) {
 	}
 	planID := m[1]
 	out, err = exec.Command(bin, "apply", m[1], "--hash", m[2], "--credentials", credsFile).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "completed: 25 attempted, 25 completed, 0 failed") || !regexp.MustCompile(`Receipt rcp_\S+ verified`).Match(out) {
+	if err != nil || !strings.Contains(string(out), "completed: 25 assets attempted, 25 completed, 0 failed") || !regexp.MustCompile(`Receipt rcp_\S+ verified`).Match(out) {
 		t.Fatalf("svc apply: %v\n%s\n%s", err, out, log)
 	}
 	if left, _ := os.ReadDir(root); len(left) != 0 {
