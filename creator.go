@@ -475,64 +475,62 @@ const (
 var creatorRegistryMu sync.Mutex
 
 func (c *core) registerCreatorTenant(ctx context.Context, tenant string) error {
+	return c.editCreatorRegistry(ctx, func(tenants []string) ([]string, error) {
+		if slices.Contains(tenants, tenant) {
+			return tenants, nil
+		}
+		return append(tenants, tenant), nil
+	})
+}
+
+// forgetCreatorTenant drops a tenant from the registry (its account is erased).
+func (c *core) forgetCreatorTenant(ctx context.Context, tenant string) error {
+	return c.editCreatorRegistry(ctx, func(tenants []string) ([]string, error) {
+		return slices.DeleteFunc(tenants, func(t string) bool { return t == tenant }), nil
+	})
+}
+
+// editCreatorRegistry reads the registry, lets edit change it, and stores what edit returns
+// when it differs, under creatorRegistryMu.
+func (c *core) editCreatorRegistry(ctx context.Context, edit func([]string) ([]string, error)) error {
 	creatorRegistryMu.Lock()
 	defer creatorRegistryMu.Unlock()
 	var tenants []string
 	if _, err := getJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, &tenants); err != nil {
 		return fmt.Errorf("creator registry: %w", err)
 	}
-	if slices.Contains(tenants, tenant) {
-		return nil
-	}
-	return putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, append(tenants, tenant))
-}
-
-// forgetCreatorTenant drops a tenant from the registry (its account is erased).
-func (c *core) forgetCreatorTenant(ctx context.Context, tenant string) error {
-	creatorRegistryMu.Lock()
-	defer creatorRegistryMu.Unlock()
-	var tenants []string
-	found, err := getJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, &tenants)
-	if err != nil || !found || !slices.Contains(tenants, tenant) {
+	edited, err := edit(slices.Clone(tenants))
+	if err != nil || slices.Equal(edited, tenants) {
 		return err
 	}
-	return putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, slices.DeleteFunc(tenants, func(t string) bool { return t == tenant }))
+	return putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, edited)
 }
 
 // CreatorTenants returns the tenants that have revenue sources, for a host that reconciles
 // them on a schedule (each with Tenant(t).ReconcileCreator, as a reconcile job); tenants found
 // with no source left are dropped from the registry.
 func (sv *Instance) CreatorTenants(ctx context.Context) ([]Tenant, error) {
-	c := sv.core
-	if c.hosted == nil {
+	if sv.core.hosted == nil {
 		return nil, nil
 	}
-	creatorRegistryMu.Lock()
-	defer creatorRegistryMu.Unlock()
-	var tenants []string
-	if _, err := getJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, &tenants); err != nil {
-		return nil, fmt.Errorf("creator registry: %w", err)
-	}
 	var out []Tenant
-	var kept []string
-	for _, ts := range tenants {
-		t, err := parseTenant(ts)
-		if err != nil {
-			continue
+	err := sv.core.editCreatorRegistry(ctx, func(tenants []string) ([]string, error) {
+		var kept []string
+		for _, ts := range tenants {
+			t, err := parseTenant(ts)
+			if err != nil {
+				continue
+			}
+			srcs, err := creatorStore{sv.Tenant(t)}.Sources(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(srcs) > 0 {
+				out = append(out, t)
+				kept = append(kept, ts)
+			}
 		}
-		srcs, err := creatorStore{sv.Tenant(t)}.Sources(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if len(srcs) > 0 {
-			out = append(out, t)
-			kept = append(kept, ts)
-		}
-	}
-	if len(kept) != len(tenants) {
-		if err := putJSON(ctx, c.hosted.CreatorState(), creatorRegistry, creatorRegistryKey, kept); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+		return kept, nil
+	})
+	return out, err
 }

@@ -198,17 +198,9 @@ func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Prov
 	c := s.c
 	key := s.key() + "/" + sourceID
 	p, ref, err := c.opened.Get(ctx, key, func(ctx context.Context) (providers.Provider, any, error) {
-		sealed, err := c.store.Sources().Config(ctx, s.key(), sourceID)
-		if err != nil {
-			return nil, nil, fmt.Errorf("source %s configuration: %w", sourceID, err)
-		}
-		raw, err := c.sealer.Open(sealed, []byte(key))
+		cfg, err := s.sourceConfig(ctx, sourceID)
 		if err != nil {
 			return nil, nil, err
-		}
-		var cfg sourceConfig
-		if err := json.Unmarshal(raw, &cfg); err != nil {
-			return nil, nil, fmt.Errorf("source %s configuration: %w", sourceID, err)
 		}
 		p, err := c.providers.Open(ctx, cfg.Provider, cfg.Config)
 		if err != nil {
@@ -223,6 +215,24 @@ func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Prov
 	return p, r, nil
 }
 
+// sourceConfig reads how to open a source (or destination): its sealed provider, reference
+// and configuration.
+func (s *Scope) sourceConfig(ctx context.Context, sourceID string) (sourceConfig, error) {
+	var cfg sourceConfig
+	sealed, err := s.c.store.Sources().Config(ctx, s.key(), sourceID)
+	if err != nil {
+		return cfg, fmt.Errorf("source %s configuration: %w", sourceID, err)
+	}
+	raw, err := s.c.sealer.Open(sealed, []byte(s.key()+"/"+sourceID))
+	if err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return cfg, fmt.Errorf("source %s configuration: %w", sourceID, err)
+	}
+	return cfg, nil
+}
+
 // ReconfigureSource replaces the configuration a source's provider opens with (new
 // credentials, a moved endpoint), keeping its provider and reference at it: the provider is
 // opened with cfg first, so a configuration that does not work changes nothing; then the
@@ -231,18 +241,9 @@ func (s *Scope) ReconfigureSource(ctx context.Context, sourceID string, cfg prov
 	if _, err := s.Source(ctx, sourceID); err != nil {
 		return err
 	}
-	key := s.key() + "/" + sourceID
-	sealed, err := s.c.store.Sources().Config(ctx, s.key(), sourceID)
-	if err != nil {
-		return fmt.Errorf("source %s configuration: %w", sourceID, err)
-	}
-	raw, err := s.c.sealer.Open(sealed, []byte(key))
+	old, err := s.sourceConfig(ctx, sourceID)
 	if err != nil {
 		return err
-	}
-	var old sourceConfig
-	if err := json.Unmarshal(raw, &old); err != nil {
-		return fmt.Errorf("source %s configuration: %w", sourceID, err)
 	}
 	p, err := s.c.providers.Open(ctx, old.Provider, cfg)
 	if err != nil {

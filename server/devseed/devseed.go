@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -27,6 +26,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/wire"
 
 	"svc.dev/svc/internal/atomicfile"
 )
@@ -104,7 +104,7 @@ func (d Deps) connectVendors(ctx context.Context, creds *Credentials, vendors []
 	for _, v := range vendors {
 		found := ""
 		for _, src := range have {
-			if src.GetDisplayName() == v.Label && strings.ToLower(strings.TrimPrefix(src.GetProvider().String(), "PROVIDER_")) == string(v.Provider) {
+			if src.GetDisplayName() == v.Label && wire.EnumString(src.GetProvider().Descriptor(), src.GetProvider().Number()) == string(v.Provider) {
 				found = src.GetId()
 			}
 		}
