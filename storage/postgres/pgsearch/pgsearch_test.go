@@ -151,7 +151,9 @@ func TestFollowKeepsThePositionInTheDatabase(t *testing.T) {
 		t.Fatalf("count %d", n)
 	}
 	// Nothing to apply: nothing moves. A failing batch applies nothing.
-	if pos, err := a.Follow(ctx, func(_ context.Context, after uint64) (search.Changes, uint64, error) { return search.Changes{}, after, nil }); err != nil || pos != 9 {
+	if pos, err := a.Follow(ctx, func(_ context.Context, after uint64) (search.Changes, uint64, error) {
+		return search.Changes{}, after, nil
+	}); err != nil || pos != 9 {
 		t.Fatalf("empty: %d %v", pos, err)
 	}
 	_, err = a.Follow(ctx, func(context.Context, uint64) (search.Changes, uint64, error) {
