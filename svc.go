@@ -18,6 +18,7 @@ import (
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
+	"svc.dev/svc/vault/search"
 	"svc.dev/svc/vault/backend"
 )
 
@@ -67,6 +68,12 @@ type Options struct {
 	// manifest is stored. (The search index follows them without it, from the store's
 	// change feed.)
 	OnVaultChange func(ctx context.Context, tenant string, o vault.Object)
+	// SearchIndex opens the vault's search index, given the options the layer needs of it
+	// (the TextSource its snippets are cut from). Default: vault/search's bleve index under
+	// DIR/search, kept by this process. Several processes on one database need one they
+	// share, which keeps its own place in the vault's change feed: storage/postgres's
+	// Store.SearchIndex (docs/search.md, "Search in a cluster").
+	SearchIndex func(*search.Options) (SearchIndex, error)
 	// Announcer records the events of domain changes (default: in the tenant's own stream).
 	Announcer Announcer
 	// Charger meters an execution's usage and returns its receipt's charges (default: none).
@@ -169,7 +176,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	if c.keyring, err = OpenReceiptKeys(ctx, dir, c.store); err != nil {
 		return nil, err
 	}
-	if c.search, err = openSearch(dir, c); err != nil {
+	if c.search, err = openSearch(dir, c, o.SearchIndex); err != nil {
 		return nil, err
 	}
 	// Every vault change is in the store's change feed already (written in its transaction);
