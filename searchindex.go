@@ -342,4 +342,3 @@ func (ix *vaultIndex) sync(ctx context.Context) error {
 // sharedPoll is how often a search waiting for a shared index looks at its place again (its
 // own worker may be waiting for another process's batch, or none of its own is due).
 const sharedPoll = 50 * time.Millisecond
-

@@ -18,8 +18,8 @@ import (
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
-	"svc.dev/svc/vault/search"
 	"svc.dev/svc/vault/backend"
+	"svc.dev/svc/vault/search"
 )
 
 // Store is the storage seam: every record an Instance keeps goes through it.
