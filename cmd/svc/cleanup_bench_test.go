@@ -320,10 +320,10 @@ type cleanupRun struct {
 }
 
 // runCleanup runs svc serve --dev on the Maildir, plans a clean-up of it, authorizes it and
-// times its execution to the receipt.
-func runCleanup(tb testing.TB, bin, root, data, home string, n int) cleanupRun {
+// times its execution to the receipt. extra are more flags of svc serve (--database DSN).
+func runCleanup(tb testing.TB, bin, root, data, home string, n int, extra ...string) cleanupRun {
 	tb.Helper()
-	args := []string{"serve", "--dev", "--dev-source", "vendor_d_local:" + root, "--addr", "127.0.0.1:0", "--data", data}
+	args := append([]string{"serve", "--dev", "--dev-source", "vendor_d_local:" + root, "--addr", "127.0.0.1:0", "--data", data}, extra...)
 	env := append(os.Environ(), "XDG_DATA_HOME="+home)
 	profDir := os.Getenv("SVC_BENCH_PROFILE")
 	var debugAddr string
