@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"svc.dev/svc/vault/search"
@@ -90,7 +91,7 @@ func (m *match) predicate(args *sqlArgs) string {
 // (search.Parse), then what PostgreSQL cannot do is refused, and the word, phrase and prefix
 // clauses' tsqueries are made by the database (one round trip), so that they are analysed
 // exactly as the documents were.
-func (x *Index) compile(ctx context.Context, qs string) ([]*match, error) {
+func compile(ctx context.Context, db querier, qs string) ([]*match, error) {
 	cs, err := search.Parse(qs)
 	if err != nil {
 		return nil, err
@@ -140,7 +141,7 @@ func (x *Index) compile(ctx context.Context, qs string) ([]*match, error) {
 	for i := range tsqs {
 		dest[i] = &tsqs[i]
 	}
-	if err := x.pool.QueryRow(ctx, "SELECT "+strings.Join(exprs, ", "), args...).Scan(dest...); err != nil {
+	if err := db.QueryRow(ctx, "SELECT "+strings.Join(exprs, ", "), args...).Scan(dest...); err != nil {
 		return nil, fmt.Errorf("search: analyse the query: %w", err)
 	}
 	i := 0
@@ -214,13 +215,23 @@ func (x *Index) Search(ctx context.Context, tenant string, q search.Query) (sear
 		}
 		return search.Result{}, ctx.Err()
 	}
-	res, err := x.search(qctx, tenant, q, limit, after)
+	// The server stops the query too when it passes the timeout (statement_timeout), not
+	// only this process (the context).
+	var res search.Result
+	err := pgx.BeginTxFunc(qctx, x.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(qctx, fmt.Sprintf("SET LOCAL statement_timeout = %d", search.QueryTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		var err error
+		res, err = x.search(qctx, tx, tenant, q, limit, after)
+		return err
+	})
 	if err != nil {
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.Is(err, search.ErrInvalidQuery):
 			return search.Result{}, err
-		case ctx.Err() == nil && qctx.Err() != nil:
+		case ctx.Err() == nil && (qctx.Err() != nil || errors.As(err, &pgErr) && pgErr.Code == "57014"): // query_canceled
 			return search.Result{}, fmt.Errorf("%w: it took more than %s; narrow it", search.ErrQueryTooBroad, search.QueryTimeout)
 		case errors.As(err, &pgErr) && pgErr.Code == "2201B": // invalid_regular_expression
 			return search.Result{}, fmt.Errorf("%w: %s", search.ErrInvalidQuery, pgErr.Message)
@@ -230,8 +241,14 @@ func (x *Index) Search(ctx context.Context, tenant string, q search.Query) (sear
 	return res, nil
 }
 
-func (x *Index) search(ctx context.Context, tenant string, q search.Query, limit int, after string) (search.Result, error) {
-	ms, err := x.compile(ctx, q.Q)
+// querier is what a search needs of its transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (x *Index) search(ctx context.Context, db querier, tenant string, q search.Query, limit int, after string) (search.Result, error) {
+	ms, err := compile(ctx, db, q.Q)
 	if err != nil {
 		return search.Result{}, err
 	}
@@ -286,7 +303,7 @@ func (x *Index) search(ctx context.Context, tenant string, q search.Query, limit
 	}
 	sql := fmt.Sprintf("SELECT %s FROM search_docs WHERE %s ORDER BY order_key LIMIT %d",
 		strings.Join(cols, ", "), strings.Join(where, " AND "), limit+1)
-	rows, err := x.pool.Query(ctx, sql, args...)
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return out, err
 	}
@@ -324,7 +341,7 @@ func (x *Index) search(ctx context.Context, tenant string, q search.Query, limit
 	if out.Next != "" {
 		out.Total++
 	}
-	x.snippets(ctx, tenant, ms, out.Hits)
+	x.snippets(ctx, db, tenant, ms, out.Hits)
 	return out, nil
 }
 

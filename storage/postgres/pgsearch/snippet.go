@@ -24,7 +24,7 @@ const headlineOptions = "StartSel=\x01, StopSel=\x02, MinWords=15, MaxWords=35, 
 // (as the bleve index's). PostgreSQL picks the passage and the words (ts_headline, one
 // statement for the page); a hit keeps no snippet when its text cannot be read, or when only
 // wildcard or /regexp/ clauses matched the field.
-func (x *Index) snippets(ctx context.Context, tenant string, ms []*match, hits []search.Hit) {
+func (x *Index) snippets(ctx context.Context, db querier, tenant string, ms []*match, hits []search.Hit) {
 	if x.text == nil {
 		return
 	}
@@ -69,7 +69,7 @@ func (x *Index) snippets(ctx context.Context, tenant string, ms []*match, hits [
 	for i, t := range texts {
 		norm[i] = normalize(t)
 	}
-	rows, err := x.pool.Query(ctx, `SELECT ts_headline('english', t, q::tsquery, $3)
+	rows, err := db.Query(ctx, `SELECT ts_headline('english', t, q::tsquery, $3)
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(t, q, n) ORDER BY n`, norm, queries, headlineOptions)
 	if err != nil {
 		return
