@@ -166,3 +166,18 @@ func TestFollowKeepsThePositionInTheDatabase(t *testing.T) {
 		t.Fatalf("position after a failed batch %d", pos)
 	}
 }
+
+// BenchmarkSearch is vault/search's BenchmarkSearch on PostgreSQL (searchtest.Bench): the
+// same corpus and queries, side by side with bleve's when both run.
+//
+//	SVC_SEARCH_BENCH_DOCS=20000 go test ./storage/postgres/pgsearch -run '^$' -bench Search -benchtime=1x
+func BenchmarkSearch(b *testing.B) {
+	searchtest.Bench(b, func(text search.TextSource) searchtest.Sized {
+		s, err := postgres.Open(context.Background(), pgtest.Database(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s.SearchIndex(&search.Options{Text: text})
+	})
+}
