@@ -277,36 +277,78 @@ func (ix *vaultIndex) apply(ctx context.Context, batch []storage.VaultChange) {
 // repairs it).
 func (ix *vaultIndex) changes(ctx context.Context, batch []storage.VaultChange) search.Changes {
 	seen := map[[2]string]bool{}
-	puts, removes := map[string][]search.Doc{}, map[string][]string{}
+	var todo []storage.VaultChange
 	for _, c := range batch {
-		k := [2]string{c.Tenant, c.ObjectID}
-		if seen[k] {
-			continue
+		if k := [2]string{c.Tenant, c.ObjectID}; !seen[k] {
+			seen[k] = true
+			todo = append(todo, c)
 		}
-		seen[k] = true
+	}
+	// What each entry asks: a document to put, or a removal (neither: left out).
+	type change struct {
+		doc    *search.Doc
+		remove bool
+	}
+	out := make([]change, len(todo))
+	consider := func(i int) {
+		c := todo[i]
 		o, err := ix.c.vault.Get(ctx, c.Tenant, c.ObjectID)
 		switch {
 		case errors.Is(err, vault.ErrNotFound):
-			removes[c.Tenant] = append(removes[c.Tenant], c.ObjectID)
-			continue
+			out[i].remove = true
+			return
 		case err != nil:
 			ix.c.log.Error("search index: read vault object", "tenant", c.Tenant, "vault_object_id", c.ObjectID, "err", err)
-			continue
+			return
 		}
 		switch o.State {
 		case vault.StateCommitted, vault.StateCold:
 			d, err := ix.doc(ctx, c.Tenant, o)
 			if err != nil {
 				ix.c.log.Error("search index: read vault object", "tenant", c.Tenant, "vault_object_id", o.ID, "err", err)
-				continue
+				return
 			}
-			puts[c.Tenant] = append(puts[c.Tenant], d)
+			out[i].doc = &d
 		case vault.StateDeleting, vault.StateDeleted:
-			removes[c.Tenant] = append(removes[c.Tenant], o.ID)
+			out[i].remove = true
+		}
+	}
+	// A shared index's store is a database over the network: reading an object's record,
+	// manifest and text is mostly waiting for round trips, so several are read at once. The
+	// local index's reads are the process's own CPU, kept to one at a time off the
+	// execution's path.
+	readers := 1
+	if ix.shared != nil {
+		readers = sharedReaders
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(readers, len(todo)) {
+		wg.Go(func() {
+			for i := range next {
+				consider(i)
+			}
+		})
+	}
+	for i := range todo {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	puts, removes := map[string][]search.Doc{}, map[string][]string{}
+	for i, c := range todo {
+		switch {
+		case out[i].doc != nil:
+			puts[c.Tenant] = append(puts[c.Tenant], *out[i].doc)
+		case out[i].remove:
+			removes[c.Tenant] = append(removes[c.Tenant], c.ObjectID)
 		}
 	}
 	return search.Changes{Put: puts, Remove: removes}
 }
+
+// sharedReaders is how many objects the worker of a shared index reads at once.
+const sharedReaders = 8
 
 // sync waits until every entry written to the feed before it was applied.
 func (ix *vaultIndex) sync(ctx context.Context) error {
