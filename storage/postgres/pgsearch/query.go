@@ -270,11 +270,13 @@ func (x *Index) search(ctx context.Context, db querier, tenant string, q search.
 		}
 		where = append(where, m.predicate(&args))
 		if textual && m.pattern == "" {
-			// Whatever a field matches, every text field together (words) matches: the GIN
-			// index finds the candidates.
-			where = append(where, "words @@ "+args.add(m.tsq)+"::tsquery")
 			positive = append(positive, m.tsq)
 		}
+	}
+	if len(positive) > 0 {
+		// Whatever a field matches, every text field together (words) matches: the GIN index
+		// finds the candidates, with one condition for the planner to estimate.
+		where = append(where, "words @@ "+args.add(joinQueries(positive, " & "))+"::tsquery")
 	}
 	if w, ok := filters(&q, &args); !ok {
 		return out, nil
