@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"svc.dev/svc/internal/pgtest"
 	"svc.dev/svc/storage/postgres"
@@ -180,4 +181,28 @@ func BenchmarkSearch(b *testing.B) {
 		b.Cleanup(func() { s.Close() })
 		return s.SearchIndex(&search.Options{Text: text})
 	})
+}
+
+// The database itself stops a search's statement that passes the cost model's time
+// (statement_timeout), and the search answers as the bleve index does when a query takes
+// too long: ErrQueryTooBroad, a 400 that says to narrow it.
+func TestTheDatabaseStopsALongQuery(t *testing.T) {
+	x := open(t, nil)
+	ctx := context.Background()
+	c := searchtest.NewCorpus()
+	var docs []search.Doc
+	c.Docs(3000)(func(d search.Doc, _ error) bool { docs = append(docs, d); return true })
+	if err := x.Put(ctx, "t", docs...); err != nil {
+		t.Fatal(err)
+	}
+	// Regexps read every row's lexemes (no index): about as slow as an allowed query gets.
+	slow := search.Query{Q: "/[a-z]+q[a-z]*z[a-z]*/ /[a-z]+x[a-z]*k[a-z]*/", Limit: 50}
+	if _, err := x.Search(ctx, "t", slow); err != nil {
+		t.Fatalf("within the bound: %v", err)
+	}
+	defer pgsearch.SetStatementTimeout(time.Millisecond)()
+	_, err := x.Search(ctx, "t", slow)
+	if !errors.Is(err, search.ErrQueryTooBroad) {
+		t.Fatalf("past the database's bound: %v, want ErrQueryTooBroad", err)
+	}
 }
