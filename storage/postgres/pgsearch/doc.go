@@ -12,6 +12,6 @@
 // The index keeps its place in the vault's change feed in the database (table search_feed):
 // Follow applies one batch of the feed under that row's lock, in the transaction that moves
 // it, so replicas apply batches one at a time and in order, and any replica can tell how far
-// the index is (Position). The schema is storage/postgres's (migration 00004_search.sql);
+// the index is (Position). The schema is storage/postgres's (migration 00005_search.sql);
 // storage/postgres.Store.SearchIndex opens an index on the store's pool.
 package pgsearch
