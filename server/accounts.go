@@ -10,6 +10,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/wire"
 )
 
@@ -36,7 +37,7 @@ func (s *Server) signIn(ctx context.Context, req *svcv1.SignInRequest) (*svcv1.A
 }
 
 func (s *Server) signOut(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if err := s.accounts.SignOut(ctx, c.SessionToken); err != nil {
 		return nil, err
 	}
@@ -47,8 +48,8 @@ func (s *Server) signOut(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty,
 // setSessionCookie sets (or, with a negative ttl, clears) the session cookie: HttpOnly,
 // SameSite=Lax, Secure when the request came over TLS or the base URL is https.
 func (s *Server) setSessionCookie(ctx context.Context, token string, ttl time.Duration) {
-	c := callerFrom(ctx)
-	r := httpRequestFrom(ctx)
+	c := rpc.From(ctx)
+	r := rpc.HTTPRequest(ctx)
 	ck := &http.Cookie{Name: platform.SessionCookie, Value: token, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: s.secureCookies(r), MaxAge: int(ttl.Seconds())}
 	if ttl < 0 {
@@ -58,7 +59,7 @@ func (s *Server) setSessionCookie(ctx context.Context, token string, ttl time.Du
 }
 
 func (s *Server) getAccount(ctx context.Context, _ *svcv1.GetAccountRequest) (*svcv1.Account, error) {
-	return s.account(ctx, callerFrom(ctx).User)
+	return s.account(ctx, rpc.From(ctx).User)
 }
 
 func (s *Server) updateAccount(ctx context.Context, req *svcv1.UpdateAccountRequest) (*svcv1.Account, error) {
@@ -68,7 +69,7 @@ func (s *Server) updateAccount(ctx context.Context, req *svcv1.UpdateAccountRequ
 		l := wire.EnumString(req.GetLocale().Descriptor(), req.GetLocale().Number())
 		change.Locale = &l
 	}
-	u, err := s.accounts.Update(ctx, callerFrom(ctx).User.ID, change)
+	u, err := s.accounts.Update(ctx, rpc.From(ctx).User.ID, change)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func (s *Server) updateAccount(ctx context.Context, req *svcv1.UpdateAccountRequ
 // revoked nor disconnected) and the vault's bytes of distinct content.
 func (s *Server) account(ctx context.Context, u *platform.User) (*svcv1.Account, error) {
 	t := platform.Tenant{Owner: u.ID, Mode: platform.ModeLive}
-	if c := callerFrom(ctx); c != nil && c.Tenant.Owner == u.ID {
+	if c := rpc.From(ctx); c != nil && c.Tenant.Owner == u.ID {
 		t = c.Tenant
 	}
 	sources, err := s.sources.Count(ctx, t.String(), func(src *svcv1.Source) bool {
@@ -97,8 +98,8 @@ func (s *Server) account(ctx context.Context, u *platform.User) (*svcv1.Account,
 		Id:               u.ID,
 		Email:            u.Email,
 		DisplayName:      u.DisplayName,
-		Locale:           svcv1.Locale(enumNumber(svcv1.Locale_LOCALE_EN.Descriptor(), u.Locale)),
-		Status:           svcv1.AccountStatus(enumNumber(svcv1.AccountStatus_ACCOUNT_STATUS_ACTIVE.Descriptor(), u.Status)),
+		Locale:           svcv1.Locale(rpc.EnumNumber(svcv1.Locale_LOCALE_EN.Descriptor(), u.Locale)),
+		Status:           svcv1.AccountStatus(rpc.EnumNumber(svcv1.AccountStatus_ACCOUNT_STATUS_ACTIVE.Descriptor(), u.Status)),
 		Plan:             u.Plan,
 		CreatedAt:        timestamppb.New(u.CreatedAt),
 		SourcesConnected: int64(sources),

@@ -12,6 +12,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/server/internal/page"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // portalPageTTL is how long a portal page URL served without a payment processor stays valid,
@@ -26,18 +27,18 @@ func portalOrg(c *Caller, orgID *string) (string, error) {
 	}
 	switch len(c.User.OrgIDs) {
 	case 0:
-		return "", newProblem(http.StatusNotFound, codeNotFound, "You belong to no developer organization; there is nothing to bill.")
+		return "", rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "You belong to no developer organization; there is nothing to bill.")
 	case 1:
 		return c.User.OrgIDs[0], nil
 	}
-	return "", invalid("org_id", "is required when you belong to several organizations")
+	return "", rpc.Invalid("org_id", "is required when you belong to several organizations")
 }
 
 // createPortalSession opens the billing portal (spec #13): a customer-portal session at the
 // payment processor when one is configured, else svc's own portal page (a signed URL that
 // expires like a portal session).
 func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePortalSessionRequest) (*svcv1.PortalSession, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if err := billingAccess(c, true); err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePorta
 	if err != nil {
 		return nil, err
 	}
-	base := s.publicBase(httpRequestFrom(ctx))
+	base := s.publicBase(rpc.HTTPRequest(ctx))
 	if s.biller == nil {
 		until := s.cfg.Now().Add(portalPageTTL).Unix()
 		q := url.Values{"org": {orgID}, "expires": {strconv.FormatInt(until, 10)}, "sig": {s.portalSig(orgID, until)}}
@@ -58,7 +59,7 @@ func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePorta
 	u, err := s.biller.PortalURL(ctx, cus, base+"/")
 	if err != nil {
 		s.log.ErrorContext(ctx, "billing portal", "org_id", orgID, "err", err)
-		return nil, newProblem(http.StatusBadGateway, codeInternal, "The payment processor did not open a portal session; try again.")
+		return nil, rpc.NewProblem(http.StatusBadGateway, rpc.CodeInternal, "The payment processor did not open a portal session; try again.")
 	}
 	return &svcv1.PortalSession{Url: u}, nil
 }
@@ -76,23 +77,23 @@ func (s *Server) servePortalPage(w http.ResponseWriter, r *http.Request) {
 	if !s.rateHeaders(w, r) {
 		return
 	}
-	rid := requestIDFrom(r.Context())
+	rid := rpc.RequestID(r.Context())
 	q := r.URL.Query()
 	orgID := q.Get("org")
 	expires, err := strconv.ParseInt(q.Get("expires"), 10, 64)
 	if err != nil || !hmac.Equal([]byte(q.Get("sig")), []byte(s.portalSig(orgID, expires))) || !s.cfg.Now().Before(time.Unix(expires, 0)) {
-		writeProblem(w, rid, newProblem(http.StatusForbidden, codeForbidden, "The portal link is not valid or has expired; open the portal again."))
+		rpc.Write(w, rid, rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "The portal link is not valid or has expired; open the portal again."))
 		return
 	}
 	ctx := r.Context()
 	org, err := s.store.Org(ctx, orgID)
 	if err != nil {
-		writeProblem(w, rid, toProblem(err))
+		rpc.Write(w, rid, toProblem(err))
 		return
 	}
 	st, err := s.meter.Statement(ctx, orgID, portalMonths)
 	if err != nil {
-		writeProblem(w, rid, toProblem(err))
+		rpc.Write(w, rid, toProblem(err))
 		return
 	}
 	page.Portal(w, s.log, org.Name, st)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/wire"
 )
 
@@ -36,10 +37,10 @@ func (s *Server) connectHandler(m *method) http.Handler {
 		opts = append(opts, connect.WithIdempotency(connect.IdempotencyNoSideEffects))
 	}
 	return connect.NewUnaryHandler(m.procedure, func(ctx context.Context, req *connect.Request[proto.Message]) (*connect.Response[proto.Message], error) {
-		in := incoming{header: req.Header(), req: httpRequestFrom(ctx)}
+		in := incoming{header: req.Header(), req: rpc.HTTPRequest(ctx)}
 		out := s.invoke(ctx, m, in, func() (proto.Message, error) { return *req.Msg, nil })
 		if out.problem != nil {
-			err := out.problem.connectError(requestIDFrom(ctx))
+			err := connectError(out.problem, rpc.RequestID(ctx))
 			for k, v := range out.header {
 				err.Meta()[k] = v
 			}
@@ -48,7 +49,7 @@ func (s *Server) connectHandler(m *method) http.Handler {
 		if out.stream != nil {
 			data, err := readWhole(out.stream)
 			if err != nil {
-				return nil, toProblem(err).connectError(requestIDFrom(ctx))
+				return nil, connectError(toProblem(err), rpc.RequestID(ctx))
 			}
 			if hb, ok := out.msg.(*httpbody.HttpBody); ok {
 				hb.Data = data

@@ -13,6 +13,7 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // creatorSourceProto is a revenue source as the API shows it: never its credentials.
@@ -26,7 +27,7 @@ func creatorSourceProto(src *creator.Source) *svcv1.CreatorSource {
 
 func (s *Server) createCreatorSource(ctx context.Context, req *svcv1.CreateCreatorSourceRequest) (*svcv1.CreatorSource, error) {
 	cr := req.GetCredentials()
-	src, err := s.scope(callerFrom(ctx)).CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.Kind(req.GetKind()), Label: req.GetLabel(),
+	src, err := s.scope(rpc.From(ctx)).CreateCreatorSource(ctx, creator.CreateRequest{Kind: creator.Kind(req.GetKind()), Label: req.GetLabel(),
 		SourceID: req.GetSourceId(), Credentials: creator.Credentials{APIKey: cr.GetApiKey(), AccessToken: cr.GetAccessToken(),
 			ShopDomain: cr.GetShopDomain(), AccountSID: cr.GetAccountSid()}})
 	if err != nil {
@@ -36,7 +37,7 @@ func (s *Server) createCreatorSource(ctx context.Context, req *svcv1.CreateCreat
 }
 
 func (s *Server) getCreatorSource(ctx context.Context, req *svcv1.CreatorSourceRequest) (*svcv1.CreatorSource, error) {
-	src, err := s.scope(callerFrom(ctx)).CreatorSource(ctx, req.GetId())
+	src, err := s.scope(rpc.From(ctx)).CreatorSource(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (s *Server) getCreatorSource(ctx context.Context, req *svcv1.CreatorSourceR
 }
 
 func (s *Server) listCreatorSources(ctx context.Context, _ *svcv1.ListCreatorSourcesRequest) (*svcv1.ListCreatorSourcesResponse, error) {
-	srcs, err := s.scope(callerFrom(ctx)).CreatorSources(ctx)
+	srcs, err := s.scope(rpc.From(ctx)).CreatorSources(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -56,14 +57,14 @@ func (s *Server) listCreatorSources(ctx context.Context, _ *svcv1.ListCreatorSou
 }
 
 func (s *Server) deleteCreatorSource(ctx context.Context, req *svcv1.CreatorSourceRequest) (*svcv1.DeleteCreatorSourceResponse, error) {
-	if err := s.scope(callerFrom(ctx)).DeleteCreatorSource(ctx, req.GetId()); err != nil {
+	if err := s.scope(rpc.From(ctx)).DeleteCreatorSource(ctx, req.GetId()); err != nil {
 		return nil, err
 	}
 	return &svcv1.DeleteCreatorSourceResponse{Id: req.GetId(), Deleted: true}, nil
 }
 
 func (s *Server) uploadStatement(ctx context.Context, req *svcv1.UploadStatementRequest) (*svcv1.UploadStatementResponse, error) {
-	if err := s.scope(callerFrom(ctx)).UploadStatement(ctx, req.GetId(), req.GetName(), []byte(req.GetCsv())); err != nil {
+	if err := s.scope(rpc.From(ctx)).UploadStatement(ctx, req.GetId(), req.GetName(), []byte(req.GetCsv())); err != nil {
 		return nil, err
 	}
 	return &svcv1.UploadStatementResponse{CreatorSourceId: req.GetId(), Name: req.GetName()}, nil
@@ -71,7 +72,7 @@ func (s *Server) uploadStatement(ctx context.Context, req *svcv1.UploadStatement
 
 // syncCreator reconciles every revenue source as a job of kind reconcile (202: read the job).
 func (s *Server) syncCreator(ctx context.Context, _ *svcv1.SyncCreatorRequest) (*svcv1.Job, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	sc := s.scope(c)
 	if _, err := sc.CreatorSources(ctx); err != nil { // refused before a job is made
 		return nil, err
@@ -145,51 +146,51 @@ func pageByID[T any](all []T, idOf func(T) string, after string, limit int) ([]T
 }
 
 func (s *Server) listRevenueItems(ctx context.Context, req *svcv1.ListRevenueItemsRequest) (*svcv1.ListRevenueItemsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.CreatorServiceListRevenueItemsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.CreatorServiceListRevenueItemsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
 	f := creator.ItemFilter{CreatorSourceID: req.GetCreatorSourceId()}
 	if req.State != nil {
-		f.State = creator.ItemState(enumWire(req.GetState()))
+		f.State = creator.ItemState(rpc.EnumWire(req.GetState()))
 	}
-	items, err := s.scope(callerFrom(ctx)).RevenueItems(ctx, f)
+	items, err := s.scope(rpc.From(ctx)).RevenueItems(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	page, last := pageByID(items, (*svcv1.RevenueItem).GetId, after, limit)
-	return &svcv1.ListRevenueItemsResponse{Data: nonNil(page), NextCursor: s.nextCursor(binding, last)}, nil
+	return &svcv1.ListRevenueItemsResponse{Data: rpc.NonNil(page), NextCursor: s.pager.Next(binding, last)}, nil
 }
 
 func (s *Server) getRevenueItem(ctx context.Context, req *svcv1.RevenueItemRequest) (*svcv1.RevenueItem, error) {
-	return s.scope(callerFrom(ctx)).RevenueItem(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).RevenueItem(ctx, req.GetId())
 }
 
 func (s *Server) listAnomalies(ctx context.Context, req *svcv1.ListAnomaliesRequest) (*svcv1.ListAnomaliesResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.CreatorServiceListAnomaliesProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.CreatorServiceListAnomaliesProcedure, req)
 	if err != nil {
 		return nil, err
 	}
 	var status creator.Status
 	if req.Status != nil {
-		status = creator.Status(enumWire(req.GetStatus()))
+		status = creator.Status(rpc.EnumWire(req.GetStatus()))
 	}
-	as, err := s.scope(callerFrom(ctx)).Anomalies(ctx, status)
+	as, err := s.scope(rpc.From(ctx)).Anomalies(ctx, status)
 	if err != nil {
 		return nil, err
 	}
 	page, last := pageByID(as, (*svcv1.Anomaly).GetId, after, limit)
-	return &svcv1.ListAnomaliesResponse{Data: nonNil(page), NextCursor: s.nextCursor(binding, last)}, nil
+	return &svcv1.ListAnomaliesResponse{Data: rpc.NonNil(page), NextCursor: s.pager.Next(binding, last)}, nil
 }
 
 func (s *Server) getAnomaly(ctx context.Context, req *svcv1.AnomalyRequest) (*svcv1.Anomaly, error) {
-	return s.scope(callerFrom(ctx)).Anomaly(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).Anomaly(ctx, req.GetId())
 }
 
 func (s *Server) dismissAnomaly(ctx context.Context, req *svcv1.AnomalyRequest) (*svcv1.Anomaly, error) {
-	return s.scope(callerFrom(ctx)).DismissAnomaly(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).DismissAnomaly(ctx, req.GetId())
 }
 
 func (s *Server) reopenAnomaly(ctx context.Context, req *svcv1.AnomalyRequest) (*svcv1.Anomaly, error) {
-	return s.scope(callerFrom(ctx)).ReopenAnomaly(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).ReopenAnomaly(ctx, req.GetId())
 }

@@ -11,6 +11,7 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/storage"
 )
 
@@ -47,10 +48,10 @@ func (s *Server) openDestination(ctx context.Context, tenant platform.Tenant, ds
 // a provider that can write (400, path source_id). Its configuration is copied, resealed under
 // the destination's own key, so the destination outlives changes to the source record.
 func (s *Server) createDestination(ctx context.Context, req *svcv1.CreateDestinationRequest) (*svcv1.Destination, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if req.PathTemplate != nil {
 		if err := execute.CheckPathTemplate(req.GetPathTemplate()); err != nil {
-			return nil, invalid("path_template", err.Error())
+			return nil, rpc.Invalid("path_template", err.Error())
 		}
 	}
 	return s.scope(c).DestinationFromSource(ctx, req.GetSourceId(), svc.DestinationOptions{Label: req.GetLabel(),
@@ -58,17 +59,17 @@ func (s *Server) createDestination(ctx context.Context, req *svcv1.CreateDestina
 }
 
 func (s *Server) getDestination(ctx context.Context, req *svcv1.GetDestinationRequest) (*svcv1.Destination, error) {
-	return s.scope(callerFrom(ctx)).Destination(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).Destination(ctx, req.GetId())
 }
 
 func (s *Server) listDestinations(ctx context.Context, req *svcv1.ListDestinationsRequest) (*svcv1.ListDestinationsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.DestinationServiceListDestinationsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.DestinationServiceListDestinationsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.scope(callerFrom(ctx)).ListDestinations(ctx, after, limit)
+	page, err := s.scope(rpc.From(ctx)).ListDestinations(ctx, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	return &svcv1.ListDestinationsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+	return &svcv1.ListDestinationsResponse{Data: rpc.NonNil(page.Items), NextCursor: s.pager.Next(binding, page.Last)}, nil
 }

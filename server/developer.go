@@ -14,13 +14,14 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/wire"
 )
 
 func opClasses(ops []svcv1.OperationClass) []string {
 	out := make([]string, 0, len(ops))
 	for _, op := range ops {
-		out = append(out, enumWire(op))
+		out = append(out, rpc.EnumWire(op))
 	}
 	return out
 }
@@ -28,18 +29,18 @@ func opClasses(ops []svcv1.OperationClass) []string {
 func opEnums(ops []string) []svcv1.OperationClass {
 	out := make([]svcv1.OperationClass, 0, len(ops))
 	for _, op := range ops {
-		out = append(out, svcv1.OperationClass(enumNumber(svcv1.OperationClass(0).Descriptor(), op)))
+		out = append(out, svcv1.OperationClass(rpc.EnumNumber(svcv1.OperationClass(0).Descriptor(), op)))
 	}
 	return out
 }
 
 func applicationProto(a *platform.Application) *svcv1.Application {
 	return &svcv1.Application{Id: a.ID, OrgId: a.OrgID, Name: a.Name, OperationClasses: opEnums(a.OperationClasses),
-		RedirectUris: nonNil(a.RedirectURIs), CreatedAt: timestamppb.New(a.CreatedAt)}
+		RedirectUris: rpc.NonNil(a.RedirectURIs), CreatedAt: timestamppb.New(a.CreatedAt)}
 }
 
 func keyProto(k *platform.APIKey, secret string) *svcv1.ApiKey {
-	out := &svcv1.ApiKey{Id: k.ID, ApplicationId: k.AppID, Mode: svcv1.KeyMode(enumNumber(svcv1.KeyMode(0).Descriptor(), string(k.Mode))),
+	out := &svcv1.ApiKey{Id: k.ID, ApplicationId: k.AppID, Mode: svcv1.KeyMode(rpc.EnumNumber(svcv1.KeyMode(0).Descriptor(), string(k.Mode))),
 		Scopes: opEnums(k.Scopes), Last4: k.Last4, CreatedAt: timestamppb.New(k.CreatedAt)}
 	if k.ExpiresAt != nil {
 		out.ExpiresAt = timestamppb.New(*k.ExpiresAt)
@@ -57,7 +58,7 @@ func keyProto(k *platform.APIKey, secret string) *svcv1.ApiKey {
 // oracle for other organizations).
 func memberOf(c *Caller, orgID string) error {
 	if c.User == nil || !slices.Contains(c.User.OrgIDs, orgID) {
-		return newProblem(http.StatusNotFound, codeNotFound, "The organization does not exist.")
+		return rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "The organization does not exist.")
 	}
 	return nil
 }
@@ -82,7 +83,7 @@ func (s *Server) application(ctx context.Context, c *Caller, appID string) (*pla
 }
 
 func (s *Server) createApplication(ctx context.Context, req *svcv1.CreateApplicationRequest) (*svcv1.Application, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if err := memberOf(c, req.GetOrgId()); err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func (s *Server) createApplication(ctx context.Context, req *svcv1.CreateApplica
 }
 
 func (s *Server) listApplications(ctx context.Context, req *svcv1.ListApplicationsRequest) (*svcv1.ListApplicationsResponse, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if err := memberOf(c, req.GetOrgId()); err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func (s *Server) listApplications(ctx context.Context, req *svcv1.ListApplicatio
 	if err != nil {
 		return nil, err
 	}
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.DeveloperServiceListApplicationsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.DeveloperServiceListApplicationsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (s *Server) listApplications(ctx context.Context, req *svcv1.ListApplicatio
 			continue
 		}
 		if len(out.Data) == limit {
-			out.NextCursor = s.nextCursor(binding, out.Data[len(out.Data)-1].Id)
+			out.NextCursor = s.pager.Next(binding, out.Data[len(out.Data)-1].Id)
 			break
 		}
 		out.Data = append(out.Data, applicationProto(a))
@@ -125,7 +126,7 @@ func (s *Server) listApplications(ctx context.Context, req *svcv1.ListApplicatio
 }
 
 func (s *Server) getApplication(ctx context.Context, req *svcv1.GetApplicationRequest) (*svcv1.Application, error) {
-	app, err := s.application(ctx, callerFrom(ctx), req.GetId())
+	app, err := s.application(ctx, rpc.From(ctx), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (s *Server) getApplication(ctx context.Context, req *svcv1.GetApplicationRe
 }
 
 func (s *Server) createKey(ctx context.Context, req *svcv1.CreateKeyRequest) (*svcv1.ApiKey, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	app, err := s.application(ctx, c, req.GetId())
 	if err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func (s *Server) createKey(ctx context.Context, req *svcv1.CreateKeyRequest) (*s
 	if len(req.GetScopes()) > 0 {
 		scopes = opClasses(req.GetScopes())
 	}
-	k, secret, err := s.devs.CreateKey(ctx, app.ID, platform.Mode(enumWire(req.GetMode())), scopes)
+	k, secret, err := s.devs.CreateKey(ctx, app.ID, platform.Mode(rpc.EnumWire(req.GetMode())), scopes)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (s *Server) createKey(ctx context.Context, req *svcv1.CreateKeyRequest) (*s
 }
 
 func (s *Server) listKeys(ctx context.Context, req *svcv1.ListKeysRequest) (*svcv1.ListKeysResponse, error) {
-	app, err := s.application(ctx, callerFrom(ctx), req.GetId())
+	app, err := s.application(ctx, rpc.From(ctx), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func (s *Server) listKeys(ctx context.Context, req *svcv1.ListKeysRequest) (*svc
 }
 
 func (s *Server) rotateKey(ctx context.Context, req *svcv1.KeyRequest) (*svcv1.ApiKey, error) {
-	app, err := s.application(ctx, callerFrom(ctx), req.GetId())
+	app, err := s.application(ctx, rpc.From(ctx), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func (s *Server) rotateKey(ctx context.Context, req *svcv1.KeyRequest) (*svcv1.A
 }
 
 func (s *Server) revokeKey(ctx context.Context, req *svcv1.KeyRequest) (*svcv1.ApiKey, error) {
-	app, err := s.application(ctx, callerFrom(ctx), req.GetId())
+	app, err := s.application(ctx, rpc.From(ctx), req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -193,13 +194,13 @@ func (s *Server) revokeKey(ctx context.Context, req *svcv1.KeyRequest) (*svcv1.A
 }
 
 func (s *Server) listApplicationAudit(ctx context.Context, req *svcv1.ListApplicationAuditRequest) (*svcv1.ListApplicationAuditResponse, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	app, err := s.application(ctx, c, req.GetId())
 	if err != nil {
 		return nil, err
 	}
 	s.audit.Flush()
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.DeveloperServiceListApplicationAuditProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.DeveloperServiceListApplicationAuditProcedure, req)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func (s *Server) listApplicationAudit(ctx context.Context, req *svcv1.ListApplic
 	if err != nil {
 		return nil, err
 	}
-	return &svcv1.ListApplicationAuditResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+	return &svcv1.ListApplicationAuditResponse{Data: rpc.NonNil(page.Items), NextCursor: s.pager.Next(binding, page.Last)}, nil
 }
 
 func auditTenant(appID string) string { return "app:" + appID }
@@ -229,7 +230,7 @@ func toAny(ss []string) []any {
 
 // auditChange records a change to an application made by a signed-in user.
 func (s *Server) auditChange(ctx context.Context, appID, action, target string, detail map[string]any) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	d, _ := structpb.NewStruct(detail)
 	e := &svcv1.AuditEntry{Id: id.New("aud"), Action: action, Target: proto.String(target), Detail: d, At: timestamppb.New(s.cfg.Now())}
 	if c != nil {
@@ -253,7 +254,7 @@ func (s *Server) auditCall(m *method, in incoming, req proto.Message, out *outco
 		detail["connection_id"] = c.Connection.ID
 	}
 	if out.problem != nil {
-		detail["code"] = out.problem.code
+		detail["code"] = out.problem.Code
 	}
 	if out.replayed {
 		detail["idempotent_replayed"] = true

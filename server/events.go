@@ -6,16 +6,17 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform/event"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // listEvents reads the caller's stream (spec #1): an application's (for a key) or the
 // user's own tenant's (for a session), newest first, filtered by types and since.
 func (s *Server) listEvents(ctx context.Context, req *svcv1.ListEventsRequest) (*svcv1.ListEventsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.EventServiceListEventsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.EventServiceListEventsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	stream := c.Tenant.String()
 	if c.Key != nil {
 		stream = appStream(c.Key.AppID, c.Key.Mode)
@@ -29,7 +30,7 @@ func (s *Server) listEvents(ctx context.Context, req *svcv1.ListEventsRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return &svcv1.ListEventsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+	return &svcv1.ListEventsResponse{Data: rpc.NonNil(page.Items), NextCursor: s.pager.Next(binding, page.Last)}, nil
 }
 
 // matchType reports whether an event type is among types: exact names, "prefix.*" wildcards,

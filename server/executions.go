@@ -10,37 +10,38 @@ import (
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // executePlan starts an authorized plan (POST /v1/plans/{id}/execute).
 func (s *Server) executePlan(ctx context.Context, req *svcv1.ExecutePlanRequest) (*svcv1.Execution, error) {
-	return s.scope(callerFrom(ctx)).Execute(ctx, req.GetId(), nil)
+	return s.scope(rpc.From(ctx)).Execute(ctx, req.GetId(), nil)
 }
 
 func (s *Server) getExecution(ctx context.Context, req *svcv1.GetExecutionRequest) (*svcv1.Execution, error) {
-	return s.scope(callerFrom(ctx)).Execution(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).Execution(ctx, req.GetId())
 }
 
 func (s *Server) cancelExecution(ctx context.Context, req *svcv1.CancelExecutionRequest) (*svcv1.Execution, error) {
-	return s.scope(callerFrom(ctx)).CancelExecution(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).CancelExecution(ctx, req.GetId())
 }
 
 func (s *Server) listExecutions(ctx context.Context, req *svcv1.ListExecutionsRequest) (*svcv1.ListExecutionsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.ExecutionServiceListExecutionsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.ExecutionServiceListExecutionsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.scope(callerFrom(ctx)).ListExecutions(ctx, svc.ExecutionFilter{PlanID: req.PlanId, Status: req.Status}, after, limit)
+	page, err := s.scope(rpc.From(ctx)).ListExecutions(ctx, svc.ExecutionFilter{PlanID: req.PlanId, Status: req.Status}, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	return &svcv1.ListExecutionsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
+	return &svcv1.ListExecutionsResponse{Data: rpc.NonNil(page.Items), NextCursor: s.pager.Next(binding, page.Last)}, nil
 }
 
 // listExecutionSteps pages through an execution's journal (GET /v1/executions/{id}/steps): the
 // cursor seals the journal position of a page's last step.
 func (s *Server) listExecutionSteps(ctx context.Context, req *svcv1.ListExecutionStepsRequest) (*svcv1.ListExecutionStepsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.ExecutionServiceListExecutionStepsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.ExecutionServiceListExecutionStepsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (s *Server) listExecutionSteps(ctx context.Context, req *svcv1.ListExecutio
 			return nil, fmt.Errorf("steps cursor: %w", err) // sealed by the server: never a client's text
 		}
 	}
-	ts, next, more, err := s.scope(callerFrom(ctx)).StepsPage(ctx, req.GetId(), pos, limit)
+	ts, next, more, err := s.scope(rpc.From(ctx)).StepsPage(ctx, req.GetId(), pos, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -63,5 +64,5 @@ func (s *Server) listExecutionSteps(ctx context.Context, req *svcv1.ListExecutio
 	if more {
 		last = strconv.FormatUint(next, 10)
 	}
-	return &svcv1.ListExecutionStepsResponse{Data: steps, NextCursor: s.nextCursor(binding, last)}, nil
+	return &svcv1.ListExecutionStepsResponse{Data: steps, NextCursor: s.pager.Next(binding, last)}, nil
 }

@@ -13,21 +13,15 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // DefaultCeilingCents is the monthly spending ceiling until one is set (100 USD).
 const DefaultCeilingCents = 10000
 
-// Problem codes of plan decisions.
-const (
-	codePlanStale      = "plan_stale"
-	codeActionDenied   = "action_denied"
-	codeStepUpRequired = "step_up_required"
-)
-
 // createPlan builds a plan over the caller's sources (POST /v1/plans).
 func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (*svcv1.Plan, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	br := svc.PlanRequest{Intent: req.GetIntent(), Policy: req.GetPolicy(), PreservationRequired: req.PreservationRequired,
 		SourceIDs: req.GetSourceIds(), DestinationID: req.GetDestinationId()}
 	var err error
@@ -43,7 +37,7 @@ func (s *Server) createPlan(ctx context.Context, req *svcv1.CreatePlanRequest) (
 
 // getPlan reads a plan; over REST its objects are streamed from the store (planStore).
 func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1.Plan, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	sc := s.scope(c)
 	p, err := sc.PlanHeader(ctx, req.GetId())
 	if err != nil {
@@ -62,7 +56,7 @@ func (s *Server) getPlan(ctx context.Context, req *svcv1.GetPlanRequest) (*svcv1
 // streamPlans makes the REST response msg, whose plans are headers, a stream that writes each
 // plan's objects from the store as the client reads (plan.WriteJSON).
 func (s *Server) streamPlans(ctx context.Context, msg proto.Message, plans []*svcv1.Plan) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	sc := s.scope(c)
 	pr, pw := io.Pipe()
 	go func() {
@@ -74,14 +68,14 @@ func (s *Server) streamPlans(ctx context.Context, msg proto.Message, plans []*sv
 
 // listPlanObjects pages one plan's objects (GET /v1/plans/{id}/objects).
 func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjectsRequest) (*svcv1.ListPlanObjectsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.PlanServiceListPlanObjectsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.PlanServiceListPlanObjectsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
 	if req.Limit != nil {
 		limit = int(req.GetLimit()) // up to 1,000 here (validated), not the lists' 200
 	}
-	sc := s.scope(callerFrom(ctx))
+	sc := s.scope(rpc.From(ctx))
 	p, err := sc.PlanHeader(ctx, req.GetId())
 	if err != nil {
 		return nil, err
@@ -89,7 +83,7 @@ func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjects
 	start := 0
 	if after != "" {
 		if start, err = strconv.Atoi(after); err != nil || start < 0 {
-			return nil, invalid("cursor", "is not a cursor of this listing")
+			return nil, rpc.Invalid("cursor", "is not a cursor of this listing")
 		}
 	}
 	objs, more, err := sc.PlanObjects(ctx, p, start, limit)
@@ -100,18 +94,18 @@ func (s *Server) listPlanObjects(ctx context.Context, req *svcv1.ListPlanObjects
 	if more {
 		last = strconv.Itoa(start + len(objs))
 	}
-	return &svcv1.ListPlanObjectsResponse{Data: nonNil(objs), NextCursor: s.nextCursor(binding, last)}, nil
+	return &svcv1.ListPlanObjectsResponse{Data: rpc.NonNil(objs), NextCursor: s.pager.Next(binding, last)}, nil
 }
 
 func (s *Server) cancelPlan(ctx context.Context, req *svcv1.CancelPlanRequest) (*svcv1.Plan, error) {
-	return s.scope(callerFrom(ctx)).CancelPlan(ctx, req.GetId())
+	return s.scope(rpc.From(ctx)).CancelPlan(ctx, req.GetId())
 }
 
 // authorizePlan authorizes a plan by the hash the caller reviewed. The plan must be validated,
 // unexpired, with that hash, and its sources unmoved since it was built; the policy decision is
 // taken again with the authorizer's approvals, grant and ceiling.
 func (s *Server) authorizePlan(ctx context.Context, req *svcv1.AuthorizePlanRequest) (*svcv1.Plan, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	billing, err := s.planBilling(ctx, c)
 	if err != nil {
 		return nil, err
@@ -144,17 +138,17 @@ func (s *Server) orgOwner(ctx context.Context, orgID string) string {
 }
 
 func (s *Server) listPlans(ctx context.Context, req *svcv1.ListPlansRequest) (*svcv1.ListPlansResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.PlanServiceListPlansProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.PlanServiceListPlansProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	sc := s.scope(c)
 	page, err := sc.ListPlans(ctx, svc.PlanFilter{State: req.State, Intent: req.Intent}, after, limit)
 	if err != nil {
 		return nil, err
 	}
-	res := &svcv1.ListPlansResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}
+	res := &svcv1.ListPlansResponse{Data: rpc.NonNil(page.Items), NextCursor: s.pager.Next(binding, page.Last)}
 	if c.REST {
 		if small, err := sc.FillPlans(ctx, page.Items, inlineObjects); small || err != nil {
 			return res, err

@@ -5,13 +5,14 @@ import (
 	"net/http"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 const receiptBlobs = "receipts"
 
 // getReceipt serves a receipt's exact signed bytes (spec #17).
 func (s *Server) getReceipt(ctx context.Context, req *svcv1.GetReceiptRequest) (*svcv1.Receipt, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	r, raw, err := s.scope(c).Receipt(ctx, req.GetId())
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
@@ -126,7 +127,7 @@ type Server struct {
 	devs      *platform.Developers
 	idem      *platform.Idempotency
 	limiter   *platform.Limiter
-	cursors   *platform.Cursors
+	pager     rpc.Pager
 	validator protovalidate.Validator
 	csrf      *http.CrossOriginProtection
 	methods   map[string]*method // by procedure
@@ -235,7 +236,7 @@ func New(cfg Config) (*Server, error) {
 		devs:         platform.NewDevelopers(store, cfg.Now),
 		idem:         platform.NewIdempotency(store, cfg.Now),
 		limiter:      platform.NewLimiter(cfg.RateLimit, cfg.Now),
-		cursors:      platform.NewCursors(core.DeriveKey("cursor")),
+		pager:        rpc.Pager{Cursors: platform.NewCursors(core.DeriveKey("cursor"))},
 		validator:    v,
 		csrf:         http.NewCrossOriginProtection(),
 		methods:      map[string]*method{},

@@ -5,6 +5,7 @@ import (
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // restoreReceipt builds a draft restore plan that undoes an execution (POST
@@ -14,7 +15,7 @@ import (
 // that can no longer come back are excluded with the reason. The plan is authorized and
 // executed like any other.
 func (s *Server) restoreReceipt(ctx context.Context, req *svcv1.RestoreReceiptRequest) (*svcv1.Plan, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	opts := svc.RestoreOptions{DestinationID: req.GetDestinationId()}
 	var err error
 	if opts.Billing, err = s.planBilling(ctx, c); err != nil {

@@ -13,6 +13,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/receipt"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // meterCall meters an API operation made with a live key.
@@ -35,7 +36,7 @@ func (s *Server) ceilingCents(ctx context.Context, orgID string) int64 {
 // planBilling is the commercial context of a live developer key for plan estimates and
 // authorization: this month's usage, the ceiling, and what is already spent.
 func (s *Server) planBilling(ctx context.Context, c *Caller) (*plan.Billing, error) {
-	b := c.billing()
+	b := billingOf(c)
 	if b == nil {
 		return nil, nil
 	}
@@ -72,12 +73,12 @@ func usageProto(orgID, appID string, b platform.Bill, ceiling int64) *svcv1.Usag
 func usageOrg(c *Caller, orgID *string) (string, error) {
 	if c.Key != nil {
 		if orgID != nil && *orgID != c.Key.OrgID {
-			return "", newProblem(http.StatusNotFound, codeNotFound, "The organization does not exist.")
+			return "", rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "The organization does not exist.")
 		}
 		return c.Key.OrgID, nil
 	}
 	if orgID == nil {
-		return "", invalid("org_id", "is required with a session")
+		return "", rpc.Invalid("org_id", "is required with a session")
 	}
 	return *orgID, memberOf(c, *orgID)
 }
@@ -92,10 +93,10 @@ func billingAccess(c *Caller, spend bool) error {
 		return nil
 	}
 	if c.Key.Mode != platform.ModeLive {
-		return newProblem(http.StatusForbidden, codeForbidden, "Usage, billing and the spending ceiling are live-mode settings: use a live key or a signed-in owner.")
+		return rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "Usage, billing and the spending ceiling are live-mode settings: use a live key or a signed-in owner.")
 	}
 	if spend && !slices.Contains(c.Key.Scopes, "billable_execute") {
-		return newProblem(http.StatusForbidden, codeForbidden, "The billing portal and the spending ceiling need a live key with the billable_execute scope, or the organization's owner.")
+		return rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "The billing portal and the spending ceiling need a live key with the billable_execute scope, or the organization's owner.")
 	}
 	return nil
 }
@@ -104,7 +105,7 @@ func billingAccess(c *Caller, spend bool) error {
 func liveOnly(c *Caller) error { return billingAccess(c, false) }
 
 func (s *Server) getUsage(ctx context.Context, req *svcv1.GetUsageRequest) (*svcv1.Usage, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if err := liveOnly(c); err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (s *Server) getUsage(ctx context.Context, req *svcv1.GetUsageRequest) (*svc
 }
 
 func (s *Server) getApplicationUsage(ctx context.Context, req *svcv1.GetApplicationUsageRequest) (*svcv1.Usage, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if err := liveOnly(c); err != nil {
 		return nil, err
 	}
@@ -144,7 +145,7 @@ func (s *Server) getApplicationUsage(ctx context.Context, req *svcv1.GetApplicat
 }
 
 func (s *Server) setCeiling(ctx context.Context, req *svcv1.SetCeilingRequest) (*svcv1.Ceiling, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if err := billingAccess(c, true); err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func (s *Server) setCeiling(ctx context.Context, req *svcv1.SetCeilingRequest) (
 	if c.User != nil {
 		o, err := s.accounts.Org(ctx, org)
 		if err != nil || o.OwnerID != c.User.ID {
-			return nil, newProblem(http.StatusForbidden, codeForbidden, "Only the organization's owner changes its spending ceiling.")
+			return nil, rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "Only the organization's owner changes its spending ceiling.")
 		}
 	}
 	now := s.cfg.Now().UTC()

@@ -14,6 +14,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/manifest"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/vault"
 )
 
@@ -21,11 +22,11 @@ import (
 const maxConnectContent = 64 << 20
 
 func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjectsRequest) (*svcv1.ListVaultObjectsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.VaultServiceListVaultObjectsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.VaultServiceListVaultObjectsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	objs, more, err := s.scope(callerFrom(ctx)).ListVaultObjects(ctx, svc.VaultFilter{SourceID: req.SourceId, State: req.State}, after, limit)
+	objs, more, err := s.scope(rpc.From(ctx)).ListVaultObjects(ctx, svc.VaultFilter{SourceID: req.SourceId, State: req.State}, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -34,13 +35,13 @@ func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjec
 		out.Data = append(out.Data, objs[i].Proto())
 	}
 	if more && len(objs) > 0 {
-		out.NextCursor = s.nextCursor(binding, objs[len(objs)-1].ID)
+		out.NextCursor = s.pager.Next(binding, objs[len(objs)-1].ID)
 	}
 	return out, nil
 }
 
 func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*svcv1.VaultObject, error) {
-	o, err := s.scope(callerFrom(ctx)).VaultObject(ctx, req.GetId())
+	o, err := s.scope(rpc.From(ctx)).VaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRe
 
 // getVaultObjectContent opens the verified content; the REST writer streams it.
 func (s *Server) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*httpbody.HttpBody, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	rc, o, err := s.scope(c).OpenVaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func readWhole(rc io.ReadCloser) ([]byte, error) {
 		return nil, err
 	}
 	if len(data) > maxConnectContent {
-		return nil, newProblem(http.StatusRequestEntityTooLarge, codeTooLarge, "The content is larger than 64 MiB; download it over REST.")
+		return nil, rpc.NewProblem(http.StatusRequestEntityTooLarge, rpc.CodeTooLarge, "The content is larger than 64 MiB; download it over REST.")
 	}
 	return data, nil
 }
@@ -102,7 +103,7 @@ func readWhole(rc io.ReadCloser) ([]byte, error) {
 // manifest in memory at a time, read from the store in short transactions), so a tenant's
 // export costs constant memory; Connect and gRPC clients get the message built in memory.
 func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRequest) (*svcv1.ManifestBundle, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	t := s.scope(c)
 	var keep func(*svcv1.Manifest) bool // every manifest the scope reaches
 	if !c.REST {
@@ -131,7 +132,7 @@ func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRe
 // destination, at path or where the destination's path template puts the original. The plan
 // is authorized and executed like any other (svc.Scope.RestoreObject builds it).
 func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVaultObjectRequest) (*svcv1.Plan, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	opts := svc.RestoreOptions{DestinationID: req.GetDestinationId(), Path: req.GetPath(), PathSet: req.Path != nil}
 	var err error
 	if opts.Billing, err = s.planBilling(ctx, c); err != nil {
@@ -142,7 +143,7 @@ func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVault
 
 // getVaultCoverage serves the tenant's verification coverage (GET /v1/vault/coverage).
 func (s *Server) getVaultCoverage(ctx context.Context, _ *svcv1.GetVaultCoverageRequest) (*svcv1.VaultCoverage, error) {
-	cv, err := s.scope(callerFrom(ctx)).VaultCoverage(ctx)
+	cv, err := s.scope(rpc.From(ctx)).VaultCoverage(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/platform/webhook"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // newWebhooks starts the delivery engine on the server's store.
@@ -41,7 +42,7 @@ func (s *Server) ownWebhook(ctx context.Context, id string) (*webhook.Endpoint, 
 	if err != nil {
 		return nil, err
 	}
-	if k := callerFrom(ctx).Key; ep.AppID != k.AppID || !keyReachesMode(k, ep.Mode) {
+	if k := rpc.From(ctx).Key; ep.AppID != k.AppID || !keyReachesMode(k, ep.Mode) {
 		return nil, platform.ErrNotFound
 	}
 	return ep, nil
@@ -64,15 +65,15 @@ func modeOf(m svcv1.WebhookMode) platform.Mode {
 func webhookError(err error) error {
 	var fe *webhook.FieldError
 	if errors.As(err, &fe) {
-		return invalid(fe.Field, fe.Err.Error())
+		return rpc.Invalid(fe.Field, fe.Err.Error())
 	}
 	return err
 }
 
 func (s *Server) createWebhook(ctx context.Context, req *svcv1.CreateWebhookRequest) (*svcv1.Webhook, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if !keyReachesMode(c.Key, modeOf(req.GetMode())) {
-		return nil, newProblem(http.StatusForbidden, codeForbidden, "A test key manages only test-mode webhooks; use a live key for live ones.")
+		return nil, rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "A test key manages only test-mode webhooks; use a live key for live ones.")
 	}
 	ep, secret, err := s.webhooks.Create(ctx, c.Key.AppID, webhook.Params{URL: req.GetUrl(), EventTypes: req.GetEventTypes(), Mode: modeOf(req.GetMode())})
 	if err != nil {
@@ -83,11 +84,11 @@ func (s *Server) createWebhook(ctx context.Context, req *svcv1.CreateWebhookRequ
 }
 
 func (s *Server) listWebhooks(ctx context.Context, req *svcv1.ListWebhooksRequest) (*svcv1.ListWebhooksResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.WebhookServiceListWebhooksProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.WebhookServiceListWebhooksProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	k := callerFrom(ctx).Key
+	k := rpc.From(ctx).Key
 	eps, err := s.webhooks.List(ctx, k.AppID)
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func (s *Server) listWebhooks(ctx context.Context, req *svcv1.ListWebhooksReques
 			continue
 		}
 		if len(out.Data) == limit {
-			out.NextCursor = s.nextCursor(binding, out.Data[len(out.Data)-1].Id)
+			out.NextCursor = s.pager.Next(binding, out.Data[len(out.Data)-1].Id)
 			break
 		}
 		out.Data = append(out.Data, ep.Proto(""))
@@ -127,7 +128,7 @@ func (s *Server) updateWebhook(ctx context.Context, req *svcv1.UpdateWebhookRequ
 		u.EventTypes = req.GetEventTypes()
 	}
 	if req.Status != nil {
-		st := webhook.Status(enumWire(req.GetStatus()))
+		st := webhook.Status(rpc.EnumWire(req.GetStatus()))
 		u.Status = &st
 	}
 	ep, err := s.webhooks.Update(ctx, req.GetId(), u)
@@ -183,7 +184,7 @@ func (s *Server) listDeliveries(ctx context.Context, req *svcv1.ListDeliveriesRe
 	if _, err := s.ownWebhook(ctx, req.GetId()); err != nil {
 		return nil, err
 	}
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.WebhookServiceListDeliveriesProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.WebhookServiceListDeliveriesProcedure, req)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +195,7 @@ func (s *Server) listDeliveries(ctx context.Context, req *svcv1.ListDeliveriesRe
 	out := &svcv1.ListDeliveriesResponse{Data: []*svcv1.WebhookDelivery{}}
 	for i, d := range ds {
 		if i == limit {
-			out.NextCursor = s.nextCursor(binding, ds[i-1].ID)
+			out.NextCursor = s.pager.Next(binding, ds[i-1].ID)
 			break
 		}
 		out.Data = append(out.Data, deliveryProto(d))
