@@ -139,7 +139,7 @@ func consentPath(csnID string) string { return "/connect/" + csnID }
 
 func (s *Server) createConnectSession(ctx context.Context, req *svcv1.CreateConnectSessionRequest) (*svcv1.ConnectSession, error) {
 	c := rpc.From(ctx)
-	r := platform.ConnectRequest{RedirectURI: req.GetRedirectUri(), OperationClasses: opClasses(req.GetOperationClasses()),
+	r := platform.ConnectRequest{RedirectURI: req.GetRedirectUri(), OperationClasses: rpc.OpClasses(req.GetOperationClasses()),
 		SourceIDs: req.GetSourceIds(), State: req.GetState()}
 	if req.Provider != nil {
 		// Test mode is simulated and unbilled: a real account connected there could be
@@ -160,8 +160,8 @@ func (s *Server) createConnectSession(ctx context.Context, req *svcv1.CreateConn
 	if err != nil {
 		return nil, err
 	}
-	s.auditChange(ctx, csn.AppID, "connect_session.created", csn.ID, map[string]any{"mode": string(csn.Mode),
-		"operation_classes": toAny(csn.OperationClasses), "redirect_uri": csn.RedirectURI})
+	s.auditor.Change(ctx, csn.AppID, "connect_session.created", csn.ID, map[string]any{"mode": string(csn.Mode),
+		"operation_classes": rpc.Strings(csn.OperationClasses), "redirect_uri": csn.RedirectURI})
 	return s.connectSessionProto(rpc.HTTPRequest(ctx), csn), nil
 }
 
@@ -173,7 +173,7 @@ func (s *Server) connectSessionProto(r *http.Request, c *platform.ConnectSession
 		Url:              s.publicBase(r) + consentPath(c.ID),
 		Status:           svcv1.ConnectSessionStatus(rpc.EnumNumber(svcv1.ConnectSessionStatus(0).Descriptor(), c.StatusAt(s.cfg.Now()))),
 		RedirectUri:      c.RedirectURI,
-		OperationClasses: opEnums(c.OperationClasses),
+		OperationClasses: rpc.OpEnums(c.OperationClasses),
 		SourceIds:        rpc.NonNil(c.SourceIDs),
 		CreatedAt:        timestamppb.New(c.CreatedAt),
 		ExpiresAt:        timestamppb.New(c.ExpiresAt),
@@ -202,7 +202,7 @@ func connectionProto(c *platform.Connection) *svcv1.Connection {
 		UserId:        c.UserID,
 		Mode:          svcv1.KeyMode(rpc.EnumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
 		Status:        status,
-		Grant:         &svcv1.Grant{Id: c.Grant.ID, OperationClasses: opEnums(c.Grant.OperationClasses), SourceIds: rpc.NonNil(c.Grant.SourceIDs)},
+		Grant:         &svcv1.Grant{Id: c.Grant.ID, OperationClasses: rpc.OpEnums(c.Grant.OperationClasses), SourceIds: rpc.NonNil(c.Grant.SourceIDs)},
 		CreatedAt:     timestamppb.New(c.CreatedAt),
 	}
 	if c.RevokedAt != nil {
@@ -291,7 +291,7 @@ func (s *Server) revokeConnection(ctx context.Context, req *svcv1.ConnectionRequ
 		if rpc.From(ctx).Key != nil {
 			by = "application"
 		}
-		s.auditChange(ctx, conn.AppID, "connection.revoked", conn.ID, map[string]any{"revoked_by": by})
+		s.auditor.Change(ctx, conn.AppID, "connection.revoked", conn.ID, map[string]any{"revoked_by": by})
 		// The application no longer reaches the user's tenant, so emit's audience would miss
 		// it: name it explicitly.
 		s.emitToApp(ctx, conn.Tenant(), conn.AppID, event.ConnectionRevoked, "/v1/connections", conn.ID, map[string]any{

@@ -226,7 +226,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 			s.decisionFailed(w, r, cr, err)
 			return
 		}
-		s.auditChange(ctx, csn.AppID, "connect_session.denied", csn.ID, map[string]any{"user_id": cr.user.ID})
+		s.auditor.Change(ctx, csn.AppID, "connect_session.denied", csn.ID, map[string]any{"user_id": cr.user.ID})
 		s.backToApp(w, r, csn, url.Values{"error": {"access_denied"}})
 	case "approve":
 		chosen := slices.Compact(slices.Sorted(slices.Values(r.PostForm["source_id"])))
@@ -257,11 +257,11 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 				s.log.ErrorContext(ctx, "record source connection", "source_id", id, "err", err)
 			}
 		}
-		s.auditChange(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
-			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
+		s.auditor.Change(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
+			"operation_classes": rpc.Strings(conn.Grant.OperationClasses), "source_ids": rpc.Strings(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
 		s.emit(ctx, conn.Tenant(), event.ConnectionCreated, "/v1/connections", conn.ID, map[string]any{
 			"connection_id": conn.ID, "application_id": conn.AppID, "connect_session_id": csn.ID,
-			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs)})
+			"operation_classes": rpc.Strings(conn.Grant.OperationClasses), "source_ids": rpc.Strings(conn.Grant.SourceIDs)})
 		s.backToApp(w, r, csn, url.Values{"connection_id": {conn.ID}})
 	default:
 		page.Message(w, s.log, http.StatusBadRequest, "Request refused", "Choose Approve or Deny.")

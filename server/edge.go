@@ -29,7 +29,7 @@ type method struct {
 	procedure string // "/svc.v1.PlanService/ListPlans"
 	endpoint  *svcv1.Endpoint
 	// call runs the implementation; nil answers 501 not_implemented.
-	call func(ctx context.Context, req proto.Message) (proto.Message, error)
+	call rpc.Handler
 	// connectionField is the request's connection_id field, if it has one.
 	connectionField protoreflect.FieldDescriptor
 }

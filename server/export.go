@@ -70,7 +70,7 @@ func (s *Server) writeExport(ctx context.Context, userID, jobID string, p *job.P
 	if err != nil {
 		return nil, err
 	}
-	acct, err := s.account(ctx, u)
+	acct, err := s.platformAPI.Account(ctx, u)
 	if err != nil {
 		return nil, err
 	}

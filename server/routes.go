@@ -22,7 +22,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.serveHealthz)
 	mux.HandleFunc("GET /readyz", s.serveReadyz)
 	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
-	mux.HandleFunc("GET /v1/billing/portal/page", s.servePortalPage)
+	s.platformAPI.Routes(mux)
 	s.connectPages(mux)
 	mux.Handle("/", rest)
 	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/wire"
 )
 
@@ -35,3 +36,21 @@ func EnumNumber(ed protoreflect.EnumDescriptor, s string) protoreflect.EnumNumbe
 
 // EnumWire is an enum value's wire string.
 func EnumWire(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }
+
+// OpClasses returns operation classes by their wire strings.
+func OpClasses(ops []svcv1.OperationClass) []string {
+	out := make([]string, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, EnumWire(op))
+	}
+	return out
+}
+
+// OpEnums returns operation classes named by their wire strings as enum values.
+func OpEnums(ops []string) []svcv1.OperationClass {
+	out := make([]svcv1.OperationClass, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, svcv1.OperationClass(EnumNumber(svcv1.OperationClass(0).Descriptor(), op)))
+	}
+	return out
+}

@@ -1,4 +1,4 @@
-package server
+package platformapi
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"svc.dev/svc/server/internal/rpc"
 )
 
-func (s *Server) createOrganization(ctx context.Context, req *svcv1.CreateOrganizationRequest) (*svcv1.Organization, error) {
-	o, err := s.accounts.CreateOrg(ctx, rpc.From(ctx).User.ID, req.GetName())
+func (a *API) createOrganization(ctx context.Context, req *svcv1.CreateOrganizationRequest) (*svcv1.Organization, error) {
+	o, err := a.Accounts.CreateOrg(ctx, rpc.From(ctx).User.ID, req.GetName())
 	if err != nil {
 		return nil, err
 	}

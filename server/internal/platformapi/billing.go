@@ -1,4 +1,4 @@
-package server
+package platformapi
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const portalPageTTL = 15 * time.Minute
 
 // portalOrg is the organization a portal request is about: the key's own; for a session, the
 // one named, or the user's only one.
-func portalOrg(c *Caller, orgID *string) (string, error) {
+func portalOrg(c *rpc.Caller, orgID *string) (string, error) {
 	if c.Key != nil || orgID != nil {
 		return usageOrg(c, orgID)
 	}
@@ -37,7 +37,7 @@ func portalOrg(c *Caller, orgID *string) (string, error) {
 // createPortalSession opens the billing portal (spec #13): a customer-portal session at the
 // payment processor when one is configured, else svc's own portal page (a signed URL that
 // expires like a portal session).
-func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePortalSessionRequest) (*svcv1.PortalSession, error) {
+func (a *API) createPortalSession(ctx context.Context, req *svcv1.CreatePortalSessionRequest) (*svcv1.PortalSession, error) {
 	c := rpc.From(ctx)
 	if err := billingAccess(c, true); err != nil {
 		return nil, err
@@ -46,26 +46,26 @@ func (s *Server) createPortalSession(ctx context.Context, req *svcv1.CreatePorta
 	if err != nil {
 		return nil, err
 	}
-	base := s.publicBase(rpc.HTTPRequest(ctx))
-	if s.biller == nil {
-		until := s.cfg.Now().Add(portalPageTTL).Unix()
-		q := url.Values{"org": {orgID}, "expires": {strconv.FormatInt(until, 10)}, "sig": {s.portalSig(orgID, until)}}
+	base := a.PublicBase(rpc.HTTPRequest(ctx))
+	if a.Biller == nil {
+		until := a.Now().Add(portalPageTTL).Unix()
+		q := url.Values{"org": {orgID}, "expires": {strconv.FormatInt(until, 10)}, "sig": {a.portalSig(orgID, until)}}
 		return &svcv1.PortalSession{Url: base + "/v1/billing/portal/page?" + q.Encode()}, nil
 	}
-	cus, err := s.accounts.Customer(ctx, orgID)
+	cus, err := a.Accounts.Customer(ctx, orgID)
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.biller.PortalURL(ctx, cus, base+"/")
+	u, err := a.Biller.PortalURL(ctx, cus, base+"/")
 	if err != nil {
-		s.log.ErrorContext(ctx, "billing portal", "org_id", orgID, "err", err)
+		a.Log.ErrorContext(ctx, "billing portal", "org_id", orgID, "err", err)
 		return nil, rpc.NewProblem(http.StatusBadGateway, rpc.CodeInternal, "The payment processor did not open a portal session; try again.")
 	}
 	return &svcv1.PortalSession{Url: u}, nil
 }
 
-func (s *Server) portalSig(orgID string, expires int64) string {
-	m := hmac.New(sha256.New, s.exportKey)
+func (a *API) portalSig(orgID string, expires int64) string {
+	m := hmac.New(sha256.New, a.PortalKey)
 	m.Write([]byte("svc/billing-portal/v1\x00" + orgID + "\x00" + strconv.FormatInt(expires, 10)))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -73,41 +73,31 @@ func (s *Server) portalSig(orgID string, expires int64) string {
 // servePortalPage renders svc's own billing portal for a signed, unexpired URL: the plan, this
 // month's usage and rated lines, the ceiling, and past months. Static HTML: every value is
 // escaped by html/template, no script runs (the Content-Security-Policy allows none).
-func (s *Server) servePortalPage(w http.ResponseWriter, r *http.Request) {
-	if !s.rateHeaders(w, r) {
+func (a *API) servePortalPage(w http.ResponseWriter, r *http.Request) {
+	if !a.RateHeaders(w, r) {
 		return
 	}
 	rid := rpc.RequestID(r.Context())
 	q := r.URL.Query()
 	orgID := q.Get("org")
 	expires, err := strconv.ParseInt(q.Get("expires"), 10, 64)
-	if err != nil || !hmac.Equal([]byte(q.Get("sig")), []byte(s.portalSig(orgID, expires))) || !s.cfg.Now().Before(time.Unix(expires, 0)) {
+	if err != nil || !hmac.Equal([]byte(q.Get("sig")), []byte(a.portalSig(orgID, expires))) || !a.Now().Before(time.Unix(expires, 0)) {
 		rpc.Write(w, rid, rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "The portal link is not valid or has expired; open the portal again."))
 		return
 	}
 	ctx := r.Context()
-	org, err := s.store.Org(ctx, orgID)
+	org, err := a.Accounts.Org(ctx, orgID)
 	if err != nil {
-		rpc.Write(w, rid, toProblem(err))
+		rpc.Write(w, rid, a.Problem(err))
 		return
 	}
-	st, err := s.meter.Statement(ctx, orgID, portalMonths)
+	st, err := a.Meter.Statement(ctx, orgID, portalMonths)
 	if err != nil {
-		rpc.Write(w, rid, toProblem(err))
+		rpc.Write(w, rid, a.Problem(err))
 		return
 	}
-	page.Portal(w, s.log, org.Name, st)
+	page.Portal(w, a.Log, org.Name, st)
 }
 
 // portalMonths is how many past months the portal page lists.
 const portalMonths = 12
-
-// CloseMonths turns the rated lines of the last closed months into invoice items at the
-// payment processor (platform.Meter.CloseMonths); without a processor it does nothing. The
-// background loop runs it hourly; it returns how many items it created.
-func (s *Server) CloseMonths(ctx context.Context) (int, error) {
-	if s.biller == nil {
-		return 0, nil
-	}
-	return s.meter.CloseMonths(ctx, s.biller, s.accounts.Customer)
-}
