@@ -28,7 +28,7 @@ func (s *Server) authenticate(ctx context.Context, m *method, in incoming, calle
 		}
 		key, err := s.devs.AuthenticateKey(ctx, strings.TrimSpace(secret))
 		if err != nil {
-			return toProblem(err)
+			return rpc.FromError(err)
 		}
 		caller.Key = key
 		if !m.accepts(svcv1.Credential_CREDENTIAL_API_KEY) {
@@ -39,7 +39,7 @@ func (s *Server) authenticate(ctx context.Context, m *method, in incoming, calle
 	if token := sessionToken(in.header); token != "" {
 		u, err := s.accounts.Authenticate(ctx, token)
 		if err != nil {
-			return toProblem(err)
+			return rpc.FromError(err)
 		}
 		caller.User, caller.SessionToken = u, token
 		if !m.accepts(svcv1.Credential_CREDENTIAL_SESSION) {
@@ -108,7 +108,7 @@ func (s *Server) resolveTenant(ctx context.Context, m *method, header http.Heade
 			return rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "The connection does not exist.")
 		}
 		if err != nil {
-			return toProblem(err)
+			return rpc.FromError(err)
 		}
 		if op != "" && !conn.Grant.Allows(op) {
 			return rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "The connection's grant does not include "+op+".")

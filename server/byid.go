@@ -39,7 +39,7 @@ func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, 
 	}
 	ref, err := s.store.OwnerOf(ctx, rid)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return toProblem(err)
+		return rpc.FromError(err)
 	}
 	tenant, perr := parseTenant(ref)
 	found := err == nil && perr == nil
@@ -60,7 +60,7 @@ func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, 
 		}
 		conns, err := s.store.ConnectionsOfAppUser(ctx, k.AppID, owner)
 		if err != nil {
-			return toProblem(err)
+			return rpc.FromError(err)
 		}
 		if !found || tenant.Mode != k.Mode {
 			return errByIDNotFound()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -49,7 +50,7 @@ func (s *Server) connectHandler(m *method) http.Handler {
 		if out.stream != nil {
 			data, err := readWhole(out.stream)
 			if err != nil {
-				return nil, connectError(toProblem(err), rpc.RequestID(ctx))
+				return nil, connectError(rpc.FromError(err), rpc.RequestID(ctx))
 			}
 			if hb, ok := out.msg.(*httpbody.HttpBody); ok {
 				hb.Data = data
@@ -124,4 +125,20 @@ func (jsonCodec) Unmarshal(data []byte, v any) error {
 		return err
 	}
 	return nil
+}
+
+// maxConnectContent bounds vault content returned whole over Connect; REST streams any size.
+const maxConnectContent = 64 << 20
+
+// readWhole reads a stream for Connect clients, up to maxConnectContent.
+func readWhole(rc io.ReadCloser) ([]byte, error) {
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxConnectContent+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConnectContent {
+		return nil, rpc.NewProblem(http.StatusRequestEntityTooLarge, rpc.CodeTooLarge, "The content is larger than 64 MiB; download it over REST.")
+	}
+	return data, nil
 }

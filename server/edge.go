@@ -132,7 +132,7 @@ func (s *Server) run(ctx context.Context, m *method, in incoming, decode decodeF
 
 	req, err := decode()
 	if err != nil {
-		return fail(toProblem(err))
+		return fail(rpc.FromError(err))
 	}
 	if p := s.validate(req); p != nil {
 		return fail(p)
@@ -164,7 +164,7 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 		return &outcome{status: m.successStatus(), msg: res, stream: c.Stream}
 	}
 	if err != nil {
-		p := hideForbidden(rpc.From(ctx), toProblem(err))
+		p := hideForbidden(rpc.From(ctx), rpc.FromError(err))
 		if p.Status >= 500 {
 			s.log.ErrorContext(ctx, "request failed", "procedure", m.procedure, "request_id", rpc.RequestID(ctx), "err", err)
 		}
@@ -233,7 +233,7 @@ func (s *Server) idempotent(ctx context.Context, m *method, headerKey string, re
 	key := s.idem.Key(caller.PrincipalID()+"|"+caller.Tenant.String(), headerKey)
 	verdict, rec, err := s.idem.Begin(ctx, key, m.procedure, requestHash(req))
 	if err != nil {
-		return fail(toProblem(err))
+		return fail(rpc.FromError(err))
 	}
 	switch verdict {
 	case platform.IdempotencyReused:
@@ -274,7 +274,7 @@ func (s *Server) replay(m *method, rec *platform.IdempotencyRecord) *outcome {
 	if rec.Status >= 400 {
 		var p svcv1.Problem
 		if err := proto.Unmarshal(rec.Body, &p); err != nil {
-			return fail(toProblem(err))
+			return fail(rpc.FromError(err))
 		}
 		prob := &rpc.Problem{Status: int(p.GetStatus()), Code: p.GetCode(), Detail: p.GetDetail(), Errors: p.GetErrors(), Header: out.header,
 			Approvals: p.GetRequiredApprovals()}
@@ -282,7 +282,7 @@ func (s *Server) replay(m *method, rec *platform.IdempotencyRecord) *outcome {
 	}
 	msg := newMessage(m.desc.Output())
 	if err := proto.Unmarshal(rec.Body, msg); err != nil {
-		return fail(toProblem(err))
+		return fail(rpc.FromError(err))
 	}
 	out.msg = msg
 	return out

@@ -35,7 +35,7 @@ func (s *Server) newPlatformAPI() *platformapi.API {
 	return &platformapi.API{
 		Accounts: s.accounts, Devs: s.devs, Webhooks: s.webhooks, Meter: s.meter, Pager: s.pager,
 		Audit: s.auditor, AuditLog: s.auditLog, AuditFlush: s.audit.Flush, Now: s.cfg.Now, Log: s.log,
-		Emit: s.emit, Holdings: s.holdings, SecureCookies: s.secureCookies, Problem: toProblem,
+		Emit: s.emit, Holdings: s.holdings, SecureCookies: s.secureCookies,
 		Biller: s.biller, PortalKey: s.exportKey, PublicBase: s.publicBase, RateHeaders: s.rateHeaders,
 	}
 }

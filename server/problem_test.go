@@ -14,7 +14,7 @@ import (
 // its limit and the source, not a 500 a client would retry.
 func TestPlanBudgetIsAProblemNamingTheBudget(t *testing.T) {
 	err := fmt.Errorf("build plan: %w", &plan.BudgetError{Budget: plan.BudgetObjects, Limit: 1000000, SourceID: "src_01JZ0000000000000000000000"})
-	p := toProblem(err)
+	p := rpc.FromError(err)
 	if p.Status != http.StatusConflict || p.Code != rpc.CodeLimitReached {
 		t.Fatalf("problem %d %s, want 409 %s", p.Status, p.Code, rpc.CodeLimitReached)
 	}

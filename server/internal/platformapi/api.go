@@ -38,9 +38,6 @@ type API struct {
 	Holdings func(ctx context.Context, t platform.Tenant) (sources int, vaultBytes int64, err error)
 	// SecureCookies reports whether the session cookie of a response to r is Secure.
 	SecureCookies func(r *http.Request) bool
-	// Problem renders an error as the client sees it (the edge's mapping), for plain HTTP
-	// routes.
-	Problem func(err error) *rpc.Problem
 	// Biller is the payment processor, or nil: then the portal is svc's own page, whose URLs
 	// PortalKey signs.
 	Biller    *billing.Biller

@@ -88,12 +88,12 @@ func (a *API) servePortalPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	org, err := a.Accounts.Org(ctx, orgID)
 	if err != nil {
-		rpc.Write(w, rid, a.Problem(err))
+		rpc.Write(w, rid, rpc.FromError(err))
 		return
 	}
 	st, err := a.Meter.Statement(ctx, orgID, portalMonths)
 	if err != nil {
-		rpc.Write(w, rid, a.Problem(err))
+		rpc.Write(w, rid, rpc.FromError(err))
 		return
 	}
 	page.Portal(w, a.Log, org.Name, st)

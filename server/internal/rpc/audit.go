@@ -10,6 +10,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/platform"
 )
 
 // AuditSink keeps audit entries by tenant and id (storage.Batcher).
@@ -50,3 +51,6 @@ func Strings(ss []string) []any {
 	}
 	return out
 }
+
+// AppStream is the event stream of an application in a mode: what its keys of that mode read.
+func AppStream(appID string, mode platform.Mode) string { return "app:" + appID + ":" + string(mode) }
