@@ -26,7 +26,7 @@ import (
 	"svc.dev/svc/providers/google"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
 
 // Description is the vendor_a_files provider's description.
 var Description = providers.Description{
@@ -65,6 +65,7 @@ type Provider struct {
 	svc    *dr.Service
 	client *google.Client
 	writes *rate.Limiter
+	chunk  int // resumable upload chunk size
 
 	mu      sync.Mutex
 	folders map[string]folder // folder id -> name and parent
@@ -90,11 +91,18 @@ func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) 
 		}
 		writes = rate.NewLimiter(rate.Limit(wps), 1)
 	}
+	chunk := DefaultUploadChunk
+	if v := cfg["upload_chunk_bytes"]; v != "" {
+		// Drive takes chunks in multiples of 256 KiB.
+		if chunk, err = strconv.Atoi(v); err != nil || chunk < googleapi.MinUploadChunkSize || chunk%googleapi.MinUploadChunkSize != 0 {
+			return nil, fmt.Errorf("vendor_a_files: config: upload_chunk_bytes must be a multiple of %d: %w", googleapi.MinUploadChunkSize, providers.ErrInvalidArgument)
+		}
+	}
 	svc, err := dr.NewService(ctx, option.WithHTTPClient(c.HTTP), option.WithEndpoint(c.Endpoint+"drive/v3/"))
 	if err != nil {
 		return nil, fmt.Errorf("vendor_a_files: %w", err)
 	}
-	return &Provider{svc: svc, client: c, writes: writes, folders: map[string]folder{}}, nil
+	return &Provider{svc: svc, client: c, writes: writes, chunk: chunk, folders: map[string]folder{}}, nil
 }
 
 // Describe returns Description.
@@ -399,10 +407,8 @@ func (v *verifier) Read(b []byte) (int, error) {
 func (v *verifier) Close() error { return v.rc.Close() }
 
 func (p *Provider) setTrashed(ctx context.Context, id string, trashed bool) (*dr.File, error) {
-	if p.writes != nil {
-		if err := p.writes.Wait(ctx); err != nil {
-			return nil, err
-		}
+	if err := p.wait(ctx); err != nil {
+		return nil, err
 	}
 	return p.svc.Files.Update(id, &dr.File{Trashed: trashed, ForceSendFields: []string{"Trashed"}}).
 		Fields(googleapi.Field(fileFields)).Context(ctx).Do()

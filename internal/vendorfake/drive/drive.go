@@ -84,6 +84,7 @@ type Server struct {
 	changes []change
 	failing map[string]int
 	nextID  int
+	uploads uploads
 }
 
 type change struct {
@@ -113,6 +114,7 @@ func Start(opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", s.Token)
 	mux.HandleFunc("/drive/v3/", s.api)
+	mux.HandleFunc("/upload/drive/v3/", s.upload)
 	s.srv = httptest.NewServer(mux)
 	return s
 }
@@ -287,6 +289,10 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.get(w, r, parts[1])
 	case r.Method == "PATCH" && len(parts) == 2 && parts[0] == "files":
 		s.update(w, r, parts[1])
+	case r.Method == "POST" && rest == "files":
+		s.create(w, r)
+	case r.Method == "DELETE" && len(parts) == 2 && parts[0] == "files":
+		s.deleteFile(w, parts[1])
 	case r.Method == "GET" && rest == "changes/startPageToken":
 		s.mu.Lock()
 		tok := s.startToken()
@@ -351,37 +357,6 @@ func (s *Server) resource(f *file) map[string]any {
 	return m
 }
 
-// query is a parsed q: the clauses the fake understands.
-type query []func(*file) bool
-
-func parseQuery(q string) (query, error) {
-	var out query
-	if strings.TrimSpace(q) == "" {
-		return out, nil
-	}
-	for _, c := range strings.Split(q, " and ") {
-		c = strings.TrimSpace(c)
-		switch {
-		case c == "trashed = false" || c == "trashed=false":
-			out = append(out, func(f *file) bool { return !f.trashed })
-		case c == "trashed = true" || c == "trashed=true":
-			out = append(out, func(f *file) bool { return f.trashed })
-		case strings.HasPrefix(c, "mimeType != '") && strings.HasSuffix(c, "'"):
-			v := strings.TrimSuffix(strings.TrimPrefix(c, "mimeType != '"), "'")
-			out = append(out, func(f *file) bool { return f.mime != v })
-		case strings.HasPrefix(c, "mimeType = '") && strings.HasSuffix(c, "'"):
-			v := strings.TrimSuffix(strings.TrimPrefix(c, "mimeType = '"), "'")
-			out = append(out, func(f *file) bool { return f.mime == v })
-		case strings.HasPrefix(c, "'") && strings.HasSuffix(c, "' in parents"):
-			v := strings.TrimSuffix(strings.TrimPrefix(c, "'"), "' in parents")
-			out = append(out, func(f *file) bool { return slices.Contains(f.parents, v) })
-		default:
-			return nil, fmt.Errorf("unsupported clause %q", c)
-		}
-	}
-	return out, nil
-}
-
 // list pages through the files in creation order (the page token is the
 // last id listed, so files added meanwhile come at the end).
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -424,15 +399,6 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		resp["nextPageToken"] = "~!!~" + last
 	}
 	s.JSON(w, 200, "FileList", resp)
-}
-
-func matches(q query, f *file) bool {
-	for _, m := range q {
-		if !m(f) {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {

@@ -1,6 +1,7 @@
 package drive_test
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -36,6 +37,12 @@ func TestShapesMatchDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	cfg := providers.Config(s.Config())
+	cfg["upload_chunk_bytes"] = "262144"
+	wp, err := gdrive.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs, m := providertest.ListAll(ctx, t, p, "root", 7)
 	s.Add("new.txt", "text/plain", "root", []byte("new"))
 	s.Delete(objs[1].ID)
@@ -51,6 +58,22 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	}
 	if _, err := p.(providers.Quotaer).Quota(ctx, "root"); err != nil {
 		t.Fatal(err)
+	}
+	// Writes: a folder created, a multipart upload, a resumable session
+	// in chunks, an overwrite (files.update with media).
+	small, big := bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 3*fake.ChunkGranularity+7)
+	w := wp.(providers.Writer)
+	for _, c := range []struct {
+		path string
+		data []byte
+		over bool
+	}{{"written/small.txt", small, false}, {"written/big.bin", big, false}, {"written/small.txt", big, true}} {
+		if _, err := w.Write(ctx, providers.WriteRequest{SourceRef: "root", Path: c.path, SizeBytes: -1, Mode: providers.WriteCopy, Overwrite: c.over}, bytes.NewReader(c.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Uploads(); st.Multipart != 1 || st.Resumable != 2 {
+		t.Errorf("uploads %+v: the test does not cover both upload types", st)
 	}
 	for _, schema := range []string{"About", "FileList", "File", "StartPageToken", "ChangeList"} {
 		if served[schema] == 0 {
