@@ -3,8 +3,12 @@
 // (mail folders, messages and their MIME content, per-folder message delta
 // queries, moves), a OneDrive drive (driveItems, the root delta query with
 // its token, content behind a pre-authenticated download URL, quickXorHash
-// and sha256 hashes, deletion to the recycle bin and restore, quota) and the
-// Microsoft identity platform's token endpoint for refresh grants.
+// and sha256 hashes, deletion to the recycle bin and restore, quota, simple
+// uploads and upload sessions: createUploadSession, fragments PUT with
+// Content-Range to a pre-authenticated upload URL that refuses a token,
+// 202 with nextExpectedRanges, 416 for a fragment out of place, status
+// and cancel) and the Microsoft identity platform's token endpoint for
+// refresh grants.
 //
 // It follows the documented wire format: paths under /v1.0, JSON bodies,
 // @odata.nextLink and @odata.deltaLink paging, "@removed" entries in message
@@ -53,6 +57,9 @@ type Server struct {
 	access  map[string]bool
 	refresh map[string]bool
 	issued  int
+
+	sessions     map[string]*uploadSession // open upload sessions by id
+	sessionStats SessionStats
 
 	faults   []*Fault
 	floor    int // least page size, whatever the client asks
@@ -205,7 +212,8 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				break
 			}
 		}
-		ok := s.access[bearer(r)]
+		// Upload URLs are pre-authenticated: no token (session checks that).
+		ok := s.access[bearer(r)] || strings.HasPrefix(r.URL.Path, "/_upload/")
 		s.mu.Unlock()
 		if hit != nil {
 			if hit.RetryAfter > 0 {
@@ -312,6 +320,8 @@ func (s *Server) table() []route {
 		{"DELETE /v1.0/me/drive/items/{id}", s.deleteItem},
 		{"POST /v1.0/me/drive/items/{id}/restore", s.restoreItem},
 		{"PUT /v1.0/me/drive/{pathContent...}", s.uploadItem},
+		{"POST /v1.0/me/drive/{pathSession...}", s.createUploadSession},
+		{"/_upload/{id}", s.session},
 		{"GET /_download/{id}", s.download},
 	}
 }
