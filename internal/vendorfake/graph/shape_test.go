@@ -196,6 +196,14 @@ func TestShapes(t *testing.T) {
 	}
 	_, b = r.do("GET /v1.0/me/mailFolders/{id}", "GET", "/v1.0/me/mailFolders/inbox", nil, nil)
 	r.entity("mailFolder", b, "graph.mailFolder")
+	// Folder sizes: PR_MESSAGE_SIZE_EXTENDED expanded (vendor_b_mail's quota).
+	_, b = r.do("GET /v1.0/me/mailFolders", "GET", "/v1.0/me/mailFolders?$top=100&$expand=singleValueExtendedProperties($filter=id%20eq%20'Long%200x0E08')", nil, nil)
+	sized, _, _ := r.collection("mailFolders with sizes", b, "graph.mailFolder")
+	for _, f := range sized {
+		if props, _ := f["singleValueExtendedProperties"].([]any); len(props) != 1 {
+			t.Errorf("folder %v without its size property", f["displayName"])
+		}
+	}
 	_, b = r.do("GET /v1.0/me/mailFolders/{id}/childFolders", "GET", "/v1.0/me/mailFolders/inbox/childFolders", nil, nil)
 	if kids, _, _ := r.collection("childFolders", b, "graph.mailFolder"); len(kids) != 1 {
 		t.Errorf("inbox has %d child folders", len(kids))
