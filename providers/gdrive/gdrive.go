@@ -65,7 +65,9 @@ type Provider struct {
 	svc    *dr.Service
 	client *google.Client
 	writes *rate.Limiter
-	chunk  int // resumable upload chunk size
+	chunk  int  // resumable upload chunk size
+	docs   bool // list and fetch Google Docs editors files as exports
+	sizes  exportSizes
 
 	mu      sync.Mutex
 	folders map[string]folder // folder id -> name and parent
@@ -98,11 +100,19 @@ func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) 
 			return nil, fmt.Errorf("vendor_a_files: config: upload_chunk_bytes must be a multiple of %d: %w", googleapi.MinUploadChunkSize, providers.ErrInvalidArgument)
 		}
 	}
+	docs := true
+	switch cfg["docs"] {
+	case "", "export":
+	case "skip":
+		docs = false
+	default:
+		return nil, fmt.Errorf("vendor_a_files: config: docs must be \"export\" or \"skip\": %w", providers.ErrInvalidArgument)
+	}
 	svc, err := dr.NewService(ctx, option.WithHTTPClient(c.HTTP), option.WithEndpoint(c.Endpoint+"drive/v3/"))
 	if err != nil {
 		return nil, fmt.Errorf("vendor_a_files: %w", err)
 	}
-	return &Provider{svc: svc, client: c, writes: writes, chunk: chunk, folders: map[string]folder{}}, nil
+	return &Provider{svc: svc, client: c, writes: writes, chunk: chunk, docs: docs, folders: map[string]folder{}}, nil
 }
 
 // Describe returns Description.
@@ -148,6 +158,13 @@ func downloadable(f *dr.File) bool {
 	return !strings.HasPrefix(f.MimeType, "application/vnd.google-apps.")
 }
 
+// listed reports whether a file is one of svc's objects: a file with bytes,
+// or a Google Docs editors file svc exports (unless config docs is skip).
+func (p *Provider) listed(f *dr.File) bool {
+	_, ok := exportOf(f)
+	return downloadable(f) || ok && p.docs
+}
+
 // List returns a page of My Drive's files that have content, trashed
 // ones left out.
 func (p *Provider) List(ctx context.Context, req providers.ListRequest) (providers.Page, error) {
@@ -179,7 +196,7 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	}
 	var page providers.Page
 	for _, f := range res.Files {
-		if !downloadable(f) {
+		if !p.listed(f) {
 			continue
 		}
 		o, err := p.object(ctx, f)
@@ -276,6 +293,13 @@ func (p *Provider) object(ctx context.Context, f *dr.File) (providers.Object, er
 	for _, x := range f.Permissions {
 		o.Permissions = append(o.Permissions, permission(x))
 	}
+	if e, ok := exportOf(f); ok && !downloadable(f) {
+		size, err := p.exportSize(ctx, f, e)
+		if err != nil {
+			return providers.Object{}, fmt.Errorf("export %s: %w", f.MimeType, err)
+		}
+		exported(&o, f, e, size)
+	}
 	return o, nil
 }
 
@@ -337,6 +361,9 @@ func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*prov
 	}
 	if err := checkVersion(f, req.ExpectedVersion); err != nil {
 		return nil, err
+	}
+	if e, ok := exportOf(f); ok && p.docs {
+		return p.fetchExport(ctx, f, e, req.MaxBytes)
 	}
 	if !downloadable(f) {
 		return nil, fail("fetch", req.ObjectID, fmt.Errorf("%s has no content to download: %w", f.MimeType, providers.ErrUnsupported))
@@ -482,7 +509,7 @@ func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (p
 		switch {
 		case c.Removed || c.File == nil || c.File.Trashed:
 			out.Changes = append(out.Changes, providers.Change{Type: providers.ChangeDelete, ObjectID: c.FileId})
-		case !downloadable(c.File):
+		case !p.listed(c.File):
 			if c.File.MimeType == folderType {
 				p.mu.Lock()
 				delete(p.folders, c.FileId) // renamed or moved, perhaps

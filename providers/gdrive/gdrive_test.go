@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	fake "svc.dev/svc/internal/vendorfake/drive"
@@ -38,11 +39,19 @@ func TestListing(t *testing.T) {
 	s := fake.New(t, fake.Options{Files: 60, Seed: 4})
 	p := open(t, s)
 	objs, m := providertest.ListAll(context.Background(), t, p, "root", 7)
-	if len(objs) != 60 || m.Kind != providers.MarkerPageToken {
-		t.Fatalf("listed %d of 60, marker %v", len(objs), m)
+	if len(objs) != 62 || m.Kind != providers.MarkerPageToken {
+		t.Fatalf("listed %d of 62 (60 files, 2 Docs editors files), marker %v", len(objs), m)
 	}
-	var photos, shared, link, nested int
+	var photos, shared, link, nested, docs int
 	for _, o := range objs {
+		if native := o.Metadata["drive.native_mime"]; native != "" {
+			docs++
+			e := gdrive.Exports[native]
+			if o.MIMEType != e.MIMEType || !strings.HasSuffix(o.Name, e.Ext) || o.SHA256 != "" || o.SizeBytes == 0 || o.Containers[0] != "Documents" {
+				t.Errorf("Docs editors file %+v", o)
+			}
+			continue
+		}
 		if o.SHA256 == "" || o.Version == "" || len(o.Containers) > 1 {
 			t.Fatalf("object %+v", o)
 		}
@@ -71,8 +80,49 @@ func TestListing(t *testing.T) {
 			t.Errorf("%s has no owner: %+v", o.ID, o.Permissions)
 		}
 	}
-	if photos == 0 || shared == 0 || link == 0 || nested == 0 {
-		t.Errorf("photos %d, shared %d, link-shared %d, in nested folders %d: want some of each", photos, shared, link, nested)
+	if photos == 0 || shared == 0 || link == 0 || nested == 0 || docs != 2 {
+		t.Errorf("photos %d, shared %d, link-shared %d, in nested folders %d, Docs editors files %d: want some of each", photos, shared, link, nested, docs)
+	}
+	cfg := providers.Config(s.Config())
+	cfg["docs"] = "skip"
+	skip, err := gdrive.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs, _ := providertest.ListAll(context.Background(), t, skip, "root", 0); len(objs) != 60 {
+		t.Errorf("docs skip: listed %d, want the 60 files", len(objs))
+	}
+}
+
+// TestDocsExported: a Google Doc is fetched as its DOCX export, at the size
+// the listing said, and refused at a moved version; Docs editors files
+// trash and untrash as files do.
+func TestDocsExported(t *testing.T) {
+	s := fake.New(t, fake.Options{Files: 3, Seed: 8})
+	p := open(t, s)
+	ctx := context.Background()
+	objs, _ := providertest.ListAll(ctx, t, p, "root", 0)
+	i := slices.IndexFunc(objs, func(o providers.Object) bool { return o.Metadata["drive.native_mime"] == fake.DocType })
+	if i < 0 {
+		t.Fatal("no Google Doc listed")
+	}
+	doc := objs[i]
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID, ExpectedVersion: doc.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(c.Body)
+	c.Body.Close()
+	if err != nil || int64(len(b)) != doc.SizeBytes || c.Object.SizeBytes != doc.SizeBytes ||
+		!strings.HasPrefix(string(b), gdrive.Exports[fake.DocType].MIMEType+" export of "+doc.ID) {
+		t.Fatalf("export: %d bytes (%v), listed %d: %.80q", len(b), err, doc.SizeBytes, b)
+	}
+	s.Rewrite(doc.ID, []byte("Day 1: Porto."))
+	if _, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID, ExpectedVersion: doc.Version}); !errors.As(err, new(*providers.VersionMismatchError)) {
+		t.Fatalf("export at a moved version: %v", err)
+	}
+	if _, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID, MaxBytes: 10}); !errors.Is(err, providers.ErrTooLarge) {
+		t.Errorf("export over the bound: %v", err)
 	}
 }
 
@@ -83,6 +133,7 @@ func TestChecksum(t *testing.T) {
 	p := open(t, s)
 	ctx := context.Background()
 	objs, _ := providertest.ListAll(ctx, t, p, "root", 0)
+	objs = slices.DeleteFunc(objs, func(o providers.Object) bool { return o.SHA256 == "" }) // Docs exports have no checksum
 	s.Corrupt(objs[0].ID)
 	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: objs[0].ID, ExpectedVersion: objs[0].Version})
 	if err != nil {

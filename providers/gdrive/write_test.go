@@ -159,7 +159,7 @@ func TestWriteConflictsAndChecks(t *testing.T) {
 	}
 
 	// A restore to the original place: the object id, a trashed file.
-	target := objs[0]
+	target := objs[slices.IndexFunc(objs, func(o providers.Object) bool { return o.SHA256 != "" })]
 	orig := fetchAll(t, p, target)
 	if _, err := p.(providers.Trasher).Trash(ctx, providers.ActionRequest{SourceRef: "root", ObjectID: target.ID, ExpectedVersion: target.Version}); err != nil {
 		t.Fatal(err)

@@ -3,10 +3,13 @@
 // format: about.get (storageQuota), files.list (q with the clauses
 // "trashed = true|false", "mimeType = / != '...'" and "'ID' in parents"
 // joined by "and"; page tokens), files.get (metadata, and content with
-// alt=media; Google Docs files refuse alt=media with fileNotDownloadable),
-// files.update (trashed), changes.getStartPageToken and changes.list
-// (page tokens, newStartPageToken, removed entries), Google's JSON error
-// bodies, and an OAuth 2.0 token endpoint at /token.
+// alt=media; Google Docs editors files refuse alt=media with
+// fileNotDownloadable), files.export of Docs editors files (export.go),
+// files.update (trashed), files.create and files.delete, the upload
+// endpoint (media, multipart and resumable upload sessions: upload.go),
+// changes.getStartPageToken and changes.list (page tokens,
+// newStartPageToken, removed entries), Google's JSON error bodies, and an
+// OAuth 2.0 token endpoint at /token.
 //
 // Files carry md5Checksum and sha256Checksum of their content, version
 // (bumped by every change) and permissions. The fields parameter is
@@ -140,7 +143,7 @@ func (s *Server) seed(opts Options) {
 	y2024 := s.add("2024", FolderType, []string{photos}, nil)
 	invoices := s.add("Invoices", FolderType, []string{docs}, nil)
 	team := s.add("Shared with team", FolderType, []string{"root"}, nil)
-	s.add("Trip notes", DocType, []string{docs}, nil)
+	s.add("Trip notes", DocType, []string{docs}, []byte("Day 1: Lisbon. Day 2: Sintra.\n"))
 	kinds := []struct {
 		dir, ext, mime string
 		min, max       int
@@ -175,6 +178,7 @@ func (s *Server) seed(opts Options) {
 			f.perms = append(f.perms, Permission{ID: "anyoneWithLink", Type: "anyone", Role: "reader"})
 		}
 	}
+	s.add("Budget 2026", SheetType, []string{docs}, []byte("month,amount\nJanuary,1200\n"))
 	s.changes = nil // the seeded drive is the starting point
 }
 
@@ -287,6 +291,8 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.list(w, r)
 	case r.Method == "GET" && len(parts) == 2 && parts[0] == "files":
 		s.get(w, r, parts[1])
+	case r.Method == "GET" && len(parts) == 3 && parts[0] == "files" && parts[2] == "export":
+		s.export(w, r, parts[1])
 	case r.Method == "PATCH" && len(parts) == 2 && parts[0] == "files":
 		s.update(w, r, parts[1])
 	case r.Method == "POST" && rest == "files":
@@ -330,7 +336,7 @@ func (s *Server) resource(f *file) map[string]any {
 		"version": strconv.FormatInt(f.version, 10), "createdTime": f.created.Format(time.RFC3339Nano),
 		"modifiedTime": f.mod.Format(time.RFC3339Nano), "trashed": f.trashed, "starred": f.starred,
 		"shared": len(f.perms) > 1, "ownedByMe": true}
-	if f.mime != FolderType && f.mime != DocType {
+	if _, native := exportFormats[f.mime]; f.mime != FolderType && !native {
 		md := md5.Sum(f.content)
 		sh := sha256.Sum256(f.content)
 		m["size"] = strconv.Itoa(len(f.content))
@@ -431,7 +437,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 		s.JSON(w, 200, "File", res)
 		return
 	}
-	if mime == DocType || mime == FolderType {
+	if _, native := exportFormats[mime]; native || mime == FolderType {
 		vendorfake.GoogleError(w, 403, "fileNotDownloadable", "Only files with binary content can be downloaded. Use Export with Docs Editors files.")
 		return
 	}
