@@ -47,7 +47,8 @@ var fileID = regexp.MustCompile(`^[A-Za-z0-9_-]{25,}$`)
 // A restore whose path is a file id (the engine's original place) takes the
 // file out of the trash and checks that its content is the content given.
 func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
-	if err := checkRef(req.SourceRef); err != nil {
+	drive, err := driveOf(req.SourceRef)
+	if err != nil {
 		return providers.Object{}, err
 	}
 	if req.Mode == providers.WriteRestore && fileID.MatchString(req.Path) {
@@ -76,13 +77,16 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 		return providers.Object{}, fail("write", req.Path, fmt.Errorf("content does not match its sha256: %w", providers.ErrInvalidData))
 	}
 	parent := "root"
+	if drive != "" {
+		parent = drive // a shared drive's id is its root folder's
+	}
 	for _, name := range segs[:len(segs)-1] {
-		if parent, err = p.folder(ctx, parent, name); err != nil {
+		if parent, err = p.folder(ctx, drive, parent, name); err != nil {
 			return providers.Object{}, fail("write", req.Path, err)
 		}
 	}
 	name := segs[len(segs)-1]
-	existing, err := p.child(ctx, parent, name, false)
+	existing, err := p.child(ctx, drive, parent, name, false)
 	if err != nil {
 		return providers.Object{}, fail("write", req.Path, err)
 	}
@@ -102,9 +106,9 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	}
 	var f *dr.File
 	if existing != "" {
-		f, err = p.svc.Files.Update(existing, &dr.File{}).Media(spool, media...).Fields(googleapi.Field(fileFields)).Context(ctx).Do()
+		f, err = p.svc.Files.Update(existing, &dr.File{}).SupportsAllDrives(true).Media(spool, media...).Fields(googleapi.Field(fileFields)).Context(ctx).Do()
 	} else {
-		f, err = p.svc.Files.Create(&dr.File{Name: name, Parents: []string{parent}, MimeType: mime}).Media(spool, media...).
+		f, err = p.svc.Files.Create(&dr.File{Name: name, Parents: []string{parent}, MimeType: mime}).SupportsAllDrives(true).Media(spool, media...).
 			Fields(googleapi.Field(fileFields)).Context(ctx).Do()
 	}
 	if err != nil {
@@ -114,7 +118,7 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 		(f.Sha256Checksum == "" && f.Md5Checksum != "" && strings.ToLower(f.Md5Checksum) != md5sum) {
 		if existing == "" {
 			// svc's own new file: nothing else refers to it.
-			_ = p.svc.Files.Delete(f.Id).Context(context.WithoutCancel(ctx)).Do()
+			_ = p.svc.Files.Delete(f.Id).SupportsAllDrives(true).Context(context.WithoutCancel(ctx)).Do()
 		}
 		return providers.Object{}, fail("write", req.Path, fmt.Errorf("stored content (%d bytes) differs from what was sent (%d bytes): %w", f.Size, n, providers.ErrInvalidData))
 	}
@@ -149,14 +153,15 @@ func quote(s string) string {
 }
 
 // child returns the id of the folder (folder true) or file named name in
-// parent, not trashed, or "" when there is none.
-func (p *Provider) child(ctx context.Context, parent, name string, folder bool) (string, error) {
+// parent (in My Drive, drive "", or a shared drive), not trashed, or ""
+// when there is none.
+func (p *Provider) child(ctx context.Context, drive, parent, name string, folder bool) (string, error) {
 	op := "!="
 	if folder {
 		op = "="
 	}
-	res, err := p.svc.Files.List().Q(quote(parent) + " in parents and name = " + quote(name) + " and mimeType " + op + " '" + folderType + "' and trashed = false").
-		Spaces("drive").PageSize(10).Fields("files(id)").Context(ctx).Do()
+	res, err := p.files(drive).Q(quote(parent) + " in parents and name = " + quote(name) + " and mimeType " + op + " '" + folderType + "' and trashed = false").
+		PageSize(10).Fields("files(id)").Context(ctx).Do()
 	if err != nil {
 		return "", err
 	}
@@ -168,15 +173,15 @@ func (p *Provider) child(ctx context.Context, parent, name string, folder bool) 
 
 // folder returns the id of the folder named name in parent, creating it
 // when there is none.
-func (p *Provider) folder(ctx context.Context, parent, name string) (string, error) {
-	id, err := p.child(ctx, parent, name, true)
+func (p *Provider) folder(ctx context.Context, drive, parent, name string) (string, error) {
+	id, err := p.child(ctx, drive, parent, name, true)
 	if err != nil || id != "" {
 		return id, err
 	}
 	if err := p.wait(ctx); err != nil {
 		return "", err
 	}
-	f, err := p.svc.Files.Create(&dr.File{Name: name, Parents: []string{parent}, MimeType: folderType}).Fields("id").Context(ctx).Do()
+	f, err := p.svc.Files.Create(&dr.File{Name: name, Parents: []string{parent}, MimeType: folderType}).SupportsAllDrives(true).Fields("id").Context(ctx).Do()
 	if err != nil {
 		return "", fmt.Errorf("create folder %q: %w", name, err)
 	}

@@ -59,6 +59,7 @@ type file struct {
 	starred        bool
 	perms          []Permission
 	corrupt        bool
+	drive          string // the shared drive holding it; "" for My Drive
 }
 
 // Options configures a fake drive.
@@ -70,6 +71,9 @@ type Options struct {
 	Email string
 	// LimitBytes is the storage limit about.get reports (default 15 GB).
 	LimitBytes int64
+	// SharedFiles, when positive, makes a shared drive (SharedDriveID)
+	// holding that many files, the user an organizer.
+	SharedFiles int
 }
 
 // Server is a fake Drive API. Its URL is the API's root: the vendor_a_files
@@ -88,6 +92,7 @@ type Server struct {
 	failing map[string]int
 	nextID  int
 	uploads uploads
+	shared  bool
 }
 
 type change struct {
@@ -95,6 +100,7 @@ type change struct {
 	file    string
 	removed bool
 	at      time.Time
+	drive   string // the file's shared drive
 }
 
 // New starts a fake drive, closed with the test.
@@ -179,6 +185,10 @@ func (s *Server) seed(opts Options) {
 		}
 	}
 	s.add("Budget 2026", SheetType, []string{docs}, []byte("month,amount\nJanuary,1200\n"))
+	if opts.SharedFiles > 0 {
+		s.shared = true
+		s.seedShared(opts.SharedFiles)
+	}
 	s.changes = nil // the seeded drive is the starting point
 }
 
@@ -204,7 +214,11 @@ func (s *Server) logChange(id string, removed bool) {
 	} else {
 		next = s.startToken()
 	}
-	s.changes = append(s.changes, change{id: next, file: id, removed: removed, at: time.Now().UTC()})
+	var drive string
+	if f := s.files[id]; f != nil {
+		drive = f.drive
+	}
+	s.changes = append(s.changes, change{id: next, file: id, removed: removed, at: time.Now().UTC(), drive: drive})
 }
 
 // startToken is the change id the next change gets: the current start page
@@ -243,8 +257,8 @@ func (s *Server) Delete(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.files[id]; ok {
-		delete(s.files, id)
 		s.logChange(id, true)
+		delete(s.files, id)
 	}
 }
 
@@ -298,8 +312,11 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	case r.Method == "POST" && rest == "files":
 		s.create(w, r)
 	case r.Method == "DELETE" && len(parts) == 2 && parts[0] == "files":
-		s.deleteFile(w, parts[1])
+		s.deleteFile(w, r, parts[1])
 	case r.Method == "GET" && rest == "changes/startPageToken":
+		if _, ok := s.driveScope(w, r, scopeStartToken); !ok {
+			return
+		}
 		s.mu.Lock()
 		tok := s.startToken()
 		s.mu.Unlock()
@@ -335,7 +352,10 @@ func (s *Server) resource(f *file) map[string]any {
 	m := map[string]any{"kind": "drive#file", "id": f.id, "name": f.name, "mimeType": f.mime, "parents": f.parents,
 		"version": strconv.FormatInt(f.version, 10), "createdTime": f.created.Format(time.RFC3339Nano),
 		"modifiedTime": f.mod.Format(time.RFC3339Nano), "trashed": f.trashed, "starred": f.starred,
-		"shared": len(f.perms) > 1, "ownedByMe": true}
+		"shared": len(f.perms) > 1, "ownedByMe": f.drive == ""}
+	if f.drive != "" {
+		m["driveId"] = f.drive
+	}
 	if _, native := exportFormats[f.mime]; f.mime != FolderType && !native {
 		md := md5.Sum(f.content)
 		sh := sha256.Sum256(f.content)
@@ -379,6 +399,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	drive, ok := s.driveScope(w, r, scopeFiles)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pos := 0
@@ -395,7 +419,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	for ; pos < len(s.order) && len(files) < size; pos++ {
 		last = s.order[pos]
 		f := s.files[last]
-		if f == nil || !matches(match, f) {
+		if f == nil || f.drive != drive || !matches(match, f) {
 			continue
 		}
 		files = append(files, s.resource(f))
@@ -411,6 +435,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 	if id == root && r.URL.Query().Get("alt") == "" {
 		// "root" is My Drive's alias: a folder without parents.
 		s.JSON(w, 200, "File", map[string]any{"kind": "drive#file", "id": "0AFakeRootFolder", "name": "My Drive", "mimeType": FolderType})
+		return
+	}
+	if id == SharedDriveID && s.sharedRoot(w, r) {
 		return
 	}
 	s.mu.Lock()
@@ -429,7 +456,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 	case fail != 0:
 		vendorfake.GoogleError(w, fail, "backendError", "fake: file failing")
 		return
-	case f == nil:
+	case f == nil || hidden(f, r):
 		vendorfake.GoogleError(w, 404, "notFound", "File not found: "+id+".")
 		return
 	}
@@ -462,7 +489,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, id string) {
 	s.mu.Lock()
 	f := s.files[id]
 	fail := s.failing[id]
-	if f == nil || fail != 0 {
+	if f == nil || fail != 0 || hidden(f, r) {
 		s.mu.Unlock()
 		if fail != 0 {
 			vendorfake.GoogleError(w, fail, "backendError", "fake: file failing")
@@ -518,6 +545,10 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	includeRemoved := q.Get("includeRemoved") != "false"
+	drive, ok := s.driveScope(w, r, scopeChanges)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	latest := map[string]int64{}
@@ -527,7 +558,7 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]any{}
 	next := int64(0)
 	for _, c := range s.changes {
-		if c.id < from || latest[c.file] != c.id || (c.removed && !includeRemoved) {
+		if c.id < from || latest[c.file] != c.id || (c.removed && !includeRemoved) || c.drive != drive {
 			continue
 		}
 		if len(out) == size {

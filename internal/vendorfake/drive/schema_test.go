@@ -21,7 +21,7 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := fake.New(t, fake.Options{Files: 30, Seed: 9})
+	s := fake.New(t, fake.Options{Files: 30, Seed: 9, SharedFiles: 4})
 	var mu sync.Mutex
 	served := map[string]int{}
 	s.Record(func(schema string, body []byte) {
@@ -74,6 +74,16 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	}
 	if st := s.Uploads(); st.Multipart != 1 || st.Resumable != 2 {
 		t.Errorf("uploads %+v: the test does not cover both upload types", st)
+	}
+	// A shared drive: its listing (files with driveId), root folder, changes
+	// and a write into it.
+	sharedRef := "drive:" + fake.SharedDriveID
+	_, sm := providertest.ListAll(ctx, t, p, sharedRef, 2)
+	if _, err := w.Write(ctx, providers.WriteRequest{SourceRef: sharedRef, Path: "Specs/written.txt", SizeBytes: -1, Mode: providers.WriteCopy}, bytes.NewReader(small)); err != nil {
+		t.Fatal(err)
+	}
+	if pg, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: sharedRef, Since: sm}); err != nil || len(pg.Changes) != 1 {
+		t.Fatalf("shared drive changes: %+v, %v", pg, err)
 	}
 	for _, schema := range []string{"About", "FileList", "File", "StartPageToken", "ChangeList"} {
 		if served[schema] == 0 {

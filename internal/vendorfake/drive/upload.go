@@ -75,16 +75,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.store(w, "", meta, "", nil, false)
+	s.store(w, r, "", meta, "", nil, false)
 }
 
 // deleteFile answers files.delete: the file is gone for good (no trash).
-func (s *Server) deleteFile(w http.ResponseWriter, id string) {
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, id string) {
 	s.mu.Lock()
-	_, ok := s.files[id]
+	f, ok := s.files[id]
+	ok = ok && !hidden(f, r)
 	if ok {
-		delete(s.files, id)
 		s.logChange(id, true)
+		delete(s.files, id)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -132,7 +133,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 			vendorfake.GoogleError(w, 400, "badRequest", "Bad Request")
 			return
 		}
-		s.store(w, target, map[string]any{}, r.Header.Get("Content-Type"), data, true)
+		s.store(w, r, target, map[string]any{}, r.Header.Get("Content-Type"), data, true)
 	case q.Get("uploadType") == "multipart":
 		s.multipart(w, r, target)
 	case q.Get("uploadType") == "resumable":
@@ -149,7 +150,8 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		}
 		s.uploads.sessions[sid] = &session{target: target, meta: meta, mime: r.Header.Get("X-Upload-Content-Type")}
 		s.mu.Unlock()
-		w.Header().Set("Location", s.URL()+r.URL.Path+"?uploadType=resumable&upload_id="+sid)
+		// The session URI keeps the initiation's parameters (supportsAllDrives).
+		w.Header().Set("Location", s.URL()+r.URL.Path+"?"+r.URL.RawQuery+"&upload_id="+sid)
 		w.Header().Set("X-GUploader-UploadID", sid)
 		w.WriteHeader(http.StatusOK)
 	default:
@@ -184,7 +186,7 @@ func (s *Server) multipart(w http.ResponseWriter, r *http.Request, target string
 		vendorfake.GoogleError(w, 400, "badContent", "Bad Request: media part")
 		return
 	}
-	s.store(w, target, meta, part.Header.Get("Content-Type"), data, true)
+	s.store(w, r, target, meta, part.Header.Get("Content-Type"), data, true)
 }
 
 // chunk takes one chunk of a resumable session: "Content-Range: bytes
@@ -237,7 +239,7 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request, sid string) {
 	}
 	s.mu.Unlock()
 	if done {
-		s.store(w, se.target, se.meta, se.mime, se.data, false)
+		s.store(w, r, se.target, se.meta, se.mime, se.data, false)
 		return
 	}
 	if total >= 0 && total < have {
@@ -283,7 +285,10 @@ func contentRange(v string) (first, last, total int64, ok bool) {
 
 // store creates a file from metadata and content, or (target set) gives
 // the target new content, and answers the File.
-func (s *Server) store(w http.ResponseWriter, target string, meta map[string]any, ctype string, data []byte, single bool) {
+// A file in a shared drive, or a new file in a shared drive's folder, needs
+// the request's supportsAllDrives (the session's initiation's, for a
+// resumable upload); without it Drive answers 404.
+func (s *Server) store(w http.ResponseWriter, r *http.Request, target string, meta map[string]any, ctype string, data []byte, single bool) {
 	name, _ := meta["name"].(string)
 	mimeType, _ := meta["mimeType"].(string)
 	if mimeType == "" {
@@ -307,7 +312,7 @@ func (s *Server) store(w http.ResponseWriter, target string, meta map[string]any
 	}
 	var f *file
 	if target != "" {
-		if f = s.files[target]; f == nil {
+		if f = s.files[target]; f == nil || hidden(f, r) {
 			s.mu.Unlock()
 			vendorfake.GoogleError(w, 404, "notFound", "File not found: "+target+".")
 			return
@@ -328,11 +333,18 @@ func (s *Server) store(w http.ResponseWriter, target string, meta map[string]any
 		if len(parents) == 0 {
 			parents = []string{root}
 		}
+		drive := ""
 		for _, p := range parents {
-			if pf := s.files[p]; p != root && (pf == nil || pf.mime != FolderType) {
+			pf := s.files[p]
+			switch {
+			case p == SharedDriveID && s.shared && allDrives(r):
+				drive = p
+			case p != root && (pf == nil || pf.mime != FolderType || hidden(pf, r)):
 				s.mu.Unlock()
 				vendorfake.GoogleError(w, 404, "notFound", "File not found: "+p+".")
 				return
+			case pf != nil:
+				drive = pf.drive
 			}
 		}
 		if mimeType == "" {
@@ -341,8 +353,10 @@ func (s *Server) store(w http.ResponseWriter, target string, meta map[string]any
 		if data == nil && mimeType != FolderType {
 			data = []byte{}
 		}
-		f = s.files[s.add(name, mimeType, parents, data)]
-		f.mod = time.Now().UTC()
+		id := s.add(name, mimeType, parents, data)
+		f = s.files[id]
+		f.mod, f.drive = time.Now().UTC(), drive
+		s.changes[len(s.changes)-1].drive = drive // add logged it before its drive was set
 	}
 	res := s.resource(f)
 	s.mu.Unlock()
