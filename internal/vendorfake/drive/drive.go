@@ -27,7 +27,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,7 +80,6 @@ type Options struct {
 // OAuth 2.0 token endpoint.
 type Server struct {
 	*vendorfake.Base
-	srv   *httptest.Server
 	email string
 	limit int64
 
@@ -120,23 +118,9 @@ func Start(opts Options) *Server {
 	}
 	s := &Server{Base: vendorfake.NewBase(), email: opts.Email, limit: opts.LimitBytes, files: map[string]*file{}, failing: map[string]int{}}
 	s.seed(opts)
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /token", s.Token)
-	mux.HandleFunc("/drive/v3/", s.api)
-	mux.HandleFunc("/upload/drive/v3/", s.upload)
-	s.srv = httptest.NewServer(mux)
+	s.Serve(map[string]http.HandlerFunc{"/drive/v3/": s.api, "/upload/drive/v3/": s.upload})
 	return s
 }
-
-// URL is the API's root URL (no trailing slash).
-func (s *Server) URL() string { return s.srv.URL }
-
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
-// Config is the vendor_a_files configuration for this fake; its source ref
-// is "root".
-func (s *Server) Config() map[string]string { return vendorfake.Config(s.URL()) }
 
 var epoch = time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
 

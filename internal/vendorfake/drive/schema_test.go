@@ -3,7 +3,6 @@ package drive_test
 import (
 	"bytes"
 	"context"
-	"sync"
 	"testing"
 
 	"svc.dev/svc/internal/vendorfake"
@@ -22,16 +21,7 @@ func TestShapesMatchDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := fake.New(t, fake.Options{Files: 30, Seed: 9, SharedFiles: 4})
-	var mu sync.Mutex
-	served := map[string]int{}
-	s.Record(func(schema string, body []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		served[schema]++
-		for _, p := range doc.Check(schema, body) {
-			t.Errorf("%s", p)
-		}
-	})
+	served := vendorfake.CheckServed(t, s.Base, doc)
 	p, err := gdrive.New(context.Background(), providers.Config(s.Config()))
 	if err != nil {
 		t.Fatal(err)
@@ -85,10 +75,8 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	if pg, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: sharedRef, Since: sm}); err != nil || len(pg.Changes) != 1 {
 		t.Fatalf("shared drive changes: %+v, %v", pg, err)
 	}
-	for _, schema := range []string{"About", "FileList", "File", "StartPageToken", "ChangeList"} {
-		if served[schema] == 0 {
-			t.Errorf("no %s was served: the test does not cover it", schema)
-		}
+	for _, schema := range served.Missing([]string{"About", "FileList", "File", "StartPageToken", "ChangeList"}) {
+		t.Errorf("no %s was served: the test does not cover it", schema)
 	}
 	t.Logf("checked %v", served)
 }

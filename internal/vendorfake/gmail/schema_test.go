@@ -2,7 +2,6 @@ package gmail_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"svc.dev/svc/internal/vendorfake"
@@ -21,16 +20,7 @@ func TestShapesMatchDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := fake.New(t, fake.Options{Messages: 30, Seed: 9})
-	var mu sync.Mutex
-	served := map[string]int{}
-	s.Record(func(schema string, body []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		served[schema]++
-		for _, p := range doc.Check(schema, body) {
-			t.Errorf("%s", p)
-		}
-	})
+	served := vendorfake.CheckServed(t, s.Base, doc)
 	p, err := gmail.New(context.Background(), providers.Config(s.Config()))
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +49,8 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, schema := range []string{"Profile", "ListLabelsResponse", "ListMessagesResponse", "Message", "ListHistoryResponse"} {
-		if served[schema] == 0 {
-			t.Errorf("no %s was served: the test does not cover it", schema)
-		}
+	for _, schema := range served.Missing([]string{"Profile", "ListLabelsResponse", "ListMessagesResponse", "Message", "ListHistoryResponse"}) {
+		t.Errorf("no %s was served: the test does not cover it", schema)
 	}
 	t.Logf("checked %v", served)
 }

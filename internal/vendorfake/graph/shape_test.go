@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"svc.dev/svc/internal/vendorfake"
 	"svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers/contenthash"
 )
@@ -34,12 +35,12 @@ type shapeRun struct {
 	s      *graph.Server
 	sch    *schema
 	c      *http.Client
-	tested map[string]bool
+	tested vendorfake.Coverage
 }
 
 func (r *shapeRun) do(pattern, method, u string, body io.Reader, hdr map[string]string) (*http.Response, []byte) {
 	r.t.Helper()
-	r.tested[pattern] = true
+	r.tested.Saw(pattern)
 	if !strings.HasPrefix(u, "http") {
 		u = r.s.URL() + u
 	}
@@ -65,11 +66,9 @@ func (r *shapeRun) do(pattern, method, u string, body io.Reader, hdr map[string]
 
 func decodeJSON(t *testing.T, b []byte) map[string]any {
 	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		t.Fatalf("not a JSON object: %v: %s", err, b)
+	m, ok := vendorfake.DecodeJSON(t, b).(map[string]any)
+	if !ok {
+		t.Fatalf("not a JSON object: %s", b)
 	}
 	return m
 }
@@ -165,7 +164,7 @@ func TestShapes(t *testing.T) {
 	}
 	s := graph.Seeded(graph.Seed{Seed: 3, Messages: 14, Files: 6})
 	defer s.Close()
-	r := &shapeRun{t: t, s: s, sch: sch, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, tested: map[string]bool{}}
+	r := &shapeRun{t: t, s: s, sch: sch, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 
 	// The token endpoint: RFC 6749 sections 5.1 and 5.2.
 	tokenPattern := "POST /oauth2/v2.0/token"
@@ -331,10 +330,8 @@ func TestShapes(t *testing.T) {
 	resp.Body.Close()
 	r.odataError("no token", resp, b, http.StatusUnauthorized)
 
-	for _, p := range s.Patterns() {
-		if !r.tested[p] {
-			t.Errorf("route %s is not checked", p)
-		}
+	for _, p := range r.tested.Missing(s.Patterns()) {
+		t.Errorf("route %s is not checked", p)
 	}
 }
 
@@ -360,7 +357,7 @@ func (r *shapeRun) uploadSession() {
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}
-		r.tested["/_upload/{id}"] = true
+		r.tested.Saw("/_upload/{id}")
 		resp, err := r.c.Do(req)
 		if err != nil {
 			t.Fatal(err)
