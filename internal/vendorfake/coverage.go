@@ -76,3 +76,55 @@ func DecodeJSON(t testing.TB, b []byte) any {
 	}
 	return v
 }
+
+// CheckGoogleError checks a Google API error body: {"error": {"code",
+// "message", "status", "errors": [{"domain", "reason", "message"}]}}, as
+// Google documents its JSON error responses (the discovery documents do
+// not describe them): code the HTTP status, status one of Google's
+// canonical codes, each legacy error with a reason. It returns one problem
+// per line.
+func CheckGoogleError(status int, body []byte) []string {
+	var e struct {
+		Error map[string]json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == nil {
+		return []string{fmt.Sprintf("not a Google error body: %s", body)}
+	}
+	var problems []string
+	for k := range e.Error {
+		if !slices.Contains([]string{"code", "message", "status", "errors", "details"}, k) {
+			problems = append(problems, "error."+k+" is not a field of Google's error body")
+		}
+	}
+	var code int
+	if json.Unmarshal(e.Error["code"], &code) != nil || code != status {
+		problems = append(problems, fmt.Sprintf("error.code %s, HTTP status %d", e.Error["code"], status))
+	}
+	var msg, st string
+	if json.Unmarshal(e.Error["message"], &msg) != nil || msg == "" {
+		problems = append(problems, "error.message missing")
+	}
+	canonical := []string{"INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE", "UNAUTHENTICATED", "PERMISSION_DENIED",
+		"NOT_FOUND", "ABORTED", "ALREADY_EXISTS", "RESOURCE_EXHAUSTED", "CANCELLED", "DATA_LOSS", "UNKNOWN", "INTERNAL",
+		"NOT_IMPLEMENTED", "UNAVAILABLE", "DEADLINE_EXCEEDED"}
+	if raw, ok := e.Error["status"]; ok && (json.Unmarshal(raw, &st) != nil || !slices.Contains(canonical, st)) {
+		problems = append(problems, fmt.Sprintf("error.status %s is not a canonical code", raw))
+	}
+	var legacy []map[string]any
+	if raw, ok := e.Error["errors"]; ok {
+		if json.Unmarshal(raw, &legacy) != nil {
+			problems = append(problems, "error.errors is not a list of objects")
+		}
+		for _, l := range legacy {
+			for k, v := range l {
+				if _, str := v.(string); !str || !slices.Contains([]string{"domain", "reason", "message", "location", "locationType", "extendedHelp", "sendReport"}, k) {
+					problems = append(problems, fmt.Sprintf("error.errors[].%s: %v", k, v))
+				}
+			}
+			if l["reason"] == nil {
+				problems = append(problems, "error.errors[] without a reason")
+			}
+		}
+	}
+	return problems
+}

@@ -236,12 +236,16 @@ func (b *Base) JSON(w http.ResponseWriter, status int, schema string, v any) {
 func GoogleError(w http.ResponseWriter, status int, reason, message string) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+	e := map[string]any{
 		"code": status, "message": message,
 		"errors": []map[string]string{{"message": message, "domain": "global", "reason": reason}},
-		"status": map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-			429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}[status],
-	}})
+	}
+	if st, ok := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+		409: "ABORTED", 412: "FAILED_PRECONDITION", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "NOT_IMPLEMENTED",
+		503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}[status]; ok {
+		e["status"] = st
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
 }
 
 // Config is the provider configuration that points a connector at a fake

@@ -77,3 +77,17 @@ func contains(list []string, v string) bool {
 	}
 	return false
 }
+
+// DocIDs returns the ids of the Docs editors files of a type (DocType,
+// SheetType, ...), in creation order.
+func (s *Server) DocIDs(mime string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, id := range s.order {
+		if f := s.files[id]; f != nil && f.mime == mime {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -3,6 +3,9 @@ package drive_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	"svc.dev/svc/internal/vendorfake"
@@ -79,4 +82,43 @@ func TestShapesMatchDiscovery(t *testing.T) {
 		t.Errorf("no %s was served: the test does not cover it", schema)
 	}
 	t.Logf("checked %v", served)
+}
+
+// TestErrorBodies: the Drive fake's errors, the new endpoints' included,
+// are Google's JSON error bodies with Drive's reasons.
+func TestErrorBodies(t *testing.T) {
+	s := fake.New(t, fake.Options{Files: 3, SharedFiles: 2})
+	doc := s.DocIDs(fake.DocType)[0]
+	cases := []struct {
+		method, path string
+		status       int
+		reason       string
+	}{
+		{"GET", "/drive/v3/files/nope", 404, "notFound"},
+		{"GET", "/drive/v3/files/" + doc + "?alt=media", 403, "fileNotDownloadable"},
+		{"GET", "/drive/v3/files/" + doc + "/export?mimeType=video/mp4", 400, "badRequest"},
+		{"GET", "/drive/v3/files?corpora=drive", 400, "invalid"},
+		{"GET", "/drive/v3/files?corpora=drive&driveId=" + fake.SharedDriveID, 403, "teamDrivesParameterNotSupported"},
+		{"GET", "/drive/v3/files?corpora=drive&driveId=0ANope&supportsAllDrives=true&includeItemsFromAllDrives=true", 404, "notFound"},
+		{"GET", "/drive/v3/files/" + fake.SharedDriveID, 404, "notFound"},
+		{"PUT", "/upload/drive/v3/files?uploadType=resumable&upload_id=gone", 404, "notFound"},
+		{"POST", "/upload/drive/v3/files?uploadType=bogus", 400, "invalid"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, s.URL()+c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+vendorfake.AccessToken)
+		req.Header.Set("Content-Range", "bytes */0")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(b), `"reason":"`+c.reason+`"`) {
+			t.Errorf("%s %s: %d %s, want %d %s", c.method, c.path, resp.StatusCode, b, c.status, c.reason)
+		}
+		for _, p := range vendorfake.CheckGoogleError(resp.StatusCode, b) {
+			t.Errorf("%s %s: %s", c.method, c.path, p)
+		}
+	}
 }
