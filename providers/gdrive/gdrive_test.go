@@ -16,7 +16,18 @@ import (
 
 func open(t testing.TB, s *fake.Server) providers.Provider {
 	t.Helper()
-	p, err := gdrive.New(context.Background(), providers.Config(s.Config()))
+	return openWith(t, s, nil)
+}
+
+// openWith opens a provider on a fake with its configuration changed by
+// edit (nil: as the fake gives it).
+func openWith(t testing.TB, s *fake.Server, edit func(providers.Config)) providers.Provider {
+	t.Helper()
+	cfg := providers.Config(s.Config())
+	if edit != nil {
+		edit(cfg)
+	}
+	p, err := gdrive.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +94,7 @@ func TestListing(t *testing.T) {
 	if photos == 0 || shared == 0 || link == 0 || nested == 0 || docs != 2 {
 		t.Errorf("photos %d, shared %d, link-shared %d, in nested folders %d, Docs editors files %d: want some of each", photos, shared, link, nested, docs)
 	}
-	cfg := providers.Config(s.Config())
-	cfg["docs"] = "skip"
-	skip, err := gdrive.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	skip := openWith(t, s, func(cfg providers.Config) { cfg["docs"] = "skip" })
 	if objs, _ := providertest.ListAll(context.Background(), t, skip, "root", 0); len(objs) != 60 {
 		t.Errorf("docs skip: listed %d, want the 60 files", len(objs))
 	}

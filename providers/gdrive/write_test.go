@@ -50,12 +50,7 @@ func fetchAll(t *testing.T, p providers.Provider, o providers.Object) []byte {
 // one multipart request; what was written reads back the same.
 func TestWriteResumable(t *testing.T) {
 	s := fake.New(t, fake.Options{Files: 3})
-	cfg := providers.Config(s.Config())
-	cfg["upload_chunk_bytes"] = "262144"
-	p, err := gdrive.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openWith(t, s, func(cfg providers.Config) { cfg["upload_chunk_bytes"] = "262144" })
 	w := p.(providers.Writer)
 	ctx := context.Background()
 	big, bigSum := content(5*fake.ChunkGranularity+1234, 1)
@@ -181,12 +176,7 @@ func TestWriteConflictsAndChecks(t *testing.T) {
 // than WritesPerSecond.
 func TestWritesPaced(t *testing.T) {
 	s := fake.New(t, fake.Options{Files: 2})
-	cfg := providers.Config(s.Config())
-	delete(cfg, "quota_per_minute") // the defaults
-	p, err := gdrive.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openWith(t, s, defaultPacing)
 	ctx := context.Background()
 	for i := range 7 {
 		data, sum := content(100+i, uint64(i))
