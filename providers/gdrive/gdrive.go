@@ -310,7 +310,7 @@ func (p *Provider) object(ctx context.Context, f *dr.File) (providers.Object, er
 	for _, x := range f.Permissions {
 		o.Permissions = append(o.Permissions, permission(x))
 	}
-	if e, ok := exportOf(f); ok && !downloadable(f) {
+	if e, ok := exportOf(f); ok && p.docs {
 		size, err := p.exportSize(ctx, f, e)
 		if err != nil {
 			return providers.Object{}, fmt.Errorf("export %s: %w", f.MimeType, err)
