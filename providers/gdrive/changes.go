@@ -65,6 +65,11 @@ func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (p
 			}
 		default:
 			o, err := p.object(ctx, c.File)
+			if errors.Is(err, providers.ErrTooLarge) || errors.Is(err, providers.ErrUnsupported) {
+				// A document Drive will no longer export: gone from the listing.
+				out.Changes = append(out.Changes, providers.Change{Type: providers.ChangeDelete, ObjectID: c.FileId})
+				continue
+			}
 			if err != nil {
 				return providers.ChangePage{}, fail("changes", c.FileId, err)
 			}

@@ -3,6 +3,7 @@ package gdrive
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	dr "google.golang.org/api/drive/v3"
+	"google.golang.org/api/googleapi"
 
 	"svc.dev/svc/providers"
 )
@@ -70,6 +72,18 @@ func (c *exportSizes) put(key string, n int64) {
 func (p *Provider) export(ctx context.Context, f *dr.File, e Export) ([]byte, error) {
 	resp, err := p.svc.Files.Export(f.Id, e.MIMEType).Context(ctx).Download()
 	if err != nil {
+		// Drive answers these with 403, which would otherwise read as a lost grant.
+		var ge *googleapi.Error
+		if errors.As(err, &ge) {
+			for _, item := range ge.Errors {
+				switch item.Reason {
+				case "exportSizeLimitExceeded":
+					return nil, fmt.Errorf("export over Drive's %d bytes: %w", MaxExport, providers.ErrTooLarge)
+				case "fileNotExportable", "cannotExportFile":
+					return nil, fmt.Errorf("%s cannot be exported: %w", f.MimeType, providers.ErrUnsupported)
+				}
+			}
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()

@@ -214,6 +214,9 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 			continue
 		}
 		o, err := p.object(ctx, f)
+		if errors.Is(err, providers.ErrTooLarge) || errors.Is(err, providers.ErrUnsupported) {
+			continue // a document Drive will not export: nothing svc could preserve
+		}
 		if err != nil {
 			return providers.Page{}, fail("list", f.Id, err)
 		}

@@ -1,6 +1,7 @@
 package gdrive_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -129,6 +130,17 @@ func TestDocsExported(t *testing.T) {
 	}
 	if _, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID, MaxBytes: 10}); !errors.Is(err, providers.ErrTooLarge) {
 		t.Errorf("export over the bound: %v", err)
+	}
+	// A document Drive will not export (over 10 MB: 403 exportSizeLimitExceeded) is left
+	// out of listings, and its fetch is ErrTooLarge, not a lost grant.
+	s.Rewrite(doc.ID, bytes.Repeat([]byte("x"), fake.MaxExport))
+	after, _ := providertest.ListAll(ctx, t, p, "root", 0)
+	if len(after) != len(objs)-1 || slices.ContainsFunc(after, func(o providers.Object) bool { return o.ID == doc.ID }) {
+		t.Errorf("listing with a document over the export limit: %d objects, before %d", len(after), len(objs))
+	}
+	_, err = p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID})
+	if !errors.Is(err, providers.ErrTooLarge) || errors.Is(err, providers.ErrPermission) {
+		t.Errorf("fetch of a document over the export limit: %v, want ErrTooLarge", err)
 	}
 }
 
