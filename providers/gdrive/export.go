@@ -72,19 +72,7 @@ func (c *exportSizes) put(key string, n int64) {
 func (p *Provider) export(ctx context.Context, f *dr.File, e Export) ([]byte, error) {
 	resp, err := p.svc.Files.Export(f.Id, e.MIMEType).Context(ctx).Download()
 	if err != nil {
-		// Drive answers these with 403, which would otherwise read as a lost grant.
-		var ge *googleapi.Error
-		if errors.As(err, &ge) {
-			for _, item := range ge.Errors {
-				switch item.Reason {
-				case "exportSizeLimitExceeded":
-					return nil, fmt.Errorf("export over Drive's %d bytes: %w", MaxExport, providers.ErrTooLarge)
-				case "fileNotExportable", "cannotExportFile":
-					return nil, fmt.Errorf("%s cannot be exported: %w", f.MimeType, providers.ErrUnsupported)
-				}
-			}
-		}
-		return nil, err
+		return nil, refusal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxExport+1))
@@ -135,4 +123,25 @@ func (p *Provider) fetchExport(ctx context.Context, f *dr.File, e Export, maxByt
 	}
 	o.SizeBytes = int64(len(b)) // this export's, which may differ from an earlier one's
 	return &providers.Content{Object: o, Body: io.NopCloser(bytes.NewReader(b))}, nil
+}
+
+// refusal maps the 403s Drive answers about a file's content (not about
+// the grant) to what they mean: an export over 10 MB is too large; a file
+// Drive will not export or download (not exportable, flagged as abusive) is
+// unsupported. Any other error is returned as it is: read as a 403, it
+// would mark the source reauth_required.
+func refusal(err error) error {
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		return err
+	}
+	for _, item := range ge.Errors {
+		switch item.Reason {
+		case "exportSizeLimitExceeded":
+			return fmt.Errorf("export over Drive's %d bytes: %w", MaxExport, providers.ErrTooLarge)
+		case "fileNotExportable", "cannotExportFile", "fileNotDownloadable", "cannotDownloadAbusiveFile":
+			return fmt.Errorf("%s: %w", item.Reason, providers.ErrUnsupported)
+		}
+	}
+	return err
 }

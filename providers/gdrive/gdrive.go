@@ -397,7 +397,7 @@ func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*prov
 	}
 	resp, err := p.svc.Files.Get(req.ObjectID).SupportsAllDrives(true).AcknowledgeAbuse(false).Context(ctx).Download()
 	if err != nil {
-		return nil, fail("fetch", req.ObjectID, err)
+		return nil, fail("fetch", req.ObjectID, refusal(err))
 	}
 	return &providers.Content{Object: o, Body: newVerifier(resp.Body, f)}, nil
 }

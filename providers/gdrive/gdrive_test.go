@@ -162,6 +162,13 @@ func TestChecksum(t *testing.T) {
 	if !errors.Is(err, providers.ErrInvalidData) {
 		t.Errorf("corrupt content read: %v, want ErrInvalidData", err)
 	}
+	// A file Drive flags as abusive refuses its content with a 403 that is about the
+	// file, not the grant.
+	s.FlagAbusive(objs[1].ID)
+	_, err = p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: objs[1].ID})
+	if !errors.Is(err, providers.ErrUnsupported) || errors.Is(err, providers.ErrPermission) {
+		t.Errorf("fetch of a file flagged as abusive: %v, want ErrUnsupported", err)
+	}
 }
 
 // TestChangesAndQuota: an upload, a rewrite, a trash and a deletion show up

@@ -58,6 +58,7 @@ type file struct {
 	starred        bool
 	perms          []Permission
 	corrupt        bool
+	abusive        bool // flagged as malware or spam: alt=media is refused
 	drive          string // the shared drive holding it; "" for My Drive
 }
 
@@ -265,6 +266,16 @@ func (s *Server) FailFile(id string, status int) {
 	}
 }
 
+// FlagAbusive marks a file as Drive marks malware or spam: its content is
+// refused (403 cannotDownloadAbusiveFile) unless acknowledgeAbuse is set.
+func (s *Server) FlagAbusive(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.files[id]; f != nil {
+		f.abusive = true
+	}
+}
+
 // Corrupt makes a file's content answers differ from its checksums (one
 // byte flipped on the wire).
 func (s *Server) Corrupt(id string) {
@@ -430,10 +441,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 	var res map[string]any
 	var content []byte
 	var mime string
-	var corrupt bool
+	var corrupt, abusive bool
 	if f != nil {
 		res = s.resource(f)
-		content, mime, corrupt = f.content, f.mime, f.corrupt
+		content, mime, corrupt, abusive = f.content, f.mime, f.corrupt, f.abusive
 	}
 	s.mu.Unlock()
 	switch {
@@ -446,6 +457,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	if r.URL.Query().Get("alt") != "media" {
 		s.JSON(w, 200, "File", res)
+		return
+	}
+	if abusive && r.URL.Query().Get("acknowledgeAbuse") != "true" {
+		vendorfake.GoogleError(w, 403, "cannotDownloadAbusiveFile", "This file has been identified as malware or spam and cannot be downloaded.")
 		return
 	}
 	if _, native := exportFormats[mime]; native || mime == FolderType {
