@@ -339,8 +339,9 @@ func (s *Scope) planSource(ctx context.Context, src *svcv1.Source) (plan.Source,
 	return ps, nil
 }
 
-// maxStaleChanges bounds how many changes sourceMoved reads to tell whether a plan's own
-// objects moved; past it the plan is taken as stale (a source that busy is re-planned).
+// maxStaleChanges bounds how many changes (and maxStaleChanges/MaxPageSize pages) sourceMoved
+// reads to tell whether a plan's own objects moved; past it the plan is taken as stale (a
+// source that busy is re-planned).
 const maxStaleChanges = 50_000
 
 // sourceMoved reports whether a source changed since a plan's marker in a way that touches
@@ -362,7 +363,7 @@ func (s *Scope) sourceMoved(ctx context.Context, m *svcv1.SourceMarker, expected
 	}
 	since := providers.Marker{Kind: providers.MarkerKind(wire.EnumString(m.GetKind().Descriptor(), m.GetKind().Number())), Value: m.GetValue()}
 	req := providers.ChangesRequest{SourceRef: ref, Since: since, PageSize: providers.MaxPageSize}
-	for seen := 0; ; {
+	for seen, pages := 0, 0; ; pages++ {
 		pg, err := p.Changes(ctx, req)
 		if errors.Is(err, providers.ErrPermission) {
 			s.markReauth(context.WithoutCancel(ctx), m.GetSourceId())
@@ -376,8 +377,8 @@ func (s *Scope) sourceMoved(ctx context.Context, m *svcv1.SourceMarker, expected
 		if touchesPlan(pg.Changes, expected) {
 			return true, nil
 		}
-		if seen += len(pg.Changes); seen > maxStaleChanges {
-			return true, nil
+		if seen += len(pg.Changes); seen > maxStaleChanges || pages > maxStaleChanges/providers.MaxPageSize {
+			return true, nil // too much to read through (or a provider paging without end)
 		}
 		if pg.NextPageToken == "" {
 			return false, nil
