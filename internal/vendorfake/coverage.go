@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"testing"
 )
 
 // Coverage counts what a shape test checked (the schemas or routes it saw
@@ -49,10 +48,18 @@ func (c *Coverage) String() string {
 	return fmt.Sprint(c.seen)
 }
 
+// T is the part of testing.TB the shape-test helpers use (so that the
+// fakes, which svc serve --dev also runs, do not link package testing).
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // CheckServed checks every JSON body a Google fake serves from now on
 // against its discovery document, reporting each problem with t.Errorf,
 // and counts the schemas served in the returned Coverage.
-func CheckServed(t testing.TB, b *Base, doc *Discovery) *Coverage {
+func CheckServed(t T, b *Base, doc *Discovery) *Coverage {
 	cov := &Coverage{}
 	b.Record(func(schema string, body []byte) {
 		cov.Saw(schema)
@@ -66,7 +73,7 @@ func CheckServed(t testing.TB, b *Base, doc *Discovery) *Coverage {
 // DecodeJSON decodes a JSON body with numbers as json.Number (so integer
 // and 64-bit fields can be told from floats), failing the test when it is
 // not JSON.
-func DecodeJSON(t testing.TB, b []byte) any {
+func DecodeJSON(t T, b []byte) any {
 	t.Helper()
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
