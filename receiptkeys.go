@@ -171,3 +171,16 @@ func RotateSharedReceiptKey(ctx context.Context, sec storage.Secrets, env platfo
 	}
 	return k.Rotate()
 }
+
+// ExistingMasterKey returns the master key as LoadMasterKey does (MasterKeyEnv, then
+// dir/master.key) but never makes one: a tool acting on a cluster needs the key the cluster
+// runs with.
+func ExistingMasterKey(dir string) ([]byte, error) {
+	if os.Getenv(MasterKeyEnv) == "" {
+		if _, err := os.Stat(filepath.Join(dir, MasterKeyFile)); err != nil {
+			return nil, fmt.Errorf("no master key: set %s to the key the cluster runs with (or keep it in %s): %w",
+				MasterKeyEnv, filepath.Join(dir, MasterKeyFile), err)
+		}
+	}
+	return LoadMasterKey(dir, "")
+}

@@ -12,6 +12,7 @@ import (
 
 	"svc.dev/svc"
 	"svc.dev/svc/internal/pgtest"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/postgres"
@@ -91,6 +92,23 @@ func TestReceiptKeysMoveIntoSharedStore(t *testing.T) {
 	}
 	if _, err := receipt.Verify(raw, sv2.ReceiptKeys().KeySet()); err != nil {
 		t.Fatalf("the receipt with the second replica's key set: %v", err)
+	}
+	// A rotation stored while both run: published by each once it reloads, signing later.
+	env, err := platform.NewLocalEnvelope(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := svc.RotateSharedReceiptKey(ctx, pg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*svc.Instance{sv, sv2} {
+		if err := s.ReceiptKeys().Reload(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ids := s.ReceiptKeys().KeyIDs(); len(ids) != 2 || ids[1] != next || s.ReceiptKeys().Current() != kid {
+			t.Fatalf("after the rotation: keys %v, signing with %s (want %s until the activation)", ids, s.ReceiptKeys().Current(), kid)
+		}
 	}
 	sv2.Close()
 	sv.Close()

@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"svc.dev/svc"
+	"svc.dev/svc/platform"
+	"svc.dev/svc/storage/postgres"
 )
 
 func newKeysCmd() *cobra.Command {
@@ -13,7 +16,7 @@ func newKeysCmd() *cobra.Command {
 		Use:   "keys",
 		Short: "Rotate the keys of a data directory",
 	}
-	var dataDir string
+	var dataDir, database string
 	var receipts bool
 	rotate := &cobra.Command{
 		Use:   "rotate",
@@ -27,13 +30,25 @@ directory while a rotation is pending, and running this again finishes it. Curso
 export URLs issued before stop working.
 
 With --receipts it rotates the receipt signing key instead: new receipts are signed with a new
-key, and the old keys stay published, so receipts already issued keep verifying.`,
+key, and the old keys stay published, so receipts already issued keep verifying.
+
+With --receipts --database postgres://... it rotates the receipt signing key that the replicas
+of a cluster share, while they run: the new key is stored in the database (sealed under the
+master key, which must come from SVC_MASTER_KEY or the data directory's key file), every
+replica publishes it within 30 seconds, and it signs from 2 minutes after the rotation on.
+The master key of a cluster is not rotated here (docs/scale-out.md says how).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dataDir == "" {
 				dataDir = defaultDataDir()
 			}
 			out := cmd.OutOrStdout()
+			if database != "" {
+				if !receipts {
+					return fmt.Errorf("--database rotates only the receipt signing key (with --receipts): see docs/scale-out.md for the master key of a cluster")
+				}
+				return rotateSharedReceiptKey(cmd, dataDir, database)
+			}
 			if receipts {
 				kid, err := svc.RotateReceiptKey(cmd.Context(), dataDir)
 				if err != nil {
@@ -56,6 +71,32 @@ key, and the old keys stay published, so receipts already issued keep verifying.
 	}
 	rotate.Flags().StringVar(&dataDir, "data", "", "data directory (default $XDG_DATA_HOME/svc or ~/.local/share/svc)")
 	rotate.Flags().BoolVar(&receipts, "receipts", false, "rotate the receipt signing key instead of the master key")
+	rotate.Flags().StringVar(&database, "database", "", "with --receipts: rotate the receipt signing key a cluster's replicas share in this PostgreSQL database")
 	cmd.AddCommand(rotate)
 	return cmd
+}
+
+// rotateSharedReceiptKey rotates the receipt signing key kept in a cluster's database.
+func rotateSharedReceiptKey(cmd *cobra.Command, dataDir, database string) error {
+	ctx := cmd.Context()
+	master, err := svc.ExistingMasterKey(dataDir)
+	if err != nil {
+		return err
+	}
+	env, err := platform.NewLocalEnvelope(master)
+	if err != nil {
+		return err
+	}
+	pg, err := postgres.Open(ctx, database)
+	if err != nil {
+		return fmt.Errorf("--database: %w", err)
+	}
+	defer pg.Close()
+	kid, err := svc.RotateSharedReceiptKey(ctx, pg, env)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "receipt key %s is published now (each replica loads it within %s) and signs from %s on; the old keys stay published\n",
+		kid, svc.ReceiptKeyReload, time.Now().Add(svc.ReceiptKeyActivation).UTC().Format(time.RFC3339))
+	return nil
 }

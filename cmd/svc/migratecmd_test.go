@@ -144,6 +144,16 @@ func TestMigrateDataDirToCluster(t *testing.T) {
 	if out, err := exec.Command(bin, "receipt", "verify", rf, "--keys", keys).CombinedOutput(); err != nil {
 		t.Fatalf("svc receipt verify with the cluster's keys: %v\n%s\n%s", err, out, log2)
 	}
+	// The cluster's receipt key rotates while it runs; without the master key it does not.
+	rot := exec.Command(bin, "keys", "rotate", "--receipts", "--database", dsn, "--data", t.TempDir())
+	if out, err := rot.CombinedOutput(); err == nil || !strings.Contains(string(out), "no master key") {
+		t.Fatalf("rotate without the master key: %v\n%s", err, out)
+	}
+	rot = exec.Command(bin, "keys", "rotate", "--receipts", "--database", dsn, "--data", t.TempDir())
+	rot.Env = c2.Env
+	if out, err := rot.CombinedOutput(); err != nil || !strings.Contains(string(out), "is published now") {
+		t.Fatalf("svc keys rotate --receipts --database: %v\n%s", err, out)
+	}
 }
 
 // served is what a server serves of the dev tenant.
