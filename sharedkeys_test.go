@@ -42,7 +42,7 @@ func TestReceiptKeysMoveIntoSharedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	root, _ := folder(t, 3)
-	_, x := rescue(ctx, t, sv, root, true)
+	src, x := rescue(ctx, t, sv, root, true)
 	kid := sv.ReceiptKeys().Current()
 	sv.Close()
 	keyFile := filepath.Join(dir, svc.ReceiptKeysDir, receipt.KeyFile)
@@ -129,6 +129,44 @@ func TestReceiptKeysMoveIntoSharedStore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(stray, svc.ReceiptKeysDir, receipt.KeyFile)); err != nil {
 		t.Fatalf("the refused directory's keys: %v", err)
+	}
+
+	// The cluster's master key rotates (replicas stopped): afterwards the new key opens the
+	// sealed configuration, the vault and the receipt keys, and the old one opens nothing.
+	newKey := bytes.Repeat([]byte{9}, 32)
+	rep, err := svc.RotateStoreMasterKey(ctx, pg, master, newKey)
+	if err != nil || rep.Vault.Rewrapped == 0 || rep.Secrets < 2 {
+		t.Fatalf("rotate: %+v, %v", rep, err)
+	}
+	if rep, err = svc.RotateStoreMasterKey(ctx, pg, master, newKey); err != nil || rep.Vault.Rewrapped != 0 || rep.Secrets != 0 {
+		t.Fatalf("rotate again: %+v, %v", rep, err)
+	}
+	sv, err = svc.Open(ctx, dir, &svc.Options{Store: pg, MasterKey: newKey}) // its local vault
+	if err != nil {
+		t.Fatalf("open with the new key: %v", err)
+	}
+	defer sv.Close()
+	if sv.ReceiptKeys().Current() != kid {
+		t.Fatalf("signs with %s after the rotation", sv.ReceiptKeys().Current())
+	}
+	if _, err := sv.VerifyReceipt(ctx, x.GetReceiptId()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sv.OpenSource(ctx, src.Id); err != nil {
+		t.Fatalf("the source's sealed configuration: %v", err)
+	}
+	for o, err := range sv.VaultObjects(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, _, err := sv.OpenVaultObject(ctx, o.ID)
+		if err != nil {
+			t.Fatalf("vault object %s with the new key: %v", o.ID, err)
+		}
+		rc.Close()
+	}
+	if _, err := svc.Open(ctx, t.TempDir(), &svc.Options{Store: pg, MasterKey: master}); err == nil {
+		t.Fatal("the old master key still opens the cluster")
 	}
 }
 
