@@ -121,3 +121,21 @@ func TestUsageLogFileDrainedIntoDatabase(t *testing.T) {
 		t.Fatalf("the file is still there: %v", err)
 	}
 }
+
+// BenchmarkMeterAdd is the cost of metering one API operation on PostgreSQL (an insert into
+// usage_log before the call is answered), 8 callers at once.
+func BenchmarkMeterAdd(b *testing.B) {
+	s := open(b)
+	m, err := platform.OpenMeter(filepath.Join(b.TempDir(), "usage.log"), s.Usage(), platform.NewDevelopers(s, nil), platform.MeterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Add("org_1", "app_1", platform.MeterAPIOperations, 1)
+		}
+	})
+}
