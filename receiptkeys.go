@@ -118,6 +118,7 @@ func OpenSharedReceiptKeys(ctx context.Context, dir string, sec storage.Secrets,
 		if err := os.Remove(filepath.Join(keysDir, receipt.KeyFile)); err != nil {
 			return nil, fmt.Errorf("remove the receipt keys moved into the database: %w", err)
 		}
+		os.Remove(keysDir) // when nothing else is in it
 	}
 	return k, nil
 }

@@ -16,6 +16,7 @@ import (
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/postgres"
+	"svc.dev/svc/vault/backend/local"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -82,8 +83,17 @@ func TestReceiptKeysMoveIntoSharedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A second replica: its own data directory, the shared master key.
-	sv2, err := svc.Open(ctx, t.TempDir(), &svc.Options{Store: pg, MasterKey: master})
+	// A second replica: its own data directory, the shared master key, the vault's tiers
+	// shared (as a cluster shares its bucket).
+	hot, err := local.New(filepath.Join(dir, svc.VaultDir, "hot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := local.New(filepath.Join(dir, svc.VaultDir, "cold"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv2, err := svc.Open(ctx, t.TempDir(), &svc.Options{Store: pg, MasterKey: master, VaultHot: hot, VaultCold: cold})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,7 +297,10 @@ func copyUsageLog(ctx context.Context, dir string, src, dst storage.Hosted) (int
 	if err != nil {
 		return 0, fmt.Errorf("migrate: usage log: %w", err)
 	}
-	if off >= int64(len(b)) {
+	if off > int64(len(b)) {
+		off = 0 // the log was started again after it was all read (the meter's reading too)
+	}
+	if off == int64(len(b)) {
 		return 0, nil
 	}
 	deltas, _ := platform.ParseUsageLog(b[off:])

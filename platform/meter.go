@@ -219,11 +219,6 @@ func (m *Meter) Close() {
 // before it returns.
 func (m *Meter) Add(orgID, appID, meter string, qty float64) {
 	month := Month(m.opts.Now())
-	q := strconv.FormatFloat(qty, 'g', -1, 64)
-	line := "org:" + orgID + "\t" + month + "\t" + meter + "\t" + q + "\n"
-	if appID != "" {
-		line += "app:" + appID + "\t" + month + "\t" + meter + "\t" + q + "\n"
-	}
 	if m.shared != nil {
 		deltas := []UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: meter, Quantity: qty}}
 		if appID != "" {
@@ -235,6 +230,11 @@ func (m *Meter) Add(orgID, appID, meter string, qty float64) {
 			m.opts.Logger.Error("usage metering: log append failed", "err", err)
 		}
 		return
+	}
+	q := strconv.FormatFloat(qty, 'g', -1, 64)
+	line := "org:" + orgID + "\t" + month + "\t" + meter + "\t" + q + "\n"
+	if appID != "" {
+		line += "app:" + appID + "\t" + month + "\t" + meter + "\t" + q + "\n"
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
