@@ -92,6 +92,7 @@ type MeterOptions struct {
 type Meter struct {
 	store   UsageStore
 	shared  UsageLog // non-nil: the log is in the store, and log is nil
+	group   appendGroup
 	devs    *Developers
 	opts    MeterOptions
 	mu      sync.Mutex // guards log and end
@@ -224,9 +225,7 @@ func (m *Meter) Add(orgID, appID, meter string, qty float64) {
 		if appID != "" {
 			deltas = append(deltas, UsageDelta{Scope: "app:" + appID, Month: month, Meter: meter, Quantity: qty})
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := m.shared.AppendLog(ctx, deltas); err != nil {
+		if err := m.group.append(m.shared, deltas); err != nil {
 			m.opts.Logger.Error("usage metering: log append failed", "err", err)
 		}
 		return
@@ -297,6 +296,53 @@ func (m *Meter) Flush() {
 			m.opts.Logger.Error("usage metering: log offset reset failed", "err", err)
 		}
 		m.read = 0
+	}
+}
+
+// appendGroup commits concurrent appends to a shared usage log together: a caller that finds
+// no append running writes what is pending, its own deltas with those of every caller that
+// arrived meanwhile, in one statement; the others wait for the append that carries theirs.
+// Each caller returns once its deltas are stored (or the append failed).
+type appendGroup struct {
+	mu      sync.Mutex
+	pending []UsageDelta
+	batch   *appendBatch // the batch pending joins (nil: none yet)
+	running bool
+}
+
+type appendBatch struct {
+	done chan struct{}
+	err  error
+}
+
+func (g *appendGroup) append(log UsageLog, deltas []UsageDelta) error {
+	g.mu.Lock()
+	g.pending = append(g.pending, deltas...)
+	if g.batch == nil {
+		g.batch = &appendBatch{done: make(chan struct{})}
+	}
+	mine := g.batch
+	if g.running {
+		g.mu.Unlock()
+		<-mine.done
+		return mine.err
+	}
+	g.running = true
+	for {
+		// Write batches until none is pending; ours is the first.
+		b, ds := g.batch, g.pending
+		g.batch, g.pending = nil, nil
+		g.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		b.err = log.AppendLog(ctx, ds)
+		cancel()
+		close(b.done)
+		g.mu.Lock()
+		if g.batch == nil {
+			g.running = false
+			g.mu.Unlock()
+			return mine.err
+		}
 	}
 }
 
