@@ -98,8 +98,8 @@ type Keyring struct {
 	mu      sync.RWMutex
 	keys    []storedKey // oldest first
 	version int64       // the KeyStore's version of keys
-	current *KeySigner  // signs until pendingAt
-	pending *KeySigner  // the newest key, published and signing from pendingAt (nil: none)
+	current *KeySigner  // signs until pendAt
+	pending *KeySigner  // the newest key, published and signing from pendAt (nil: none)
 	pendAt  time.Time
 	keySet  []byte
 }
