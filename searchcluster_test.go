@@ -16,9 +16,6 @@ import (
 	"svc.dev/svc/vault/search"
 )
 
-// The root package's tests that need PostgreSQL share one throwaway cluster (pgtest).
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
 // TestSearchInACluster: two instances on one PostgreSQL database and one vault (two replicas
 // of a cluster; here they share a directory for the vault and the keys, as replicas share a
 // bucket and a master key) search one index in the database: what one vaults the other finds

@@ -20,6 +20,7 @@ import (
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/vendorhttp"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // The connect flow (docs/connect.md): an application starts a connect session with its key,
@@ -137,48 +138,48 @@ func (s *Server) publicBase(r *http.Request) string {
 func consentPath(csnID string) string { return "/connect/" + csnID }
 
 func (s *Server) createConnectSession(ctx context.Context, req *svcv1.CreateConnectSessionRequest) (*svcv1.ConnectSession, error) {
-	c := callerFrom(ctx)
-	r := platform.ConnectRequest{RedirectURI: req.GetRedirectUri(), OperationClasses: opClasses(req.GetOperationClasses()),
+	c := rpc.From(ctx)
+	r := platform.ConnectRequest{RedirectURI: req.GetRedirectUri(), OperationClasses: rpc.OpClasses(req.GetOperationClasses()),
 		SourceIDs: req.GetSourceIds(), State: req.GetState()}
 	if req.Provider != nil {
 		// Test mode is simulated and unbilled: a real account connected there could be
 		// cleaned up for free, and the spec promises test mode works on simulated data.
 		if c.Key.Mode == platform.ModeTest {
-			return nil, invalid("provider", "cannot be connected in test mode, which works on simulated sources; start the session with a live key to connect a provider account")
+			return nil, rpc.Invalid("provider", "cannot be connected in test mode, which works on simulated sources; start the session with a live key to connect a provider account")
 		}
-		name := providers.Name(enumWire(req.GetProvider()))
+		name := providers.Name(rpc.EnumWire(req.GetProvider()))
 		if _, ok := s.oauthProvider(name); !ok {
-			return nil, invalid("provider", "cannot be connected through the consent page: this server has no OAuth configuration for it")
+			return nil, rpc.Invalid("provider", "cannot be connected through the consent page: this server has no OAuth configuration for it")
 		}
 		r.Provider = string(name)
 	}
 	csn, err := s.connectFlow().Start(ctx, c.Key, r)
 	if errors.Is(err, platform.ErrRedirectURI) {
-		return nil, invalid("redirect_uri", "is not one of the application's redirect_uris")
+		return nil, rpc.Invalid("redirect_uri", "is not one of the application's redirect_uris")
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.auditChange(ctx, csn.AppID, "connect_session.created", csn.ID, map[string]any{"mode": string(csn.Mode),
-		"operation_classes": toAny(csn.OperationClasses), "redirect_uri": csn.RedirectURI})
-	return s.connectSessionProto(httpRequestFrom(ctx), csn), nil
+	s.auditor.Change(ctx, csn.AppID, "connect_session.created", csn.ID, map[string]any{"mode": string(csn.Mode),
+		"operation_classes": rpc.Strings(csn.OperationClasses), "redirect_uri": csn.RedirectURI})
+	return s.connectSessionProto(rpc.HTTPRequest(ctx), csn), nil
 }
 
 func (s *Server) connectSessionProto(r *http.Request, c *platform.ConnectSession) *svcv1.ConnectSession {
 	out := &svcv1.ConnectSession{
 		Id:               c.ID,
 		ApplicationId:    c.AppID,
-		Mode:             svcv1.KeyMode(enumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
+		Mode:             svcv1.KeyMode(rpc.EnumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
 		Url:              s.publicBase(r) + consentPath(c.ID),
-		Status:           svcv1.ConnectSessionStatus(enumNumber(svcv1.ConnectSessionStatus(0).Descriptor(), c.StatusAt(s.cfg.Now()))),
+		Status:           svcv1.ConnectSessionStatus(rpc.EnumNumber(svcv1.ConnectSessionStatus(0).Descriptor(), c.StatusAt(s.cfg.Now()))),
 		RedirectUri:      c.RedirectURI,
-		OperationClasses: opEnums(c.OperationClasses),
-		SourceIds:        nonNil(c.SourceIDs),
+		OperationClasses: rpc.OpEnums(c.OperationClasses),
+		SourceIds:        rpc.NonNil(c.SourceIDs),
 		CreatedAt:        timestamppb.New(c.CreatedAt),
 		ExpiresAt:        timestamppb.New(c.ExpiresAt),
 	}
 	if c.Provider != "" {
-		p := svcv1.Provider(enumNumber(svcv1.Provider(0).Descriptor(), c.Provider))
+		p := svcv1.Provider(rpc.EnumNumber(svcv1.Provider(0).Descriptor(), c.Provider))
 		out.Provider = &p
 	}
 	if c.State != "" {
@@ -199,9 +200,9 @@ func connectionProto(c *platform.Connection) *svcv1.Connection {
 		Id:            c.ID,
 		ApplicationId: c.AppID,
 		UserId:        c.UserID,
-		Mode:          svcv1.KeyMode(enumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
+		Mode:          svcv1.KeyMode(rpc.EnumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
 		Status:        status,
-		Grant:         &svcv1.Grant{Id: c.Grant.ID, OperationClasses: opEnums(c.Grant.OperationClasses), SourceIds: nonNil(c.Grant.SourceIDs)},
+		Grant:         &svcv1.Grant{Id: c.Grant.ID, OperationClasses: rpc.OpEnums(c.Grant.OperationClasses), SourceIds: rpc.NonNil(c.Grant.SourceIDs)},
 		CreatedAt:     timestamppb.New(c.CreatedAt),
 	}
 	if c.RevokedAt != nil {
@@ -212,7 +213,7 @@ func connectionProto(c *platform.Connection) *svcv1.Connection {
 
 // seesConnection reports whether the caller may see a connection: the end user's own in the
 // session's mode, or the application's own in the key's mode. Anything else is not found.
-func (c *Caller) seesConnection(conn *platform.Connection) bool {
+func seesConnection(c *Caller, conn *platform.Connection) bool {
 	switch {
 	case c.User != nil:
 		return conn.UserID == c.User.ID && conn.Mode == c.Tenant.Mode
@@ -223,11 +224,11 @@ func (c *Caller) seesConnection(conn *platform.Connection) bool {
 }
 
 func (s *Server) listConnections(ctx context.Context, req *svcv1.ListConnectionsRequest) (*svcv1.ListConnectionsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.ConnectionServiceListConnectionsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.ConnectionServiceListConnectionsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	var conns []*platform.Connection
 	if c.Key != nil {
 		conns, err = s.devs.ConnectionsOfApp(ctx, c.Key.AppID)
@@ -237,7 +238,7 @@ func (s *Server) listConnections(ctx context.Context, req *svcv1.ListConnections
 	if err != nil {
 		return nil, err
 	}
-	conns = slices.DeleteFunc(conns, func(x *platform.Connection) bool { return !c.seesConnection(x) })
+	conns = slices.DeleteFunc(conns, func(x *platform.Connection) bool { return !seesConnection(c, x) })
 	// Ids are ULIDs: descending id order is newest first, and the cursor is the last id seen.
 	slices.SortFunc(conns, func(a, b *platform.Connection) int { return strings.Compare(b.ID, a.ID) })
 	out := &svcv1.ListConnectionsResponse{Data: []*svcv1.Connection{}}
@@ -246,7 +247,7 @@ func (s *Server) listConnections(ctx context.Context, req *svcv1.ListConnections
 			continue
 		}
 		if len(out.Data) == limit {
-			out.NextCursor = s.nextCursor(binding, out.Data[len(out.Data)-1].Id)
+			out.NextCursor = s.pager.Next(binding, out.Data[len(out.Data)-1].Id)
 			break
 		}
 		out.Data = append(out.Data, connectionProto(conn))
@@ -260,7 +261,7 @@ func (s *Server) visibleConnection(ctx context.Context, connID string) (*platfor
 	if err != nil {
 		return nil, err
 	}
-	if !callerFrom(ctx).seesConnection(conn) {
+	if !seesConnection(rpc.From(ctx), conn) {
 		return nil, platform.ErrNotFound
 	}
 	return conn, nil
@@ -287,10 +288,10 @@ func (s *Server) revokeConnection(ctx context.Context, req *svcv1.ConnectionRequ
 	}
 	if changed {
 		by := "user"
-		if callerFrom(ctx).Key != nil {
+		if rpc.From(ctx).Key != nil {
 			by = "application"
 		}
-		s.auditChange(ctx, conn.AppID, "connection.revoked", conn.ID, map[string]any{"revoked_by": by})
+		s.auditor.Change(ctx, conn.AppID, "connection.revoked", conn.ID, map[string]any{"revoked_by": by})
 		// The application no longer reaches the user's tenant, so emit's audience would miss
 		// it: name it explicitly.
 		s.emitToApp(ctx, conn.Tenant(), conn.AppID, event.ConnectionRevoked, "/v1/connections", conn.ID, map[string]any{
@@ -315,9 +316,9 @@ func (s *Server) emitToApp(ctx context.Context, tenant platform.Tenant, appID, t
 // is no place for one). The browser's session cookie, when it has one, is what the state is
 // bound to; without it the state is not one this browser is waiting for.
 func (s *Server) providerCallback(ctx context.Context, req *svcv1.ProviderCallbackRequest) (*svcv1.Redirect, error) {
-	c := callerFrom(ctx)
-	r := httpRequestFrom(ctx)
-	badState := invalid("state", "is not a state this browser session is waiting for (unknown, expired, already used, or issued to another session)")
+	c := rpc.From(ctx)
+	r := rpc.HTTPRequest(ctx)
+	badState := rpc.Invalid("state", "is not a state this browser session is waiting for (unknown, expired, already used, or issued to another session)")
 	if r == nil {
 		return nil, badState
 	}
@@ -330,7 +331,7 @@ func (s *Server) providerCallback(ctx context.Context, req *svcv1.ProviderCallba
 		return nil, err
 	}
 	c.User = user
-	name := providers.Name(enumWire(req.GetProvider()))
+	name := providers.Name(rpc.EnumWire(req.GetProvider()))
 	rec, verifier, err := s.connectFlow().FinishOAuth(ctx, req.GetState(), c.SessionToken, string(name))
 	if errors.Is(err, platform.ErrOAuthState) {
 		return nil, badState
@@ -349,7 +350,7 @@ func (s *Server) providerCallback(ctx context.Context, req *svcv1.ProviderCallba
 		return back(url.Values{"provider_error": {errorCode(req.GetError())}}), nil
 	}
 	if req.GetCode() == "" {
-		return nil, invalid("code", "is required when the provider reports no error")
+		return nil, rpc.Invalid("code", "is required when the provider reports no error")
 	}
 	csn, err := s.connectFlow().Session(ctx, rec.ConnectSessionID)
 	if err != nil {

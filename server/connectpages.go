@@ -16,6 +16,7 @@ import (
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/server/internal/page"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // The consent page: plain server-rendered HTML, no script. Every form posts back to the page;
@@ -64,7 +65,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request) *consentRequest {
 		page.Message(w, s.log, http.StatusNotFound, "Request not found", "This connect request does not exist. Go back to the application and start again.")
 		return nil
 	}
-	s.log.ErrorContext(r.Context(), "consent page", "request_id", requestIDFrom(r.Context()), "err", err)
+	s.log.ErrorContext(r.Context(), "consent page", "request_id", rpc.RequestID(r.Context()), "err", err)
 	page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
 	return nil
 }
@@ -120,7 +121,7 @@ func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.consentView(r.Context(), cr)
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "consent page", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.log.ErrorContext(r.Context(), "consent page", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
 		return
 	}
@@ -167,7 +168,7 @@ func (s *Server) consentView(ctx context.Context, cr *consentRequest) (*page.Vie
 		if src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_CONNECTED || (len(csn.SourceIDs) > 0 && !slices.Contains(csn.SourceIDs, src.Id) && !fresh) {
 			return true
 		}
-		detail := s.providerLabel(providers.Name(enumWire(src.GetProvider())))
+		detail := s.providerLabel(providers.Name(rpc.EnumWire(src.GetProvider())))
 		if src.Email != nil && !strings.Contains(src.DisplayName, src.GetEmail()) {
 			detail += " · " + src.GetEmail()
 		}
@@ -200,7 +201,7 @@ func (s *Server) consentSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "consent sign-in", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.log.ErrorContext(r.Context(), "consent sign-in", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "You could not be signed in. Try again in a moment.")
 		return
 	}
@@ -225,7 +226,7 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 			s.decisionFailed(w, r, cr, err)
 			return
 		}
-		s.auditChange(ctx, csn.AppID, "connect_session.denied", csn.ID, map[string]any{"user_id": cr.user.ID})
+		s.auditor.Change(ctx, csn.AppID, "connect_session.denied", csn.ID, map[string]any{"user_id": cr.user.ID})
 		s.backToApp(w, r, csn, url.Values{"error": {"access_denied"}})
 	case "approve":
 		chosen := slices.Compact(slices.Sorted(slices.Values(r.PostForm["source_id"])))
@@ -256,11 +257,11 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 				s.log.ErrorContext(ctx, "record source connection", "source_id", id, "err", err)
 			}
 		}
-		s.auditChange(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
-			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
+		s.auditor.Change(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
+			"operation_classes": rpc.Strings(conn.Grant.OperationClasses), "source_ids": rpc.Strings(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
 		s.emit(ctx, conn.Tenant(), event.ConnectionCreated, "/v1/connections", conn.ID, map[string]any{
 			"connection_id": conn.ID, "application_id": conn.AppID, "connect_session_id": csn.ID,
-			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs)})
+			"operation_classes": rpc.Strings(conn.Grant.OperationClasses), "source_ids": rpc.Strings(conn.Grant.SourceIDs)})
 		s.backToApp(w, r, csn, url.Values{"connection_id": {conn.ID}})
 	default:
 		page.Message(w, s.log, http.StatusBadRequest, "Request refused", "Choose Approve or Deny.")
@@ -270,9 +271,9 @@ func (s *Server) consentDecision(w http.ResponseWriter, r *http.Request) {
 // pageCaller puts the signed-in user in the request's context as its Caller, so that events
 // and audit entries name them as they do for API calls.
 func (s *Server) pageCaller(r *http.Request, cr *consentRequest) context.Context {
-	c := &Caller{RequestID: requestIDFrom(r.Context()), User: cr.user, SessionToken: cr.token,
+	c := &Caller{RequestID: rpc.RequestID(r.Context()), User: cr.user, SessionToken: cr.token,
 		Tenant: platform.Tenant{Owner: cr.user.ID, Mode: cr.csn.Mode}, Header: http.Header{}}
-	return context.WithValue(r.Context(), callerKey{}, c)
+	return rpc.WithCaller(r.Context(), c)
 }
 
 func (s *Server) consentError(w http.ResponseWriter, r *http.Request, cr *consentRequest, status int, text string) {
@@ -301,7 +302,7 @@ func (s *Server) decisionFailed(w http.ResponseWriter, r *http.Request, cr *cons
 	case errors.Is(err, platform.ErrScope):
 		page.Message(w, s.log, http.StatusForbidden, "Request refused", cr.app.Name+" is no longer allowed what it asked for. Go back to it and start again.")
 	default:
-		s.log.ErrorContext(r.Context(), "consent decision", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.log.ErrorContext(r.Context(), "consent decision", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "Your decision could not be recorded. Try again in a moment.")
 	}
 }
@@ -345,7 +346,7 @@ func (s *Server) consentProvider(w http.ResponseWriter, r *http.Request) {
 	state, err := s.connectFlow().BeginOAuth(r.Context(), platform.OAuthStart{SessionToken: cr.token, UserID: cr.user.ID,
 		ConnectSessionID: cr.csn.ID, Provider: string(name), Verifier: verifier, RedirectURL: redirectURL})
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "begin oauth", "request_id", requestIDFrom(r.Context()), "err", err)
+		s.log.ErrorContext(r.Context(), "begin oauth", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, s.log, http.StatusInternalServerError, "Something went wrong", "The connection could not be started. Try again in a moment.")
 		return
 	}
