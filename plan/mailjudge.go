@@ -16,7 +16,7 @@ type signals struct {
 
 func (s *signals) add(points int, why string) {
 	s.score += points
-	if len(s.why) < 4 && !slices.Contains(s.why, why) {
+	if len(s.why) < 6 && !slices.Contains(s.why, why) {
 		s.why = append(s.why, why)
 	}
 }
@@ -177,6 +177,7 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 		if len(o.To) == 0 && len(o.Cc) == 0 {
 			junk.add(1, "addressed to no one (hidden recipients)")
 		}
+		routeSignals(o, domain, &junk)
 	}
 	person := unsolicited && !role && precedence == "" && from != ""
 
