@@ -40,8 +40,8 @@ func TestRouteAndShapeFacts(t *testing.T) {
 			shape: "links=0,images=1,words=5", obf: "zero-width,hidden-html,mixed-script,spaced-letters",
 		},
 		{
-			name: "initials and Cyrillic prose are not obfuscation",
-			msg:  "From: a@b.example\r\nSubject: J. R. R. Tolkien\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nПривет, мир. Version 2 ready.",
+			name:  "initials and Cyrillic prose are not obfuscation",
+			msg:   "From: a@b.example\r\nSubject: J. R. R. Tolkien\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nПривет, мир. Version 2 ready.",
 			shape: "links=0,images=0,words=5",
 		},
 	} {
