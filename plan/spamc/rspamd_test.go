@@ -72,7 +72,9 @@ func TestObjectsStopsAskingAtTheDeadline(t *testing.T) {
 		return 200, `{"score":20,"required_score":15,"action":"reject"}`
 	})
 	objs := []plan.Object{{ID: "a", Kind: "message"}, {ID: "b", Kind: "message"}}
-	fetch := func(context.Context, string) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(spamMessage())), nil }
+	fetch := func(context.Context, string) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(spamMessage())), nil
+	}
 	l := spamc.Objects(&listing{objs}, fetch, &spamc.Rspamd{URL: url})
 	l.Deadline = time.Now().Add(-time.Second)
 	if _, err := l.Next(context.Background()); err != nil {
