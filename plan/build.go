@@ -74,6 +74,12 @@ type candidate struct {
 
 	seq    int32 // position in the listing, across sources
 	repeat bool  // the provider listed this object before (an id listed twice)
+
+	// For unsolicited mail the rules left undecided: its words' buckets in the per-mailbox
+	// junk model (keys[mk0:mk0+mkN]), judged once the listing ends.
+	model bool
+	mkN   uint8
+	mk0   int32
 }
 
 // Build makes a plan. It reads each source's listing to the end, one page at a time, and never
@@ -121,6 +127,8 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	var exSeq []int32               // each exclusion's position in the listing
 	copies := map[copyKey][]int32{} // groups of copies: by Message-ID for mail, else by content
 	graph := newCorrespondents(req.Sources)
+	var model *junkModel // made at the first message
+	var modelKeysArena, keyScratch []uint32
 	budget := req.Budget.withDefaults()
 	spent := spending{start: time.Now()}
 	lctx, cancel := context.WithTimeout(ctx, budget.MaxDuration)
@@ -190,6 +198,22 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				_, oneClick := OneClickTarget(o.ListUnsubscribe, o.ListUnsubscribePost)
 				c := candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick,
 					kind: v.kind, owner: owner, seq: seq}
+				if o.Kind == "message" && v.judged {
+					if model == nil {
+						model = newJunkModel()
+					}
+					subj, text := r.scratch[:v.nSubj:v.nSubj], r.scratch[v.nSubj:]
+					keyScratch = modelKeys(keyScratch[:0], o, subj, text, domainOf(address(o.From)))
+					switch {
+					case v.said:
+						model.learn(keyScratch, true)
+					case sent || v.kind == mailConversation || v.kind == mailTransactional:
+						model.learn(keyScratch, false)
+					case !owner && !v.list && v.trans == 0 && (v.kind == mailStranger || v.kind == mailConflict || (v.kind == mailUnknown && v.unsolicited)):
+						c.model, c.mk0, c.mkN = true, int32(len(modelKeysArena)), uint8(len(keyScratch))
+						modelKeysArena = append(modelKeysArena, keyScratch...)
+					}
+				}
 				if o.Kind == "message" {
 					c.message, c.sent = true, sent
 					c.from, c.thread, c.reply = graph.key(address(o.From)), graph.idKey(o.ThreadID), graph.idKey(o.Facts[mail.FactInReplyTo])
@@ -212,6 +236,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	}
 	p.Excluded = markRepeats(cands, p.Excluded, exSeq)
 	markConversations(cands, graph, intern)
+	if model != nil && model.ready() {
+		judgeByModel(cands, model, modelKeysArena, intern)
+	}
 	markDuplicates(cands, copies, rules)
 
 	removed := make([]int64, len(req.Sources))
