@@ -318,23 +318,25 @@ func markDuplicates(cands []candidate, copies map[copyKey][]int32, rules []rules
 		if len(group) < 2 {
 			continue
 		}
-		keep := int32(-1)
-		for _, i := range group {
-			if sc := cands[i].obj.StorageClass; sc == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || sc == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE {
-				keep = i
-				break
-			}
+		// The copy kept: among the preserved or protected members when there are any (the
+		// owner's sent copy first), else among all, the newest or oldest as the policy says.
+		pool := group
+		if i := slices.IndexFunc(group, func(i int32) bool { return cands[i].sent }); i >= 0 {
+			pool = group[i : i+1]
+		} else if p := slices.DeleteFunc(slices.Clone(group), func(i int32) bool {
+			sc := cands[i].obj.StorageClass
+			return sc != svcv1.StorageClass_STORAGE_CLASS_PRESERVE && sc != svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE
+		}); len(p) > 0 {
+			pool = p
 		}
-		if keep < 0 {
-			keep = group[0]
-			for _, i := range group[1:] {
-				a, b := &cands[i], &cands[keep]
-				newer := a.modified > b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
-				older := a.modified < b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
-				if (rules[a.src].duplicates == svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && older) ||
-					(rules[a.src].duplicates != svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && newer) {
-					keep = i
-				}
+		keep := pool[0]
+		for _, i := range pool[1:] {
+			a, b := &cands[i], &cands[keep]
+			newer := a.modified > b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
+			older := a.modified < b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
+			if (rules[a.src].duplicates == svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && older) ||
+				(rules[a.src].duplicates != svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && newer) {
+				keep = i
 			}
 		}
 		why := "another copy of the same content (SHA-256) is kept"
