@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/mail"
@@ -145,12 +146,12 @@ func modelKeys(dst []uint32, o *Object, subj, text []string, domain string) []ui
 		add("relay:", r)
 	}
 	for _, t := range subj {
-		if len([]rune(t)) > 1 {
+		if utf8.RuneCountInString(t) > 1 {
 			add("s:", t)
 		}
 	}
 	for _, t := range text {
-		if len([]rune(t)) > 2 {
+		if utf8.RuneCountInString(t) > 2 {
 			add("", t)
 		}
 	}
