@@ -44,6 +44,7 @@ type judgeExtra struct {
 	nSubj       int
 }
 
+// judgeMailVerdict is judgeMail; it notes in x what it learned for the model.
 func judgeMailVerdict(o *Object, scratch *[]string, x *judgeExtra) verdict {
 	f := o.Facts
 	if why := f[mail.FactUnreadable]; why != "" {
