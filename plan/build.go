@@ -209,7 +209,8 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 						model.learn(keyScratch, true)
 					case sent || v.kind == mailConversation || v.kind == mailTransactional:
 						model.learn(keyScratch, false)
-					case !owner && !v.list && v.trans == 0 && (v.kind == mailStranger || v.kind == mailConflict || (v.kind == mailUnknown && v.unsolicited)):
+					case !owner && !v.list && v.trans == 0 && len(modelKeysArena) < maxModelJudged*maxModelKeys &&
+						(v.kind == mailStranger || v.kind == mailConflict || (v.kind == mailUnknown && v.unsolicited)):
 						c.model, c.mk0, c.mkN = true, int32(len(modelKeysArena)), uint8(len(keyScratch))
 						modelKeysArena = append(modelKeysArena, keyScratch...)
 					}

@@ -22,7 +22,7 @@ import (
 //
 // Words are hashed into modelBuckets counters per class (document frequencies), so its memory
 // is fixed (2 MiB) whatever the mailbox; each message the model may judge keeps up to
-// maxModelKeys bucket numbers until the plan is settled.
+// maxModelKeys bucket numbers until the plan is settled (for at most maxModelJudged messages).
 const (
 	modelBuckets = 1 << 18
 	maxModelKeys = 48
@@ -30,6 +30,10 @@ const (
 	modelMinExamples = 30
 	// modelJunkScore is the score (0..1, Robinson-Fisher) from which a message is junk.
 	modelJunkScore = 0.98
+	// maxModelJudged bounds the words a plan keeps for the model: maxModelJudged messages of
+	// maxModelKeys words (48 MiB), more when they have fewer words;
+	// past that, unsolicited mail is planned on the rules alone.
+	maxModelJudged = 250_000
 )
 
 type junkModel struct {
