@@ -156,11 +156,11 @@ func receivedParts(v string) (from, by string) {
 		v = v[:i]
 	}
 	low := strings.ToLower(v)
+	// A hop starts with its from clause (RFC 5321 4.4); "(qmail 1 invoked from network)" and
+	// "by host (Postfix, from userid 0)" are comments, not hops.
 	fi := -1
 	if strings.HasPrefix(low, "from ") {
 		fi = 5
-	} else if j := strings.Index(low, " from "); j >= 0 && !strings.HasPrefix(low, "by ") {
-		fi = j + 6
 	}
 	bi := strings.Index(low, " by ")
 	if strings.HasPrefix(low, "by ") {
@@ -247,13 +247,12 @@ func originKinds(helo, rdns, ip string) []string {
 			break
 		}
 	}
-	if !heloIP && helo != "" && !strings.Contains(helo, ".") && helo != "localhost" && !slicesHas(out, "ip-literal") {
+	if !heloIP && helo != "" && !strings.Contains(helo, ".") && helo != "localhost" && !contains(out, "ip-literal") {
 		out = append(out, "bare-helo")
 	}
 	return out
 }
 
-func slicesHas(ss []string, s string) bool { return contains(ss, s) }
 
 func isIP(s string) bool {
 	s = strings.TrimPrefix(strings.ToLower(s), "ipv6:")

@@ -29,6 +29,7 @@ func TestRouteAndShapeFacts(t *testing.T) {
 		{
 			name: "internal hops are not the origin",
 			msg: "Received: from mail.corp.example (mail.corp.example [198.51.100.9]) by mx.other.example; 1 Jan 2003 10:00:00 -0000\r\n" +
+				"Received: (qmail 26211 invoked from network); 1 Jan 2003 10:00:00 -0000\r\n" +
 				"Received: from localhost (HELO laptop) ([127.0.0.1]) by mail.corp.example; 1 Jan 2003 10:00:00 -0000\r\n" +
 				"From: a@corp.example\r\nSubject: x\r\n\r\nSee https://corp.example/a and http://corp.example/b",
 			relays: "corp.example,other.example", shape: "links=2,images=0,words=4",
