@@ -253,7 +253,6 @@ func originKinds(helo, rdns, ip string) []string {
 	return out
 }
 
-
 func isIP(s string) bool {
 	s = strings.TrimPrefix(strings.ToLower(s), "ipv6:")
 	_, err := netip.ParseAddr(s)
