@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"svc.dev/svc/id"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/plan/discover"
+	"svc.dev/svc/plan/spamc"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
@@ -327,6 +329,17 @@ func (s *Scope) planSource(ctx context.Context, src *svcv1.Source) (plan.Source,
 		CanTrash: slices.Contains(desc.Capabilities, providers.CapTrash),
 		CanWrite: slices.Contains(desc.Capabilities, providers.CapWrite),
 		Objects:  reauthOnDenied{discover.Objects(p, ref), func() { s.markReauth(context.WithoutCancel(ctx), src.Id) }}}
+	if jf := s.c.opts.JunkFilter; jf != nil {
+		l := spamc.Objects(ps.Objects, func(ctx context.Context, id string) (io.ReadCloser, error) {
+			c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: ref, ObjectID: id})
+			if err != nil {
+				return nil, err
+			}
+			return c.Body, nil
+		}, jf)
+		l.Deadline = time.Now().Add(plan.DefaultMaxDuration / 2) // the rest of the time budget is the listing's
+		ps.Objects = l
+	}
 	if e := src.GetEmail(); e != "" {
 		ps.Addresses = []string{e} // mail from the account's address is the owner's (docs/plans.md)
 	}

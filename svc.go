@@ -11,6 +11,7 @@ import (
 
 	"svc.dev/svc/creator"
 	"svc.dev/svc/execute"
+	"svc.dev/svc/plan/spamc"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/builtin"
@@ -93,6 +94,12 @@ type Options struct {
 	// OnReauth is told when a source's provider refused its credentials (default: the source
 	// is marked reauth_required and nothing else happens).
 	OnReauth func(ctx context.Context, tenant Tenant, sourceID string)
+	// JunkFilter, when set, is a well-kept spam filter (spamd or rspamd, package plan/spamc)
+	// asked about every message a plan lists: its verdict and score join the removal reason
+	// ("junk: a spam filter marked it (spamd: 15.3/5.0)"). Nil plans on the embedded rules
+	// alone. A filter that fails or is slow never fails a plan: it stops being asked halfway
+	// through the plan's time budget.
+	JunkFilter spamc.Checker
 }
 
 // Instance is svc opened in a program. Its methods act for its tenant (Options.Tenant);

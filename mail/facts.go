@@ -179,5 +179,6 @@ func (m *Message) Facts() map[string]string {
 		set(FactTextTail, tail)
 	}
 	set(FactProblems, strings.Join(m.Problems, "; "))
+	m.shapeFacts(set)
 	return f
 }

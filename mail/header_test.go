@@ -13,7 +13,7 @@ import (
 )
 
 // bodyFacts are the facts only the body walk learns.
-var bodyFacts = []string{mail.FactAttachments, mail.FactTextTail, mail.FactProblems}
+var bodyFacts = []string{mail.FactAttachments, mail.FactTextTail, mail.FactProblems, mail.FactShape, mail.FactObfuscated}
 
 // TestReadHeaderAgreesWithRead holds ReadHeader to Read's answer on everything a header
 // carries, over the corpus's varied messages (every charset and MIME shape it has).

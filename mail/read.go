@@ -81,6 +81,11 @@ type Message struct {
 	// text/html part as text), whitespace collapsed, at most MaxTextBytes.
 	Text        string
 	Attachments []Attachment
+	// Shape is what the reader saw of the body's links, images and hidden text (FactShape,
+	// FactObfuscated).
+	Shape BodyShape
+	// bodyRead is set when the body was walked (Read, not ReadHeader): the shape facts need it.
+	bodyRead bool
 
 	// Problems says what was not as the standards want it and how it was read anyway ("raw
 	// 8-bit Subject read as windows-1252", "Date "yesterday" unreadable").
@@ -327,6 +332,7 @@ func validKey(line []byte) bool {
 // readBody walks the MIME tree for text and attachment names. It returns the charset the
 // message declares for its text, which decodes raw 8-bit header bytes.
 func readBody(h textproto.Header, br *bufio.Reader, lim *limitReader, m *Message) string {
+	m.bodyRead = true
 	mh := message.Header{Header: h}
 	if t, _, err := mh.ContentType(); err == nil && t != "" {
 		m.MIMEType = t
@@ -388,6 +394,7 @@ func readBody(h textproto.Header, br *bufio.Reader, lim *limitReader, m *Message
 		}
 		if (t == "text/plain" && plain == "") || (t == "text/html" && html == "") {
 			b, _ := io.ReadAll(io.LimitReader(p.Body, 4*MaxTextBytes))
+			m.Shape.observe(b, t == "text/html")
 			s := toUTF8(b, "")
 			if t == "text/plain" {
 				plain = collapse(s)

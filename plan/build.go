@@ -74,6 +74,12 @@ type candidate struct {
 
 	seq    int32 // position in the listing, across sources
 	repeat bool  // the provider listed this object before (an id listed twice)
+
+	// For unsolicited mail the rules left undecided: its words' buckets in the per-mailbox
+	// junk model (keys[mk0:mk0+mkN]), judged once the listing ends.
+	model bool
+	mkN   uint8
+	mk0   int32
 }
 
 // Build makes a plan. It reads each source's listing to the end, one page at a time, and never
@@ -121,6 +127,8 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	var exSeq []int32               // each exclusion's position in the listing
 	copies := map[copyKey][]int32{} // groups of copies: by Message-ID for mail, else by content
 	graph := newCorrespondents(req.Sources)
+	var model *junkModel // made at the first message
+	var modelKeysArena, keyScratch []uint32
 	budget := req.Budget.withDefaults()
 	spent := spending{start: time.Now()}
 	lctx, cancel := context.WithTimeout(ctx, budget.MaxDuration)
@@ -190,6 +198,23 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 				_, oneClick := OneClickTarget(o.ListUnsubscribe, o.ListUnsubscribePost)
 				c := candidate{obj: po, modified: modified.UnixNano(), src: si, unsub: o.ListUnsubscribe != "", oneClick: oneClick,
 					kind: v.kind, owner: owner, seq: seq}
+				if o.Kind == "message" && v.judged {
+					if model == nil {
+						model = newJunkModel()
+					}
+					subj, text := r.scratch[:v.nSubj:v.nSubj], r.scratch[v.nSubj:]
+					keyScratch = modelKeys(keyScratch[:0], o, subj, text, domainOf(address(o.From)))
+					switch {
+					case v.said:
+						model.learn(keyScratch, true)
+					case sent || v.kind == mailConversation || v.kind == mailTransactional:
+						model.learn(keyScratch, false)
+					case !owner && !v.list && v.trans == 0 && len(modelKeysArena) < maxModelJudged*maxModelKeys &&
+						(v.kind == mailStranger || v.kind == mailConflict || (v.kind == mailUnknown && v.unsolicited)):
+						c.model, c.mk0, c.mkN = true, int32(len(modelKeysArena)), uint8(len(keyScratch))
+						modelKeysArena = append(modelKeysArena, keyScratch...)
+					}
+				}
 				if o.Kind == "message" {
 					c.message, c.sent = true, sent
 					c.from, c.thread, c.reply = graph.key(address(o.From)), graph.idKey(o.ThreadID), graph.idKey(o.Facts[mail.FactInReplyTo])
@@ -212,6 +237,9 @@ func Build(ctx context.Context, req Request) (*svcv1.Plan, error) {
 	}
 	p.Excluded = markRepeats(cands, p.Excluded, exSeq)
 	markConversations(cands, graph, intern)
+	if model != nil && model.ready() {
+		judgeByModel(cands, model, modelKeysArena, intern)
+	}
 	markDuplicates(cands, copies, rules)
 
 	removed := make([]int64, len(req.Sources))
@@ -291,23 +319,25 @@ func markDuplicates(cands []candidate, copies map[copyKey][]int32, rules []rules
 		if len(group) < 2 {
 			continue
 		}
-		keep := int32(-1)
-		for _, i := range group {
-			if sc := cands[i].obj.StorageClass; sc == svcv1.StorageClass_STORAGE_CLASS_PRESERVE || sc == svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE {
-				keep = i
-				break
-			}
+		// The copy kept: among the preserved or protected members when there are any (the
+		// owner's sent copy first), else among all, the newest or oldest as the policy says.
+		pool := group
+		if i := slices.IndexFunc(group, func(i int32) bool { return cands[i].sent }); i >= 0 {
+			pool = group[i : i+1]
+		} else if p := slices.DeleteFunc(slices.Clone(group), func(i int32) bool {
+			sc := cands[i].obj.StorageClass
+			return sc != svcv1.StorageClass_STORAGE_CLASS_PRESERVE && sc != svcv1.StorageClass_STORAGE_CLASS_PROTECTED_BY_RULE
+		}); len(p) > 0 {
+			pool = p
 		}
-		if keep < 0 {
-			keep = group[0]
-			for _, i := range group[1:] {
-				a, b := &cands[i], &cands[keep]
-				newer := a.modified > b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
-				older := a.modified < b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
-				if (rules[a.src].duplicates == svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && older) ||
-					(rules[a.src].duplicates != svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && newer) {
-					keep = i
-				}
+		keep := pool[0]
+		for _, i := range pool[1:] {
+			a, b := &cands[i], &cands[keep]
+			newer := a.modified > b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
+			older := a.modified < b.modified || (a.modified == b.modified && a.obj.AssetId < b.obj.AssetId)
+			if (rules[a.src].duplicates == svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && older) ||
+				(rules[a.src].duplicates != svcv1.DuplicateHandling_DUPLICATE_HANDLING_KEEP_OLDEST && newer) {
+				keep = i
 			}
 		}
 		why := "another copy of the same content (SHA-256) is kept"

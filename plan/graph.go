@@ -187,6 +187,9 @@ func markConversations(cands []candidate, g *correspondents, intern func(string)
 			continue
 		}
 		ev := g.evidence(c)
+		if ev != "" {
+			c.model = false // the mailbox's evidence: the junk model never judges it
+		}
 		if ev == "" {
 			// A stranger's person-like mail with a mark of junk is junk when it was not even
 			// addressed to the owner.

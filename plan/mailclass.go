@@ -31,6 +31,17 @@ type verdict struct {
 	// junk and junkWhy are the junk signals of a stranger's mail (mailStranger).
 	junk    int
 	junkWhy string
+
+	// For the per-mailbox model (junkmodel.go): judged is set when judgeMail read the message
+	// (its tokens are in the rules' scratch, the first nSubj the subject's); said when the
+	// provider or a filter already called it spam; trans is its transactional score;
+	// unsolicited says nothing shows the owner asked for it.
+	judged      bool
+	list        bool // came through a discussion list or code-host thread the owner receives
+	nSubj       int
+	said        bool
+	trans       int
+	unsolicited bool
 }
 
 // Folder and label names providers use for spam and for the owner's sent mail (Maildir++

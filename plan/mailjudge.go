@@ -16,7 +16,7 @@ type signals struct {
 
 func (s *signals) add(points int, why string) {
 	s.score += points
-	if len(s.why) < 4 && !slices.Contains(s.why, why) {
+	if len(s.why) < 6 && !slices.Contains(s.why, why) {
 		s.why = append(s.why, why)
 	}
 }
@@ -29,6 +29,23 @@ func (s *signals) String() string { return strings.Join(s.why, ", ") }
 // conversation or transactional signals, which keep a message, win over removable ones unless
 // the spam marks are overwhelming.
 func judgeMail(o *Object, scratch *[]string) verdict {
+	var x judgeExtra
+	v := judgeMailVerdict(o, scratch, &x)
+	v.judged, v.said, v.trans, v.unsolicited, v.nSubj = true, x.said, x.trans, x.unsolicited, x.nSubj
+	v.list = x.conv
+	return v
+}
+
+// judgeExtra is what judgeMailVerdict learns on the way that the per-mailbox model needs.
+type judgeExtra struct {
+	said, conv  bool
+	trans       int
+	unsolicited bool
+	nSubj       int
+}
+
+// judgeMailVerdict is judgeMail; it notes in x what it learned for the model.
+func judgeMailVerdict(o *Object, scratch *[]string, x *judgeExtra) verdict {
 	f := o.Facts
 	if why := f[mail.FactUnreadable]; why != "" {
 		return verdict{kind: mailUnreadable, reason: "unreadable: " + why + "; listed so you can look at it"}
@@ -40,6 +57,7 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	n := len(toks)
 	toks = appendTokens(toks, strings.ToLower(o.Snippet+" "+f[mail.FactTextTail]))
 	*scratch = toks
+	x.nSubj = n
 	subj, text := toks[:n:n], toks[n:]
 	platforms := strings.Split(f[mail.FactPlatform], ",")
 	listPost := strings.ToLower(strings.TrimSpace(f[mail.FactListPost]))
@@ -57,6 +75,7 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 		said = "a spam filter marked it (" + v + ")"
 	}
 
+	x.said = said != ""
 	var junk, trans, mkt signals
 	if a := f[mail.FactAuthFail]; a != "" {
 		junk.add(2, "sender authentication failed ("+a+")")
@@ -106,6 +125,7 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 		trans.add(1, "sent from a records address (billing, orders, security)")
 	}
 
+	x.trans = trans.score
 	// A discussion list: one that takes posts by mail, a list manager's headers, or a person
 	// posting from their own domain to a list run elsewhere (marketing comes from the domain
 	// that runs its list).
@@ -151,6 +171,7 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 	case p != "" && f[mail.FactReplyTo] != "" && o.ListID != "":
 		conv = "conversation: a " + p + " thread people write in (" + listName(o.ListID) + ")"
 	}
+	x.conv = conv != ""
 	switch {
 	case said != "" && conv != "":
 		// Spam posted to a list the owner receives: the list is the mailbox's evidence, so it
@@ -177,8 +198,10 @@ func judgeMail(o *Object, scratch *[]string) verdict {
 		if len(o.To) == 0 && len(o.Cc) == 0 {
 			junk.add(1, "addressed to no one (hidden recipients)")
 		}
+		routeSignals(o, domain, &junk)
 	}
 	person := unsolicited && !role && precedence == "" && from != ""
+	x.unsolicited = unsolicited
 
 	switch {
 	case conv != "" && junk.score >= 2:

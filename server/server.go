@@ -23,6 +23,7 @@ import (
 	"svc.dev/svc"
 	"svc.dev/svc/creator"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/plan/spamc"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing"
 	"svc.dev/svc/platform/export"
@@ -106,6 +107,9 @@ type Config struct {
 	// Creator is what creator revenue's connectors need (an HTTP client; the platforms' API
 	// bases, for tests against local fakes).
 	Creator creator.Deps
+	// JunkFilter, when set, is the spam filter plans ask about each listed message (svc
+	// serve --spamd or --rspamd; svc.Options.JunkFilter).
+	JunkFilter spamc.Checker
 	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
 	// job (default DefaultDeletionGrace).
 	DeletionGrace time.Duration
@@ -221,6 +225,7 @@ func New(cfg Config) (*Server, error) {
 		DeferResume: true, // after the webhooks and handlers are ready (below)
 		Creator:     cfg.Creator,
 		SearchIndex: cfg.SearchIndex,
+		JunkFilter:  cfg.JunkFilter,
 	})
 	if err != nil {
 		store.Close()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"svc.dev/svc/plan/spamc"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing"
 	"svc.dev/svc/platform/billing/stripe"
@@ -60,6 +61,8 @@ func newServeCmd() *cobra.Command {
 		database      string
 		memoryLimit   = byteSize(defaultServeMemoryLimit)
 		driveObjects  int
+		spamdAddr     string
+		rspamdURL     string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -73,7 +76,8 @@ func newServeCmd() *cobra.Command {
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns, creatorEvery: creatorEvery,
-				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database, driveObjects: driveObjects})
+				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database, driveObjects: driveObjects,
+				spamd: spamdAddr, rspamd: rspamdURL})
 		},
 	}
 	f := cmd.Flags()
@@ -103,6 +107,8 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
 	f.StringVar(&database, "database", "", "keep records in this PostgreSQL database (postgres://user@host:port/db) instead of bbolt in the data directory, which still holds the vault, keys and search index (docs/scale-out.md)")
 	f.IntVar(&driveObjects, "dev-drive-objects", devseed.DefaultDriveObjects, "with --dev, how many files the simulated drive holds (6 are 56 MiB once vaulted, 1000 are 8.6 GiB, for load work); read when the tenant is first seeded")
+	f.StringVar(&spamdAddr, "spamd", "", "ask SpamAssassin's spamd at HOST:PORT (the spamc protocol) about every message a plan lists; its verdict and score join the removal reason (about 6 messages/s: a second opinion for a few thousand messages)")
+	f.StringVar(&rspamdURL, "rspamd", "", "ask rspamd's normal worker at this URL (e.g. http://127.0.0.1:11333) about every message a plan lists, as --spamd")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -128,6 +134,8 @@ func defaultDataDir() string {
 
 type serveOptions struct {
 	addr, dataDir string
+	spamd         string // spamd's HOST:PORT (--spamd)
+	rspamd        string // rspamd's URL (--rspamd)
 	pluginDir     string
 	dev           bool
 	inProcess     bool
@@ -221,6 +229,11 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
+	junk, err := junkFilter(o.spamd, o.rspamd)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	var store storage.Hosted                                       // nil: bbolt in the data directory
 	var searchIndex func(*search.Options) (svc.SearchIndex, error) // nil: bleve in the data directory
 	if o.database != "" {
@@ -235,7 +248,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		searchIndex = func(opts *search.Options) (svc.SearchIndex, error) { return pg.SearchIndex(opts), nil }
 	}
 	srv, err := server.New(server.Config{Store: store, SearchIndex: searchIndex, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
-		RequestTimeout: o.requestTimeout})
+		RequestTimeout: o.requestTimeout, JunkFilter: junk})
 	if err != nil {
 		ln.Close()
 		return err
@@ -366,4 +379,23 @@ func serveDebug(addr string, logger *slog.Logger) (stop func(), err error) {
 	go hs.Serve(ln)
 	logger.Info("debug endpoints listening", "addr", "http://"+ln.Addr().String()+"/debug/pprof/")
 	return func() { hs.Close() }, nil
+}
+
+// junkFilter is the spam filter --spamd or --rspamd names (nil: none, the embedded rules alone).
+func junkFilter(spamdAddr, rspamdURL string) (spamc.Checker, error) {
+	switch {
+	case spamdAddr != "" && rspamdURL != "":
+		return nil, fmt.Errorf("--spamd and --rspamd: choose one filter")
+	case spamdAddr != "":
+		if _, _, err := net.SplitHostPort(spamdAddr); err != nil {
+			return nil, fmt.Errorf("--spamd %q: want HOST:PORT: %w", spamdAddr, err)
+		}
+		return &spamc.Client{Addr: spamdAddr}, nil
+	case rspamdURL != "":
+		if u, err := url.Parse(rspamdURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--rspamd %q: want a URL such as http://127.0.0.1:11333", rspamdURL)
+		}
+		return &spamc.Rspamd{URL: rspamdURL}, nil
+	}
+	return nil, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -286,5 +287,31 @@ func TestLiveCallsMeteredAcrossACrash(t *testing.T) {
 	// possibly not yet (it is metered as it is answered).
 	if want := before + 1 + 25; got != want && got != want+1 {
 		t.Fatalf("api_operations after the crash: %v, want %v (before %v)\n%s", got, want, before, log)
+	}
+}
+
+// --spamd and --rspamd name one filter, in the forms the clients need.
+func TestJunkFilterFlags(t *testing.T) {
+	for _, tc := range []struct {
+		spamd, rspamd, want string
+	}{
+		{want: "<nil>"},
+		{spamd: "127.0.0.1:783", want: "*spamc.Client"},
+		{rspamd: "http://127.0.0.1:11333", want: "*spamc.Rspamd"},
+		{spamd: "localhost", want: "error"},
+		{rspamd: "127.0.0.1:11333", want: "error"},
+		{spamd: "127.0.0.1:783", rspamd: "http://127.0.0.1:11333", want: "error"},
+	} {
+		f, err := junkFilter(tc.spamd, tc.rspamd)
+		got := fmt.Sprintf("%T", f)
+		if f == nil {
+			got = "<nil>"
+		}
+		if err != nil {
+			got = "error"
+		}
+		if got != tc.want {
+			t.Errorf("--spamd %q --rspamd %q: %s (%v), want %s", tc.spamd, tc.rspamd, got, err, tc.want)
+		}
 	}
 }

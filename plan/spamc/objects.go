@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"time"
 
 	"svc.dev/svc/mail"
 	"svc.dev/svc/plan"
@@ -17,7 +18,13 @@ type Fetcher func(ctx context.Context, id string) (io.ReadCloser, error)
 type Listing struct {
 	in     plan.Objects
 	fetch  Fetcher
-	client *Client
+	client Checker
+	// Deadline, when set, is when the filter stops being asked: messages listed after it are
+	// planned on the embedded rules alone (counted in Unchecked), so that a slow filter never
+	// makes a plan miss its time budget.
+	Deadline time.Time
+	// Unchecked counts the messages listed after Deadline.
+	Unchecked int
 	// Checked, Spam and Failed count the messages asked about, called spam, and those that
 	// could not be checked (fetch or spamd failed: they are planned on the embedded rules).
 	Checked, Spam, Failed int
@@ -25,11 +32,11 @@ type Listing struct {
 	LastErr error
 }
 
-// Objects wraps a listing: each message is fetched and checked by spamd, and a spam verdict is
-// set as its mail.spam fact ("spamd: 15.3/5.0"), which the classifier reads like an upstream
+// Objects wraps a listing: each message is fetched and checked by the filter (spamd or
+// rspamd), and a spam verdict is set as its mail.spam fact ("spamd: 15.3/5.0"), which the classifier reads like an upstream
 // filter's X-Spam-Flag. A message spamd calls ham, or that cannot be checked, is left as listed:
 // a failing spamd never fails or changes a plan beyond the verdicts it gave.
-func Objects(in plan.Objects, fetch Fetcher, c *Client) *Listing {
+func Objects(in plan.Objects, fetch Fetcher, c Checker) *Listing {
 	return &Listing{in: in, fetch: fetch, client: c}
 }
 
@@ -42,6 +49,10 @@ func (l *Listing) Next(ctx context.Context) (plan.Page, error) {
 	for i := range pg.Objects {
 		o := &pg.Objects[i]
 		if o.Kind != "message" || o.Facts[mail.FactSpam] != "" {
+			continue
+		}
+		if !l.Deadline.IsZero() && time.Now().After(l.Deadline) {
+			l.Unchecked++
 			continue
 		}
 		v, err := l.check(ctx, o.ID)

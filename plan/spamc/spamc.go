@@ -43,17 +43,29 @@ type Client struct {
 	User string
 }
 
-// Verdict is spamd's answer for one message.
+// Checker is a spam filter asked about one message at a time: spamd (Client) or rspamd
+// (Rspamd). Check must be safe for concurrent use.
+type Checker interface {
+	Check(ctx context.Context, msg []byte) (Verdict, error)
+}
+
+// Verdict is a filter's answer for one message.
 type Verdict struct {
 	Spam             bool
 	Score, Threshold float64
 	// Skipped is set when the message was not sent (larger than MaxMessageBytes).
 	Skipped bool
+	// Filter names the filter ("spamd" when empty).
+	Filter string
 }
 
 // String is the verdict as a reason names it: "spamd: 15.3/5.0".
 func (v Verdict) String() string {
-	return "spamd: " + strconv.FormatFloat(v.Score, 'f', 1, 64) + "/" + strconv.FormatFloat(v.Threshold, 'f', 1, 64)
+	name := v.Filter
+	if name == "" {
+		name = "spamd"
+	}
+	return name + ": " + strconv.FormatFloat(v.Score, 'f', 1, 64) + "/" + strconv.FormatFloat(v.Threshold, 'f', 1, 64)
 }
 
 // Check asks spamd whether msg is spam (the CHECK command: spamd scores the message and returns

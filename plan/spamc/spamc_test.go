@@ -8,15 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/internal/spamdtest"
 	"svc.dev/svc/mail"
 	"svc.dev/svc/plan"
 	"svc.dev/svc/plan/spamc"
@@ -176,61 +174,12 @@ func TestObjectsAddsTheVerdictToThePlan(t *testing.T) {
 // The same against a real spamd, started from the project's script: skipped, saying so, when
 // spamd cannot be had. About 10 s (spamd compiles its rules at start).
 func TestAgainstARealSpamd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts spamd: not in -short")
-	}
-	bin := findSpamd()
-	if bin == "" {
-		root, _ := filepath.Abs("../..")
-		out, err := exec.Command("bash", filepath.Join(root, "scripts/install-spamd.sh")).CombinedOutput()
-		if bin = findSpamd(); bin == "" {
-			t.Skipf("spamd is not installed and scripts/install-spamd.sh could not install it (%v): %s", err, out)
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--listen="+addr, "-L", "--pidfile="+filepath.Join(dir, "spamd.pid"), "--max-children=1",
-		"--syslog=stderr", "-x", "--username=nobody", "--helper-home-dir="+dir)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("spamd did not listen on %s within 60 s: %s", addr, logs.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	addr := spamdtest.Start(t)
 	got := planWithSpamd(t, addr)
 	if !strings.HasPrefix(got["spam"], "STORAGE_CLASS_LIKELY_REMOVABLE: junk: a spam filter marked it (spamd: ") {
-		t.Errorf("GTUBE: %q\n%s", got["spam"], logs.String())
+		t.Errorf("GTUBE: %q", got["spam"])
 	}
 	if !strings.HasPrefix(got["ham"], "STORAGE_CLASS_REVIEW") {
 		t.Errorf("ham: %q", got["ham"])
 	}
-}
-
-func findSpamd() string {
-	if p, err := exec.LookPath("spamd"); err == nil {
-		return p
-	}
-	for _, p := range []string{"/usr/sbin/spamd", "/usr/bin/spamd"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
 }
