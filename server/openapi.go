@@ -57,6 +57,7 @@ var problemsByMethod = map[string]map[int][]string{
 	"BillingService.CreatePortalSession": {http.StatusBadGateway: {codeInternal}},
 	"IntelService.ActOnMeter":            {http.StatusConflict: {codeInvalidState}},
 	"PlanService.CreatePlan":             {http.StatusConflict: {codeLimitReached}},
+	"SourceService.CreateSource":         {http.StatusBadGateway: {codeProviderError}, http.StatusServiceUnavailable: {codeProviderDown}},
 }
 
 // problems returns the problem codes an operation can answer with, by HTTP status: those of

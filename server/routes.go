@@ -23,7 +23,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.serveReadyz)
 	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
 	mux.HandleFunc("GET /v1/billing/portal/page", s.servePortalPage)
-	s.connectPages(mux)
+	s.flow.Mount(mux)
 	mux.Handle("/", rest)
 	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))
 }
