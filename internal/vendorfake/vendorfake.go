@@ -34,6 +34,8 @@ type Base struct {
 	access  map[string]time.Time
 	refresh map[string]bool
 	minted  int
+	// codes are the authorization codes issued by Authorize and not yet exchanged.
+	codes map[string]authCode
 
 	faults   []Fault // consumed in order, one per API request
 	match    func(*http.Request) bool
@@ -126,7 +128,8 @@ func (b *Base) Logged(r *http.Request, cost, status int) {
 
 // Token serves an OAuth 2.0 token endpoint (RFC 6749 section 6): a
 // refresh_token grant with ClientID and a valid refresh token mints an
-// access token; a revoked grant is invalid_grant.
+// access token; a revoked grant is invalid_grant. An authorization_code
+// grant exchanges a code from Authorize (authorize.go).
 func (b *Base) Token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
 		oauthError(w, 400, "invalid_request")
@@ -138,6 +141,10 @@ func (b *Base) Token(w http.ResponseWriter, r *http.Request) {
 	}
 	if id != ClientID {
 		oauthError(w, 401, "invalid_client")
+		return
+	}
+	if r.PostForm.Get("grant_type") == "authorization_code" {
+		b.exchange(w, r)
 		return
 	}
 	if r.PostForm.Get("grant_type") != "refresh_token" {

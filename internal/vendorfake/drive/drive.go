@@ -112,6 +112,7 @@ func Start(opts Options) *Server {
 	s.seed(opts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", s.Token)
+	mux.HandleFunc("GET /authorize", s.Authorize)
 	mux.HandleFunc("/drive/v3/", s.api)
 	s.srv = httptest.NewServer(mux)
 	return s

@@ -74,6 +74,7 @@ func Start(opts Options) *Server {
 	s.floor = s.historyID
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", s.Token)
+	mux.HandleFunc("GET /authorize", s.Authorize)
 	mux.HandleFunc("POST /batch/gmail/v1", s.batch)
 	mux.HandleFunc("/gmail/v1/", s.api)
 	s.srv = httptest.NewServer(mux)
