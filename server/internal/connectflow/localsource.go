@@ -181,6 +181,8 @@ func privateHost(ctx context.Context, hostport string) (bool, error) {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]") // an IPv6 literal without a port
 	}
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
 		return true, nil
