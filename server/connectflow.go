@@ -132,11 +132,13 @@ func (e flowEdge) WithCaller(ctx context.Context, c connectflow.Caller) context.
 		Tenant: c.Tenant, Header: http.Header{}})
 }
 
-func (e flowEdge) RateLimit(w http.ResponseWriter, r *http.Request) bool { return e.s.rateHeaders(w, r) }
-func (e flowEdge) CheckOrigin(r *http.Request) error                   { return e.s.csrf.Check(r) }
-func (e flowEdge) SecureCookies(r *http.Request) bool                  { return e.s.secureCookies(r) }
-func (e flowEdge) PublicBase(r *http.Request) string                   { return e.s.publicBase(r) }
-func (e flowEdge) RequestID(ctx context.Context) string                { return requestIDFrom(ctx) }
+func (e flowEdge) RateLimit(w http.ResponseWriter, r *http.Request) bool {
+	return e.s.rateHeaders(w, r)
+}
+func (e flowEdge) CheckOrigin(r *http.Request) error    { return e.s.csrf.Check(r) }
+func (e flowEdge) SecureCookies(r *http.Request) bool   { return e.s.secureCookies(r) }
+func (e flowEdge) PublicBase(r *http.Request) string    { return e.s.publicBase(r) }
+func (e flowEdge) RequestID(ctx context.Context) string { return requestIDFrom(ctx) }
 
 // flowSources are the tenant's sources as the connect flow needs them.
 type flowSources struct{ s *Server }
