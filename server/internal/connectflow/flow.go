@@ -81,7 +81,8 @@ type Sources interface {
 	Probe(ctx context.Context, spec svc.SourceSpec) error
 }
 
-// Config is what a Flow is made of. Every field but BaseURL, LocalRoots and Dev is required.
+// Config is what a Flow is made of. Sessions, Accounts, Developers, Sources and Edge are
+// required; the rest have defaults (no OAuth providers, no local roots, time.Now, slog.Default).
 type Config struct {
 	Sessions   *platform.ConnectFlow
 	Accounts   Accounts
