@@ -12,6 +12,7 @@ import (
 	"svc.dev/svc/id"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/storage"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) fanOut(ctx context.Context, tenant platform.Tenant, ev *svcv1.E
 	}
 	items := []storage.Item[*svcv1.Event]{{Tenant: tenant.String(), ID: ev.Id, Value: ev}}
 	for _, app := range apps {
-		items = append(items, storage.Item[*svcv1.Event]{Tenant: appStream(app, tenant.Mode), ID: ev.Id, Value: ev})
+		items = append(items, storage.Item[*svcv1.Event]{Tenant: rpc.AppStream(app, tenant.Mode), ID: ev.Id, Value: ev})
 	}
 	var queue []webhook.QueuedEvent
 	if s.webhooks != nil && len(apps) > 0 {
@@ -97,6 +98,3 @@ func (s *Server) wake(pe preparedEvent) {
 		s.webhooks.Wake(pe.queue)
 	}
 }
-
-// appStream is the stream of events an application's keys of one mode read.
-func appStream(appID string, mode platform.Mode) string { return "app:" + appID + ":" + string(mode) }

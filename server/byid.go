@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"svc.dev/svc/platform"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/storage"
 )
 
@@ -25,20 +26,20 @@ import (
 // reads happen whether the id exists or not.
 
 // errByIDNotFound is the answer for an id the caller may not reach, whatever the reason.
-func errByIDNotFound() *problem {
-	return newProblem(http.StatusNotFound, codeNotFound, "The resource does not exist.")
+func errByIDNotFound() *rpc.Problem {
+	return rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "The resource does not exist.")
 }
 
 // resolveByID sets the caller's tenant (and connection) from the resource id in req.
-func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, caller *Caller) *problem {
-	caller.byID = true
+func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, caller *Caller) *rpc.Problem {
+	caller.ByID = true
 	rid := ""
 	if f := m.desc.Input().Fields().ByName("id"); f != nil {
 		rid = req.ProtoReflect().Get(f).String()
 	}
 	ref, err := s.store.OwnerOf(ctx, rid)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return toProblem(err)
+		return rpc.FromError(err)
 	}
 	tenant, perr := parseTenant(ref)
 	found := err == nil && perr == nil
@@ -59,7 +60,7 @@ func (s *Server) resolveByID(ctx context.Context, m *method, req proto.Message, 
 		}
 		conns, err := s.store.ConnectionsOfAppUser(ctx, k.AppID, owner)
 		if err != nil {
-			return toProblem(err)
+			return rpc.FromError(err)
 		}
 		if !found || tenant.Mode != k.Mode {
 			return errByIDNotFound()
@@ -100,8 +101,8 @@ func connectionFor(conns []*platform.Connection, k *platform.APIKey, tenant plat
 // hideForbidden turns a handler's 403 forbidden (a grant that does not reach the resource's
 // sources) into the 404 of an id the caller cannot reach. Policy decisions (action_denied,
 // step_up_required) are answers about a resource the caller can see, and stay.
-func hideForbidden(c *Caller, p *problem) *problem {
-	if c != nil && c.byID && p.status == http.StatusForbidden && p.code == codeForbidden {
+func hideForbidden(c *Caller, p *rpc.Problem) *rpc.Problem {
+	if c != nil && c.ByID && p.Status == http.StatusForbidden && p.Code == rpc.CodeForbidden {
 		return errByIDNotFound()
 	}
 	return p

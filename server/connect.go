@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/wire"
 )
 
@@ -36,10 +38,10 @@ func (s *Server) connectHandler(m *method) http.Handler {
 		opts = append(opts, connect.WithIdempotency(connect.IdempotencyNoSideEffects))
 	}
 	return connect.NewUnaryHandler(m.procedure, func(ctx context.Context, req *connect.Request[proto.Message]) (*connect.Response[proto.Message], error) {
-		in := incoming{header: req.Header(), req: httpRequestFrom(ctx)}
+		in := incoming{header: req.Header(), req: rpc.HTTPRequest(ctx)}
 		out := s.invoke(ctx, m, in, func() (proto.Message, error) { return *req.Msg, nil })
 		if out.problem != nil {
-			err := out.problem.connectError(requestIDFrom(ctx))
+			err := connectError(out.problem, rpc.RequestID(ctx))
 			for k, v := range out.header {
 				err.Meta()[k] = v
 			}
@@ -48,7 +50,7 @@ func (s *Server) connectHandler(m *method) http.Handler {
 		if out.stream != nil {
 			data, err := readWhole(out.stream)
 			if err != nil {
-				return nil, toProblem(err).connectError(requestIDFrom(ctx))
+				return nil, connectError(rpc.FromError(err), rpc.RequestID(ctx))
 			}
 			if hb, ok := out.msg.(*httpbody.HttpBody); ok {
 				hb.Data = data
@@ -123,4 +125,20 @@ func (jsonCodec) Unmarshal(data []byte, v any) error {
 		return err
 	}
 	return nil
+}
+
+// maxConnectContent bounds vault content returned whole over Connect; REST streams any size.
+const maxConnectContent = 64 << 20
+
+// readWhole reads a stream for Connect clients, up to maxConnectContent.
+func readWhole(rc io.ReadCloser) ([]byte, error) {
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxConnectContent+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxConnectContent {
+		return nil, rpc.NewProblem(http.StatusRequestEntityTooLarge, rpc.CodeTooLarge, "The content is larger than 64 MiB; download it over REST.")
+	}
+	return data, nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/server/internal/connectflow"
@@ -56,6 +55,8 @@ func (s *Server) newConnectFlow() *connectflow.Flow {
 		Developers: s.devs,
 		Sources:    flowSources{s},
 		Edge:       flowEdge{s},
+		Audit:      s.auditor,
+		Pager:      s.pager,
 		OAuth:      oauth,
 		LocalRoots: s.cfg.LocalRoots,
 		Dev:        s.cfg.Dev,
@@ -64,81 +65,22 @@ func (s *Server) newConnectFlow() *connectflow.Flow {
 	})
 }
 
-// registerConnectFlow installs the connect flow's RPCs: each decodes, calls the flow once and
-// encodes.
-func (s *Server) registerConnectFlow() {
-	handle(s, svcv1connect.ConnectionServiceCreateConnectSessionProcedure, func(ctx context.Context, req *svcv1.CreateConnectSessionRequest) (*svcv1.ConnectSession, error) {
-		return s.flow.CreateSession(ctx, flowCaller(ctx), httpRequestFrom(ctx), req)
-	})
-	handle(s, svcv1connect.ConnectionServiceListConnectionsProcedure, func(ctx context.Context, req *svcv1.ListConnectionsRequest) (*svcv1.ListConnectionsResponse, error) {
-		after, limit, binding, err := s.pageStart(ctx, svcv1connect.ConnectionServiceListConnectionsProcedure, req)
-		if err != nil {
-			return nil, err
-		}
-		data, last, err := s.flow.ListConnections(ctx, flowCaller(ctx), after, limit)
-		if err != nil {
-			return nil, err
-		}
-		return &svcv1.ListConnectionsResponse{Data: data, NextCursor: s.nextCursor(binding, last)}, nil
-	})
-	handle(s, svcv1connect.ConnectionServiceGetConnectionProcedure, func(ctx context.Context, req *svcv1.ConnectionRequest) (*svcv1.Connection, error) {
-		return s.flow.GetConnection(ctx, flowCaller(ctx), req.GetId())
-	})
-	handle(s, svcv1connect.ConnectionServiceRevokeConnectionProcedure, func(ctx context.Context, req *svcv1.ConnectionRequest) (*svcv1.Connection, error) {
-		return s.flow.RevokeConnection(ctx, flowCaller(ctx), req.GetId())
-	})
-	handle(s, svcv1connect.SourceServiceCreateSourceProcedure, func(ctx context.Context, req *svcv1.CreateSourceRequest) (*svcv1.Source, error) {
-		return s.flow.CreateSource(ctx, flowCaller(ctx), req)
-	})
-	handle(s, svcv1connect.SourceServiceCreateProviderAuthorizationProcedure, func(ctx context.Context, req *svcv1.CreateProviderAuthorizationRequest) (*svcv1.ProviderAuthorization, error) {
-		return s.flow.CreateProviderAuthorization(ctx, flowCaller(ctx), httpRequestFrom(ctx), req)
-	})
-	handle(s, svcv1connect.SourceServiceGetProviderAuthorizationProcedure, func(ctx context.Context, req *svcv1.GetProviderAuthorizationRequest) (*svcv1.ProviderAuthorization, error) {
-		return s.flow.GetProviderAuthorization(ctx, flowCaller(ctx), httpRequestFrom(ctx), req.GetId())
-	})
-	handle(s, svcv1connect.ConnectServiceProviderCallbackProcedure, func(ctx context.Context, req *svcv1.ProviderCallbackRequest) (*svcv1.Redirect, error) {
-		return s.flow.ProviderCallback(ctx, flowCaller(ctx), httpRequestFrom(ctx), req)
-	})
-}
-
-// flowCaller is the request's caller as the connect flow sees it.
-func flowCaller(ctx context.Context) connectflow.Caller {
-	c := callerFrom(ctx)
-	return connectflow.Caller{RequestID: c.RequestID, Key: c.Key, User: c.User, SessionToken: c.SessionToken, Tenant: c.Tenant}
-}
+// registerConnectFlow installs the connect flow's RPCs.
+func (s *Server) registerConnectFlow() { s.install(s.flow.Handlers()) }
 
 // flowEdge is the edge as the connect flow needs it.
 type flowEdge struct{ s *Server }
-
-func (e flowEdge) Audit(ctx context.Context, appID, action, target string, detail map[string]any) {
-	e.s.auditChange(ctx, appID, action, target, detail)
-}
 
 func (e flowEdge) Emit(ctx context.Context, tenant platform.Tenant, typ, source, subject string, data map[string]any, apps ...string) {
 	e.s.emit(ctx, tenant, typ, source, subject, data, apps...)
 }
 
-// WithCaller makes c the request's caller. An RPC's caller is updated in place, so the edge
-// sees who the flow found (the provider callback's signed-in user).
-func (e flowEdge) WithCaller(ctx context.Context, c connectflow.Caller) context.Context {
-	if cur := callerFrom(ctx); cur != nil {
-		cur.User, cur.SessionToken = c.User, c.SessionToken
-		if c.Tenant != (platform.Tenant{}) {
-			cur.Tenant = c.Tenant
-		}
-		return ctx
-	}
-	return context.WithValue(ctx, callerKey{}, &Caller{RequestID: c.RequestID, User: c.User, SessionToken: c.SessionToken,
-		Tenant: c.Tenant, Header: http.Header{}})
-}
-
 func (e flowEdge) RateLimit(w http.ResponseWriter, r *http.Request) bool {
 	return e.s.rateHeaders(w, r)
 }
-func (e flowEdge) CheckOrigin(r *http.Request) error    { return e.s.csrf.Check(r) }
-func (e flowEdge) SecureCookies(r *http.Request) bool   { return e.s.secureCookies(r) }
-func (e flowEdge) PublicBase(r *http.Request) string    { return e.s.publicBase(r) }
-func (e flowEdge) RequestID(ctx context.Context) string { return requestIDFrom(ctx) }
+func (e flowEdge) CheckOrigin(r *http.Request) error  { return e.s.csrf.Check(r) }
+func (e flowEdge) SecureCookies(r *http.Request) bool { return e.s.secureCookies(r) }
+func (e flowEdge) PublicBase(r *http.Request) string  { return e.s.publicBase(r) }
 
 // flowSources are the tenant's sources as the connect flow needs them.
 type flowSources struct{ s *Server }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // DefaultRequestTimeout is how long a request may take to start its response.
@@ -51,7 +53,7 @@ func (s *Server) withDeadline(timeout time.Duration, next http.Handler) http.Han
 				s.log.WarnContext(r.Context(), "request deadline exceeded", "request_id", w.Header().Get("Request-Id"),
 					"method", r.Method, "path", r.URL.Path, "timeout", timeout)
 				w.Header().Set("Retry-After", strconv.Itoa(deadlineRetryAfter))
-				writeProblem(w, w.Header().Get("Request-Id"), newProblem(http.StatusServiceUnavailable, codeUnavailable,
+				rpc.Write(w, w.Header().Get("Request-Id"), rpc.NewProblem(http.StatusServiceUnavailable, rpc.CodeUnavailable,
 					"The request did not complete in time; retry after "+strconv.Itoa(deadlineRetryAfter)+" s."))
 				return // the handler goroutine ends on its own; its writes are dropped
 			}

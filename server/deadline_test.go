@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"svc.dev/svc/server/internal/rpc"
 )
 
 func TestRequestDeadlineAnswers503AndCancelsTheHandler(t *testing.T) {
@@ -38,7 +40,7 @@ func TestRequestDeadlineAnswers503AndCancelsTheHandler(t *testing.T) {
 		t.Fatalf("got %s, Retry-After %q, Content-Type %q", res.Status, res.Header.Get("Retry-After"), res.Header.Get("Content-Type"))
 	}
 	var p map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || p["code"] != codeUnavailable || p["status"] != float64(503) || p["title"] != "Service unavailable" {
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || p["code"] != rpc.CodeUnavailable || p["status"] != float64(503) || p["title"] != "Service unavailable" {
 		t.Fatalf("problem %v (%v)", p, err)
 	}
 	if res.Header.Get("X-Handler") != "" || res.Header.Get("X-Late") != "" {

@@ -9,6 +9,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // DefaultDeletionGrace is how long after DELETE /v1/account the account's deletion runs; until
@@ -21,7 +22,7 @@ const statusDeleting = platform.StatusDeleting
 // the grace period. The job is in the user's live tenant whatever Svc-Mode says; asking again
 // while the account is deleting answers the same job.
 func (s *Server) deleteAccount(ctx context.Context, _ *svcv1.DeleteAccountRequest) (*svcv1.Job, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	live := platform.Tenant{Owner: c.User.ID, Mode: platform.ModeLive}.String()
 	if c.User.Status == statusDeleting && c.User.DeletionJobID != "" {
 		return s.jobs.Get(ctx, live, c.User.DeletionJobID)

@@ -6,9 +6,7 @@ import (
 	"fmt"
 
 	"svc.dev/svc"
-	"svc.dev/svc/execute"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/storage"
@@ -40,35 +38,4 @@ func (s *Server) openDestination(ctx context.Context, tenant platform.Tenant, ds
 		return nil, nil, "", fmt.Errorf("%w: %w", platform.ErrNotFound, err)
 	}
 	return d, p, ref, err
-}
-
-// createDestination makes a destination from a connected source (POST /v1/destinations): the
-// source must be in the caller's grant (403), be one of the tenant's connected sources and have
-// a provider that can write (400, path source_id). Its configuration is copied, resealed under
-// the destination's own key, so the destination outlives changes to the source record.
-func (s *Server) createDestination(ctx context.Context, req *svcv1.CreateDestinationRequest) (*svcv1.Destination, error) {
-	c := callerFrom(ctx)
-	if req.PathTemplate != nil {
-		if err := execute.CheckPathTemplate(req.GetPathTemplate()); err != nil {
-			return nil, invalid("path_template", err.Error())
-		}
-	}
-	return s.scope(c).DestinationFromSource(ctx, req.GetSourceId(), svc.DestinationOptions{Label: req.GetLabel(),
-		PathTemplate: req.GetPathTemplate(), MetadataMapping: req.GetMetadataMapping(), PermissionMapping: req.GetPermissionMapping()})
-}
-
-func (s *Server) getDestination(ctx context.Context, req *svcv1.GetDestinationRequest) (*svcv1.Destination, error) {
-	return s.scope(callerFrom(ctx)).Destination(ctx, req.GetId())
-}
-
-func (s *Server) listDestinations(ctx context.Context, req *svcv1.ListDestinationsRequest) (*svcv1.ListDestinationsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.DestinationServiceListDestinationsProcedure, req)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.scope(callerFrom(ctx)).ListDestinations(ctx, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return &svcv1.ListDestinationsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/wire"
 )
 
@@ -28,7 +29,7 @@ type method struct {
 	procedure string // "/svc.v1.PlanService/ListPlans"
 	endpoint  *svcv1.Endpoint
 	// call runs the implementation; nil answers 501 not_implemented.
-	call func(ctx context.Context, req proto.Message) (proto.Message, error)
+	call rpc.Handler
 	// connectionField is the request's connection_id field, if it has one.
 	connectionField protoreflect.FieldDescriptor
 }
@@ -49,69 +50,8 @@ func (m *method) successStatus() int {
 	return http.StatusOK
 }
 
-// Caller is who a request acts as, and on which tenant. Handlers read it from the context.
-type Caller struct {
-	RequestID string
-	// User is the signed-in user of a session; nil for API keys and public endpoints.
-	User *platform.User
-	// SessionToken is the session's token when a session cookie authenticated the request.
-	SessionToken string
-	// Key is the developer key; nil for sessions and public endpoints.
-	Key *platform.APIKey
-	// Connection is the connection named by connection_id under a key, or nil.
-	Connection *platform.Connection
-	// Tenant is the tenant the request acts on (zero for public endpoints).
-	Tenant platform.Tenant
-	// Header collects response headers a handler sets (cookies, Location).
-	Header http.Header
-	// RawJSON, when a handler sets it, is served as the REST body instead of encoding the
-	// response: a receipt's exact signed bytes.
-	RawJSON []byte
-	// Stream, when a handler sets it, is the REST body (streamed) of an HttpBody response,
-	// or of any response when REST is true.
-	Stream io.ReadCloser
-	// REST is true when the request came over the spec's REST, whose responses a handler may
-	// stream (Stream) instead of building them in memory.
-	REST bool
-	// byID is true when the tenant was resolved from the resource id (resolveByID).
-	byID bool
-}
-
-// principalID names the caller for idempotency and rate limiting: the user, or the key's
-// application in its mode (so rotated keys share one key space).
-func (c *Caller) principalID() string {
-	switch {
-	case c.User != nil:
-		return c.User.ID
-	case c.Key != nil:
-		return c.Key.AppID + ":" + string(c.Key.Mode)
-	}
-	return ""
-}
-
-// Actor describes the caller in the spec's Actor terms.
-func (c *Caller) Actor() *svcv1.Actor {
-	switch {
-	case c.Key != nil:
-		a := &svcv1.Actor{Type: svcv1.ActorType_ACTOR_TYPE_DEVELOPER_APPLICATION, PrincipalId: c.Key.ID, ApplicationId: proto.String(c.Key.AppID)}
-		if c.Connection != nil {
-			a.DelegatingUserId = proto.String(c.Connection.UserID)
-			a.GrantId = proto.String(c.Connection.Grant.ID)
-		}
-		return a
-	case c.User != nil:
-		return &svcv1.Actor{Type: svcv1.ActorType_ACTOR_TYPE_USER, PrincipalId: c.User.ID}
-	}
-	return nil
-}
-
-type callerKey struct{}
-
-// callerFrom returns the caller of a request; handlers run only after the edge set it.
-func callerFrom(ctx context.Context) *Caller {
-	c, _ := ctx.Value(callerKey{}).(*Caller)
-	return c
-}
+// Caller is who a request acts as, and on which tenant (rpc.Caller).
+type Caller = rpc.Caller
 
 // incoming is what the edge knows of a request before it is decoded, whatever the protocol.
 type incoming struct {
@@ -126,7 +66,7 @@ type outcome struct {
 	stream   io.ReadCloser
 	status   int
 	msg      proto.Message
-	problem  *problem
+	problem  *rpc.Problem
 	header   http.Header
 	replayed bool
 }
@@ -139,7 +79,7 @@ type decodeFunc func() (proto.Message, error)
 // implementation.
 func (s *Server) invoke(ctx context.Context, m *method, in incoming, decode decodeFunc) *outcome {
 	header := http.Header{}
-	caller := &Caller{RequestID: requestIDFrom(ctx), Header: http.Header{}, REST: in.rest}
+	caller := &Caller{RequestID: rpc.RequestID(ctx), Header: http.Header{}, REST: in.rest}
 	var req proto.Message
 	out := s.run(ctx, m, in, func() (proto.Message, error) {
 		var err error
@@ -164,12 +104,12 @@ func mergeHeaders(hs ...http.Header) http.Header {
 	return h
 }
 
-func fail(p *problem) *outcome { return &outcome{status: p.status, problem: p, header: p.header} }
+func fail(p *rpc.Problem) *outcome { return &outcome{status: p.Status, problem: p, header: p.Header} }
 
 func (s *Server) run(ctx context.Context, m *method, in incoming, decode decodeFunc, caller *Caller, header http.Header) *outcome {
 	authErr := s.authenticate(ctx, m, in, caller)
 
-	rateKey := caller.principalID()
+	rateKey := caller.PrincipalID()
 	if rateKey == "" {
 		rateKey = "ip:" + clientIP(in.req)
 	}
@@ -179,20 +119,20 @@ func (s *Server) run(ctx context.Context, m *method, in incoming, decode decodeF
 	header.Set("RateLimit-Reset", strconv.Itoa(d.Reset))
 	if !d.Allowed {
 		header.Set("Retry-After", strconv.Itoa(d.RetryAfter))
-		return fail(newProblem(http.StatusTooManyRequests, codeRateLimited, "Too many requests; retry after "+strconv.Itoa(d.RetryAfter)+" s."))
+		return fail(rpc.NewProblem(http.StatusTooManyRequests, rpc.CodeRateLimited, "Too many requests; retry after "+strconv.Itoa(d.RetryAfter)+" s."))
 	}
 	if authErr != nil {
 		return fail(authErr)
 	}
 	if caller.SessionToken != "" && in.req != nil && !safeMethod(in.req.Method) {
 		if err := s.csrf.Check(in.req); err != nil {
-			return fail(newProblem(http.StatusForbidden, codeForbidden, "Cross-origin requests may not use the session cookie."))
+			return fail(rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "Cross-origin requests may not use the session cookie."))
 		}
 	}
 
 	req, err := decode()
 	if err != nil {
-		return fail(toProblem(err))
+		return fail(rpc.FromError(err))
 	}
 	if p := s.validate(req); p != nil {
 		return fail(p)
@@ -200,7 +140,7 @@ func (s *Server) run(ctx context.Context, m *method, in incoming, decode decodeF
 	if p := s.resolveTenant(ctx, m, in.header, req, caller); p != nil {
 		return fail(p)
 	}
-	ctx = context.WithValue(ctx, callerKey{}, caller)
+	ctx = rpc.WithCaller(ctx, caller)
 
 	if m.endpoint.GetIdempotent() && in.header.Get("Idempotency-Key") != "" {
 		return s.idempotent(ctx, m, in.header.Get("Idempotency-Key"), req, caller)
@@ -217,16 +157,16 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 		return fail(errNotImplemented)
 	}
 	res, err := m.call(ctx, req)
-	if c := callerFrom(ctx); err == nil && c != nil && c.RawJSON != nil {
+	if c := rpc.From(ctx); err == nil && c != nil && c.RawJSON != nil {
 		return &outcome{status: m.successStatus(), msg: res, raw: c.RawJSON}
 	}
-	if c := callerFrom(ctx); err == nil && c != nil && c.Stream != nil {
+	if c := rpc.From(ctx); err == nil && c != nil && c.Stream != nil {
 		return &outcome{status: m.successStatus(), msg: res, stream: c.Stream}
 	}
 	if err != nil {
-		p := hideForbidden(callerFrom(ctx), toProblem(err))
-		if p.status >= 500 {
-			s.log.ErrorContext(ctx, "request failed", "procedure", m.procedure, "request_id", requestIDFrom(ctx), "err", err)
+		p := hideForbidden(rpc.From(ctx), rpc.FromError(err))
+		if p.Status >= 500 {
+			s.log.ErrorContext(ctx, "request failed", "procedure", m.procedure, "request_id", rpc.RequestID(ctx), "err", err)
 		}
 		return fail(p)
 	}
@@ -235,18 +175,18 @@ func (s *Server) call(ctx context.Context, m *method, req proto.Message) *outcom
 
 // validate checks a request against its protovalidate rules; violations become a 400 whose
 // errors name each field by its wire path.
-func (s *Server) validate(req proto.Message) *problem {
+func (s *Server) validate(req proto.Message) *rpc.Problem {
 	err := s.validator.Validate(req)
 	if err == nil {
 		return checkText(req)
 	}
 	var ve *protovalidate.ValidationError
 	if !errors.As(err, &ve) {
-		return newProblem(http.StatusInternalServerError, codeInternal, "The request could not be validated.")
+		return rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "The request could not be validated.")
 	}
-	p := &problem{status: http.StatusBadRequest, code: codeValidation, detail: "The request is not valid."}
+	p := &rpc.Problem{Status: http.StatusBadRequest, Code: rpc.CodeValidation, Detail: "The request is not valid."}
 	for _, v := range ve.Violations {
-		p.errors = append(p.errors, &svcv1.FieldViolation{Path: violationPath(v), Message: v.Proto.GetMessage()})
+		p.Errors = append(p.Errors, &svcv1.FieldViolation{Path: violationPath(v), Message: v.Proto.GetMessage()})
 	}
 	return p
 }
@@ -286,20 +226,20 @@ func requestHash(req proto.Message) string {
 // idempotent runs an IDEM request under its Idempotency-Key.
 func (s *Server) idempotent(ctx context.Context, m *method, headerKey string, req proto.Message, caller *Caller) *outcome {
 	if len(headerKey) > 255 {
-		return fail(invalid("Idempotency-Key", "must be at most 255 characters"))
+		return fail(rpc.Invalid("Idempotency-Key", "must be at most 255 characters"))
 	}
 	// Keyed by tenant too: a session's test-mode and live requests, or a key's requests for two
 	// end users, never replay each other.
-	key := s.idem.Key(caller.principalID()+"|"+caller.Tenant.String(), headerKey)
+	key := s.idem.Key(caller.PrincipalID()+"|"+caller.Tenant.String(), headerKey)
 	verdict, rec, err := s.idem.Begin(ctx, key, m.procedure, requestHash(req))
 	if err != nil {
-		return fail(toProblem(err))
+		return fail(rpc.FromError(err))
 	}
 	switch verdict {
 	case platform.IdempotencyReused:
-		return fail(newProblem(http.StatusConflict, codeKeyReused, "This Idempotency-Key was used with a different request."))
+		return fail(rpc.NewProblem(http.StatusConflict, rpc.CodeKeyReused, "This Idempotency-Key was used with a different request."))
 	case platform.IdempotencyInUse:
-		return fail(newProblem(http.StatusConflict, codeKeyInUse, "A request with this Idempotency-Key is still being processed."))
+		return fail(rpc.NewProblem(http.StatusConflict, rpc.CodeKeyInUse, "A request with this Idempotency-Key is still being processed."))
 	case platform.IdempotencyReplay:
 		return s.replay(m, rec)
 	}
@@ -312,7 +252,7 @@ func (s *Server) idempotent(ctx context.Context, m *method, headerKey string, re
 	}
 	var body []byte
 	if out.problem != nil {
-		body, err = proto.Marshal(out.problem.proto(""))
+		body, err = proto.Marshal(out.problem.Proto(""))
 	} else {
 		body, err = proto.MarshalOptions{Deterministic: true}.Marshal(out.msg)
 	}
@@ -334,15 +274,15 @@ func (s *Server) replay(m *method, rec *platform.IdempotencyRecord) *outcome {
 	if rec.Status >= 400 {
 		var p svcv1.Problem
 		if err := proto.Unmarshal(rec.Body, &p); err != nil {
-			return fail(toProblem(err))
+			return fail(rpc.FromError(err))
 		}
-		prob := &problem{status: int(p.GetStatus()), code: p.GetCode(), detail: p.GetDetail(), errors: p.GetErrors(), header: out.header,
-			approvals: p.GetRequiredApprovals()}
+		prob := &rpc.Problem{Status: int(p.GetStatus()), Code: p.GetCode(), Detail: p.GetDetail(), Errors: p.GetErrors(), Header: out.header,
+			Approvals: p.GetRequiredApprovals()}
 		return &outcome{status: rec.Status, problem: prob, header: out.header, replayed: true}
 	}
 	msg := newMessage(m.desc.Output())
 	if err := proto.Unmarshal(rec.Body, msg); err != nil {
-		return fail(toProblem(err))
+		return fail(rpc.FromError(err))
 	}
 	out.msg = msg
 	return out
@@ -360,19 +300,6 @@ func clientIP(r *http.Request) string {
 	return host
 }
 
-type requestIDKey struct{}
-type httpRequestKey struct{}
-
-func requestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
-
-func httpRequestFrom(ctx context.Context) *http.Request {
-	r, _ := ctx.Value(httpRequestKey{}).(*http.Request)
-	return r
-}
-
 // rateHeaders applies the anonymous (per client address) allowance to plain HTTP routes that
 // bypass the RPC pipeline, so that every response carries the RateLimit headers.
 func (s *Server) rateHeaders(w http.ResponseWriter, r *http.Request) bool {
@@ -383,7 +310,7 @@ func (s *Server) rateHeaders(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("RateLimit-Reset", fmt.Sprint(d.Reset))
 	if !d.Allowed {
 		h.Set("Retry-After", fmt.Sprint(d.RetryAfter))
-		writeProblem(w, requestIDFrom(r.Context()), newProblem(http.StatusTooManyRequests, codeRateLimited, "Too many requests."))
+		rpc.Write(w, rpc.RequestID(r.Context()), rpc.NewProblem(http.StatusTooManyRequests, rpc.CodeRateLimited, "Too many requests."))
 		return false
 	}
 	return true

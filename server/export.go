@@ -19,6 +19,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform/archive"
 	"svc.dev/svc/platform/job"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 const (
@@ -31,10 +32,10 @@ const (
 
 // exportAccount starts an export job of everything the signed-in account owns (spec #7).
 func (s *Server) exportAccount(ctx context.Context, _ *svcv1.ExportAccountRequest) (*svcv1.Job, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	u := c.User
 	if u.Status == statusDeleting {
-		return nil, newProblem(http.StatusConflict, codeInvalidState, "The account is being deleted; cancel the deletion job to export it.")
+		return nil, rpc.NewProblem(http.StatusConflict, rpc.CodeInvalidState, "The account is being deleted; cancel the deletion job to export it.")
 	}
 	tenant := c.Tenant.String()
 	// One export at a time per tenant: asking while one is queued or running answers that one.
@@ -69,7 +70,7 @@ func (s *Server) writeExport(ctx context.Context, userID, jobID string, p *job.P
 	if err != nil {
 		return nil, err
 	}
-	acct, err := s.account(ctx, u)
+	acct, err := s.platformAPI.Account(ctx, u)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func (s *Server) addDownloadURL(ctx context.Context, j *svcv1.Job) {
 		until = exp
 	}
 	q := url.Values{"expires": {strconv.FormatInt(until.Unix(), 10)}, "sig": {s.exportSig(j.GetId(), until.Unix())}}
-	j.Result.Fields["url"] = structpb.NewStringValue(s.publicBase(httpRequestFrom(ctx)) + "/v1/exports/" + j.GetId() + "/archive?" + q.Encode())
+	j.Result.Fields["url"] = structpb.NewStringValue(s.publicBase(rpc.HTTPRequest(ctx)) + "/v1/exports/" + j.GetId() + "/archive?" + q.Encode())
 	j.Result.Fields["url_expires_at"] = structpb.NewStringValue(until.UTC().Format(time.RFC3339))
 }
 
@@ -112,29 +113,29 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 	if !s.rateHeaders(w, r) {
 		return
 	}
-	rid := requestIDFrom(r.Context())
+	rid := rpc.RequestID(r.Context())
 	jobID := r.PathValue("id")
 	expires, err := strconv.ParseInt(r.URL.Query().Get("expires"), 10, 64)
-	denied := newProblem(http.StatusForbidden, codeForbidden, "The download URL is not valid or has expired; read the export job again for a new one.")
+	denied := rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "The download URL is not valid or has expired; read the export job again for a new one.")
 	if err != nil || !hmac.Equal([]byte(r.URL.Query().Get("sig")), []byte(s.exportSig(jobID, expires))) ||
 		!s.cfg.Now().Before(time.Unix(expires, 0)) {
-		writeProblem(w, rid, denied)
+		rpc.Write(w, rid, denied)
 		return
 	}
 	f, err := os.Open(s.exports.Path(jobID))
 	if errors.Is(err, fs.ErrNotExist) {
-		writeProblem(w, rid, newProblem(http.StatusNotFound, codeNotFound, "The export archive is no longer kept."))
+		rpc.Write(w, rid, rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "The export archive is no longer kept."))
 		return
 	}
 	if err != nil {
 		s.log.Error("open export", "job_id", jobID, "err", err)
-		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The archive could not be read."))
+		rpc.Write(w, rid, rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "The archive could not be read."))
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The archive could not be read."))
+		rpc.Write(w, rid, rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "The archive could not be read."))
 		return
 	}
 	// Archives are sealed at rest; one written before they were is served as it is.
@@ -144,7 +145,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request) {
 		sr, err := archive.OpenSealed(f, st.Size(), s.exports.Key, jobID)
 		if err != nil {
 			s.log.Error("open sealed export", "job_id", jobID, "err", err)
-			writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The archive could not be read."))
+			rpc.Write(w, rid, rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "The archive could not be read."))
 			return
 		}
 		content = sr

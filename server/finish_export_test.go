@@ -5,6 +5,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // UnendExecution puts an ended execution back as the process left it when it died between
@@ -38,7 +39,7 @@ func (s *Server) ForgetEvents(ctx context.Context, tenant platform.Tenant, ids [
 			return err
 		}
 		for _, app := range apps {
-			if err := s.eventLog.Delete(ctx, appStream(app, tenant.Mode), id); err != nil {
+			if err := s.eventLog.Delete(ctx, rpc.AppStream(app, tenant.Mode), id); err != nil {
 				return err
 			}
 		}

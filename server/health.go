@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // readyTimeout bounds the store probe of GET /readyz.
@@ -34,7 +36,7 @@ func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.ready.check(s.store.Probe); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
 		w.Header().Set("Retry-After", "5")
-		writeProblem(w, requestIDFrom(r.Context()), newProblem(http.StatusServiceUnavailable, codeUnavailable, "The store did not answer in time."))
+		rpc.Write(w, rpc.RequestID(r.Context()), rpc.NewProblem(http.StatusServiceUnavailable, rpc.CodeUnavailable, "The store did not answer in time."))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

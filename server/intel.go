@@ -6,71 +6,9 @@ import (
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
-	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/job"
 )
-
-func (s *Server) listMeters(ctx context.Context, req *svcv1.ListMetersRequest) (*svcv1.ListMetersResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.IntelServiceListMetersProcedure, req)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.scope(callerFrom(ctx)).ListMeters(ctx, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return &svcv1.ListMetersResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
-}
-
-func (s *Server) getMeter(ctx context.Context, req *svcv1.GetMeterRequest) (*svcv1.Meter, error) {
-	return s.scope(callerFrom(ctx)).Meter(ctx, req.GetId())
-}
-
-// actOnMeter records an action on a meter (spec #4); a live key's action is an intelligence
-// operation, metered.
-func (s *Server) actOnMeter(ctx context.Context, req *svcv1.ActOnMeterRequest) (*svcv1.MeterActionResult, error) {
-	c := callerFrom(ctx)
-	m, err := s.scope(c).ActOnMeter(ctx, req.GetId(), req.GetAction(), req.LimitCents)
-	if err != nil {
-		return nil, err
-	}
-	metered := c.Key != nil && c.Key.Mode == platform.ModeLive
-	if metered {
-		s.meter.Add(c.Key.OrgID, c.Key.AppID, platform.MeterIntelligenceOps, 1)
-	}
-	return &svcv1.MeterActionResult{Meter: m, Metered: metered}, nil
-}
-
-func (s *Server) listTrials(ctx context.Context, req *svcv1.ListTrialsRequest) (*svcv1.ListTrialsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.IntelServiceListTrialsProcedure, req)
-	if err != nil {
-		return nil, err
-	}
-	page, err := s.scope(callerFrom(ctx)).ListTrials(ctx, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return &svcv1.ListTrialsResponse{Data: nonNil(page.Items), NextCursor: s.nextCursor(binding, page.Last)}, nil
-}
-
-func (s *Server) getTrial(ctx context.Context, req *svcv1.GetTrialRequest) (*svcv1.Trial, error) {
-	return s.scope(callerFrom(ctx)).Trial(ctx, req.GetId())
-}
-
-// decideTrial records keep, stop or remind on a trial (spec #20); stop answers the plan_id of
-// its plan of intent unsubscribe.
-func (s *Server) decideTrial(ctx context.Context, req *svcv1.DecideTrialRequest) (*svcv1.TrialDecisionResult, error) {
-	o, err := s.scope(callerFrom(ctx)).DecideTrial(ctx, req.GetId(), req.GetDecision(), req.GetRemindAt().AsTime())
-	if err != nil {
-		return nil, err
-	}
-	res := &svcv1.TrialDecisionResult{Trial: o.Trial, Action: o.Action}
-	if o.PlanID != "" {
-		res.PlanId = &o.PlanID
-	}
-	return res, nil
-}
 
 // ScanIntel scans a tenant's connected mail with the intel detectors now, as a job of kind
 // scan (svc.job.* events), and stores the meters and trials found (svc.Scope.ScanIntel).

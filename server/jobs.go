@@ -10,6 +10,7 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform/job"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // jobEvents announces job transitions as svc.job.* events of the job's tenant. The data
@@ -26,7 +27,7 @@ func (e jobEvents) JobEvent(ctx context.Context, tenant, typ string, j *svcv1.Jo
 		e.s.log.Error("job event", "job_id", j.GetId(), "err", err)
 		return
 	}
-	data := map[string]any{"job_id": j.GetId(), "kind": enumWire(j.GetKind()), "status": enumWire(j.GetStatus()), "progress": j.GetProgress()}
+	data := map[string]any{"job_id": j.GetId(), "kind": rpc.EnumWire(j.GetKind()), "status": rpc.EnumWire(j.GetStatus()), "progress": j.GetProgress()}
 	if j.GetResult() != nil {
 		data["result"] = j.GetResult().AsMap()
 	}
@@ -80,10 +81,10 @@ func jobsReached(c *Caller) bool {
 	return c.Connection == nil || len(c.Connection.Grant.SourceIDs) == 0
 }
 
-var errJobOutsideGrant = newProblem(http.StatusForbidden, codeForbidden, "The connection's grant is limited to sources; jobs concern the whole account.")
+var errJobOutsideGrant = rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "The connection's grant is limited to sources; jobs concern the whole account.")
 
 func (s *Server) getJob(ctx context.Context, req *svcv1.GetJobRequest) (*svcv1.Job, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if !jobsReached(c) {
 		return nil, errJobOutsideGrant
 	}
@@ -95,11 +96,11 @@ func (s *Server) getJob(ctx context.Context, req *svcv1.GetJobRequest) (*svcv1.J
 }
 
 func (s *Server) listJobs(ctx context.Context, req *svcv1.ListJobsRequest) (*svcv1.ListJobsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.JobServiceListJobsProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.JobServiceListJobsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if !jobsReached(c) {
 		return &svcv1.ListJobsResponse{Data: []*svcv1.Job{}}, nil
 	}
@@ -109,7 +110,7 @@ func (s *Server) listJobs(ctx context.Context, req *svcv1.ListJobsRequest) (*svc
 	if err != nil {
 		return nil, err
 	}
-	out := &svcv1.ListJobsResponse{Data: []*svcv1.Job{}, NextCursor: s.nextCursor(binding, page.Last)}
+	out := &svcv1.ListJobsResponse{Data: []*svcv1.Job{}, NextCursor: s.pager.Next(binding, page.Last)}
 	for _, j := range page.Items {
 		out.Data = append(out.Data, s.renderJob(ctx, j))
 	}
@@ -118,7 +119,7 @@ func (s *Server) listJobs(ctx context.Context, req *svcv1.ListJobsRequest) (*svc
 
 // cancelJob cancels a queued or running job; cancelling a queued deletion keeps the account.
 func (s *Server) cancelJob(ctx context.Context, req *svcv1.CancelJobRequest) (*svcv1.Job, error) {
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	if !jobsReached(c) {
 		return nil, errJobOutsideGrant
 	}
@@ -128,9 +129,9 @@ func (s *Server) cancelJob(ctx context.Context, req *svcv1.CancelJobRequest) (*s
 		return nil, err
 	}
 	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION && c.User == nil {
-		return nil, newProblem(http.StatusForbidden, codeForbidden, "Only the account's user, signed in, can cancel its deletion.")
+		return nil, rpc.NewProblem(http.StatusForbidden, rpc.CodeForbidden, "Only the account's user, signed in, can cancel its deletion.")
 	}
-	started := newProblem(http.StatusConflict, codeInvalidState, "The account's deletion has started; it can no longer be cancelled.")
+	started := rpc.NewProblem(http.StatusConflict, rpc.CodeInvalidState, "The account's deletion has started; it can no longer be cancelled.")
 	if j.GetKind() == svcv1.JobKind_JOB_KIND_DELETION {
 		// Checked in the cancel's own write: a deletion that starts meanwhile is not cancelled.
 		j, err = s.jobRunner.CancelQueued(ctx, tenant, req.GetId())
@@ -141,7 +142,7 @@ func (s *Server) cancelJob(ctx context.Context, req *svcv1.CancelJobRequest) (*s
 		j, err = s.jobRunner.Cancel(ctx, tenant, req.GetId())
 	}
 	if errors.Is(err, job.ErrFinished) {
-		return nil, newProblem(http.StatusConflict, codeInvalidState, "The job has finished; only a queued or running job can be cancelled.")
+		return nil, rpc.NewProblem(http.StatusConflict, rpc.CodeInvalidState, "The job has finished; only a queued or running job can be cancelled.")
 	}
 	if err != nil {
 		return nil, err
@@ -161,7 +162,7 @@ func (s *Server) renderJob(ctx context.Context, j *svcv1.Job) *svcv1.Job {
 	if j.GetKind() != svcv1.JobKind_JOB_KIND_EXPORT || j.GetStatus() != svcv1.JobStatus_JOB_STATUS_SUCCEEDED || j.GetResult() == nil {
 		return j
 	}
-	if c := callerFrom(ctx); c == nil || c.User == nil {
+	if c := rpc.From(ctx); c == nil || c.User == nil {
 		return j
 	}
 	out := proto.Clone(j).(*svcv1.Job)

@@ -10,6 +10,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/server/internal/apidoc"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // openAPIDocument generates the OpenAPI 3.1 document of the REST surface (apidoc.OpenAPI)
@@ -40,24 +41,24 @@ func (s *Server) openAPIDocument() ([]byte, error) {
 // problemsByMethod are the codes a method answers beyond those its shape implies (see
 // problems), from its implementation: keep it in step when a handler gains a problem.
 var problemsByMethod = map[string]map[int][]string{
-	"PlanService.AuthorizePlan": {http.StatusConflict: {codeInvalidState, codePlanStale}, http.StatusForbidden: {codeActionDenied, codeStepUpRequired}},
-	"PlanService.CancelPlan":    {http.StatusConflict: {codeInvalidState}},
-	"ExecutionService.ExecutePlan": {http.StatusConflict: {codeInvalidState, codePlanStale},
-		http.StatusForbidden: {codeActionDenied, codeStepUpRequired}},
-	"ExecutionService.CancelExecution": {http.StatusConflict: {codeInvalidState}},
-	"AccountService.SignUp":            {http.StatusConflict: {codeConflict}},
-	"AccountService.SignIn":            {http.StatusUnauthorized: {codeUnauthenticated}},
-	"WebhookService.CreateWebhook":     {http.StatusConflict: {codeLimitReached}},
-	"WebhookService.SendTestEvent":     {http.StatusConflict: {codeInvalidState}},
-	"VaultService.GetVaultObjectContent": {http.StatusConflict: {codeInvalidState},
-		http.StatusRequestEntityTooLarge: {codeTooLarge}},
-	"VaultService.RestoreVaultObject":    {http.StatusConflict: {codeInvalidState}},
-	"JobService.CancelJob":               {http.StatusConflict: {codeInvalidState}},
-	"AccountService.ExportAccount":       {http.StatusConflict: {codeInvalidState, codeLimitReached}},
-	"BillingService.CreatePortalSession": {http.StatusBadGateway: {codeInternal}},
-	"IntelService.ActOnMeter":            {http.StatusConflict: {codeInvalidState}},
-	"PlanService.CreatePlan":             {http.StatusConflict: {codeLimitReached}},
-	"SourceService.CreateSource":         {http.StatusBadGateway: {codeProviderError}, http.StatusServiceUnavailable: {codeProviderDown}},
+	"PlanService.AuthorizePlan": {http.StatusConflict: {rpc.CodeInvalidState, rpc.CodePlanStale}, http.StatusForbidden: {rpc.CodeActionDenied, rpc.CodeStepUpRequired}},
+	"PlanService.CancelPlan":    {http.StatusConflict: {rpc.CodeInvalidState}},
+	"ExecutionService.ExecutePlan": {http.StatusConflict: {rpc.CodeInvalidState, rpc.CodePlanStale},
+		http.StatusForbidden: {rpc.CodeActionDenied, rpc.CodeStepUpRequired}},
+	"ExecutionService.CancelExecution": {http.StatusConflict: {rpc.CodeInvalidState}},
+	"AccountService.SignUp":            {http.StatusConflict: {rpc.CodeConflict}},
+	"AccountService.SignIn":            {http.StatusUnauthorized: {rpc.CodeUnauthenticated}},
+	"WebhookService.CreateWebhook":     {http.StatusConflict: {rpc.CodeLimitReached}},
+	"WebhookService.SendTestEvent":     {http.StatusConflict: {rpc.CodeInvalidState}},
+	"VaultService.GetVaultObjectContent": {http.StatusConflict: {rpc.CodeInvalidState},
+		http.StatusRequestEntityTooLarge: {rpc.CodeTooLarge}},
+	"VaultService.RestoreVaultObject":    {http.StatusConflict: {rpc.CodeInvalidState}},
+	"JobService.CancelJob":               {http.StatusConflict: {rpc.CodeInvalidState}},
+	"AccountService.ExportAccount":       {http.StatusConflict: {rpc.CodeInvalidState, rpc.CodeLimitReached}},
+	"BillingService.CreatePortalSession": {http.StatusBadGateway: {rpc.CodeInternal}},
+	"IntelService.ActOnMeter":            {http.StatusConflict: {rpc.CodeInvalidState}},
+	"PlanService.CreatePlan":             {http.StatusConflict: {rpc.CodeLimitReached}},
+	"SourceService.CreateSource":         {http.StatusBadGateway: {rpc.CodeProviderError}, http.StatusServiceUnavailable: {rpc.CodeProviderDown}},
 }
 
 // problems returns the problem codes an operation can answer with, by HTTP status: those of
@@ -67,10 +68,10 @@ var problemsByMethod = map[string]map[int][]string{
 func (r *route) problems() map[int][]string {
 	m := r.m
 	out := map[int][]string{
-		http.StatusBadRequest:          {codeValidation},
-		http.StatusTooManyRequests:     {codeRateLimited},
-		http.StatusInternalServerError: {codeInternal},
-		http.StatusServiceUnavailable:  {codeUnavailable},
+		http.StatusBadRequest:          {rpc.CodeValidation},
+		http.StatusTooManyRequests:     {rpc.CodeRateLimited},
+		http.StatusInternalServerError: {rpc.CodeInternal},
+		http.StatusServiceUnavailable:  {rpc.CodeUnavailable},
 	}
 	add := func(status int, codes ...string) {
 		for _, c := range codes {
@@ -80,25 +81,25 @@ func (r *route) problems() map[int][]string {
 		}
 	}
 	if !m.public() {
-		add(http.StatusUnauthorized, codeUnauthenticated)
-		add(http.StatusForbidden, codeForbidden)
+		add(http.StatusUnauthorized, rpc.CodeUnauthenticated)
+		add(http.StatusForbidden, rpc.CodeForbidden)
 	}
 	if r.body != "" {
-		add(http.StatusRequestEntityTooLarge, codeTooLarge)
-		add(http.StatusUnsupportedMediaType, codeMediaType)
+		add(http.StatusRequestEntityTooLarge, rpc.CodeTooLarge)
+		add(http.StatusUnsupportedMediaType, rpc.CodeMediaType)
 	}
 	if len(r.vars) > 0 || m.endpoint.GetAddressedById() || namesResource(m.desc.Input()) {
-		add(http.StatusNotFound, codeNotFound)
+		add(http.StatusNotFound, rpc.CodeNotFound)
 	}
 	if m.endpoint.GetIdempotent() {
-		add(http.StatusConflict, codeKeyReused, codeKeyInUse)
+		add(http.StatusConflict, rpc.CodeKeyReused, rpc.CodeKeyInUse)
 	}
 	if m.endpoint.GetOperationClass() != "" {
-		add(http.StatusBadGateway, codeProviderError)
-		add(http.StatusServiceUnavailable, codeProviderDown)
+		add(http.StatusBadGateway, rpc.CodeProviderError)
+		add(http.StatusServiceUnavailable, rpc.CodeProviderDown)
 	}
 	if m.call == nil {
-		add(http.StatusNotImplemented, codeNotImplemented)
+		add(http.StatusNotImplemented, rpc.CodeNotImplemented)
 	}
 	name := string(m.desc.Parent().Name()) + "." + string(m.desc.Name())
 	for st, codes := range problemsByMethod[name] {

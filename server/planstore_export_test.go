@@ -5,6 +5,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
+	"svc.dev/svc/server/internal/tenantapi"
 	"svc.dev/svc/storage/bolt"
 )
 
@@ -17,7 +18,7 @@ func (s *Server) PutPlan(ctx context.Context, tenant platform.Tenant, p *svcv1.P
 const PlanChunk = bolt.PlanChunk
 
 // InlineObjects is how many objects a REST response of plans encodes at once; more stream.
-const InlineObjects = inlineObjects
+const InlineObjects = tenantapi.InlineObjects
 
 // DBOf is the bbolt database under a server that opened the default store, for tests that
 // plant records directly.

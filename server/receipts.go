@@ -1,24 +1,10 @@
 package server
 
 import (
-	"context"
 	"net/http"
-
-	svcv1 "svc.dev/svc/gen/svc/v1"
 )
 
 const receiptBlobs = "receipts"
-
-// getReceipt serves a receipt's exact signed bytes (spec #17).
-func (s *Server) getReceipt(ctx context.Context, req *svcv1.GetReceiptRequest) (*svcv1.Receipt, error) {
-	c := callerFrom(ctx)
-	r, raw, err := s.scope(c).Receipt(ctx, req.GetId())
-	if err != nil {
-		return nil, err
-	}
-	c.RawJSON = raw
-	return r, nil
-}
 
 // serveReceiptKeys publishes the receipt signing keys, old ones included.
 func (s *Server) serveReceiptKeys(w http.ResponseWriter, r *http.Request) {

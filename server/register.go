@@ -11,87 +11,24 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
+	"svc.dev/svc/server/internal/insightapi"
+	"svc.dev/svc/server/internal/rpc"
+	"svc.dev/svc/server/internal/tenantapi"
 )
 
 // register installs the implemented methods; every other method answers 501.
 func (s *Server) register() {
-	handle(s, svcv1connect.AccountServiceSignUpProcedure, s.signUp)
-	handle(s, svcv1connect.AccountServiceSignInProcedure, s.signIn)
-	handle(s, svcv1connect.AccountServiceSignOutProcedure, s.signOut)
-	handle(s, svcv1connect.AccountServiceGetAccountProcedure, s.getAccount)
-	handle(s, svcv1connect.AccountServiceUpdateAccountProcedure, s.updateAccount)
 	handle(s, svcv1connect.AccountServiceDeleteAccountProcedure, s.deleteAccount)
 	handle(s, svcv1connect.AccountServiceExportAccountProcedure, s.exportAccount)
 	handle(s, svcv1connect.JobServiceGetJobProcedure, s.getJob)
 	handle(s, svcv1connect.JobServiceListJobsProcedure, s.listJobs)
 	handle(s, svcv1connect.JobServiceCancelJobProcedure, s.cancelJob)
-	handle(s, svcv1connect.BillingServiceCreatePortalSessionProcedure, s.createPortalSession)
-	handle(s, svcv1connect.DeveloperServiceCreateOrganizationProcedure, s.createOrganization)
-	handle(s, svcv1connect.PlanServiceListPlansProcedure, s.listPlans)
-	handle(s, svcv1connect.PlanServiceCreatePlanProcedure, s.createPlan)
-	handle(s, svcv1connect.PlanServiceGetPlanProcedure, s.getPlan)
-	handle(s, svcv1connect.PlanServiceListPlanObjectsProcedure, s.listPlanObjects)
-	handle(s, svcv1connect.PlanServiceAuthorizePlanProcedure, s.authorizePlan)
-	handle(s, svcv1connect.PlanServiceCancelPlanProcedure, s.cancelPlan)
-	handle(s, svcv1connect.SourceServiceListSourcesProcedure, s.listSources)
-	handle(s, svcv1connect.SourceServiceGetSourceProcedure, s.getSource)
-	handle(s, svcv1connect.SourceServiceUpdateSourcePolicyProcedure, s.updateSourcePolicy)
-	handle(s, svcv1connect.DestinationServiceCreateDestinationProcedure, s.createDestination)
-	handle(s, svcv1connect.DestinationServiceListDestinationsProcedure, s.listDestinations)
-	handle(s, svcv1connect.DestinationServiceGetDestinationProcedure, s.getDestination)
-	handle(s, svcv1connect.ExecutionServiceListExecutionsProcedure, s.listExecutions)
-	handle(s, svcv1connect.ExecutionServiceListExecutionStepsProcedure, s.listExecutionSteps)
-	handle(s, svcv1connect.DeveloperServiceCreateApplicationProcedure, s.createApplication)
-	handle(s, svcv1connect.DeveloperServiceListApplicationsProcedure, s.listApplications)
-	handle(s, svcv1connect.DeveloperServiceGetApplicationProcedure, s.getApplication)
-	handle(s, svcv1connect.DeveloperServiceCreateKeyProcedure, s.createKey)
-	handle(s, svcv1connect.DeveloperServiceListKeysProcedure, s.listKeys)
-	handle(s, svcv1connect.DeveloperServiceRotateKeyProcedure, s.rotateKey)
-	handle(s, svcv1connect.DeveloperServiceRevokeKeyProcedure, s.revokeKey)
-	handle(s, svcv1connect.DeveloperServiceListApplicationAuditProcedure, s.listApplicationAudit)
-	handle(s, svcv1connect.EventServiceListEventsProcedure, s.listEvents)
-	handle(s, svcv1connect.WebhookServiceListWebhooksProcedure, s.listWebhooks)
-	handle(s, svcv1connect.WebhookServiceCreateWebhookProcedure, s.createWebhook)
-	handle(s, svcv1connect.WebhookServiceGetWebhookProcedure, s.getWebhook)
-	handle(s, svcv1connect.WebhookServiceUpdateWebhookProcedure, s.updateWebhook)
-	handle(s, svcv1connect.WebhookServiceDeleteWebhookProcedure, s.deleteWebhook)
-	handle(s, svcv1connect.WebhookServiceRotateWebhookSecretProcedure, s.rotateWebhookSecret)
-	handle(s, svcv1connect.WebhookServiceListDeliveriesProcedure, s.listDeliveries)
-	handle(s, svcv1connect.WebhookServiceSendTestEventProcedure, s.sendTestEvent)
-	handle(s, svcv1connect.ReceiptServiceGetReceiptProcedure, s.getReceipt)
-	handle(s, svcv1connect.ReceiptServiceRestoreReceiptProcedure, s.restoreReceipt)
-	handle(s, svcv1connect.VaultServiceListVaultObjectsProcedure, s.listVaultObjects)
-	handle(s, svcv1connect.VaultServiceGetVaultObjectProcedure, s.getVaultObject)
-	handle(s, svcv1connect.VaultServiceGetVaultObjectContentProcedure, s.getVaultObjectContent)
-	handle(s, svcv1connect.VaultServiceExportManifestsProcedure, s.exportManifests)
-	handle(s, svcv1connect.VaultServiceRestoreVaultObjectProcedure, s.restoreVaultObject)
 	handle(s, svcv1connect.VaultServiceSearchVaultProcedure, s.searchVault)
-	handle(s, svcv1connect.VaultServiceGetVaultCoverageProcedure, s.getVaultCoverage)
-	handle(s, svcv1connect.CreatorServiceCreateCreatorSourceProcedure, s.createCreatorSource)
-	handle(s, svcv1connect.CreatorServiceGetCreatorSourceProcedure, s.getCreatorSource)
-	handle(s, svcv1connect.CreatorServiceListCreatorSourcesProcedure, s.listCreatorSources)
-	handle(s, svcv1connect.CreatorServiceDeleteCreatorSourceProcedure, s.deleteCreatorSource)
-	handle(s, svcv1connect.CreatorServiceUploadStatementProcedure, s.uploadStatement)
-	handle(s, svcv1connect.CreatorServiceSyncCreatorProcedure, s.syncCreator)
-	handle(s, svcv1connect.CreatorServiceListRevenueItemsProcedure, s.listRevenueItems)
-	handle(s, svcv1connect.CreatorServiceGetRevenueItemProcedure, s.getRevenueItem)
-	handle(s, svcv1connect.CreatorServiceListAnomaliesProcedure, s.listAnomalies)
-	handle(s, svcv1connect.CreatorServiceGetAnomalyProcedure, s.getAnomaly)
-	handle(s, svcv1connect.CreatorServiceDismissAnomalyProcedure, s.dismissAnomaly)
-	handle(s, svcv1connect.CreatorServiceReopenAnomalyProcedure, s.reopenAnomaly)
-	handle(s, svcv1connect.IntelServiceListMetersProcedure, s.listMeters)
-	handle(s, svcv1connect.IntelServiceGetMeterProcedure, s.getMeter)
-	handle(s, svcv1connect.IntelServiceActOnMeterProcedure, s.actOnMeter)
-	handle(s, svcv1connect.IntelServiceListTrialsProcedure, s.listTrials)
-	handle(s, svcv1connect.IntelServiceGetTrialProcedure, s.getTrial)
-	handle(s, svcv1connect.IntelServiceDecideTrialProcedure, s.decideTrial)
-	handle(s, svcv1connect.UsageServiceGetUsageProcedure, s.getUsage)
-	handle(s, svcv1connect.UsageServiceGetApplicationUsageProcedure, s.getApplicationUsage)
-	handle(s, svcv1connect.UsageServiceSetCeilingProcedure, s.setCeiling)
-	handle(s, svcv1connect.ExecutionServiceGetExecutionProcedure, s.getExecution)
-	handle(s, svcv1connect.ExecutionServiceExecutePlanProcedure, s.executePlan)
-	handle(s, svcv1connect.ExecutionServiceCancelExecutionProcedure, s.cancelExecution)
 	s.registerConnectFlow()
+	s.install((&tenantapi.API{Scope: s.scope, Pager: s.pager, Now: s.cfg.Now, Billing: s.planBilling, Usage: s.store.Usage(),
+		OwnsApplication: s.ownsApplication, EventLog: s.eventLog}).Handlers())
+	s.install(s.platformAPI.Handlers())
+	s.install((&insightapi.API{Scope: s.scope, Pager: s.pager, Meter: s.meter, Jobs: s.jobRunner}).Handlers())
 }
 
 // loadMethods builds the method table from every service of the svc.v1 package.
@@ -124,12 +61,17 @@ func (s *Server) loadMethods() error {
 
 // handle installs the implementation of a procedure.
 func handle[Req, Res proto.Message](s *Server, procedure string, fn func(context.Context, Req) (Res, error)) {
-	m, ok := s.methods[procedure]
-	if !ok {
-		panic("server: no method " + procedure)
-	}
-	m.call = func(ctx context.Context, req proto.Message) (proto.Message, error) {
-		return fn(ctx, req.(Req))
+	s.install(map[string]rpc.Handler{procedure: rpc.Handle(fn)})
+}
+
+// install installs implementations by procedure.
+func (s *Server) install(hs map[string]rpc.Handler) {
+	for procedure, h := range hs {
+		m, ok := s.methods[procedure]
+		if !ok {
+			panic("server: no method " + procedure)
+		}
+		m.call = h
 	}
 }
 

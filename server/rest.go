@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/wire"
 )
 
@@ -76,15 +77,15 @@ func (s *Server) restRouter() http.Handler {
 		if !s.rateHeaders(w, r) {
 			return
 		}
-		rid := requestIDFrom(r.Context())
+		rid := rpc.RequestID(r.Context())
 		if _, pattern := paths.Handler(r); pattern != "" {
 			verbs := slices.Sorted(slices.Values(allowed[pattern]))
 			w.Header().Set("Allow", strings.Join(verbs, ", "))
-			writeProblem(w, rid, newProblem(http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			rpc.Write(w, rid, rpc.NewProblem(http.StatusMethodNotAllowed, rpc.CodeMethodNotAllowed,
 				r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(verbs, ", ")+"."))
 			return
 		}
-		writeProblem(w, rid, newProblem(http.StatusNotFound, codeNotFound, "No endpoint at "+r.Method+" "+r.URL.Path+"."))
+		rpc.Write(w, rid, rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "No endpoint at "+r.Method+" "+r.URL.Path+"."))
 	})
 	return mux
 }
@@ -106,14 +107,14 @@ func (s *Server) decodeREST(rt *route, r *http.Request) (proto.Message, error) {
 		data, err := io.ReadAll(r.Body)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, newProblem(http.StatusRequestEntityTooLarge, codeTooLarge, "The request body is larger than the limit.")
+			return nil, rpc.NewProblem(http.StatusRequestEntityTooLarge, rpc.CodeTooLarge, "The request body is larger than the limit.")
 		}
 		if err != nil {
-			return nil, newProblem(http.StatusBadRequest, codeValidation, "The request body could not be read.")
+			return nil, rpc.NewProblem(http.StatusBadRequest, rpc.CodeValidation, "The request body could not be read.")
 		}
 		if len(strings.TrimSpace(string(data))) > 0 {
 			if !isJSON(r.Header.Get("Content-Type")) {
-				return nil, newProblem(http.StatusUnsupportedMediaType, codeMediaType, "The request body must be application/json.")
+				return nil, rpc.NewProblem(http.StatusUnsupportedMediaType, rpc.CodeMediaType, "The request body must be application/json.")
 			}
 			if err := decodeBody(rt, msg, data); err != nil {
 				return nil, err
@@ -123,12 +124,12 @@ func (s *Server) decodeREST(rt *route, r *http.Request) (proto.Message, error) {
 	for _, v := range rt.vars {
 		fd := md.Fields().ByName(protoreflect.Name(v))
 		if fd == nil {
-			return nil, newProblem(http.StatusInternalServerError, codeInternal, "route variable without field")
+			return nil, rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "route variable without field")
 		}
 		if err := wire.SetText(msg.ProtoReflect(), fd, r.PathValue(v)); err != nil {
 			if fd.Kind() == protoreflect.EnumKind {
 				// A path names a resource; a name outside the enumeration names nothing.
-				return nil, newProblem(http.StatusNotFound, codeNotFound, "No "+v+" named "+strconv.Quote(r.PathValue(v))+".")
+				return nil, rpc.NewProblem(http.StatusNotFound, rpc.CodeNotFound, "No "+v+" named "+strconv.Quote(r.PathValue(v))+".")
 			}
 			return nil, err
 		}
@@ -137,10 +138,10 @@ func (s *Server) decodeREST(rt *route, r *http.Request) (proto.Message, error) {
 		fd := wire.FieldByName(md, name)
 		if fd == nil || (rt.body == "*" && !queryOnly(fd)) || slices.Contains(rt.vars, string(fd.Name())) ||
 			(rt.body != "" && string(fd.Name()) == rt.body) {
-			return nil, invalid(name, "unknown query parameter")
+			return nil, rpc.Invalid(name, "unknown query parameter")
 		}
 		if !fd.IsList() && len(values) > 1 {
-			return nil, invalid(name, "may be given once")
+			return nil, rpc.Invalid(name, "may be given once")
 		}
 		for _, v := range values {
 			if err := wire.SetText(msg.ProtoReflect(), fd, v); err != nil {
@@ -161,13 +162,13 @@ func decodeBody(rt *route, msg proto.Message, data []byte) error {
 			return err
 		}
 		if f := msg.ProtoReflect().Descriptor().Fields().ByName("connection_id"); f != nil && msg.ProtoReflect().Has(f) {
-			return invalid("connection_id", "is a query parameter, not a body field")
+			return rpc.Invalid("connection_id", "is a query parameter, not a body field")
 		}
 		return nil
 	}
 	fd := msg.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(rt.body))
 	if fd == nil || fd.Message() == nil {
-		return newProblem(http.StatusInternalServerError, codeInternal, "body field is not a message")
+		return rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "body field is not a message")
 	}
 	sub := msg.ProtoReflect().Mutable(fd).Message()
 	return wire.Unmarshal(data, sub.Interface())
@@ -179,9 +180,9 @@ func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, out *outcome)
 	for k, v := range out.header {
 		h[k] = v
 	}
-	rid := requestIDFrom(r.Context())
+	rid := rpc.RequestID(r.Context())
 	if out.problem != nil {
-		writeProblem(w, rid, out.problem)
+		rpc.Write(w, rid, out.problem)
 		return
 	}
 	switch {
@@ -225,7 +226,7 @@ func (s *Server) writeREST(w http.ResponseWriter, r *http.Request, out *outcome)
 			panic(http.ErrAbortHandler)
 		}
 		s.log.ErrorContext(r.Context(), "encode response", "request_id", rid, "err", err)
-		writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to encode the response."))
+		rpc.Write(w, rid, rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "The server failed to encode the response."))
 	}
 }
 

@@ -1,12 +1,12 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
 
 	"svc.dev/svc/id"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // routes assembles the HTTP surface: Connect procedures, REST routes, documents, and
@@ -22,7 +22,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.serveHealthz)
 	mux.HandleFunc("GET /readyz", s.serveReadyz)
 	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
-	mux.HandleFunc("GET /v1/billing/portal/page", s.servePortalPage)
+	s.platformAPI.Routes(mux)
 	s.flow.Mount(mux)
 	mux.Handle("/", rest)
 	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))
@@ -34,8 +34,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		rid := id.New("req")
 		w.Header().Set("Request-Id", rid)
 		w.Header().Set("X-Content-Type-Options", "nosniff") // no response is ever sniffed into a page
-		ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
-		ctx = context.WithValue(ctx, httpRequestKey{}, r)
+		ctx := rpc.WithRequest(r.Context(), rid, r)
 		r = r.WithContext(ctx)
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
@@ -49,7 +48,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.ErrorContext(ctx, "panic", "request_id", rid, "path", r.URL.Path, "panic", fmt.Sprint(v))
-				writeProblem(w, rid, newProblem(http.StatusInternalServerError, codeInternal, "The server failed to process the request."))
+				rpc.Write(w, rid, rpc.NewProblem(http.StatusInternalServerError, rpc.CodeInternal, "The server failed to process the request."))
 			}
 		}()
 		next.ServeHTTP(w, r)

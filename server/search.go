@@ -8,17 +8,18 @@ import (
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // searchVault searches the vault (spec #11): the embedding package searches the caller's
 // tenant (q, filters, newest first); the edge checks the caller, limits the search to the
 // sources of a connection's grant, and seals the cursor.
 func (s *Server) searchVault(ctx context.Context, req *svcv1.SearchVaultRequest) (*svcv1.SearchVaultResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.VaultServiceSearchVaultProcedure, req)
+	after, limit, binding, err := s.pager.Start(ctx, svcv1connect.VaultServiceSearchVaultProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	c := callerFrom(ctx)
+	c := rpc.From(ctx)
 	q := svc.SearchQuery{Q: req.GetQ(), Provider: req.GetProvider(), Type: req.GetType(), Limit: limit, Cursor: after}
 	if req.From != nil {
 		q.From = req.GetFrom().AsTime()
@@ -38,7 +39,7 @@ func (s *Server) searchVault(ctx context.Context, req *svcv1.SearchVaultRequest)
 		}
 		out.Data = append(out.Data, hit)
 	}
-	out.NextCursor = s.nextCursor(binding, res.Next)
+	out.NextCursor = s.pager.Next(binding, res.Next)
 	return out, nil
 }
 

@@ -31,6 +31,8 @@ import (
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/server/internal/connectflow"
+	"svc.dev/svc/server/internal/platformapi"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
@@ -130,7 +132,7 @@ type Server struct {
 	devs      *platform.Developers
 	idem      *platform.Idempotency
 	limiter   *platform.Limiter
-	cursors   *platform.Cursors
+	pager     rpc.Pager
 	validator protovalidate.Validator
 	csrf      *http.CrossOriginProtection
 	methods   map[string]*method // by procedure
@@ -138,7 +140,7 @@ type Server struct {
 	openapi   []byte
 	providers *providers.Registry
 	sealer    *platform.Sealer
-	// flow is the connect flow (connect sessions, consent pages, provider OAuth).
+	// flow is the connect flow (connect sessions, consent pages, provider OAuth, a user's own sources).
 	flow *connectflow.Flow
 
 	// core is the embedding package: sources, plans, executions, receipts, manifests and the
@@ -153,6 +155,7 @@ type Server struct {
 	executions   storage.Records[*svcv1.Execution]
 	auditLog     storage.Records[*svcv1.AuditEntry]
 	audit        *storage.Batcher[*svcv1.AuditEntry]
+	auditor      rpc.Audit
 	eventLog     storage.Records[*svcv1.Event]
 	meter        *platform.Meter
 
@@ -169,9 +172,12 @@ type Server struct {
 	jobRunner *job.Runner // runs jobs (export, deletion, ...)
 	exportKey []byte      // authenticates export download URLs and portal pages
 	// exports writes and keeps account export archives.
-	exports  *export.Exports
-	biller   *billing.Biller
-	exportMu sync.Mutex // one account export at a time per tenant
+	exports *export.Exports
+	// platformAPI serves accounts, organizations, applications, keys, webhooks, usage and
+	// the billing portal.
+	platformAPI *platformapi.API
+	biller      *billing.Biller
+	exportMu    sync.Mutex // one account export at a time per tenant
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -241,7 +247,7 @@ func New(cfg Config) (*Server, error) {
 		devs:         platform.NewDevelopers(store, cfg.Now),
 		idem:         platform.NewIdempotency(store, cfg.Now),
 		limiter:      platform.NewLimiter(cfg.RateLimit, cfg.Now),
-		cursors:      platform.NewCursors(core.DeriveKey("cursor")),
+		pager:        rpc.Pager{Cursors: platform.NewCursors(core.DeriveKey("cursor"))},
 		validator:    v,
 		csrf:         http.NewCrossOriginProtection(),
 		methods:      map[string]*method{},
@@ -271,6 +277,7 @@ func New(cfg Config) (*Server, error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
 	s.audit = storage.NewBatcher(s.auditLog, logErr("audit log"))
+	s.auditor = rpc.Audit{Sink: s.audit, Now: cfg.Now}
 	if s.meter, err = platform.OpenMeter(filepath.Join(cfg.DataDir, usageLogFile), store.Usage(), s.devs, platform.MeterOptions{
 		Now: cfg.Now, Logger: cfg.Logger, RotateAt: usageLogRotate,
 		OnCeiling: func(ctx context.Context, orgID, typ string, data map[string]any) {
@@ -313,6 +320,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadMethods(); err != nil {
 		return fail(err)
 	}
+	s.platformAPI = s.newPlatformAPI()
 	s.flow = s.newConnectFlow()
 	s.register()
 	if s.openapi, err = s.openAPIDocument(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/wire"
 )
 
@@ -16,13 +17,13 @@ import (
 // that are not UTF-8 and control characters (U+0000 to U+001F, U+007F to U+009F): no field of
 // the API carries them legitimately, and stored they break logs, file names, headers and the
 // screens that show them. The problem names the first offending field by its wire path.
-func checkText(req proto.Message) *problem {
+func checkText(req proto.Message) *rpc.Problem {
 	path, bad := badText("", req.ProtoReflect())
 	if !bad {
 		return nil
 	}
-	return &problem{status: 400, code: codeValidation, detail: "The request is not valid.",
-		errors: []*svcv1.FieldViolation{{Path: path, Message: "must be UTF-8 text without control characters"}}}
+	return &rpc.Problem{Status: 400, Code: rpc.CodeValidation, Detail: "The request is not valid.",
+		Errors: []*svcv1.FieldViolation{{Path: path, Message: "must be UTF-8 text without control characters"}}}
 }
 
 func badText(path string, m protoreflect.Message) (string, bool) {

@@ -85,6 +85,28 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
+	// The handler families behind the edge import neither the edge itself nor a storage
+	// engine (like the edge, they reach one only through the layer's default Open): they get
+	// their parts from the server, and the caller from rpc.
+	for _, fam := range []string{"server/internal/rpc", "server/internal/platformapi", "server/internal/insightapi"} {
+		p, ok := pkgs[mod+"/"+fam]
+		if !ok {
+			t.Errorf("%s: no such package (the layer map names it)", fam)
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, f := range []string{mod + "/storage/bolt", "go.etcd.io/bbolt", mod + "/storage/postgres", "github.com/jackc/pgx/v5"} {
+				if under(imp, f) {
+					t.Errorf("%s imports %s", fam, imp)
+				}
+			}
+		}
+		for _, dep := range p.Deps {
+			if dep == mod+"/server" {
+				t.Errorf("%s depends on the server package", fam)
+			}
+		}
+	}
 	// The PostgreSQL engine implements the seam on its own: it reaches neither the edge,
 	// Connect, nor the other engine.
 	if p, ok := pkgs[mod+"/storage/postgres"]; !ok {

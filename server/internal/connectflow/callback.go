@@ -15,6 +15,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/vendorhttp"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // ProviderCallback completes a provider authorization (spec #18): the state must be the one
@@ -25,10 +26,11 @@ import (
 //
 // The endpoint is public: it never answers 401 nor asks for a credential (a provider's redirect
 // is no place for one). The browser's session cookie, when it has one, is what the state is
-// bound to; without it the state is not one this browser is waiting for. On success ctx's
-// caller becomes the signed-in user (Edge.WithCaller).
-func (f *Flow) ProviderCallback(ctx context.Context, c Caller, r *http.Request, req *svcv1.ProviderCallbackRequest) (*svcv1.Redirect, error) {
-	badState := invalid("state", "is not a state this browser session is waiting for (unknown, expired, already used, or issued to another session)")
+// bound to; without it the state is not one this browser is waiting for. Once found, the
+// signed-in user is the request's caller.
+func (f *Flow) providerCallback(ctx context.Context, req *svcv1.ProviderCallbackRequest) (*svcv1.Redirect, error) {
+	c, r := rpc.From(ctx), rpc.HTTPRequest(ctx)
+	badState := rpc.Invalid("state", "is not a state this browser session is waiting for (unknown, expired, already used, or issued to another session)")
 	if r == nil {
 		return nil, badState
 	}
@@ -41,8 +43,7 @@ func (f *Flow) ProviderCallback(ctx context.Context, c Caller, r *http.Request, 
 		return nil, err
 	}
 	c.User = user
-	ctx = f.cfg.Edge.WithCaller(ctx, c)
-	name := providers.Name(enumWire(req.GetProvider()))
+	name := providers.Name(rpc.EnumWire(req.GetProvider()))
 	rec, verifier, err := f.cfg.Sessions.FinishOAuth(ctx, req.GetState(), c.SessionToken, string(name))
 	if errors.Is(err, platform.ErrOAuthState) {
 		return nil, badState
@@ -61,7 +62,7 @@ func (f *Flow) ProviderCallback(ctx context.Context, c Caller, r *http.Request, 
 		return f.refused(ctx, back, rec.ConnectSessionID, errorCode(req.GetError())), nil
 	}
 	if req.GetCode() == "" {
-		return nil, invalid("code", "is required when the provider reports no error")
+		return nil, rpc.Invalid("code", "is required when the provider reports no error")
 	}
 	csn, err := f.cfg.Sessions.Session(ctx, rec.ConnectSessionID)
 	if err != nil {

@@ -10,37 +10,21 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
-	"svc.dev/svc/wire"
+	"svc.dev/svc/server/internal/rpc"
 )
-
-// Caller is who makes a request, as the edge resolved it.
-type Caller struct {
-	RequestID string
-	// Key is an application's API key, or nil.
-	Key *platform.APIKey
-	// User is the signed-in end user, or nil; SessionToken is their session's token.
-	User         *platform.User
-	SessionToken string
-	// Tenant is the tenant the request acts on (zero for public endpoints).
-	Tenant platform.Tenant
-}
 
 // Edge is what the flow needs of the API edge that mounts it.
 type Edge interface {
-	// Audit records a change to an application, made by the caller in ctx.
-	Audit(ctx context.Context, appID, action, target string, detail map[string]any)
 	// Emit publishes an event in tenant, also to the applications named in apps.
 	Emit(ctx context.Context, tenant platform.Tenant, typ, source, subject string, data map[string]any, apps ...string)
-	// WithCaller returns ctx with c as the request's caller, so audit entries and events name it.
-	WithCaller(ctx context.Context, c Caller) context.Context
 	// RateLimit applies the anonymous allowance to a page request and sets its headers; when
 	// it refuses, it writes the answer and returns false.
 	RateLimit(w http.ResponseWriter, r *http.Request) bool
@@ -50,8 +34,6 @@ type Edge interface {
 	SecureCookies(r *http.Request) bool
 	// PublicBase is the origin users and providers reach the server at.
 	PublicBase(r *http.Request) string
-	// RequestID is the id of the request ctx belongs to.
-	RequestID(ctx context.Context) string
 }
 
 // Accounts signs end users in.
@@ -89,6 +71,9 @@ type Config struct {
 	Developers Developers
 	Sources    Sources
 	Edge       Edge
+	// Audit records changes to applications; Pager pages the connections.
+	Audit rpc.Audit
+	Pager rpc.Pager
 	// OAuth configures the providers whose accounts connect through OAuth.
 	OAuth map[providers.Name]OAuthProvider
 	// LocalRoots are the folders under which users may connect local folders (none: no local
@@ -117,56 +102,66 @@ func New(cfg Config) *Flow {
 	return &Flow{cfg: cfg, log: cfg.Log}
 }
 
-// invalid is a validation failure of a request field.
-func invalid(field, msg string) error {
-	return &svc.Error{Code: svc.CodeInvalidArgument, Field: field, Detail: msg}
-}
-
 func consentPath(csnID string) string { return "/connect/" + csnID }
 
-// CreateSession starts a connect session for the key's application (POST /v1/connect/sessions).
-func (f *Flow) CreateSession(ctx context.Context, c Caller, r *http.Request, req *svcv1.CreateConnectSessionRequest) (*svcv1.ConnectSession, error) {
-	cr := platform.ConnectRequest{RedirectURI: req.GetRedirectUri(), OperationClasses: opClasses(req.GetOperationClasses()),
+// Handlers are the flow's RPCs by procedure, for the edge to install.
+func (f *Flow) Handlers() map[string]rpc.Handler {
+	return map[string]rpc.Handler{
+		svcv1connect.ConnectionServiceCreateConnectSessionProcedure:    rpc.Handle(f.createSession),
+		svcv1connect.ConnectionServiceListConnectionsProcedure:         rpc.Handle(f.listConnections),
+		svcv1connect.ConnectionServiceGetConnectionProcedure:           rpc.Handle(f.getConnection),
+		svcv1connect.ConnectionServiceRevokeConnectionProcedure:        rpc.Handle(f.revokeConnection),
+		svcv1connect.ConnectServiceProviderCallbackProcedure:           rpc.Handle(f.providerCallback),
+		svcv1connect.SourceServiceCreateSourceProcedure:                rpc.Handle(f.createSource),
+		svcv1connect.SourceServiceCreateProviderAuthorizationProcedure: rpc.Handle(f.createProviderAuthorization),
+		svcv1connect.SourceServiceGetProviderAuthorizationProcedure:    rpc.Handle(f.getProviderAuthorization),
+	}
+}
+
+// createSession starts a connect session for the key's application (POST /v1/connect/sessions).
+func (f *Flow) createSession(ctx context.Context, req *svcv1.CreateConnectSessionRequest) (*svcv1.ConnectSession, error) {
+	c := rpc.From(ctx)
+	cr := platform.ConnectRequest{RedirectURI: req.GetRedirectUri(), OperationClasses: rpc.OpClasses(req.GetOperationClasses()),
 		SourceIDs: req.GetSourceIds(), State: req.GetState()}
 	if req.Provider != nil {
 		// Test mode is simulated and unbilled: a real account connected there could be
 		// cleaned up for free, and the spec promises test mode works on simulated data.
 		if c.Key.Mode == platform.ModeTest {
-			return nil, invalid("provider", "cannot be connected in test mode, which works on simulated sources; start the session with a live key to connect a provider account")
+			return nil, rpc.Invalid("provider", "cannot be connected in test mode, which works on simulated sources; start the session with a live key to connect a provider account")
 		}
-		name := providers.Name(enumWire(req.GetProvider()))
+		name := providers.Name(rpc.EnumWire(req.GetProvider()))
 		if _, ok := f.oauthProvider(name); !ok {
-			return nil, invalid("provider", "cannot be connected through the consent page: this server has no OAuth configuration for it")
+			return nil, rpc.Invalid("provider", "cannot be connected through the consent page: this server has no OAuth configuration for it")
 		}
 		cr.Provider = string(name)
 	}
 	csn, err := f.cfg.Sessions.Start(ctx, c.Key, cr)
 	if errors.Is(err, platform.ErrRedirectURI) {
-		return nil, invalid("redirect_uri", "is not one of the application's redirect_uris")
+		return nil, rpc.Invalid("redirect_uri", "is not one of the application's redirect_uris")
 	}
 	if err != nil {
 		return nil, err
 	}
-	f.cfg.Edge.Audit(ctx, csn.AppID, "connect_session.created", csn.ID, map[string]any{"mode": string(csn.Mode),
-		"operation_classes": toAny(csn.OperationClasses), "redirect_uri": csn.RedirectURI})
-	return f.sessionProto(r, csn), nil
+	f.cfg.Audit.Change(ctx, csn.AppID, "connect_session.created", csn.ID, map[string]any{"mode": string(csn.Mode),
+		"operation_classes": rpc.Strings(csn.OperationClasses), "redirect_uri": csn.RedirectURI})
+	return f.sessionProto(rpc.HTTPRequest(ctx), csn), nil
 }
 
 func (f *Flow) sessionProto(r *http.Request, c *platform.ConnectSession) *svcv1.ConnectSession {
 	out := &svcv1.ConnectSession{
 		Id:               c.ID,
 		ApplicationId:    c.AppID,
-		Mode:             svcv1.KeyMode(enumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
+		Mode:             svcv1.KeyMode(rpc.EnumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
 		Url:              f.cfg.Edge.PublicBase(r) + consentPath(c.ID),
-		Status:           svcv1.ConnectSessionStatus(enumNumber(svcv1.ConnectSessionStatus(0).Descriptor(), c.StatusAt(f.cfg.Now()))),
+		Status:           svcv1.ConnectSessionStatus(rpc.EnumNumber(svcv1.ConnectSessionStatus(0).Descriptor(), c.StatusAt(f.cfg.Now()))),
 		RedirectUri:      c.RedirectURI,
-		OperationClasses: opEnums(c.OperationClasses),
-		SourceIds:        nonNil(c.SourceIDs),
+		OperationClasses: rpc.OpEnums(c.OperationClasses),
+		SourceIds:        rpc.NonNil(c.SourceIDs),
 		CreatedAt:        timestamppb.New(c.CreatedAt),
 		ExpiresAt:        timestamppb.New(c.ExpiresAt),
 	}
 	if c.Provider != "" {
-		p := svcv1.Provider(enumNumber(svcv1.Provider(0).Descriptor(), c.Provider))
+		p := svcv1.Provider(rpc.EnumNumber(svcv1.Provider(0).Descriptor(), c.Provider))
 		out.Provider = &p
 	}
 	if c.State != "" {
@@ -188,9 +183,9 @@ func ConnectionProto(c *platform.Connection) *svcv1.Connection {
 		Id:            c.ID,
 		ApplicationId: c.AppID,
 		UserId:        c.UserID,
-		Mode:          svcv1.KeyMode(enumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
+		Mode:          svcv1.KeyMode(rpc.EnumNumber(svcv1.KeyMode(0).Descriptor(), string(c.Mode))),
 		Status:        status,
-		Grant:         &svcv1.Grant{Id: c.Grant.ID, OperationClasses: opEnums(c.Grant.OperationClasses), SourceIds: nonNil(c.Grant.SourceIDs)},
+		Grant:         &svcv1.Grant{Id: c.Grant.ID, OperationClasses: rpc.OpEnums(c.Grant.OperationClasses), SourceIds: rpc.NonNil(c.Grant.SourceIDs)},
 		CreatedAt:     timestamppb.New(c.CreatedAt),
 	}
 	if c.RevokedAt != nil {
@@ -201,7 +196,7 @@ func ConnectionProto(c *platform.Connection) *svcv1.Connection {
 
 // sees reports whether the caller may see a connection: the end user's own in the session's
 // mode, or the application's own in the key's mode. Anything else is not found.
-func (c Caller) sees(conn *platform.Connection) bool {
+func sees(c *rpc.Caller, conn *platform.Connection) bool {
 	switch {
 	case c.User != nil:
 		return conn.UserID == c.User.ID && conn.Mode == c.Tenant.Mode
@@ -211,9 +206,14 @@ func (c Caller) sees(conn *platform.Connection) bool {
 	return false
 }
 
-// ListConnections returns up to limit of the caller's connections older than the connection
-// after (all when ""), newest first; last is the id to continue after, "" at the end.
-func (f *Flow) ListConnections(ctx context.Context, c Caller, after string, limit int) (page []*svcv1.Connection, last string, err error) {
+// listConnections lists the caller's connections, newest first: an application's in its
+// key's mode, or the signed-in user's in the session's mode.
+func (f *Flow) listConnections(ctx context.Context, req *svcv1.ListConnectionsRequest) (*svcv1.ListConnectionsResponse, error) {
+	after, limit, binding, err := f.cfg.Pager.Start(ctx, svcv1connect.ConnectionServiceListConnectionsProcedure, req)
+	if err != nil {
+		return nil, err
+	}
+	c := rpc.From(ctx)
 	var conns []*platform.Connection
 	if c.Key != nil {
 		conns, err = f.cfg.Developers.ConnectionsOfApp(ctx, c.Key.AppID)
@@ -221,53 +221,55 @@ func (f *Flow) ListConnections(ctx context.Context, c Caller, after string, limi
 		conns, err = f.cfg.Developers.ConnectionsOfUser(ctx, c.User.ID)
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	conns = slices.DeleteFunc(conns, func(x *platform.Connection) bool { return !c.sees(x) })
+	conns = slices.DeleteFunc(conns, func(x *platform.Connection) bool { return !sees(c, x) })
 	// Ids are ULIDs: descending id order is newest first, and the cursor is the last id seen.
 	slices.SortFunc(conns, func(a, b *platform.Connection) int { return strings.Compare(b.ID, a.ID) })
-	page = []*svcv1.Connection{}
+	out := &svcv1.ListConnectionsResponse{Data: []*svcv1.Connection{}}
 	for _, conn := range conns {
 		if after != "" && conn.ID >= after {
 			continue
 		}
-		if len(page) == limit {
-			return page, page[len(page)-1].Id, nil
+		if len(out.Data) == limit {
+			out.NextCursor = f.cfg.Pager.Next(binding, out.Data[len(out.Data)-1].Id)
+			break
 		}
-		page = append(page, ConnectionProto(conn))
+		out.Data = append(out.Data, ConnectionProto(conn))
 	}
-	return page, "", nil
+	return out, nil
 }
 
 // visible returns a connection the caller may see, revoked or not.
-func (f *Flow) visible(ctx context.Context, c Caller, connID string) (*platform.Connection, error) {
+func (f *Flow) visible(ctx context.Context, c *rpc.Caller, connID string) (*platform.Connection, error) {
 	conn, err := f.cfg.Developers.LookupConnection(ctx, connID)
 	if err != nil {
 		return nil, err
 	}
-	if !c.sees(conn) {
+	if !sees(c, conn) {
 		return nil, platform.ErrNotFound
 	}
 	return conn, nil
 }
 
-// GetConnection returns one of the caller's connections.
-func (f *Flow) GetConnection(ctx context.Context, c Caller, connID string) (*svcv1.Connection, error) {
-	conn, err := f.visible(ctx, c, connID)
+// getConnection returns one of the caller's connections.
+func (f *Flow) getConnection(ctx context.Context, req *svcv1.ConnectionRequest) (*svcv1.Connection, error) {
+	conn, err := f.visible(ctx, rpc.From(ctx), req.GetId())
 	if err != nil {
 		return nil, err
 	}
 	return ConnectionProto(conn), nil
 }
 
-// RevokeConnection revokes a connection for its end user or its application. It takes effect
+// revokeConnection revokes a connection for its end user or its application. It takes effect
 // with the next request: the edge resolves connection_id on every call and refuses revoked
 // connections.
-func (f *Flow) RevokeConnection(ctx context.Context, c Caller, connID string) (*svcv1.Connection, error) {
-	if _, err := f.visible(ctx, c, connID); err != nil {
+func (f *Flow) revokeConnection(ctx context.Context, req *svcv1.ConnectionRequest) (*svcv1.Connection, error) {
+	c := rpc.From(ctx)
+	if _, err := f.visible(ctx, c, req.GetId()); err != nil {
 		return nil, err
 	}
-	conn, changed, err := f.cfg.Developers.Revoke(ctx, connID)
+	conn, changed, err := f.cfg.Developers.Revoke(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +278,7 @@ func (f *Flow) RevokeConnection(ctx context.Context, c Caller, connID string) (*
 		if c.Key != nil {
 			by = "application"
 		}
-		f.cfg.Edge.Audit(ctx, conn.AppID, "connection.revoked", conn.ID, map[string]any{"revoked_by": by})
+		f.cfg.Audit.Change(ctx, conn.AppID, "connection.revoked", conn.ID, map[string]any{"revoked_by": by})
 		// The application no longer reaches the user's tenant, so the tenant's audience would
 		// miss it: name it explicitly.
 		f.cfg.Edge.Emit(ctx, conn.Tenant(), event.ConnectionRevoked, "/v1/connections", conn.ID, map[string]any{
@@ -284,42 +286,3 @@ func (f *Flow) RevokeConnection(ctx context.Context, c Caller, connID string) (*
 	}
 	return ConnectionProto(conn), nil
 }
-
-func opClasses(ops []svcv1.OperationClass) []string {
-	out := make([]string, 0, len(ops))
-	for _, op := range ops {
-		out = append(out, enumWire(op))
-	}
-	return out
-}
-
-func opEnums(ops []string) []svcv1.OperationClass {
-	out := make([]svcv1.OperationClass, 0, len(ops))
-	for _, op := range ops {
-		out = append(out, svcv1.OperationClass(enumNumber(svcv1.OperationClass(0).Descriptor(), op)))
-	}
-	return out
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
-// nonNil is s, or an empty slice for nil: lists are [] on the wire, never null.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-func enumNumber(ed protoreflect.EnumDescriptor, s string) protoreflect.EnumNumber {
-	n, _ := wire.ParseEnum(ed, s)
-	return n
-}
-
-func enumWire(e protoreflect.Enum) string { return wire.EnumString(e.Descriptor(), e.Number()) }

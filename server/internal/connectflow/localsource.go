@@ -16,26 +16,28 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/server/internal/rpc"
 )
 
-// CreateSource connects a local folder (vendor_d_local) or an S3-compatible bucket
+// createSource connects a local folder (vendor_d_local) or an S3-compatible bucket
 // (object_store_compatible) for the signed-in user (POST /v1/sources). A folder must be under
 // one of the server's local roots, symbolic links resolved; a bucket's host must be a public
 // address unless the server runs for development. Test mode, which works on simulated data,
 // connects neither. Nothing is stored when the request is refused.
-func (f *Flow) CreateSource(ctx context.Context, c Caller, req *svcv1.CreateSourceRequest) (*svcv1.Source, error) {
+func (f *Flow) createSource(ctx context.Context, req *svcv1.CreateSourceRequest) (*svcv1.Source, error) {
+	c := rpc.From(ctx)
 	if c.Tenant.Mode == platform.ModeTest {
-		return nil, invalid("provider", "cannot be connected in test mode, which works on simulated sources; connect it without Svc-Mode: test")
+		return nil, rpc.Invalid("provider", "cannot be connected in test mode, which works on simulated sources; connect it without Svc-Mode: test")
 	}
 	var spec svc.SourceSpec
 	var err error
-	switch name := providers.Name(enumWire(req.GetProvider())); name {
+	switch name := providers.Name(rpc.EnumWire(req.GetProvider())); name {
 	case providers.VendorDLocal:
 		spec, err = f.folderSpec(req)
 	case providers.ObjectStoreCompatible:
 		spec, err = f.bucketSpec(ctx, req)
 	default:
-		return nil, invalid("provider", "must be vendor_d_local or object_store_compatible; accounts that sign in at their provider connect with POST /v1/provider-authorizations")
+		return nil, rpc.Invalid("provider", "must be vendor_d_local or object_store_compatible; accounts that sign in at their provider connect with POST /v1/provider-authorizations")
 	}
 	if err != nil {
 		return nil, err
@@ -49,9 +51,9 @@ func (f *Flow) CreateSource(ctx context.Context, c Caller, req *svcv1.CreateSour
 		err := f.cfg.Sources.Probe(ctx, spec)
 		switch {
 		case errors.Is(err, providers.ErrNotFound):
-			return nil, invalid("url", "names a bucket that does not exist at that host")
+			return nil, rpc.Invalid("url", "names a bucket that does not exist at that host")
 		case errors.Is(err, providers.ErrPermission):
-			return nil, invalid("access_key_id", "was refused by the bucket (with secret_access_key)")
+			return nil, rpc.Invalid("access_key_id", "was refused by the bucket (with secret_access_key)")
 		case err != nil:
 			return nil, fmt.Errorf("reach bucket: %w", err)
 		}
@@ -62,18 +64,18 @@ func (f *Flow) CreateSource(ctx context.Context, c Caller, req *svcv1.CreateSour
 // folderSpec is the source of a local folder request.
 func (f *Flow) folderSpec(req *svcv1.CreateSourceRequest) (svc.SourceSpec, error) {
 	if req.Url != nil || req.AccessKeyId != nil || req.SecretAccessKey != nil || req.Region != nil || req.Insecure != nil {
-		return svc.SourceSpec{}, invalid("provider", "vendor_d_local takes path only")
+		return svc.SourceSpec{}, rpc.Invalid("provider", "vendor_d_local takes path only")
 	}
 	p := req.GetPath()
 	if p == "" {
-		return svc.SourceSpec{}, invalid("path", "is required for vendor_d_local")
+		return svc.SourceSpec{}, rpc.Invalid("path", "is required for vendor_d_local")
 	}
 	if !filepath.IsAbs(p) {
-		return svc.SourceSpec{}, invalid("path", "must be an absolute path")
+		return svc.SourceSpec{}, rpc.Invalid("path", "must be an absolute path")
 	}
-	outside := invalid("path", "is not under a folder this server lets users connect (svc serve --local-root)")
+	outside := rpc.Invalid("path", "is not under a folder this server lets users connect (svc serve --local-root)")
 	if len(f.cfg.LocalRoots) == 0 {
-		return svc.SourceSpec{}, invalid("path", "cannot be connected: this server lets users connect no local folder (svc serve --local-root)")
+		return svc.SourceSpec{}, rpc.Invalid("path", "cannot be connected: this server lets users connect no local folder (svc serve --local-root)")
 	}
 	if f.localRoot(filepath.Clean(p), false) == "" {
 		return svc.SourceSpec{}, outside
@@ -81,13 +83,13 @@ func (f *Flow) folderSpec(req *svcv1.CreateSourceRequest) (svc.SourceSpec, error
 	// Symbolic links resolved: a link inside a root may point anywhere.
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return svc.SourceSpec{}, invalid("path", "is not a folder that exists")
+		return svc.SourceSpec{}, rpc.Invalid("path", "is not a folder that exists")
 	}
 	if f.localRoot(real, true) == "" {
 		return svc.SourceSpec{}, outside
 	}
 	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return svc.SourceSpec{}, invalid("path", "is not a folder")
+		return svc.SourceSpec{}, rpc.Invalid("path", "is not a folder")
 	}
 	return svc.SourceSpec{Provider: providers.VendorDLocal, Config: providers.Config{"root": real}, Kind: "folder", DisplayName: real}, nil
 }
@@ -114,30 +116,30 @@ func (f *Flow) localRoot(p string, resolved bool) string {
 // bucketSpec is the source of a bucket request.
 func (f *Flow) bucketSpec(ctx context.Context, req *svcv1.CreateSourceRequest) (svc.SourceSpec, error) {
 	if req.Path != nil {
-		return svc.SourceSpec{}, invalid("path", "is for vendor_d_local; a bucket is named by url")
+		return svc.SourceSpec{}, rpc.Invalid("path", "is for vendor_d_local; a bucket is named by url")
 	}
 	if req.GetUrl() == "" {
-		return svc.SourceSpec{}, invalid("url", "is required for object_store_compatible: s3://HOST[:PORT]/BUCKET[/PREFIX]")
+		return svc.SourceSpec{}, rpc.Invalid("url", "is required for object_store_compatible: s3://HOST[:PORT]/BUCKET[/PREFIX]")
 	}
 	host, ref, err := parseBucketURL(req.GetUrl())
 	if err != nil {
-		return svc.SourceSpec{}, invalid("url", err.Error())
+		return svc.SourceSpec{}, rpc.Invalid("url", err.Error())
 	}
 	if req.GetAccessKeyId() == "" {
-		return svc.SourceSpec{}, invalid("access_key_id", "is required for object_store_compatible")
+		return svc.SourceSpec{}, rpc.Invalid("access_key_id", "is required for object_store_compatible")
 	}
 	if req.GetSecretAccessKey() == "" {
-		return svc.SourceSpec{}, invalid("secret_access_key", "is required for object_store_compatible")
+		return svc.SourceSpec{}, rpc.Invalid("secret_access_key", "is required for object_store_compatible")
 	}
 	private, err := privateHost(ctx, host)
 	if err != nil {
-		return svc.SourceSpec{}, invalid("url", "names a host that does not resolve")
+		return svc.SourceSpec{}, rpc.Invalid("url", "names a host that does not resolve")
 	}
 	if private && !f.cfg.Dev {
-		return svc.SourceSpec{}, invalid("url", "names a loopback, private or link-local address, which this server does not reach for users (svc serve --dev does)")
+		return svc.SourceSpec{}, rpc.Invalid("url", "names a loopback, private or link-local address, which this server does not reach for users (svc serve --dev does)")
 	}
 	if req.GetInsecure() && !private {
-		return svc.SourceSpec{}, invalid("insecure", "is allowed for loopback and private addresses only: a bucket's credentials never cross a network in clear")
+		return svc.SourceSpec{}, rpc.Invalid("insecure", "is allowed for loopback and private addresses only: a bucket's credentials never cross a network in clear")
 	}
 	cfg := providers.Config{"endpoint": host, "access_key": req.GetAccessKeyId(), "secret_key": req.GetSecretAccessKey(),
 		"secure": strconv.FormatBool(!req.GetInsecure())}

@@ -11,6 +11,7 @@ import (
 	"svc.dev/svc/platform"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/server/internal/page"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // A user's own provider authorization (docs/connect.md "A user's own sources"): the signed-in
@@ -22,41 +23,43 @@ import (
 // ownApp stands for the application on the pages of a user's own provider authorization.
 var ownApp = &platform.Application{Name: "svc"}
 
-// CreateProviderAuthorization starts a user's own provider authorization
+// createProviderAuthorization starts a user's own provider authorization
 // (POST /v1/provider-authorizations). The provider needs an OAuth configuration on the server;
 // test mode, which works on simulated data, connects no real account.
-func (f *Flow) CreateProviderAuthorization(ctx context.Context, c Caller, r *http.Request, req *svcv1.CreateProviderAuthorizationRequest) (*svcv1.ProviderAuthorization, error) {
-	name := providers.Name(enumWire(req.GetProvider()))
+func (f *Flow) createProviderAuthorization(ctx context.Context, req *svcv1.CreateProviderAuthorizationRequest) (*svcv1.ProviderAuthorization, error) {
+	c := rpc.From(ctx)
+	name := providers.Name(rpc.EnumWire(req.GetProvider()))
 	if c.Tenant.Mode == platform.ModeTest {
-		return nil, invalid("provider", "cannot be connected in test mode, which works on simulated sources; connect it without Svc-Mode: test")
+		return nil, rpc.Invalid("provider", "cannot be connected in test mode, which works on simulated sources; connect it without Svc-Mode: test")
 	}
 	if _, ok := f.oauthProvider(name); !ok {
-		return nil, invalid("provider", "cannot be connected through OAuth: this server has no OAuth configuration for it (svc serve --oauth-config); local folders and buckets connect with POST /v1/sources")
+		return nil, rpc.Invalid("provider", "cannot be connected through OAuth: this server has no OAuth configuration for it (svc serve --oauth-config); local folders and buckets connect with POST /v1/sources")
 	}
 	csn, err := f.cfg.Sessions.StartOwn(ctx, c.User.ID, c.Tenant.Mode, string(name))
 	if err != nil {
 		return nil, err
 	}
-	return f.authorizationProto(r, csn), nil
+	return f.authorizationProto(rpc.HTTPRequest(ctx), csn), nil
 }
 
-// GetProviderAuthorization reads one of the signed-in user's own provider authorizations, in
+// getProviderAuthorization reads one of the signed-in user's own provider authorizations, in
 // the session's mode; anything else is not found.
-func (f *Flow) GetProviderAuthorization(ctx context.Context, c Caller, r *http.Request, id string) (*svcv1.ProviderAuthorization, error) {
-	csn, err := f.cfg.Sessions.Session(ctx, id)
+func (f *Flow) getProviderAuthorization(ctx context.Context, req *svcv1.GetProviderAuthorizationRequest) (*svcv1.ProviderAuthorization, error) {
+	c := rpc.From(ctx)
+	csn, err := f.cfg.Sessions.Session(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
 	if !csn.Own() || csn.UserID != c.User.ID || csn.Mode != c.Tenant.Mode {
 		return nil, platform.ErrNotFound
 	}
-	return f.authorizationProto(r, csn), nil
+	return f.authorizationProto(rpc.HTTPRequest(ctx), csn), nil
 }
 
 func (f *Flow) authorizationProto(r *http.Request, c *platform.ConnectSession) *svcv1.ProviderAuthorization {
 	out := &svcv1.ProviderAuthorization{
 		Id:        c.ID,
-		Provider:  svcv1.Provider(enumNumber(svcv1.Provider(0).Descriptor(), c.Provider)),
+		Provider:  svcv1.Provider(rpc.EnumNumber(svcv1.Provider(0).Descriptor(), c.Provider)),
 		Url:       f.cfg.Edge.PublicBase(r) + consentPath(c.ID),
 		Status:    svcv1.ProviderAuthorizationStatus_PROVIDER_AUTHORIZATION_STATUS_PENDING,
 		CreatedAt: timestamppb.New(c.CreatedAt),

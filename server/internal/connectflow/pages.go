@@ -16,6 +16,7 @@ import (
 	"svc.dev/svc/platform/event"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/server/internal/page"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // The consent page: plain server-rendered HTML, no script. Every form posts back to the page;
@@ -71,7 +72,7 @@ func (f *Flow) begin(w http.ResponseWriter, r *http.Request) *consentRequest {
 		page.Message(w, f.log, http.StatusNotFound, "Request not found", "This connect request does not exist. Go back to the application and start again.")
 		return nil
 	}
-	f.log.ErrorContext(r.Context(), "consent page", "request_id", f.cfg.Edge.RequestID(r.Context()), "err", err)
+	f.log.ErrorContext(r.Context(), "consent page", "request_id", rpc.RequestID(r.Context()), "err", err)
 	page.Message(w, f.log, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
 	return nil
 }
@@ -134,7 +135,7 @@ func (f *Flow) consentPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := f.consentView(r.Context(), cr)
 	if err != nil {
-		f.log.ErrorContext(r.Context(), "consent page", "request_id", f.cfg.Edge.RequestID(r.Context()), "err", err)
+		f.log.ErrorContext(r.Context(), "consent page", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, f.log, http.StatusInternalServerError, "Something went wrong", "The request could not be loaded. Try again in a moment.")
 		return
 	}
@@ -184,7 +185,7 @@ func (f *Flow) consentView(ctx context.Context, cr *consentRequest) (*page.View,
 		if src.GetStatus() != svcv1.SourceStatus_SOURCE_STATUS_CONNECTED || (len(csn.SourceIDs) > 0 && !slices.Contains(csn.SourceIDs, src.Id) && !fresh) {
 			return true
 		}
-		detail := f.providerLabel(providers.Name(enumWire(src.GetProvider())))
+		detail := f.providerLabel(providers.Name(rpc.EnumWire(src.GetProvider())))
 		if src.Email != nil && !strings.Contains(src.DisplayName, src.GetEmail()) {
 			detail += " · " + src.GetEmail()
 		}
@@ -217,7 +218,7 @@ func (f *Flow) consentSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		f.log.ErrorContext(r.Context(), "consent sign-in", "request_id", f.cfg.Edge.RequestID(r.Context()), "err", err)
+		f.log.ErrorContext(r.Context(), "consent sign-in", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, f.log, http.StatusInternalServerError, "Something went wrong", "You could not be signed in. Try again in a moment.")
 		return
 	}
@@ -246,7 +247,7 @@ func (f *Flow) consentDecision(w http.ResponseWriter, r *http.Request) {
 			f.decisionFailed(w, r, cr, err)
 			return
 		}
-		f.cfg.Edge.Audit(ctx, csn.AppID, "connect_session.denied", csn.ID, map[string]any{"user_id": cr.user.ID})
+		f.cfg.Audit.Change(ctx, csn.AppID, "connect_session.denied", csn.ID, map[string]any{"user_id": cr.user.ID})
 		f.backToApp(w, r, csn, url.Values{"error": {"access_denied"}})
 	case "approve":
 		chosen := slices.Compact(slices.Sorted(slices.Values(r.PostForm["source_id"])))
@@ -277,11 +278,11 @@ func (f *Flow) consentDecision(w http.ResponseWriter, r *http.Request) {
 				f.log.ErrorContext(ctx, "record source connection", "source_id", id, "err", err)
 			}
 		}
-		f.cfg.Edge.Audit(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
-			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
+		f.cfg.Audit.Change(ctx, conn.AppID, "connection.created", conn.ID, map[string]any{"user_id": conn.UserID, "mode": string(conn.Mode),
+			"operation_classes": rpc.Strings(conn.Grant.OperationClasses), "source_ids": rpc.Strings(conn.Grant.SourceIDs), "connect_session_id": csn.ID})
 		f.cfg.Edge.Emit(ctx, conn.Tenant(), event.ConnectionCreated, "/v1/connections", conn.ID, map[string]any{
 			"connection_id": conn.ID, "application_id": conn.AppID, "connect_session_id": csn.ID,
-			"operation_classes": toAny(conn.Grant.OperationClasses), "source_ids": toAny(conn.Grant.SourceIDs)})
+			"operation_classes": rpc.Strings(conn.Grant.OperationClasses), "source_ids": rpc.Strings(conn.Grant.SourceIDs)})
 		f.backToApp(w, r, csn, url.Values{"connection_id": {conn.ID}})
 	default:
 		page.Message(w, f.log, http.StatusBadRequest, "Request refused", "Choose Approve or Deny.")
@@ -291,8 +292,8 @@ func (f *Flow) consentDecision(w http.ResponseWriter, r *http.Request) {
 // pageCaller puts the signed-in user in the request's context as its Caller, so that events
 // and audit entries name them as they do for API calls.
 func (f *Flow) pageCaller(r *http.Request, cr *consentRequest) context.Context {
-	return f.cfg.Edge.WithCaller(r.Context(), Caller{RequestID: f.cfg.Edge.RequestID(r.Context()), User: cr.user, SessionToken: cr.token,
-		Tenant: platform.Tenant{Owner: cr.user.ID, Mode: cr.csn.Mode}})
+	return rpc.WithCaller(r.Context(), &rpc.Caller{RequestID: rpc.RequestID(r.Context()), User: cr.user, SessionToken: cr.token,
+		Tenant: platform.Tenant{Owner: cr.user.ID, Mode: cr.csn.Mode}, Header: http.Header{}})
 }
 
 func (f *Flow) consentError(w http.ResponseWriter, r *http.Request, cr *consentRequest, status int, text string) {
@@ -321,7 +322,7 @@ func (f *Flow) decisionFailed(w http.ResponseWriter, r *http.Request, cr *consen
 	case errors.Is(err, platform.ErrScope):
 		page.Message(w, f.log, http.StatusForbidden, "Request refused", cr.app.Name+" is no longer allowed what it asked for. Go back to it and start again.")
 	default:
-		f.log.ErrorContext(r.Context(), "consent decision", "request_id", f.cfg.Edge.RequestID(r.Context()), "err", err)
+		f.log.ErrorContext(r.Context(), "consent decision", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, f.log, http.StatusInternalServerError, "Something went wrong", "Your decision could not be recorded. Try again in a moment.")
 	}
 }
@@ -365,7 +366,7 @@ func (f *Flow) consentProvider(w http.ResponseWriter, r *http.Request) {
 	state, err := f.cfg.Sessions.BeginOAuth(r.Context(), platform.OAuthStart{SessionToken: cr.token, UserID: cr.user.ID,
 		ConnectSessionID: cr.csn.ID, Provider: string(name), Verifier: verifier, RedirectURL: redirectURL})
 	if err != nil {
-		f.log.ErrorContext(r.Context(), "begin oauth", "request_id", f.cfg.Edge.RequestID(r.Context()), "err", err)
+		f.log.ErrorContext(r.Context(), "begin oauth", "request_id", rpc.RequestID(r.Context()), "err", err)
 		page.Message(w, f.log, http.StatusInternalServerError, "Something went wrong", "The connection could not be started. Try again in a moment.")
 		return
 	}

@@ -1,4 +1,4 @@
-package server
+package platformapi
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/server/internal/rpc"
 )
 
-func (s *Server) createOrganization(ctx context.Context, req *svcv1.CreateOrganizationRequest) (*svcv1.Organization, error) {
-	o, err := s.accounts.CreateOrg(ctx, callerFrom(ctx).User.ID, req.GetName())
+func (a *API) createOrganization(ctx context.Context, req *svcv1.CreateOrganizationRequest) (*svcv1.Organization, error) {
+	o, err := a.Accounts.CreateOrg(ctx, rpc.From(ctx).User.ID, req.GetName())
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package server
+package tenantapi
 
 import (
 	"context"
@@ -14,18 +14,16 @@ import (
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/gen/svc/v1/svcv1connect"
 	"svc.dev/svc/manifest"
+	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/vault"
 )
 
-// maxConnectContent bounds vault content returned whole over Connect; REST streams any size.
-const maxConnectContent = 64 << 20
-
-func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjectsRequest) (*svcv1.ListVaultObjectsResponse, error) {
-	after, limit, binding, err := s.pageStart(ctx, svcv1connect.VaultServiceListVaultObjectsProcedure, req)
+func (a *API) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjectsRequest) (*svcv1.ListVaultObjectsResponse, error) {
+	after, limit, binding, err := a.Pager.Start(ctx, svcv1connect.VaultServiceListVaultObjectsProcedure, req)
 	if err != nil {
 		return nil, err
 	}
-	objs, more, err := s.scope(callerFrom(ctx)).ListVaultObjects(ctx, svc.VaultFilter{SourceID: req.SourceId, State: req.State}, after, limit)
+	objs, more, err := a.Scope(rpc.From(ctx)).ListVaultObjects(ctx, svc.VaultFilter{SourceID: req.SourceId, State: req.State}, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -34,13 +32,13 @@ func (s *Server) listVaultObjects(ctx context.Context, req *svcv1.ListVaultObjec
 		out.Data = append(out.Data, objs[i].Proto())
 	}
 	if more && len(objs) > 0 {
-		out.NextCursor = s.nextCursor(binding, objs[len(objs)-1].ID)
+		out.NextCursor = a.Pager.Next(binding, objs[len(objs)-1].ID)
 	}
 	return out, nil
 }
 
-func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*svcv1.VaultObject, error) {
-	o, err := s.scope(callerFrom(ctx)).VaultObject(ctx, req.GetId())
+func (a *API) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*svcv1.VaultObject, error) {
+	o, err := a.Scope(rpc.From(ctx)).VaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -48,9 +46,9 @@ func (s *Server) getVaultObject(ctx context.Context, req *svcv1.GetVaultObjectRe
 }
 
 // getVaultObjectContent opens the verified content; the REST writer streams it.
-func (s *Server) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*httpbody.HttpBody, error) {
-	c := callerFrom(ctx)
-	rc, o, err := s.scope(c).OpenVaultObject(ctx, req.GetId())
+func (a *API) getVaultObjectContent(ctx context.Context, req *svcv1.GetVaultObjectRequest) (*httpbody.HttpBody, error) {
+	c := rpc.From(ctx)
+	rc, o, err := a.Scope(c).OpenVaultObject(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -84,33 +82,20 @@ func contentHeaders(h http.Header, o vault.Object) {
 	}
 }
 
-// readWhole reads a stream for Connect clients, up to maxConnectContent.
-func readWhole(rc io.ReadCloser) ([]byte, error) {
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxConnectContent+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxConnectContent {
-		return nil, newProblem(http.StatusRequestEntityTooLarge, codeTooLarge, "The content is larger than 64 MiB; download it over REST.")
-	}
-	return data, nil
-}
-
 // exportManifests returns the tenant's manifests as one bundle (spec #16), limited to the
 // sources of a connection's grant. Over REST the bundle is streamed (manifest.WriteBundle: one
 // manifest in memory at a time, read from the store in short transactions), so a tenant's
 // export costs constant memory; Connect and gRPC clients get the message built in memory.
-func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRequest) (*svcv1.ManifestBundle, error) {
-	c := callerFrom(ctx)
-	t := s.scope(c)
+func (a *API) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRequest) (*svcv1.ManifestBundle, error) {
+	c := rpc.From(ctx)
+	t := a.Scope(c)
 	var keep func(*svcv1.Manifest) bool // every manifest the scope reaches
 	if !c.REST {
 		ms, err := t.Manifests(ctx, keep)
 		if err != nil {
 			return nil, err
 		}
-		return manifest.Bundle(c.Tenant.String(), s.cfg.Now().UTC(), ms)
+		return manifest.Bundle(c.Tenant.String(), a.Now().UTC(), ms)
 	}
 	exp, err := t.PrepareManifestExport(ctx, keep) // the count, before the response starts
 	if err != nil {
@@ -130,19 +115,19 @@ func (s *Server) exportManifests(ctx context.Context, _ *svcv1.ExportManifestsRe
 // original source, at the original path or at path; or, with destination_id, to that
 // destination, at path or where the destination's path template puts the original. The plan
 // is authorized and executed like any other (svc.Scope.RestoreObject builds it).
-func (s *Server) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVaultObjectRequest) (*svcv1.Plan, error) {
-	c := callerFrom(ctx)
+func (a *API) restoreVaultObject(ctx context.Context, req *svcv1.RestoreVaultObjectRequest) (*svcv1.Plan, error) {
+	c := rpc.From(ctx)
 	opts := svc.RestoreOptions{DestinationID: req.GetDestinationId(), Path: req.GetPath(), PathSet: req.Path != nil}
 	var err error
-	if opts.Billing, err = s.planBilling(ctx, c); err != nil {
+	if opts.Billing, err = a.Billing(ctx, c); err != nil {
 		return nil, err
 	}
-	return s.scope(c).RestoreVaultObject(ctx, req.GetId(), &opts)
+	return a.Scope(c).RestoreVaultObject(ctx, req.GetId(), &opts)
 }
 
 // getVaultCoverage serves the tenant's verification coverage (GET /v1/vault/coverage).
-func (s *Server) getVaultCoverage(ctx context.Context, _ *svcv1.GetVaultCoverageRequest) (*svcv1.VaultCoverage, error) {
-	cv, err := s.scope(callerFrom(ctx)).VaultCoverage(ctx)
+func (a *API) getVaultCoverage(ctx context.Context, _ *svcv1.GetVaultCoverageRequest) (*svcv1.VaultCoverage, error) {
+	cv, err := a.Scope(rpc.From(ctx)).VaultCoverage(ctx)
 	if err != nil {
 		return nil, err
 	}

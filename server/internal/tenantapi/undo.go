@@ -1,10 +1,11 @@
-package server
+package tenantapi
 
 import (
 	"context"
 
 	"svc.dev/svc"
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/server/internal/rpc"
 )
 
 // restoreReceipt builds a draft restore plan that undoes an execution (POST
@@ -13,12 +14,12 @@ import (
 // destination_id) or, where the vault holds none, by untrashing it at the provider. Objects
 // that can no longer come back are excluded with the reason. The plan is authorized and
 // executed like any other.
-func (s *Server) restoreReceipt(ctx context.Context, req *svcv1.RestoreReceiptRequest) (*svcv1.Plan, error) {
-	c := callerFrom(ctx)
+func (a *API) restoreReceipt(ctx context.Context, req *svcv1.RestoreReceiptRequest) (*svcv1.Plan, error) {
+	c := rpc.From(ctx)
 	opts := svc.RestoreOptions{DestinationID: req.GetDestinationId()}
 	var err error
-	if opts.Billing, err = s.planBilling(ctx, c); err != nil {
+	if opts.Billing, err = a.Billing(ctx, c); err != nil {
 		return nil, err
 	}
-	return s.scope(c).UndoReceipt(ctx, req.GetId(), &opts)
+	return a.Scope(c).UndoReceipt(ctx, req.GetId(), &opts)
 }
