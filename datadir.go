@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/receipt"
 	"svc.dev/svc/storage"
@@ -93,18 +92,8 @@ func LoadMasterKey(dir, keyFile string) ([]byte, error) {
 func OpenReceiptKeys(ctx context.Context, dir string, store storage.Store) (*receipt.Keyring, error) {
 	keys := filepath.Join(dir, ReceiptKeysDir)
 	if _, err := os.Stat(filepath.Join(keys, receipt.KeyFile)); errors.Is(err, fs.ErrNotExist) {
-		issued := false
-		err := store.Executions().ScanAll(ctx, func(_ string, x *svcv1.Execution) bool {
-			issued = x.GetReceiptId() != ""
-			return !issued
-		})
-		if err != nil {
-			return nil, fmt.Errorf("receipt keys: %w", err)
-		}
-		if issued {
-			return nil, fmt.Errorf("receipt signing keys %s are missing but receipts were issued with them: restore "+
-				"the file from your backup, then start again; svc will not make new keys, which would stop "+
-				"the old receipts from verifying", filepath.Join(keys, receipt.KeyFile))
+		if err := checkNoReceipts(ctx, store, filepath.Join(keys, receipt.KeyFile)); err != nil {
+			return nil, err
 		}
 	}
 	return receipt.OpenKeyring(keys)

@@ -96,6 +96,38 @@ func RotateMasterKey(ctx context.Context, dir string) (RotationReport, error) {
 		return rep, err
 	}
 	defer st.Close()
+	resumed := rep.Resumed
+	if rep, err = rewrapStore(ctx, st, oldKey, newKey); err != nil {
+		return rep, err
+	}
+	rep.Resumed = resumed
+	// The new key takes the old one's place; the old one stays as .previous.
+	if err := os.Rename(keyFile, keyFile+PreviousKeySuffix); err != nil {
+		return rep, fmt.Errorf("keep the previous master key: %w", err)
+	}
+	if err := os.Rename(next, keyFile); err != nil {
+		return rep, fmt.Errorf("install the new master key: %w", err)
+	}
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// RotateStoreMasterKey re-wraps and re-seals everything a store keeps under master key oldKey
+// so that newKey opens it: every tenant's vault data key, every sealed configuration and
+// webhook secret, and (in a store shared by replicas) the receipt key set. It is the master
+// key rotation of a cluster, whose key lives outside any data directory: stop every replica,
+// run it, then start them with the new key. A run stopped midway is finished by running it
+// again with the same keys (what the new key opens already is left alone). Cursors and signed
+// export URLs issued under the old key stop working.
+func RotateStoreMasterKey(ctx context.Context, st storage.Hosted, oldKey, newKey []byte) (RotationReport, error) {
+	return rewrapStore(ctx, st, oldKey, newKey)
+}
+
+// rewrapStore moves what st keeps under oldKey to newKey.
+func rewrapStore(ctx context.Context, st storage.Hosted, oldKey, newKey []byte) (RotationReport, error) {
+	var rep RotationReport
 	oldKeys, err := platform.NewKeyring(oldKey)
 	if err != nil {
 		return rep, err
@@ -121,17 +153,47 @@ func RotateMasterKey(ctx context.Context, dir string) (RotationReport, error) {
 	if rep.Secrets, err = resealSecrets(ctx, st, from, to); err != nil {
 		return rep, err
 	}
-	// The new key takes the old one's place; the old one stays as .previous.
-	if err := os.Rename(keyFile, keyFile+PreviousKeySuffix); err != nil {
-		return rep, fmt.Errorf("keep the previous master key: %w", err)
-	}
-	if err := os.Rename(next, keyFile); err != nil {
-		return rep, fmt.Errorf("install the new master key: %w", err)
-	}
-	if err := atomicfile.SyncDir(dir); err != nil {
-		return rep, err
+	if sec, ok := st.(storage.Secrets); ok {
+		n, err := resealReceiptKeys(ctx, sec, oldKey, newKey)
+		if err != nil {
+			return rep, err
+		}
+		rep.Secrets += n
 	}
 	return rep, nil
+}
+
+// resealReceiptKeys seals a shared store's receipt key set under the new master key's
+// envelope; one the new key opens already (an earlier run's) is left alone.
+func resealReceiptKeys(ctx context.Context, sec storage.Secrets, oldKey, newKey []byte) (int, error) {
+	sealed, v, err := sec.Secret(ctx, ReceiptKeysSecret)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	} else if err != nil {
+		return 0, fmt.Errorf("receipt keys: %w", err)
+	}
+	oldEnv, err := platform.NewLocalEnvelope(oldKey)
+	if err != nil {
+		return 0, err
+	}
+	newEnv, err := platform.NewLocalEnvelope(newKey)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := platform.OpenWithEnvelope(ctx, newEnv, sealed, receiptKeysAAD); err == nil {
+		return 0, nil
+	}
+	plain, err := platform.OpenWithEnvelope(ctx, oldEnv, sealed, receiptKeysAAD)
+	if err != nil {
+		return 0, fmt.Errorf("receipt keys: %w", err)
+	}
+	if sealed, err = platform.SealWithEnvelope(ctx, newEnv, plain, receiptKeysAAD); err != nil {
+		return 0, fmt.Errorf("receipt keys: %w", err)
+	}
+	if _, err := sec.PutSecret(ctx, ReceiptKeysSecret, sealed, v); err != nil {
+		return 0, fmt.Errorf("receipt keys: %w (is a replica still running? stop them all first)", err)
+	}
+	return 1, nil
 }
 
 // resealSecrets seals every source's and destination's configuration and every webhook's

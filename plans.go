@@ -276,10 +276,18 @@ func (s *Scope) markStale(ctx context.Context, p *svcv1.Plan, sourceID string) e
 }
 
 // checkSources makes the plan stale, and returns the plan_stale Error, when one of its
-// sources changed since it was built.
+// sources changed since it was built in a way that touches the plan's own objects
+// (sourceMoved).
 func (s *Scope) checkSources(ctx context.Context, p *svcv1.Plan) error {
+	expected := map[string]map[string]string{} // source id -> provider object id -> version
+	for _, o := range p.GetObjects() {
+		if expected[o.GetSourceId()] == nil {
+			expected[o.GetSourceId()] = map[string]string{}
+		}
+		expected[o.GetSourceId()][o.GetProviderObjectId()] = o.GetExpectedVersion()
+	}
 	for _, m := range p.GetSourceMarkers() {
-		moved, err := s.sourceMoved(ctx, m)
+		moved, err := s.sourceMoved(ctx, m, expected[m.GetSourceId()])
 		if err != nil {
 			return err
 		}

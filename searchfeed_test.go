@@ -38,7 +38,7 @@ func openFeedRig(t *testing.T, dir string) *feedRig {
 		t.Fatal(err)
 	}
 	c := &core{store: seam, vault: vlt, log: slog.New(slog.DiscardHandler)}
-	if c.search, err = openSearch(dir, c); err != nil {
+	if c.search, err = openSearch(dir, c, nil); err != nil {
 		t.Fatal(err)
 	}
 	return &feedRig{dir: dir, seam: seam, vlt: vlt, ix: c.search}

@@ -339,9 +339,21 @@ func (s *Scope) planSource(ctx context.Context, src *svcv1.Source) (plan.Source,
 	return ps, nil
 }
 
-// sourceMoved reports whether a source changed since a plan's marker (the plan is stale). A
-// marker of kind none cannot tell, and is taken as unmoved.
-func (s *Scope) sourceMoved(ctx context.Context, m *svcv1.SourceMarker) (bool, error) {
+// maxStaleChanges bounds how many changes (and maxStaleChanges/MaxPageSize pages) sourceMoved
+// reads to tell whether a plan's own objects moved; past it the plan is taken as stale (a
+// source that busy is re-planned).
+const maxStaleChanges = 50_000
+
+// sourceMoved reports whether a source changed since a plan's marker in a way that touches
+// the plan's own objects (the plan is stale): one of them deleted or trashed, or reported at
+// another version than the plan expects. Changes to other objects (new mail arriving in a
+// live mailbox, another file edited) leave the plan as it is: the execution acts only on the
+// plan's objects, each checked against its expected version again as it is acted on. A
+// provider that cannot compute a delta (ErrMarkerExpired: the snapshot hashes of local
+// folders, buckets and the vault) cannot tell, and the plan is stale. A marker of kind none
+// cannot tell either, and is taken as unmoved. expected maps the plan's provider object ids
+// for this source to their expected versions ("" for any).
+func (s *Scope) sourceMoved(ctx context.Context, m *svcv1.SourceMarker, expected map[string]string) (bool, error) {
 	if m.GetKind() == svcv1.SourceMarkerKind_SOURCE_MARKER_KIND_NONE {
 		return false, nil
 	}
@@ -350,17 +362,44 @@ func (s *Scope) sourceMoved(ctx context.Context, m *svcv1.SourceMarker) (bool, e
 		return false, err
 	}
 	since := providers.Marker{Kind: providers.MarkerKind(wire.EnumString(m.GetKind().Descriptor(), m.GetKind().Number())), Value: m.GetValue()}
-	pg, err := p.Changes(ctx, providers.ChangesRequest{SourceRef: ref, Since: since, PageSize: 1})
-	if errors.Is(err, providers.ErrPermission) {
-		s.markReauth(context.WithoutCancel(ctx), m.GetSourceId())
+	req := providers.ChangesRequest{SourceRef: ref, Since: since, PageSize: providers.MaxPageSize}
+	for seen, pages := 0, 0; ; pages++ {
+		pg, err := p.Changes(ctx, req)
+		if errors.Is(err, providers.ErrPermission) {
+			s.markReauth(context.WithoutCancel(ctx), m.GetSourceId())
+		}
+		if errors.Is(err, providers.ErrMarkerExpired) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if touchesPlan(pg.Changes, expected) {
+			return true, nil
+		}
+		if seen += len(pg.Changes); seen > maxStaleChanges || pages > maxStaleChanges/providers.MaxPageSize {
+			return true, nil // too much to read through (or a provider paging without end)
+		}
+		if pg.NextPageToken == "" {
+			return false, nil
+		}
+		req.PageToken = pg.NextPageToken
 	}
-	if errors.Is(err, providers.ErrMarkerExpired) {
-		return true, nil
+}
+
+// touchesPlan reports whether a change deletes one of a plan's objects or moves its version
+// from the expected one.
+func touchesPlan(changes []providers.Change, expected map[string]string) bool {
+	for _, c := range changes {
+		want, ok := expected[c.ObjectID]
+		if !ok {
+			continue
+		}
+		if c.Type != providers.ChangeUpsert || c.Object == nil || want != "" && c.Object.Version != want {
+			return true
+		}
 	}
-	if err != nil {
-		return false, err
-	}
-	return len(pg.Changes) > 0 || pg.NextPageToken != "" || (!pg.Marker.IsZero() && pg.Marker != since), nil
+	return false
 }
 
 // reauthOnDenied marks a source reauth_required when its provider refuses the listing (an

@@ -19,6 +19,7 @@ import (
 	"svc.dev/svc/storage/bolt"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
+	"svc.dev/svc/vault/search"
 )
 
 // Store is the storage seam: every record an Instance keeps goes through it.
@@ -53,6 +54,10 @@ type Options struct {
 	// MasterKeyFile is where the master key is kept when not in DIR/master.key (a file
 	// outside the data directory, away from what it protects).
 	MasterKeyFile string
+	// Envelope wraps the data keys of secrets a shared store keeps (the receipt signing keys
+	// of replicas); nil wraps under the master key (platform.LocalEnvelope). A KMS client
+	// plugs in here.
+	Envelope platform.Envelope
 	// Providers opens sources; nil registers the built-ins in process (Close closes them).
 	Providers *providers.Registry
 	// Tenant is the tenant the Instance's own methods act for (default DefaultTenant).
@@ -67,6 +72,12 @@ type Options struct {
 	// manifest is stored. (The search index follows them without it, from the store's
 	// change feed.)
 	OnVaultChange func(ctx context.Context, tenant string, o vault.Object)
+	// SearchIndex opens the vault's search index, given the options the layer needs of it
+	// (the TextSource its snippets are cut from). Default: vault/search's bleve index under
+	// DIR/search, kept by this process. Several processes on one database need one they
+	// share, which keeps its own place in the vault's change feed: storage/postgres's
+	// Store.SearchIndex (docs/search.md, "Search in a cluster").
+	SearchIndex func(*search.Options) (SearchIndex, error)
 	// Announcer records the events of domain changes (default: in the tenant's own stream).
 	Announcer Announcer
 	// Charger meters an execution's usage and returns its receipt's charges (default: none).
@@ -107,14 +118,16 @@ type core struct {
 	now       func() time.Time
 	log       *slog.Logger
 	opts      Options
-	tempDir   string   // OpenMemory's directory, removed by Close
-	changes   *changes // an execution's journal or record changed (Wait, Watch)
+	tempDir   string        // OpenMemory's directory, removed by Close
+	stopKeys  chan struct{} // stops reloading shared receipt keys (nil: not shared)
+	changes   *changes      // an execution's journal or record changed (Wait, Watch)
 
 	opened providers.Instances // the providers opened for sources, by tenant/source
 }
 
 // Open opens (creating it if needed) svc's data directory dir: the store (svc.db unless
-// opts.Store), the master key (master.key), the receipt signing keys (keys/), the vault
+// opts.Store), the master key (master.key), the receipt signing keys (keys/, or, when the
+// store is shared by replicas (storage.Secrets), the store's secrets, sealed), the vault
 // (vault/) and its search index (search/, kept in step by a background worker from the
 // store's change feed). Executions that were running when the directory was last closed
 // resume.
@@ -164,12 +177,25 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		c.ownStore = true
 	}
 	c.hosted, _ = c.store.(storage.Hosted)
+	sec, shared := c.store.(storage.Secrets)
 	c.changes = &changes{}
 	c.store = signalling{c.store, c.changes}
-	if c.keyring, err = OpenReceiptKeys(ctx, dir, c.store); err != nil {
+	if shared { // replicas: one key set, in the store, sealed
+		env := o.Envelope
+		if env == nil {
+			if env, err = platform.NewLocalEnvelope(master); err != nil {
+				return nil, err
+			}
+		}
+		if c.keyring, err = OpenSharedReceiptKeys(ctx, dir, sec, env, c.store); err != nil {
+			return nil, err
+		}
+		c.stopKeys = make(chan struct{})
+		go reloadReceiptKeys(c.keyring, c.log, c.stopKeys)
+	} else if c.keyring, err = OpenReceiptKeys(ctx, dir, c.store); err != nil {
 		return nil, err
 	}
-	if c.search, err = openSearch(dir, c); err != nil {
+	if c.search, err = openSearch(dir, c, o.SearchIndex); err != nil {
 		return nil, err
 	}
 	// Every vault change is in the store's change feed already (written in its transaction);
@@ -295,6 +321,10 @@ func (sv *Instance) Shutdown() { sv.core.engine.Shutdown() }
 func (sv *Instance) Close() error { return sv.core.close() }
 
 func (c *core) close() error {
+	if c.stopKeys != nil {
+		close(c.stopKeys)
+		c.stopKeys = nil
+	}
 	if c.engine != nil {
 		c.engine.Shutdown()
 	}

@@ -3,7 +3,9 @@ package platform
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -46,6 +48,18 @@ type UsageStore interface {
 	CeilingOf(ctx context.Context, orgID string) (Ceiling, bool, error)
 }
 
+// UsageLog is a usage log kept in the store itself (storage.UsageLog), which processes sharing
+// the store (replicas) share: a UsageStore that implements it meters API operations there
+// instead of in a file of one process's data directory.
+type UsageLog interface {
+	// AppendLog logs deltas, durably, in one transaction.
+	AppendLog(ctx context.Context, deltas []UsageDelta) error
+	// ApplyLog adds up to limit logged increments, oldest first, to the counters and deletes
+	// them from the log, in one transaction; it returns what it added and whether more remain.
+	// Each increment is added by exactly one call, whichever process makes it.
+	ApplyLog(ctx context.Context, limit int) (applied []UsageDelta, more bool, err error)
+}
+
 // MeterOptions configure a Meter; zero fields take defaults.
 type MeterOptions struct {
 	// Now is the clock (default time.Now).
@@ -71,8 +85,14 @@ type MeterOptions struct {
 // logged but did not add is added. (An operating-system crash can lose the log's last
 // unsynced writes.) Usage that has a transaction (a plan) rides in it (Deltas); an
 // execution's is added once by its id (ChargeExecution).
+//
+// When the store keeps the log itself (it implements UsageLog: PostgreSQL, shared by
+// replicas), there is no file: every increment is appended to the store's log before the call
+// is answered, and any replica's flush moves logged increments into the counters, each once.
 type Meter struct {
 	store   UsageStore
+	shared  UsageLog // non-nil: the log is in the store, and log is nil
+	group   appendGroup
 	devs    *Developers
 	opts    MeterOptions
 	mu      sync.Mutex // guards log and end
@@ -85,7 +105,9 @@ type Meter struct {
 }
 
 // OpenMeter opens the usage log at logPath (creating it), adds what a previous process logged
-// and did not add, and starts adding the log every quarter second until Close.
+// and did not add, and starts adding the log every quarter second until Close. When store
+// keeps the log itself (UsageLog), logPath is only read: a file left there by an earlier
+// process is added to the counters and removed.
 func OpenMeter(logPath string, store UsageStore, devs *Developers, opts MeterOptions) (*Meter, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -96,25 +118,22 @@ func OpenMeter(logPath string, store UsageStore, devs *Developers, opts MeterOpt
 	if opts.RotateAt <= 0 {
 		opts.RotateAt = 1 << 20
 	}
-	f, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("usage log: %w", err)
+	var m *Meter
+	if shared, ok := store.(UsageLog); ok {
+		// A file a process wrote before the log moved into the store: add what it holds
+		// beyond the stored offset, once, then remove it.
+		if err := drainFileLog(logPath, store); err != nil {
+			return nil, err
+		}
+		m = &Meter{store: store, shared: shared, devs: devs, opts: opts, stop: make(chan struct{}), done: make(chan struct{})}
+	} else {
+		f, end, read, err := openFileLog(logPath, store)
+		if err != nil {
+			return nil, err
+		}
+		m = &Meter{store: store, devs: devs, opts: opts, log: f, end: end, read: read,
+			stop: make(chan struct{}), done: make(chan struct{})}
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("usage log: %w", err)
-	}
-	read, err := store.LogOffset(context.Background())
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if read > fi.Size() { // the log was started again after it was all read
-		read = 0
-	}
-	m := &Meter{store: store, devs: devs, opts: opts, log: f, end: fi.Size(), read: read,
-		stop: make(chan struct{}), done: make(chan struct{})}
 	m.Flush() // what the last process logged and did not add
 	go func() {
 		defer close(m.done)
@@ -133,17 +152,84 @@ func OpenMeter(logPath string, store UsageStore, devs *Developers, opts MeterOpt
 	return m, nil
 }
 
+// openFileLog opens the usage log file at logPath (creating it) and returns it with its size
+// and how far it was added to the counters.
+func openFileLog(logPath string, store UsageStore) (*os.File, int64, int64, error) {
+	f, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("usage log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, 0, fmt.Errorf("usage log: %w", err)
+	}
+	read, err := store.LogOffset(context.Background())
+	if err != nil {
+		f.Close()
+		return nil, 0, 0, err
+	}
+	if read > fi.Size() { // the log was started again after it was all read
+		read = 0
+	}
+	return f, fi.Size(), read, nil
+}
+
+// drainFileLog adds what a usage log file holds beyond the stored offset to the counters,
+// then removes the file; no file is nothing to do.
+func drainFileLog(logPath string, store UsageStore) error {
+	if _, err := os.Stat(logPath); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	f, end, read, err := openFileLog(logPath, store)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if end > read {
+		buf := make([]byte, end-read)
+		if n, err := f.ReadAt(buf, read); err != nil && n < len(buf) {
+			return fmt.Errorf("usage log: %w", err)
+		}
+		deltas, used := ParseUsageLog(buf)
+		if err := store.AddFromLog(context.Background(), deltas, read+int64(used)); err != nil {
+			return fmt.Errorf("usage log: add %s: %w", logPath, err)
+		}
+	}
+	// Added: the offset goes back to 0 before the file goes, so a crash between the two
+	// leaves an offset at most the size of a new file (never one past a file's end).
+	if err := store.AddFromLog(context.Background(), nil, 0); err != nil {
+		return fmt.Errorf("usage log: %w", err)
+	}
+	if err := os.Remove(logPath); err != nil {
+		return fmt.Errorf("usage log: %w", err)
+	}
+	return nil
+}
+
 // Close adds what is logged and closes the log.
 func (m *Meter) Close() {
 	close(m.stop)
 	<-m.done
-	m.log.Close()
+	if m.log != nil {
+		m.log.Close()
+	}
 }
 
 // Add meters qty of a meter for an application (and its organization) this month: logged
 // before it returns.
 func (m *Meter) Add(orgID, appID, meter string, qty float64) {
 	month := Month(m.opts.Now())
+	if m.shared != nil {
+		deltas := []UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: meter, Quantity: qty}}
+		if appID != "" {
+			deltas = append(deltas, UsageDelta{Scope: "app:" + appID, Month: month, Meter: meter, Quantity: qty})
+		}
+		if err := m.group.append(m.shared, deltas); err != nil {
+			m.opts.Logger.Error("usage metering: log append failed", "err", err)
+		}
+		return
+	}
 	q := strconv.FormatFloat(qty, 'g', -1, 64)
 	line := "org:" + orgID + "\t" + month + "\t" + meter + "\t" + q + "\n"
 	if appID != "" {
@@ -172,6 +258,10 @@ func Deltas(orgID, appID, month, meter string, qty float64) []UsageDelta {
 func (m *Meter) Flush() {
 	m.flushMu.Lock()
 	defer m.flushMu.Unlock()
+	if m.shared != nil {
+		m.flushShared()
+		return
+	}
 	m.mu.Lock()
 	end := m.end
 	m.mu.Unlock()
@@ -189,15 +279,7 @@ func (m *Meter) Flush() {
 				return
 			}
 			m.read += int64(used)
-			orgs := map[string]bool{}
-			for _, d := range deltas {
-				if org, ok := strings.CutPrefix(d.Scope, "org:"); ok {
-					orgs[org] = true
-				}
-			}
-			for org := range orgs {
-				m.checkCeiling(org)
-			}
+			m.checkCeilings(deltas)
 		}
 	}
 	m.mu.Lock()
@@ -214,6 +296,82 @@ func (m *Meter) Flush() {
 			m.opts.Logger.Error("usage metering: log offset reset failed", "err", err)
 		}
 		m.read = 0
+	}
+}
+
+// appendGroup commits concurrent appends to a shared usage log together: a caller that finds
+// no append running writes what is pending, its own deltas with those of every caller that
+// arrived meanwhile, in one statement; the others wait for the append that carries theirs.
+// Each caller returns once its deltas are stored (or the append failed).
+type appendGroup struct {
+	mu      sync.Mutex
+	pending []UsageDelta
+	batch   *appendBatch // the batch pending joins (nil: none yet)
+	running bool
+}
+
+type appendBatch struct {
+	done chan struct{}
+	err  error
+}
+
+func (g *appendGroup) append(log UsageLog, deltas []UsageDelta) error {
+	g.mu.Lock()
+	g.pending = append(g.pending, deltas...)
+	if g.batch == nil {
+		g.batch = &appendBatch{done: make(chan struct{})}
+	}
+	mine := g.batch
+	if g.running {
+		g.mu.Unlock()
+		<-mine.done
+		return mine.err
+	}
+	g.running = true
+	for {
+		// Write batches until none is pending; ours is the first.
+		b, ds := g.batch, g.pending
+		g.batch, g.pending = nil, nil
+		g.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		b.err = log.AppendLog(ctx, ds)
+		cancel()
+		close(b.done)
+		g.mu.Lock()
+		if g.batch == nil {
+			g.running = false
+			g.mu.Unlock()
+			return mine.err
+		}
+	}
+}
+
+// flushShared moves what the store's log holds into the counters: this replica's increments
+// and any other's not yet moved.
+func (m *Meter) flushShared() {
+	var all []UsageDelta
+	for {
+		applied, more, err := m.shared.ApplyLog(context.Background(), 1000)
+		if err != nil {
+			m.opts.Logger.Error("usage metering: write failed", "err", err) // the log keeps it for the next flush
+			break
+		}
+		all = append(all, applied...)
+		if !more {
+			break
+		}
+	}
+	m.checkCeilings(all)
+}
+
+// checkCeilings checks the ceiling of every organization deltas count usage for.
+func (m *Meter) checkCeilings(deltas []UsageDelta) {
+	orgs := map[string]bool{}
+	for _, d := range deltas {
+		if org, ok := strings.CutPrefix(d.Scope, "org:"); ok && !orgs[org] {
+			orgs[org] = true
+			m.checkCeiling(org)
+		}
 	}
 }
 
@@ -340,7 +498,10 @@ func (m *Meter) checkCeiling(orgID string) {
 	default:
 		return
 	}
-	if err := m.store.Add(ctx, []UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: marker, Quantity: 1}}); err != nil {
+	// Once per organization, month and marker, whichever replica gets here first.
+	applied, err := m.store.AddOnce(ctx, "ceiling:"+orgID+":"+month+":"+marker,
+		[]UsageDelta{{Scope: "org:" + orgID, Month: month, Meter: marker, Quantity: 1}})
+	if err != nil || !applied {
 		return
 	}
 	if m.opts.OnCeiling != nil {

@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -82,16 +84,23 @@ func KeySet(pubs ...ed25519.PublicKey) []byte {
 	return b
 }
 
-// Keyring holds the receipt signing keys of a deployment, in KeyFile inside one directory
-// (the data directory): the current key, which signs, and every earlier key, which stays
-// published so that old receipts still verify. It is safe for concurrent use; only one
-// process should open a directory's keyring (the server holds the data directory).
+// Keyring holds the receipt signing keys of a deployment: the current key, which signs, and
+// every earlier key, which stays published so that old receipts still verify. They are kept in
+// KeyFile inside one directory (the data directory; OpenKeyring) or in a KeyStore shared by
+// several processes (OpenStoredKeyring). It is safe for concurrent use; only one process
+// should open a directory's keyring (the server holds the data directory).
 type Keyring struct {
-	path string
+	path string // the key file, or a description of where the KeyStore keeps it
+
+	store      KeyStore      // nil: the key file at path
+	activation time.Duration // how long after a rotation a stored keyring's new key starts signing
 
 	mu      sync.RWMutex
 	keys    []storedKey // oldest first
-	current *KeySigner
+	version int64       // the KeyStore's version of keys
+	current *KeySigner  // signs until pendAt
+	pending *KeySigner  // the newest key, published and signing from pendAt (nil: none)
+	pendAt  time.Time
 	keySet  []byte
 }
 
@@ -105,6 +114,10 @@ type storedKey struct {
 	Kid       string     `json:"kid"`
 	CreatedAt time.Time  `json:"created_at"`
 	RetiredAt *time.Time `json:"retired_at,omitempty"`
+	// NotBefore is when a key made current by a rotation starts signing (absent: at once).
+	// Until then it is published and the key before it signs, so every process sharing a
+	// KeyStore publishes a key before any of them signs with it.
+	NotBefore *time.Time `json:"not_before,omitempty"`
 }
 
 type keyFile struct {
@@ -144,17 +157,22 @@ func (k *Keyring) Path() string { return k.path }
 
 // Sign signs hash with the current key.
 func (k *Keyring) Sign(hash string) (*svcv1.Signature, error) {
+	return k.signer().Sign(hash)
+}
+
+// signer is the key that signs now: the pending key once its time came, else the current one.
+func (k *Keyring) signer() *KeySigner {
 	k.mu.RLock()
-	s := k.current
-	k.mu.RUnlock()
-	return s.Sign(hash)
+	defer k.mu.RUnlock()
+	if k.pending != nil && !time.Now().Before(k.pendAt) {
+		return k.pending
+	}
+	return k.current
 }
 
 // Current returns the kid of the key that signs.
 func (k *Keyring) Current() string {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.current.kid
+	return k.signer().kid
 }
 
 // KeySet returns the JWK set to serve at /.well-known/svc-receipts.json: every key, the current
@@ -166,7 +184,10 @@ func (k *Keyring) KeySet() []byte {
 }
 
 // Rotate makes a new key current and keeps the earlier ones published. The key file is
-// replaced atomically; on error nothing changes. It returns the new kid.
+// replaced atomically; on error nothing changes. It returns the new kid. In a KeyStore, the new
+// key is published at once and signs after the keyring's activation delay (OpenStoredKeyring),
+// so that every process sharing the store has loaded it (Reload) before a receipt names it;
+// a rotation another process stored first is an error wrapping ErrKeysChanged.
 func (k *Keyring) Rotate() (string, error) {
 	key, err := newStoredKey()
 	if err != nil {
@@ -176,13 +197,27 @@ func (k *Keyring) Rotate() (string, error) {
 	defer k.mu.Unlock()
 	keys := slices.Clone(k.keys)
 	now := key.CreatedAt
+	retire := now
+	if k.store != nil && k.activation > 0 {
+		at := time.Now().UTC().Add(k.activation)
+		key.NotBefore, retire = &at, at
+	}
 	for i := range keys {
 		if keys[i].RetiredAt == nil {
-			keys[i].RetiredAt = &now
+			keys[i].RetiredAt = &retire
 		}
 	}
 	keys = append(keys, key)
-	if err := writeKeyFile(k.path, keyFile{Version: 1, Current: key.Kid, Keys: keys}, true); err != nil {
+	kf := keyFile{Version: 1, Current: key.Kid, Keys: keys}
+	if k.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		v, err := k.storeKeys(ctx, kf, k.version)
+		if err != nil {
+			return "", err
+		}
+		k.version = v
+	} else if err := writeKeyFile(k.path, kf, true); err != nil {
 		return "", err
 	}
 	return key.Kid, k.set(keys, key.Kid)
@@ -210,24 +245,35 @@ func (k *Keyring) load() error {
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
 		return fmt.Errorf("receipt keys: %s has mode %#o; signing keys must be private to their owner (chmod 600)", k.path, perm)
 	}
-	var kf keyFile
-	dec := json.NewDecoder(f)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&kf); err != nil {
-		return fmt.Errorf("receipt keys: %s: %w", k.path, err)
-	}
-	if kf.Version != 1 {
-		return fmt.Errorf("receipt keys: %s: unsupported version %d", k.path, kf.Version)
+	kf, err := parseKeyFile(f, k.path)
+	if err != nil {
+		return err
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.set(kf.Keys, kf.Current)
 }
 
+// parseKeyFile decodes a key file (from where, for errors).
+func parseKeyFile(r io.Reader, where string) (keyFile, error) {
+	var kf keyFile
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&kf); err != nil {
+		return kf, fmt.Errorf("receipt keys: %s: %w", where, err)
+	}
+	if kf.Version != 1 {
+		return kf, fmt.Errorf("receipt keys: %s: unsupported version %d", where, kf.Version)
+	}
+	return kf, nil
+}
+
 // set installs keys after checking that each private key matches its public key and kid.
 func (k *Keyring) set(keys []storedKey, current string) error {
 	var cur *KeySigner
 	seen := map[string]bool{}
+	signers := map[string]*KeySigner{}
+	notBefore := map[string]*time.Time{}
 	for _, sk := range keys {
 		seed, err := b64.DecodeString(sk.D)
 		if err != nil || len(seed) != ed25519.SeedSize || sk.Kty != "OKP" || sk.Crv != "Ed25519" {
@@ -238,6 +284,7 @@ func (k *Keyring) set(keys []storedKey, current string) error {
 			return fmt.Errorf("receipt keys: %s: key %q does not match its public key or kid", k.path, sk.Kid)
 		}
 		seen[sk.Kid] = true
+		signers[sk.Kid], notBefore[sk.Kid] = s, sk.NotBefore
 		if sk.Kid == current {
 			cur = s
 		}
@@ -246,11 +293,20 @@ func (k *Keyring) set(keys []storedKey, current string) error {
 		return fmt.Errorf("receipt keys: %s: current key %q is missing", k.path, current)
 	}
 	pubs := []ed25519.PublicKey{cur.Public()}
+	var before *KeySigner // the newest key before the current one
 	for i := len(keys) - 1; i >= 0; i-- {
 		if keys[i].Kid != current {
 			x, _ := b64.DecodeString(keys[i].X)
 			pubs = append(pubs, ed25519.PublicKey(x))
+			if before == nil {
+				before = signers[keys[i].Kid]
+			}
 		}
+	}
+	k.pending, k.pendAt = nil, time.Time{}
+	if nb := notBefore[current]; nb != nil && before != nil && time.Now().Before(*nb) {
+		// Published now, signing from its time: until then the key before it signs.
+		k.pending, k.pendAt, cur = cur, *nb, before
 	}
 	k.keys, k.current, k.keySet = keys, cur, KeySet(pubs...)
 	return nil

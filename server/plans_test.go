@@ -59,7 +59,9 @@ func (f *fakeMail) Changes(_ context.Context, req providers.ChangesRequest) (pro
 	if req.Since.Value == fmt.Sprint(f.rev) {
 		return providers.ChangePage{Marker: f.marker()}, nil
 	}
-	return providers.ChangePage{Changes: []providers.Change{{Type: providers.ChangeDelete, ObjectID: "x"}}, Marker: f.marker()}, nil
+	// What moved is the first message, which plans over the mailbox hold: a plan is stale
+	// only when its own objects change.
+	return providers.ChangePage{Changes: []providers.Change{{Type: providers.ChangeDelete, ObjectID: f.objs[0].ID}}, Marker: f.marker()}, nil
 }
 
 func (f *fakeMail) Fetch(context.Context, providers.FetchRequest) (*providers.Content, error) {

@@ -36,6 +36,7 @@ import (
 	"svc.dev/svc/storage"
 	"svc.dev/svc/vault"
 	"svc.dev/svc/vault/backend"
+	"svc.dev/svc/vault/search"
 )
 
 // Config configures a Server. Zero fields take defaults.
@@ -90,6 +91,9 @@ type Config struct {
 	// Store keeps every record; nil opens the default store of DataDir (svc.OpenStore). The
 	// server closes it.
 	Store storage.Hosted
+	// SearchIndex opens the vault's search index (svc.Options.SearchIndex); nil: the bleve
+	// index in DataDir. `svc serve --database` gives PostgreSQL's, which replicas share.
+	SearchIndex func(*search.Options) (svc.SearchIndex, error)
 	// StoreOptions tunes the default store (tests: a small initial map).
 	StoreOptions *svc.BoltOptions
 	// MasterKeyFile is where the master key is kept when not in DataDir (svc.LoadMasterKey).
@@ -222,6 +226,7 @@ func New(cfg Config) (*Server, error) {
 		Unsubscribe: newUnsubscriber(cfg.Dev, cfg.OutboundTLS).send,
 		DeferResume: true, // after the webhooks and handlers are ready (below)
 		Creator:     cfg.Creator,
+		SearchIndex: cfg.SearchIndex,
 	})
 	if err != nil {
 		store.Close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,27 @@ func TestServeOnPostgres(t *testing.T) {
 		t.Fatalf("%d files left", len(left))
 	}
 
+	// Vault search answers from PostgreSQL's index (pgsearch), not from DATA/search.
+	req, _ := http.NewRequest("GET", base+"/v1/vault/search?q=type:file&limit=200&connection_id="+creds["connection_id"], nil)
+	req.Header.Set("Authorization", "Bearer "+creds["test_api_key"])
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Data []struct {
+			VaultObject struct{ Name string } `json:"vault_object"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&page)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 || len(page.Data) < 25 {
+		t.Fatalf("vault search: %d, %d hits, %v\n%s", res.StatusCode, len(page.Data), err, log)
+	}
+	if _, err := os.Stat(filepath.Join(data, "search")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a bleve index with --database: %v", err)
+	}
+
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -86,6 +108,8 @@ func TestServeOnPostgres(t *testing.T) {
 		{"SELECT count(*) FROM receipts", 1},
 		{"SELECT count(*) FROM vault_objects WHERE state = 'committed'", 25},
 		{"SELECT count(DISTINCT execution_id) FROM journal", 1},
+		{"SELECT count(*) FROM search_docs WHERE type = 'file'", 25},
+		{"SELECT count(*) FROM search_feed WHERE last > 0", 1},
 	} {
 		if err := conn.QueryRow(ctx, q.sql).Scan(&n); err != nil || n < q.want {
 			t.Fatalf("%s: %d, %v, want at least %d", q.sql, n, err, q.want)

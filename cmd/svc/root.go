@@ -15,6 +15,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newServeCmd(), newPlanCmd(), newApplyCmd(), newReceiptCmd(), newProvidersCmd(), newSourcesCmd(), newDestinationsCmd(), newVaultCmd(), newPluginCmd(), newCorpusCmd(), newAccountCmd(), newJobsCmd(), newOpenAPICmd(), newIntelCmd(), newCreatorCmd(), newKeysCmd(), newExecutionsCmd(), newVersionCmd())
+	root.AddCommand(newServeCmd(), newPlanCmd(), newApplyCmd(), newReceiptCmd(), newProvidersCmd(), newSourcesCmd(), newDestinationsCmd(), newVaultCmd(), newPluginCmd(), newCorpusCmd(), newAccountCmd(), newJobsCmd(), newOpenAPICmd(), newIntelCmd(), newCreatorCmd(), newKeysCmd(), newExecutionsCmd(), newVersionCmd(), newMigrateCmd())
 	return root
 }

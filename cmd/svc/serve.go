@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"svc.dev/svc"
 	"svc.dev/svc/server/devseed"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"svc.dev/svc/server"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/postgres"
+	"svc.dev/svc/vault/search"
 )
 
 func newServeCmd() *cobra.Command {
@@ -247,7 +249,8 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
-	var store storage.Hosted // nil: bbolt in the data directory
+	var store storage.Hosted                                       // nil: bbolt in the data directory
+	var searchIndex func(*search.Options) (svc.SearchIndex, error) // nil: bleve in the data directory
 	if o.database != "" {
 		pg, err := postgres.Open(ctx, o.database)
 		if err != nil {
@@ -255,8 +258,11 @@ func serve(ctx context.Context, o serveOptions) error {
 			return fmt.Errorf("--database: %w", err)
 		}
 		store = pg
+		// Vault search in the database too, so that every replica on it searches one index
+		// (docs/search.md, "Search in a cluster").
+		searchIndex = func(opts *search.Options) (svc.SearchIndex, error) { return pg.SearchIndex(opts), nil }
 	}
-	srv, err := server.New(server.Config{Store: store, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, LocalRoots: localRoots, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
+	srv, err := server.New(server.Config{Store: store, SearchIndex: searchIndex, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, LocalRoots: localRoots, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
 		RequestTimeout: o.requestTimeout})
 	if err != nil {
 		ln.Close()

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strconv"
-	"time"
 )
 
 // authCode is an authorization code Authorize issued: what its exchange must repeat.
@@ -59,13 +57,7 @@ func (b *Base) exchange(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_grant")
 		return
 	}
-	b.mu.Lock()
-	b.minted++
-	n := strconv.Itoa(b.minted)
-	access, refresh := "fake-access-"+n, "fake-refresh-"+n
-	b.access[access] = time.Now().Add(time.Hour)
-	b.refresh[refresh] = true
-	b.mu.Unlock()
+	access, refresh := b.Mint()
 	w.Header().Set("Content-Type", "application/json")
 	// Google's token response names no account (that takes an id_token and the openid scope):
 	// the source is the token's own user, "me".

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
+	"net/http/httptest"
 	"sync"
 	"time"
 )
@@ -28,20 +27,17 @@ type Fault struct {
 // Base is the state every fake has: grants, faults, the request log and
 // the body recorder. Its zero value is not usable; use NewBase.
 type Base struct {
-	mu sync.Mutex
-	// tokens maps access tokens to their expiry; refresh tokens to
-	// validity.
-	access  map[string]time.Time
-	refresh map[string]bool
-	minted  int
-	// codes are the authorization codes issued by Authorize and not yet exchanged.
-	codes map[string]authCode
+	*Grants // the tokens it accepts: Revoke, ExpireAccess
+	srv     *httptest.Server
 
+	mu       sync.Mutex
 	faults   []Fault // consumed in order, one per API request
 	match    func(*http.Request) bool
 	delay    time.Duration
 	log      []Request
 	recorder func(schema string, body []byte)
+	// codes are the authorization codes Authorize issued and not yet exchanged.
+	codes map[string]authCode
 }
 
 // Request is one API request the fake answered (or failed).
@@ -65,11 +61,31 @@ const (
 // NewBase returns a fake's shared state, accepting AccessToken (for an
 // hour) and RefreshToken.
 func NewBase() *Base {
-	return &Base{
-		access:  map[string]time.Time{AccessToken: time.Now().Add(time.Hour)},
-		refresh: map[string]bool{RefreshToken: true},
-	}
+	return &Base{Grants: NewGrants("fake-access", AccessToken, RefreshToken)}
 }
+
+// Serve starts the fake's loopback server: the OAuth token endpoint at
+// POST /token, the authorization endpoint at GET /authorize (authorize.go)
+// and the fake's routes (http.ServeMux patterns).
+func (b *Base) Serve(routes map[string]http.HandlerFunc) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /token", b.Token)
+	mux.HandleFunc("GET /authorize", b.Authorize)
+	for p, h := range routes {
+		mux.HandleFunc(p, h)
+	}
+	b.srv = httptest.NewServer(mux)
+}
+
+// URL is the fake's root URL (no trailing slash).
+func (b *Base) URL() string { return b.srv.URL }
+
+// Close stops the fake's server.
+func (b *Base) Close() { b.srv.Close() }
+
+// Config is the provider configuration that reaches the fake (Config of
+// its URL).
+func (b *Base) Config() map[string]string { return Config(b.URL()) }
 
 // Inject queues faults: each of the next API requests (that match, if
 // match is set) gets the next fault in order.
@@ -85,23 +101,6 @@ func (b *Base) Slow(d time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.delay = d
-}
-
-// Revoke revokes the grant: every access token stops working and the
-// refresh token is refused with invalid_grant.
-func (b *Base) Revoke() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	clear(b.access)
-	clear(b.refresh)
-}
-
-// ExpireAccess makes the current access tokens invalid (as when they
-// expire early); the refresh token still mints new ones.
-func (b *Base) ExpireAccess() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	clear(b.access)
 }
 
 // Record calls fn with every JSON body the fake serves and the name of
@@ -151,15 +150,7 @@ func (b *Base) Token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, 400, "unsupported_grant_type")
 		return
 	}
-	b.mu.Lock()
-	ok := b.refresh[r.PostForm.Get("refresh_token")]
-	var tok string
-	if ok {
-		b.minted++
-		tok = "fake-access-" + strconv.Itoa(b.minted)
-		b.access[tok] = time.Now().Add(time.Hour)
-	}
-	b.mu.Unlock()
+	tok, ok := b.Refresh(r.PostForm.Get("refresh_token"))
 	if !ok {
 		oauthError(w, 400, "invalid_grant")
 		return
@@ -190,8 +181,8 @@ func (b *Base) Admit(w http.ResponseWriter, r *http.Request, cost int) bool {
 		f = &b.faults[0]
 		b.faults = b.faults[1:]
 	}
-	exp, ok := b.access[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 	b.mu.Unlock()
+	ok := b.Valid(Bearer(r))
 	if delay > 0 && r.Context().Value(innerKey{}) == nil {
 		select {
 		case <-time.After(delay):
@@ -199,7 +190,7 @@ func (b *Base) Admit(w http.ResponseWriter, r *http.Request, cost int) bool {
 			return false
 		}
 	}
-	if !ok || time.Now().After(exp) {
+	if !ok {
 		b.Logged(r, cost, 401)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="https://accounts.google.com/", error="invalid_token"`)
 		GoogleError(w, 401, "authError", "Request had invalid authentication credentials.")
@@ -254,12 +245,16 @@ func (b *Base) JSON(w http.ResponseWriter, status int, schema string, v any) {
 func GoogleError(w http.ResponseWriter, status int, reason, message string) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+	e := map[string]any{
 		"code": status, "message": message,
 		"errors": []map[string]string{{"message": message, "domain": "global", "reason": reason}},
-		"status": map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-			429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}[status],
-	}})
+	}
+	if st, ok := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+		409: "ABORTED", 412: "FAILED_PRECONDITION", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 501: "NOT_IMPLEMENTED",
+		503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}[status]; ok {
+		e["status"] = st
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
 }
 
 // Config is the provider configuration that points a connector at a fake

@@ -36,6 +36,15 @@ func TestVendorConformance(t *testing.T) {
 					MinObjects: 20,
 				})
 			})
+			t.Run("vendor_a_files shared drive", func(t *testing.T) {
+				providertest.Run(t, providertest.Harness{
+					Open: func(t testing.TB) (providers.Provider, string) {
+						s := fakedrive.New(t, fakedrive.Options{Files: 2, SharedFiles: 12, Seed: 5})
+						return openFrom(t, reg, providers.VendorAFiles, s.Config()), "drive:" + fakedrive.SharedDriveID
+					},
+					MinObjects: 12,
+				})
+			})
 		})
 	}
 }

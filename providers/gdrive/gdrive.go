@@ -26,7 +26,7 @@ import (
 	"svc.dev/svc/providers/google"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
 
 // Description is the vendor_a_files provider's description.
 var Description = providers.Description{
@@ -58,13 +58,16 @@ const (
 const folderType = "application/vnd.google-apps.folder"
 
 // fileFields are the fields svc reads of a file.
-const fileFields = "id,name,mimeType,parents,size,md5Checksum,sha256Checksum,version,createdTime,modifiedTime,starred,shared,trashed,headRevisionId,permissions(id,type,role,emailAddress,domain,allowFileDiscovery)"
+const fileFields = "id,name,mimeType,parents,driveId,size,md5Checksum,sha256Checksum,version,createdTime,modifiedTime,starred,shared,trashed,headRevisionId,permissions(id,type,role,emailAddress,domain,allowFileDiscovery)"
 
 // Provider is a vendor_a_files instance.
 type Provider struct {
 	svc    *dr.Service
 	client *google.Client
 	writes *rate.Limiter
+	chunk  int  // resumable upload chunk size
+	docs   bool // list and fetch Google Docs editors files as exports
+	sizes  exportSizes
 
 	mu      sync.Mutex
 	folders map[string]folder // folder id -> name and parent
@@ -90,11 +93,26 @@ func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) 
 		}
 		writes = rate.NewLimiter(rate.Limit(wps), 1)
 	}
+	chunk := DefaultUploadChunk
+	if v := cfg["upload_chunk_bytes"]; v != "" {
+		// Drive takes chunks in multiples of 256 KiB.
+		if chunk, err = strconv.Atoi(v); err != nil || chunk < googleapi.MinUploadChunkSize || chunk%googleapi.MinUploadChunkSize != 0 {
+			return nil, fmt.Errorf("vendor_a_files: config: upload_chunk_bytes must be a multiple of %d: %w", googleapi.MinUploadChunkSize, providers.ErrInvalidArgument)
+		}
+	}
+	docs := true
+	switch cfg["docs"] {
+	case "", "export":
+	case "skip":
+		docs = false
+	default:
+		return nil, fmt.Errorf("vendor_a_files: config: docs must be \"export\" or \"skip\": %w", providers.ErrInvalidArgument)
+	}
 	svc, err := dr.NewService(ctx, option.WithHTTPClient(c.HTTP), option.WithEndpoint(c.Endpoint+"drive/v3/"))
 	if err != nil {
 		return nil, fmt.Errorf("vendor_a_files: %w", err)
 	}
-	return &Provider{svc: svc, client: c, writes: writes, folders: map[string]folder{}}, nil
+	return &Provider{svc: svc, client: c, writes: writes, chunk: chunk, docs: docs, folders: map[string]folder{}}, nil
 }
 
 // Describe returns Description.
@@ -102,12 +120,26 @@ func (p *Provider) Describe(context.Context) (providers.Description, error) { re
 
 func fail(op, id string, err error) error { return google.Err(providers.VendorAFiles, op, id, err) }
 
-func checkRef(ref string) error {
+// SharedDrivePrefix starts a source ref that names a shared drive:
+// "drive:" and the shared drive's id.
+const SharedDrivePrefix = "drive:"
+
+// driveOf returns the shared drive a source ref names, or "" for My Drive
+// ("root", "", "default", "me").
+func driveOf(ref string) (string, error) {
 	switch ref {
 	case "", "default", "me", "root":
-		return nil
+		return "", nil
 	}
-	return fmt.Errorf("vendor_a_files: source %q: only My Drive (\"root\") is supported: %w", ref, providers.ErrInvalidArgument)
+	if id, ok := strings.CutPrefix(ref, SharedDrivePrefix); ok && id != "" && !strings.ContainsAny(id, "/' \\") {
+		return id, nil
+	}
+	return "", fmt.Errorf("vendor_a_files: source %q: My Drive (\"root\") or a shared drive (\"drive:ID\"): %w", ref, providers.ErrInvalidArgument)
+}
+
+func checkRef(ref string) error {
+	_, err := driveOf(ref)
+	return err
 }
 
 type token struct {
@@ -140,26 +172,33 @@ func downloadable(f *dr.File) bool {
 	return !strings.HasPrefix(f.MimeType, "application/vnd.google-apps.")
 }
 
+// listed reports whether a file is one of svc's objects: a file with bytes,
+// or a Google Docs editors file svc exports (unless config docs is skip).
+func (p *Provider) listed(f *dr.File) bool {
+	_, ok := exportOf(f)
+	return downloadable(f) || ok && p.docs
+}
+
 // List returns a page of My Drive's files that have content, trashed
 // ones left out.
 func (p *Provider) List(ctx context.Context, req providers.ListRequest) (providers.Page, error) {
-	if err := checkRef(req.SourceRef); err != nil {
+	drive, err := driveOf(req.SourceRef)
+	if err != nil {
 		return providers.Page{}, err
 	}
 	var t token
 	if req.PageToken != "" {
-		var err error
 		if t, err = decodeToken(req.PageToken); err != nil {
 			return providers.Page{}, err
 		}
 	} else {
-		st, err := p.svc.Changes.GetStartPageToken().Context(ctx).Do()
+		st, err := p.svc.Changes.GetStartPageToken().DriveId(drive).SupportsAllDrives(true).Context(ctx).Do()
 		if err != nil {
 			return providers.Page{}, fail("list", "", err)
 		}
 		t.Marker = st.StartPageToken
 	}
-	call := p.svc.Files.List().Q("trashed = false and mimeType != '" + folderType + "'").Spaces("drive").
+	call := p.files(drive).Q("trashed = false and mimeType != '" + folderType + "'").
 		OrderBy("createdTime").PageSize(int64(providers.ClampPageSize(req.PageSize))).
 		Fields(googleapi.Field("nextPageToken,files(" + fileFields + ")")).Context(ctx)
 	if t.Page != "" {
@@ -171,10 +210,13 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	}
 	var page providers.Page
 	for _, f := range res.Files {
-		if !downloadable(f) {
+		if !p.listed(f) {
 			continue
 		}
 		o, err := p.object(ctx, f)
+		if errors.Is(err, providers.ErrTooLarge) || errors.Is(err, providers.ErrUnsupported) {
+			continue // a document Drive will not export: nothing svc could preserve
+		}
 		if err != nil {
 			return providers.Page{}, fail("list", f.Id, err)
 		}
@@ -198,7 +240,7 @@ func (p *Provider) folderPath(ctx context.Context, id string) (string, error) {
 		f, ok := p.folders[id]
 		p.mu.Unlock()
 		if !ok {
-			got, err := p.svc.Files.Get(id).Fields("id,name,parents").Context(ctx).Do()
+			got, err := p.svc.Files.Get(id).SupportsAllDrives(true).Fields("id,name,parents").Context(ctx).Do()
 			if err != nil {
 				var ge *googleapi.Error
 				if errors.As(err, &ge) && ge.Code == http.StatusNotFound {
@@ -251,6 +293,9 @@ func (p *Provider) object(ctx context.Context, f *dr.File) (providers.Object, er
 	if f.HeadRevisionId != "" {
 		o.Metadata["drive.head_revision"] = f.HeadRevisionId
 	}
+	if f.DriveId != "" {
+		o.Metadata["drive.drive_id"] = f.DriveId
+	}
 	o.CreatedAt, _ = time.Parse(time.RFC3339, f.CreatedTime)
 	o.ModifiedAt, _ = time.Parse(time.RFC3339, f.ModifiedTime)
 	o.Path = f.Name
@@ -267,6 +312,13 @@ func (p *Provider) object(ctx context.Context, f *dr.File) (providers.Object, er
 	}
 	for _, x := range f.Permissions {
 		o.Permissions = append(o.Permissions, permission(x))
+	}
+	if e, ok := exportOf(f); ok && p.docs {
+		size, err := p.exportSize(ctx, f, e)
+		if err != nil {
+			return providers.Object{}, fmt.Errorf("export %s: %w", f.MimeType, err)
+		}
+		exported(&o, f, e, size)
 	}
 	return o, nil
 }
@@ -304,7 +356,7 @@ func permission(x *dr.Permission) providers.Permission {
 }
 
 func (p *Provider) meta(ctx context.Context, id string) (*dr.File, error) {
-	return p.svc.Files.Get(id).Fields(googleapi.Field(fileFields)).Context(ctx).Do()
+	return p.svc.Files.Get(id).SupportsAllDrives(true).Fields(googleapi.Field(fileFields)).Context(ctx).Do()
 }
 
 func checkVersion(f *dr.File, expected string) error {
@@ -330,6 +382,9 @@ func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*prov
 	if err := checkVersion(f, req.ExpectedVersion); err != nil {
 		return nil, err
 	}
+	if e, ok := exportOf(f); ok && p.docs {
+		return p.fetchExport(ctx, f, e, req.MaxBytes)
+	}
 	if !downloadable(f) {
 		return nil, fail("fetch", req.ObjectID, fmt.Errorf("%s has no content to download: %w", f.MimeType, providers.ErrUnsupported))
 	}
@@ -340,9 +395,9 @@ func (p *Provider) Fetch(ctx context.Context, req providers.FetchRequest) (*prov
 	if err != nil {
 		return nil, fail("fetch", req.ObjectID, err)
 	}
-	resp, err := p.svc.Files.Get(req.ObjectID).AcknowledgeAbuse(false).Context(ctx).Download()
+	resp, err := p.svc.Files.Get(req.ObjectID).SupportsAllDrives(true).AcknowledgeAbuse(false).Context(ctx).Download()
 	if err != nil {
-		return nil, fail("fetch", req.ObjectID, err)
+		return nil, fail("fetch", req.ObjectID, refusal(err))
 	}
 	return &providers.Content{Object: o, Body: newVerifier(resp.Body, f)}, nil
 }
@@ -399,12 +454,10 @@ func (v *verifier) Read(b []byte) (int, error) {
 func (v *verifier) Close() error { return v.rc.Close() }
 
 func (p *Provider) setTrashed(ctx context.Context, id string, trashed bool) (*dr.File, error) {
-	if p.writes != nil {
-		if err := p.writes.Wait(ctx); err != nil {
-			return nil, err
-		}
+	if err := p.wait(ctx); err != nil {
+		return nil, err
 	}
-	return p.svc.Files.Update(id, &dr.File{Trashed: trashed, ForceSendFields: []string{"Trashed"}}).
+	return p.svc.Files.Update(id, &dr.File{Trashed: trashed, ForceSendFields: []string{"Trashed"}}).SupportsAllDrives(true).
 		Fields(googleapi.Field(fileFields)).Context(ctx).Do()
 }
 
@@ -443,76 +496,6 @@ func (p *Provider) Untrash(ctx context.Context, req providers.UntrashRequest) (p
 		return providers.Object{}, fail("untrash", id, err)
 	}
 	return o, nil
-}
-
-// Changes lists the files changed since a page_token marker, each as it
-// is now (trashed or deleted ones as deletions).
-func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (providers.ChangePage, error) {
-	if err := checkRef(req.SourceRef); err != nil {
-		return providers.ChangePage{}, err
-	}
-	if req.Since.Kind != providers.MarkerPageToken || req.Since.Value == "" {
-		return providers.ChangePage{}, fmt.Errorf("vendor_a_files: marker kind %q: %w", req.Since.Kind, providers.ErrInvalidArgument)
-	}
-	page := req.Since.Value
-	if req.PageToken != "" {
-		t, err := decodeToken(req.PageToken)
-		if err != nil {
-			return providers.ChangePage{}, err
-		}
-		page = t.Page
-	}
-	res, err := p.svc.Changes.List(page).IncludeRemoved(true).Spaces("drive").PageSize(int64(providers.ClampPageSize(req.PageSize))).
-		Fields(googleapi.Field("nextPageToken,newStartPageToken,changes(fileId,removed,time,file(" + fileFields + "))")).Context(ctx).Do()
-	if err != nil {
-		err = fail("changes", "", err)
-		if errors.Is(err, providers.ErrNotFound) {
-			return providers.ChangePage{}, fmt.Errorf("vendor_a_files: %w: %v", providers.ErrMarkerExpired, err)
-		}
-		return providers.ChangePage{}, err
-	}
-	var out providers.ChangePage
-	for _, c := range res.Changes {
-		switch {
-		case c.Removed || c.File == nil || c.File.Trashed:
-			out.Changes = append(out.Changes, providers.Change{Type: providers.ChangeDelete, ObjectID: c.FileId})
-		case !downloadable(c.File):
-			if c.File.MimeType == folderType {
-				p.mu.Lock()
-				delete(p.folders, c.FileId) // renamed or moved, perhaps
-				p.mu.Unlock()
-			}
-		default:
-			o, err := p.object(ctx, c.File)
-			if err != nil {
-				return providers.ChangePage{}, fail("changes", c.FileId, err)
-			}
-			out.Changes = append(out.Changes, providers.Change{Type: providers.ChangeUpsert, ObjectID: o.ID, Object: &o})
-		}
-	}
-	if res.NextPageToken != "" {
-		out.NextPageToken = encodeToken(token{Marker: req.Since.Value, Page: res.NextPageToken})
-	} else {
-		out.Marker = providers.Marker{Kind: providers.MarkerPageToken, Value: res.NewStartPageToken}
-	}
-	return out, nil
-}
-
-// Quota reports the account's storage: Drive, Gmail and Photos share it.
-func (p *Provider) Quota(ctx context.Context, sourceRef string) (providers.Quota, error) {
-	if err := checkRef(sourceRef); err != nil {
-		return providers.Quota{}, err
-	}
-	a, err := p.svc.About.Get().Fields("storageQuota").Context(ctx).Do()
-	if err != nil {
-		return providers.Quota{}, fail("quota", "", err)
-	}
-	q := a.StorageQuota
-	if q == nil {
-		return providers.Quota{}, fail("quota", "", fmt.Errorf("no storageQuota: %w", providers.ErrTransient))
-	}
-	return providers.Quota{UsedBytes: q.Usage, LimitBytes: q.Limit, TrashBytes: q.UsageInDriveTrash, ObservedAt: time.Now().UTC(),
-		Breakdown: map[string]int64{"drive": q.UsageInDrive, "other": max(q.Usage-q.UsageInDrive, 0)}}, nil
 }
 
 // Close drops idle connections.

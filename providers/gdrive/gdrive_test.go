@@ -1,10 +1,12 @@
 package gdrive_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	fake "svc.dev/svc/internal/vendorfake/drive"
@@ -15,7 +17,18 @@ import (
 
 func open(t testing.TB, s *fake.Server) providers.Provider {
 	t.Helper()
-	p, err := gdrive.New(context.Background(), providers.Config(s.Config()))
+	return openWith(t, s, nil)
+}
+
+// openWith opens a provider on a fake with its configuration changed by
+// edit (nil: as the fake gives it).
+func openWith(t testing.TB, s *fake.Server, edit func(providers.Config)) providers.Provider {
+	t.Helper()
+	cfg := providers.Config(s.Config())
+	if edit != nil {
+		edit(cfg)
+	}
+	p, err := gdrive.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +51,19 @@ func TestListing(t *testing.T) {
 	s := fake.New(t, fake.Options{Files: 60, Seed: 4})
 	p := open(t, s)
 	objs, m := providertest.ListAll(context.Background(), t, p, "root", 7)
-	if len(objs) != 60 || m.Kind != providers.MarkerPageToken {
-		t.Fatalf("listed %d of 60, marker %v", len(objs), m)
+	if len(objs) != 62 || m.Kind != providers.MarkerPageToken {
+		t.Fatalf("listed %d of 62 (60 files, 2 Docs editors files), marker %v", len(objs), m)
 	}
-	var photos, shared, link, nested int
+	var photos, shared, link, nested, docs int
 	for _, o := range objs {
+		if native := o.Metadata["drive.native_mime"]; native != "" {
+			docs++
+			e := gdrive.Exports[native]
+			if o.MIMEType != e.MIMEType || !strings.HasSuffix(o.Name, e.Ext) || o.SHA256 != "" || o.SizeBytes == 0 || o.Containers[0] != "Documents" {
+				t.Errorf("Docs editors file %+v", o)
+			}
+			continue
+		}
 		if o.SHA256 == "" || o.Version == "" || len(o.Containers) > 1 {
 			t.Fatalf("object %+v", o)
 		}
@@ -71,8 +92,55 @@ func TestListing(t *testing.T) {
 			t.Errorf("%s has no owner: %+v", o.ID, o.Permissions)
 		}
 	}
-	if photos == 0 || shared == 0 || link == 0 || nested == 0 {
-		t.Errorf("photos %d, shared %d, link-shared %d, in nested folders %d: want some of each", photos, shared, link, nested)
+	if photos == 0 || shared == 0 || link == 0 || nested == 0 || docs != 2 {
+		t.Errorf("photos %d, shared %d, link-shared %d, in nested folders %d, Docs editors files %d: want some of each", photos, shared, link, nested, docs)
+	}
+	skip := openWith(t, s, func(cfg providers.Config) { cfg["docs"] = "skip" })
+	if objs, _ := providertest.ListAll(context.Background(), t, skip, "root", 0); len(objs) != 60 {
+		t.Errorf("docs skip: listed %d, want the 60 files", len(objs))
+	}
+}
+
+// TestDocsExported: a Google Doc is fetched as its DOCX export, at the size
+// the listing said, and refused at a moved version; Docs editors files
+// trash and untrash as files do.
+func TestDocsExported(t *testing.T) {
+	s := fake.New(t, fake.Options{Files: 3, Seed: 8})
+	p := open(t, s)
+	ctx := context.Background()
+	objs, _ := providertest.ListAll(ctx, t, p, "root", 0)
+	i := slices.IndexFunc(objs, func(o providers.Object) bool { return o.Metadata["drive.native_mime"] == fake.DocType })
+	if i < 0 {
+		t.Fatal("no Google Doc listed")
+	}
+	doc := objs[i]
+	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID, ExpectedVersion: doc.Version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(c.Body)
+	c.Body.Close()
+	if err != nil || int64(len(b)) != doc.SizeBytes || c.Object.SizeBytes != doc.SizeBytes ||
+		!strings.HasPrefix(string(b), gdrive.Exports[fake.DocType].MIMEType+" export of "+doc.ID) {
+		t.Fatalf("export: %d bytes (%v), listed %d: %.80q", len(b), err, doc.SizeBytes, b)
+	}
+	s.Rewrite(doc.ID, []byte("Day 1: Porto."))
+	if _, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID, ExpectedVersion: doc.Version}); !errors.As(err, new(*providers.VersionMismatchError)) {
+		t.Fatalf("export at a moved version: %v", err)
+	}
+	if _, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID, MaxBytes: 10}); !errors.Is(err, providers.ErrTooLarge) {
+		t.Errorf("export over the bound: %v", err)
+	}
+	// A document Drive will not export (over 10 MB: 403 exportSizeLimitExceeded) is left
+	// out of listings, and its fetch is ErrTooLarge, not a lost grant.
+	s.Rewrite(doc.ID, bytes.Repeat([]byte("x"), fake.MaxExport))
+	after, _ := providertest.ListAll(ctx, t, p, "root", 0)
+	if len(after) != len(objs)-1 || slices.ContainsFunc(after, func(o providers.Object) bool { return o.ID == doc.ID }) {
+		t.Errorf("listing with a document over the export limit: %d objects, before %d", len(after), len(objs))
+	}
+	_, err = p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: doc.ID})
+	if !errors.Is(err, providers.ErrTooLarge) || errors.Is(err, providers.ErrPermission) {
+		t.Errorf("fetch of a document over the export limit: %v, want ErrTooLarge", err)
 	}
 }
 
@@ -83,6 +151,7 @@ func TestChecksum(t *testing.T) {
 	p := open(t, s)
 	ctx := context.Background()
 	objs, _ := providertest.ListAll(ctx, t, p, "root", 0)
+	objs = slices.DeleteFunc(objs, func(o providers.Object) bool { return o.SHA256 == "" }) // Docs exports have no checksum
 	s.Corrupt(objs[0].ID)
 	c, err := p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: objs[0].ID, ExpectedVersion: objs[0].Version})
 	if err != nil {
@@ -92,6 +161,13 @@ func TestChecksum(t *testing.T) {
 	c.Body.Close()
 	if !errors.Is(err, providers.ErrInvalidData) {
 		t.Errorf("corrupt content read: %v, want ErrInvalidData", err)
+	}
+	// A file Drive flags as abusive refuses its content with a 403 that is about the
+	// file, not the grant.
+	s.FlagAbusive(objs[1].ID)
+	_, err = p.Fetch(ctx, providers.FetchRequest{SourceRef: "root", ObjectID: objs[1].ID})
+	if !errors.Is(err, providers.ErrUnsupported) || errors.Is(err, providers.ErrPermission) {
+		t.Errorf("fetch of a file flagged as abusive: %v, want ErrUnsupported", err)
 	}
 }
 

@@ -15,12 +15,7 @@ import (
 // after the first, and reads within QuotaPerMinute.
 func TestWritePacing(t *testing.T) {
 	s := fake.New(t, fake.Options{Files: 12})
-	cfg := providers.Config(s.Config())
-	delete(cfg, "quota_per_minute") // the defaults
-	p, err := gdrive.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openWith(t, s, defaultPacing)
 	ctx := context.Background()
 	objs, _ := providertest.ListAll(ctx, t, p, "root", 0)
 	for _, o := range objs[:10] {
@@ -45,3 +40,7 @@ func TestWritePacing(t *testing.T) {
 		t.Errorf("%.2f writes/s, pacing %d/s", rate, gdrive.WritesPerSecond)
 	}
 }
+
+// defaultPacing drops the fakes' "quota_per_minute: off": the provider's
+// default pacing.
+func defaultPacing(cfg providers.Config) { delete(cfg, "quota_per_minute") }

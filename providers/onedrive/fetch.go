@@ -20,6 +20,7 @@ import (
 
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/contenthash"
+	"svc.dev/svc/providers/graph"
 )
 
 func (p *Provider) get(ctx context.Context, id string) (*item, error) {
@@ -172,8 +173,21 @@ func (p *Provider) err(op, id string, err error) error {
 	return &providers.Error{Op: op, Provider: providers.VendorBFiles, ObjectID: id, Err: err}
 }
 
-// MaxUpload is the most content one simple upload carries.
+// MaxUpload is the most content one simple upload carries (Graph's
+// documented 250 MB). Write sends content over SimpleUploadMax through an
+// upload session instead, which has no such bound.
 const MaxUpload = 250 << 20
+
+// SimpleUploadMax is the most content Write sends in one simple upload;
+// larger content goes through an upload session, as Microsoft advises for
+// files over 4 MB.
+const SimpleUploadMax = 4 << 20
+
+// DefaultFragment is an upload session's default fragment size (config
+// upload_fragment_bytes): 32 times Graph's 320 KiB granularity.
+const DefaultFragment = 32 * graph.FragmentGranularity
+
+const keyFragment = "upload_fragment_bytes"
 
 // itemID matches OneDrive item ids: personal ("HEX!N") and business
 // (34 characters starting "01").
@@ -203,14 +217,12 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	defer os.Remove(f.Name())
 	defer f.Close()
 	sum, qx := sha256.New(), contenthash.NewQuickXor()
-	n, err := io.Copy(io.MultiWriter(f, sum, qx), io.LimitReader(body, MaxUpload+1))
+	n, err := io.Copy(io.MultiWriter(f, sum, qx), body)
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("read content: %w", err))
 	}
 	digest := hex.EncodeToString(sum.Sum(nil))
 	switch {
-	case n > MaxUpload:
-		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("over %d bytes: %w", MaxUpload, providers.ErrTooLarge))
 	case req.SizeBytes >= 0 && n != req.SizeBytes:
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("%d bytes, expected %d: %w", n, req.SizeBytes, providers.ErrInvalidData))
 	case req.SHA256 != "" && digest != req.SHA256:
@@ -224,7 +236,12 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	if req.Overwrite {
 		conflict = "replace"
 	}
-	it, err := p.c.Upload(ctx, "/me/drive/root:/"+strings.Join(segs, "/")+":/content?@microsoft.graph.conflictBehavior="+conflict, f, n)
+	var it []byte
+	if n > min(SimpleUploadMax, p.fragment) {
+		it, err = p.c.UploadSession(ctx, "/me/drive/root:/"+strings.Join(segs, "/")+":/createUploadSession", conflict, f, n, p.fragment)
+	} else {
+		it, err = p.c.Upload(ctx, "/me/drive/root:/"+strings.Join(segs, "/")+":/content?@microsoft.graph.conflictBehavior="+conflict, f, n)
+	}
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, err)
 	}

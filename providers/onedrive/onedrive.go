@@ -23,12 +23,17 @@
 //     recycle bin (driveItem: restore) and is idempotent. Quota reads the
 //     drive's quota (total, used, deleted: the recycle bin).
 //   - Write spools the content to a temporary file and checks its size and
-//     SHA-256 before anything is sent (a mismatch uploads nothing), then
-//     uploads it in one simple upload (PUT root:/path:/content, conflict
-//     behaviour fail, or replace with Overwrite) and checks the stored
-//     item's quickXorHash and size; a mismatch deletes what was stored. At
-//     most 250 MB (upload sessions are not implemented: larger is
-//     ErrTooLarge).
+//     SHA-256 before anything is sent (a mismatch uploads nothing). Up to
+//     SimpleUploadMax (4 MiB) it goes in one simple upload (PUT
+//     root:/path:/content); larger content goes through an upload session
+//     (createUploadSession, then fragments of upload_fragment_bytes, default
+//     10 MiB, PUT to the session's pre-authenticated URL with Content-Range,
+//     resumed from the session's status after a failed fragment). Conflict
+//     behaviour fail, or replace with Overwrite. The stored item's
+//     quickXorHash and size are checked; a mismatch deletes what was stored.
+//
+// Config keys: those of providers/graph, and upload_fragment_bytes (a
+// multiple of 320 KiB up to 60 MiB).
 //
 // Pacing: OneDrive is SharePoint underneath, whose documented quota is in
 // resource units per app and tenant (1,250 a minute for the smallest
@@ -43,6 +48,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -82,7 +88,8 @@ var DefaultPacing = graph.Pacing{
 
 // Provider is a vendor_b_files instance.
 type Provider struct {
-	c *graph.Client
+	c        *graph.Client
+	fragment int64 // upload session fragment size
 
 	mu      sync.Mutex
 	folders map[string]folder // folder id -> name and parent, learnt from listings
@@ -110,16 +117,27 @@ func New(_ context.Context, cfg providers.Config) (providers.Provider, error) {
 // Open is New with the transport the client sends through (nil: the
 // default), for tests.
 func Open(cfg providers.Config, base http.RoundTripper) (*Provider, error) {
-	for k := range cfg {
-		if !slices.Contains(graph.ConfigKeys, k) {
+	fragment := int64(DefaultFragment)
+	gcfg := providers.Config{}
+	for k, v := range cfg {
+		switch {
+		case k == keyFragment:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 || n%graph.FragmentGranularity != 0 || n > graph.MaxFragment {
+				return nil, fmt.Errorf("onedrive: config: %s must be a multiple of %d up to %d: %w", keyFragment, graph.FragmentGranularity, graph.MaxFragment, providers.ErrInvalidArgument)
+			}
+			fragment = n
+		case slices.Contains(graph.ConfigKeys, k):
+			gcfg[k] = v
+		default:
 			return nil, fmt.Errorf("onedrive: unknown config key %q: %w", k, providers.ErrInvalidArgument)
 		}
 	}
-	c, err := graph.New(cfg, DefaultPacing, base)
+	c, err := graph.New(gcfg, DefaultPacing, base)
 	if err != nil {
 		return nil, fmt.Errorf("onedrive: %w", err)
 	}
-	return &Provider{c: c, folders: map[string]folder{}}, nil
+	return &Provider{c: c, fragment: fragment, folders: map[string]folder{}}, nil
 }
 
 // Describe implements providers.Provider.

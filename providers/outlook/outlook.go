@@ -30,6 +30,9 @@
 //     changeKey; the result id is the folder it came from, and Untrash
 //     moves it back there (idempotent). Exchange keeps Deleted Items until
 //     the user or a retention policy empties it.
+//   - Quota sums every mail folder's PR_MESSAGE_SIZE_EXTENDED (Deleted
+//     Items as the trash); Graph v1.0 gives the mailbox's user no quota
+//     limit, so LimitBytes is 0.
 //
 // Pacing: Outlook's documented limits per app and mailbox are 10,000
 // requests in 10 minutes and 4 concurrent requests; the default pace is
@@ -55,7 +58,7 @@ import (
 	"svc.dev/svc/providers/graph"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota}
 
 // Description is the vendor_b_mail provider's description.
 var Description = providers.Description{
@@ -95,6 +98,7 @@ var (
 	_ providers.Provider  = (*Provider)(nil)
 	_ providers.Trasher   = (*Provider)(nil)
 	_ providers.Untrasher = (*Provider)(nil)
+	_ providers.Quotaer   = (*Provider)(nil)
 )
 
 // New opens a vendor_b_mail provider. It is a providers.Factory; it does

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"svc.dev/svc/storage"
+	"svc.dev/svc/storage/postgres/pgsearch"
+	"svc.dev/svc/vault/search"
 )
 
 //go:embed migrations/*.sql
@@ -97,6 +99,10 @@ func schemaVersion(ctx context.Context, db *sql.DB) (int64, error) {
 	}
 	return p.GetDBVersion(ctx)
 }
+
+// SearchIndex returns the vault's search index kept in this database (pgsearch: PostgreSQL
+// full-text search, shared by every process on the database), on the store's connections.
+func (s *Store) SearchIndex(opts *search.Options) *pgsearch.Index { return pgsearch.New(s.pool, opts) }
 
 // Close releases the store's connections.
 func (s *Store) Close() error {

@@ -132,6 +132,38 @@ func (x *Index) Search(ctx context.Context, tenant string, q Query) (Result, err
 // optional clauses become required (every word must match), and an unfielded clause matches
 // in any text field. Fields outside Fields are refused.
 func parse(qs string) (*query.BooleanQuery, error) {
+	cs, err := clauses(qs)
+	if err != nil {
+		return nil, err
+	}
+	var must, not []query.Query
+	for _, c := range cs {
+		e, err := expand(c.q)
+		if err != nil {
+			return nil, err
+		}
+		if c.not {
+			not = append(not, e)
+		} else {
+			must = append(must, e)
+		}
+	}
+	if len(must) == 0 {
+		// Only exclusions: they narrow everything.
+		must = append(must, query.NewMatchAllQuery())
+	}
+	return query.NewBooleanQuery(must, nil, not), nil
+}
+
+// clause is one clause of a query string as bleve parsed it, and whether it excludes.
+type clause struct {
+	q   query.Query
+	not bool
+}
+
+// clauses parses a query string and checks it against the cost model and Fields: every
+// index (bleve's, pgsearch's) accepts and refuses the same queries up to here.
+func clauses(qs string) ([]clause, error) {
 	if strings.TrimSpace(qs) == "" {
 		return nil, fmt.Errorf("%w: the query is empty", ErrInvalidQuery)
 	}
@@ -146,41 +178,36 @@ func parse(qs string) (*query.BooleanQuery, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: unsupported query", ErrInvalidQuery)
 	}
-	var must, not []query.Query
+	var out []clause
 	clauseCount, expansions := 0, 0
 	for _, part := range []struct {
-		q    query.Query
-		dest *[]query.Query
-	}{{b.Must, &must}, {b.Should, &must}, {b.MustNot, &not}} {
-		var clauses []query.Query
+		q   query.Query
+		not bool
+	}{{b.Must, false}, {b.Should, false}, {b.MustNot, true}} {
+		var cs []query.Query
 		switch c := part.q.(type) {
 		case nil:
 		case *query.ConjunctionQuery:
-			clauses = c.Conjuncts
+			cs = c.Conjuncts
 		case *query.DisjunctionQuery:
-			clauses = c.Disjuncts
+			cs = c.Disjuncts
 		default:
 			return nil, fmt.Errorf("%w: unsupported query", ErrInvalidQuery)
 		}
-		for _, c := range clauses {
+		for _, c := range cs {
 			if clauseCount++; clauseCount > MaxClauses {
 				return nil, fmt.Errorf("%w: more than %d words or clauses; narrow the query", ErrInvalidQuery, MaxClauses)
 			}
 			if err := checkExpansion(c, &expansions); err != nil {
 				return nil, err
 			}
-			e, err := expand(c)
-			if err != nil {
+			if _, err := expand(c); err != nil { // the field, fuzziness and pattern checks
 				return nil, err
 			}
-			*part.dest = append(*part.dest, e)
+			out = append(out, clause{c, part.not})
 		}
 	}
-	if len(must) == 0 {
-		// Only exclusions: they narrow everything.
-		must = append(must, query.NewMatchAllQuery())
-	}
-	return query.NewBooleanQuery(must, nil, not), nil
+	return out, nil
 }
 
 // expand checks a clause's field, makes multi-word values need every word, and turns an

@@ -3,10 +3,13 @@
 // format: about.get (storageQuota), files.list (q with the clauses
 // "trashed = true|false", "mimeType = / != '...'" and "'ID' in parents"
 // joined by "and"; page tokens), files.get (metadata, and content with
-// alt=media; Google Docs files refuse alt=media with fileNotDownloadable),
-// files.update (trashed), changes.getStartPageToken and changes.list
-// (page tokens, newStartPageToken, removed entries), Google's JSON error
-// bodies, and an OAuth 2.0 token endpoint at /token.
+// alt=media; Google Docs editors files refuse alt=media with
+// fileNotDownloadable), files.export of Docs editors files (export.go),
+// files.update (trashed), files.create and files.delete, the upload
+// endpoint (media, multipart and resumable upload sessions: upload.go),
+// changes.getStartPageToken and changes.list (page tokens,
+// newStartPageToken, removed entries), Google's JSON error bodies, and an
+// OAuth 2.0 token endpoint at /token.
 //
 // Files carry md5Checksum and sha256Checksum of their content, version
 // (bumped by every change) and permissions. The fields parameter is
@@ -24,7 +27,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +58,8 @@ type file struct {
 	starred        bool
 	perms          []Permission
 	corrupt        bool
+	abusive        bool // flagged as malware or spam: alt=media is refused
+	drive          string // the shared drive holding it; "" for My Drive
 }
 
 // Options configures a fake drive.
@@ -67,6 +71,9 @@ type Options struct {
 	Email string
 	// LimitBytes is the storage limit about.get reports (default 15 GB).
 	LimitBytes int64
+	// SharedFiles, when positive, makes a shared drive (SharedDriveID)
+	// holding that many files, the user an organizer.
+	SharedFiles int
 }
 
 // Server is a fake Drive API. Its URL is the API's root: the vendor_a_files
@@ -74,7 +81,6 @@ type Options struct {
 // OAuth 2.0 token endpoint.
 type Server struct {
 	*vendorfake.Base
-	srv   *httptest.Server
 	email string
 	limit int64
 
@@ -84,6 +90,8 @@ type Server struct {
 	changes []change
 	failing map[string]int
 	nextID  int
+	uploads uploads
+	shared  bool
 }
 
 type change struct {
@@ -91,6 +99,7 @@ type change struct {
 	file    string
 	removed bool
 	at      time.Time
+	drive   string // the file's shared drive
 }
 
 // New starts a fake drive, closed with the test.
@@ -110,23 +119,9 @@ func Start(opts Options) *Server {
 	}
 	s := &Server{Base: vendorfake.NewBase(), email: opts.Email, limit: opts.LimitBytes, files: map[string]*file{}, failing: map[string]int{}}
 	s.seed(opts)
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /token", s.Token)
-	mux.HandleFunc("GET /authorize", s.Authorize)
-	mux.HandleFunc("/drive/v3/", s.api)
-	s.srv = httptest.NewServer(mux)
+	s.Serve(map[string]http.HandlerFunc{"/drive/v3/": s.api, "/upload/drive/v3/": s.upload})
 	return s
 }
-
-// URL is the API's root URL (no trailing slash).
-func (s *Server) URL() string { return s.srv.URL }
-
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
-
-// Config is the vendor_a_files configuration for this fake; its source ref
-// is "root".
-func (s *Server) Config() map[string]string { return vendorfake.Config(s.URL()) }
 
 var epoch = time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
 
@@ -139,7 +134,7 @@ func (s *Server) seed(opts Options) {
 	y2024 := s.add("2024", FolderType, []string{photos}, nil)
 	invoices := s.add("Invoices", FolderType, []string{docs}, nil)
 	team := s.add("Shared with team", FolderType, []string{"root"}, nil)
-	s.add("Trip notes", DocType, []string{docs}, nil)
+	s.add("Trip notes", DocType, []string{docs}, []byte("Day 1: Lisbon. Day 2: Sintra.\n"))
 	kinds := []struct {
 		dir, ext, mime string
 		min, max       int
@@ -174,6 +169,11 @@ func (s *Server) seed(opts Options) {
 			f.perms = append(f.perms, Permission{ID: "anyoneWithLink", Type: "anyone", Role: "reader"})
 		}
 	}
+	s.add("Budget 2026", SheetType, []string{docs}, []byte("month,amount\nJanuary,1200\n"))
+	if opts.SharedFiles > 0 {
+		s.shared = true
+		s.seedShared(opts.SharedFiles)
+	}
 	s.changes = nil // the seeded drive is the starting point
 }
 
@@ -199,7 +199,11 @@ func (s *Server) logChange(id string, removed bool) {
 	} else {
 		next = s.startToken()
 	}
-	s.changes = append(s.changes, change{id: next, file: id, removed: removed, at: time.Now().UTC()})
+	var drive string
+	if f := s.files[id]; f != nil {
+		drive = f.drive
+	}
+	s.changes = append(s.changes, change{id: next, file: id, removed: removed, at: time.Now().UTC(), drive: drive})
 }
 
 // startToken is the change id the next change gets: the current start page
@@ -238,8 +242,8 @@ func (s *Server) Delete(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.files[id]; ok {
-		delete(s.files, id)
 		s.logChange(id, true)
+		delete(s.files, id)
 	}
 }
 
@@ -259,6 +263,16 @@ func (s *Server) FailFile(id string, status int) {
 		delete(s.failing, id)
 	} else {
 		s.failing[id] = status
+	}
+}
+
+// FlagAbusive marks a file as Drive marks malware or spam: its content is
+// refused (403 cannotDownloadAbusiveFile) unless acknowledgeAbuse is set.
+func (s *Server) FlagAbusive(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.files[id]; f != nil {
+		f.abusive = true
 	}
 }
 
@@ -286,9 +300,18 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		s.list(w, r)
 	case r.Method == "GET" && len(parts) == 2 && parts[0] == "files":
 		s.get(w, r, parts[1])
+	case r.Method == "GET" && len(parts) == 3 && parts[0] == "files" && parts[2] == "export":
+		s.export(w, r, parts[1])
 	case r.Method == "PATCH" && len(parts) == 2 && parts[0] == "files":
 		s.update(w, r, parts[1])
+	case r.Method == "POST" && rest == "files":
+		s.create(w, r)
+	case r.Method == "DELETE" && len(parts) == 2 && parts[0] == "files":
+		s.deleteFile(w, r, parts[1])
 	case r.Method == "GET" && rest == "changes/startPageToken":
+		if _, ok := s.driveScope(w, r, scopeStartToken); !ok {
+			return
+		}
 		s.mu.Lock()
 		tok := s.startToken()
 		s.mu.Unlock()
@@ -324,8 +347,11 @@ func (s *Server) resource(f *file) map[string]any {
 	m := map[string]any{"kind": "drive#file", "id": f.id, "name": f.name, "mimeType": f.mime, "parents": f.parents,
 		"version": strconv.FormatInt(f.version, 10), "createdTime": f.created.Format(time.RFC3339Nano),
 		"modifiedTime": f.mod.Format(time.RFC3339Nano), "trashed": f.trashed, "starred": f.starred,
-		"shared": len(f.perms) > 1, "ownedByMe": true}
-	if f.mime != FolderType && f.mime != DocType {
+		"shared": len(f.perms) > 1, "ownedByMe": f.drive == ""}
+	if f.drive != "" {
+		m["driveId"] = f.drive
+	}
+	if _, native := exportFormats[f.mime]; f.mime != FolderType && !native {
 		md := md5.Sum(f.content)
 		sh := sha256.Sum256(f.content)
 		m["size"] = strconv.Itoa(len(f.content))
@@ -352,37 +378,6 @@ func (s *Server) resource(f *file) map[string]any {
 	return m
 }
 
-// query is a parsed q: the clauses the fake understands.
-type query []func(*file) bool
-
-func parseQuery(q string) (query, error) {
-	var out query
-	if strings.TrimSpace(q) == "" {
-		return out, nil
-	}
-	for _, c := range strings.Split(q, " and ") {
-		c = strings.TrimSpace(c)
-		switch {
-		case c == "trashed = false" || c == "trashed=false":
-			out = append(out, func(f *file) bool { return !f.trashed })
-		case c == "trashed = true" || c == "trashed=true":
-			out = append(out, func(f *file) bool { return f.trashed })
-		case strings.HasPrefix(c, "mimeType != '") && strings.HasSuffix(c, "'"):
-			v := strings.TrimSuffix(strings.TrimPrefix(c, "mimeType != '"), "'")
-			out = append(out, func(f *file) bool { return f.mime != v })
-		case strings.HasPrefix(c, "mimeType = '") && strings.HasSuffix(c, "'"):
-			v := strings.TrimSuffix(strings.TrimPrefix(c, "mimeType = '"), "'")
-			out = append(out, func(f *file) bool { return f.mime == v })
-		case strings.HasPrefix(c, "'") && strings.HasSuffix(c, "' in parents"):
-			v := strings.TrimSuffix(strings.TrimPrefix(c, "'"), "' in parents")
-			out = append(out, func(f *file) bool { return slices.Contains(f.parents, v) })
-		default:
-			return nil, fmt.Errorf("unsupported clause %q", c)
-		}
-	}
-	return out, nil
-}
-
 // list pages through the files in creation order (the page token is the
 // last id listed, so files added meanwhile come at the end).
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -398,6 +393,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 			vendorfake.GoogleError(w, 400, "invalid", "Invalid Value: pageSize")
 			return
 		}
+	}
+	drive, ok := s.driveScope(w, r, scopeFiles)
+	if !ok {
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -415,7 +414,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	for ; pos < len(s.order) && len(files) < size; pos++ {
 		last = s.order[pos]
 		f := s.files[last]
-		if f == nil || !matches(match, f) {
+		if f == nil || f.drive != drive || !matches(match, f) {
 			continue
 		}
 		files = append(files, s.resource(f))
@@ -427,19 +426,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	s.JSON(w, 200, "FileList", resp)
 }
 
-func matches(q query, f *file) bool {
-	for _, m := range q {
-		if !m(f) {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 	if id == root && r.URL.Query().Get("alt") == "" {
 		// "root" is My Drive's alias: a folder without parents.
 		s.JSON(w, 200, "File", map[string]any{"kind": "drive#file", "id": "0AFakeRootFolder", "name": "My Drive", "mimeType": FolderType})
+		return
+	}
+	if id == SharedDriveID && s.sharedRoot(w, r) {
 		return
 	}
 	s.mu.Lock()
@@ -448,17 +441,17 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 	var res map[string]any
 	var content []byte
 	var mime string
-	var corrupt bool
+	var corrupt, abusive bool
 	if f != nil {
 		res = s.resource(f)
-		content, mime, corrupt = f.content, f.mime, f.corrupt
+		content, mime, corrupt, abusive = f.content, f.mime, f.corrupt, f.abusive
 	}
 	s.mu.Unlock()
 	switch {
 	case fail != 0:
 		vendorfake.GoogleError(w, fail, "backendError", "fake: file failing")
 		return
-	case f == nil:
+	case f == nil || hidden(f, r):
 		vendorfake.GoogleError(w, 404, "notFound", "File not found: "+id+".")
 		return
 	}
@@ -466,7 +459,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, id string) {
 		s.JSON(w, 200, "File", res)
 		return
 	}
-	if mime == DocType || mime == FolderType {
+	if abusive && r.URL.Query().Get("acknowledgeAbuse") != "true" {
+		vendorfake.GoogleError(w, 403, "cannotDownloadAbusiveFile", "This file has been identified as malware or spam and cannot be downloaded.")
+		return
+	}
+	if _, native := exportFormats[mime]; native || mime == FolderType {
 		vendorfake.GoogleError(w, 403, "fileNotDownloadable", "Only files with binary content can be downloaded. Use Export with Docs Editors files.")
 		return
 	}
@@ -491,7 +488,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, id string) {
 	s.mu.Lock()
 	f := s.files[id]
 	fail := s.failing[id]
-	if f == nil || fail != 0 {
+	if f == nil || fail != 0 || hidden(f, r) {
 		s.mu.Unlock()
 		if fail != 0 {
 			vendorfake.GoogleError(w, fail, "backendError", "fake: file failing")
@@ -547,6 +544,10 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	includeRemoved := q.Get("includeRemoved") != "false"
+	drive, ok := s.driveScope(w, r, scopeChanges)
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	latest := map[string]int64{}
@@ -556,7 +557,7 @@ func (s *Server) listChanges(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]any{}
 	next := int64(0)
 	for _, c := range s.changes {
-		if c.id < from || latest[c.file] != c.id || (c.removed && !includeRemoved) {
+		if c.id < from || latest[c.file] != c.id || (c.removed && !includeRemoved) || c.drive != drive {
 			continue
 		}
 		if len(out) == size {

@@ -28,9 +28,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"svc.dev/svc/internal/vendorfake"
 	"svc.dev/svc/providers/contenthash"
 )
 
@@ -42,7 +42,9 @@ const (
 
 // Server is a running fake. Its methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	*vendorfake.Grants  // Revoke, ExpireAccess
+	*vendorfake.Traffic // Inject, ClearFaults, Requests, RequestTimes
+	srv                 *httptest.Server
 
 	mu      sync.Mutex
 	seq     int64
@@ -50,13 +52,7 @@ type Server struct {
 	revs    map[string][]byte // content of every revision
 	hashes  map[string]string // content_hash of every revision
 	nextID  int
-	access  map[string]bool
-	refresh map[string]bool
-	issued  int
-	faults  []*Fault
-	hits    []time.Time
 
-	requests  atomic.Int64
 	allocated int64
 	pageFloor int
 }
@@ -70,16 +66,9 @@ func (s *Server) SetPageFloor(n int) {
 	s.pageFloor = n
 }
 
-// Fault makes matching requests fail: the first Times requests whose path
-// starts with PathPrefix (after After of them pass) get Status, with
-// Retry-After when set.
-type Fault struct {
-	PathPrefix string
-	Status     int
-	RetryAfter int
-	Times      int
-	After      int
-}
+// Fault makes matching requests fail (vendorfake.PathFault): a 429 with a
+// RateLimitError body, anything else a plain-text answer.
+type Fault = vendorfake.PathFault
 
 type entry struct {
 	id       string
@@ -98,8 +87,8 @@ func New() *Server {
 		entries:   make(map[string]*entry),
 		revs:      make(map[string][]byte),
 		hashes:    make(map[string]string),
-		access:    map[string]bool{AccessToken: true},
-		refresh:   map[string]bool{RefreshToken: true},
+		Grants:    vendorfake.NewGrants("dropbox-fake-access", AccessToken, RefreshToken),
+		Traffic:   &vendorfake.Traffic{},
 		allocated: 2 << 40,
 	}
 	mux := http.NewServeMux()
@@ -155,48 +144,9 @@ func (s *Server) ProviderConfig() map[string]string {
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 
-// Inject adds a fault.
-func (s *Server) Inject(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, &f)
-}
-
-// ClearFaults removes every fault.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = nil
-}
-
 // ExpireAccessTokens invalidates the access tokens only: clients must
 // refresh.
-func (s *Server) ExpireAccessTokens() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.access = map[string]bool{}
-}
-
-// Revoke invalidates every access and refresh token.
-func (s *Server) Revoke() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.access, s.refresh = map[string]bool{}, map[string]bool{}
-}
-
-// Requests returns how many API requests the fake has answered.
-func (s *Server) Requests() int64 { return s.requests.Load() }
-
-// maxHits bounds the request times a fake keeps.
-const maxHits = 1 << 16
-
-// RequestTimes returns the arrival times of the API requests so far (the
-// latest 32,768 to 65,536 of them).
-func (s *Server) RequestTimes() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.hits...)
-}
+func (s *Server) ExpireAccessTokens() { s.ExpireAccess() }
 
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -204,27 +154,8 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.requests.Add(1)
-		s.mu.Lock()
-		if len(s.hits) == maxHits {
-			s.hits = append(s.hits[:0], s.hits[maxHits/2:]...) // a long-running fake keeps the recent half
-		}
-		s.hits = append(s.hits, time.Now())
-		var hit *Fault
-		for _, f := range s.faults {
-			if strings.HasPrefix(r.URL.Path, f.PathPrefix) && f.Times > 0 {
-				if f.After > 0 {
-					f.After--
-					continue
-				}
-				f.Times--
-				hit = f
-				break
-			}
-		}
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		ok := s.access[tok]
-		s.mu.Unlock()
+		hit := s.Arrive(r)
+		ok := s.Valid(vendorfake.Bearer(r))
 		switch {
 		case hit != nil && hit.Status == http.StatusTooManyRequests:
 			ra := max(hit.RetryAfter, 1)
@@ -256,15 +187,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unsupported_grant_type", "error_description": "unsupported grant_type"})
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.refresh[r.PostForm.Get("refresh_token")] {
+	tok, ok := s.Refresh(r.PostForm.Get("refresh_token"))
+	if !ok {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant", "error_description": "refresh token is invalid or revoked"})
 		return
 	}
-	s.issued++
-	tok := fmt.Sprintf("dropbox-fake-access-%d", s.issued)
-	s.access[tok] = true
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": 14400})
 }
 

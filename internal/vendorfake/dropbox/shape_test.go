@@ -1,9 +1,7 @@
 package dropbox_test
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"svc.dev/svc/internal/vendorfake"
 	"svc.dev/svc/internal/vendorfake/dropbox"
 	"svc.dev/svc/providers/contenthash"
 )
@@ -28,12 +27,12 @@ type run struct {
 	t      *testing.T
 	s      *dropbox.Server
 	st     stone
-	tested map[string]bool
+	tested vendorfake.Coverage
 }
 
 func (r *run) call(route, body string, hdr map[string]string) (*http.Response, []byte) {
 	r.t.Helper()
-	r.tested["POST "+route] = true
+	r.tested.Saw("POST " + route)
 	req, _ := http.NewRequest("POST", r.s.URL()+route, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+dropbox.AccessToken)
 	if body != "" {
@@ -51,23 +50,12 @@ func (r *run) call(route, body string, hdr map[string]string) (*http.Response, [
 	return resp, b
 }
 
-func decodeAny(t *testing.T, b []byte) any {
-	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		t.Fatalf("not JSON: %v: %s", err, b)
-	}
-	return v
-}
-
 func (r *run) result(what string, resp *http.Response, b []byte, typ string) map[string]any {
 	r.t.Helper()
 	if resp.StatusCode != 200 {
 		r.t.Fatalf("%s: %d %s", what, resp.StatusCode, b)
 	}
-	v := decodeAny(r.t, b)
+	v := vendorfake.DecodeJSON(r.t, b)
 	for _, e := range r.st.check(v, typ, "files", what) {
 		r.t.Error(e)
 	}
@@ -87,7 +75,7 @@ func (r *run) envelope(what string, resp *http.Response, b []byte, status int, t
 	if resp.StatusCode != status {
 		r.t.Errorf("%s: status %d, want %d", what, resp.StatusCode, status)
 	}
-	m, _ := decodeAny(r.t, b).(map[string]any)
+	m, _ := vendorfake.DecodeJSON(r.t, b).(map[string]any)
 	for k := range m {
 		if !slices.Contains([]string{"error_summary", "error", "user_message"}, k) {
 			r.t.Errorf("%s: %q in an error envelope", what, k)
@@ -111,11 +99,11 @@ func TestShapes(t *testing.T) {
 	}
 	s := dropbox.Seeded(dropbox.Seed{Seed: 5, Files: 12})
 	defer s.Close()
-	r := &run{t: t, s: s, st: st, tested: map[string]bool{}}
+	r := &run{t: t, s: s, st: st}
 
 	// Token endpoint (RFC 6749 5.1 and 5.2).
 	for _, rt := range []string{dropbox.RefreshToken, "revoked"} {
-		r.tested["POST /oauth2/token"] = true
+		r.tested.Saw("POST /oauth2/token")
 		resp, err := http.PostForm(s.TokenURL(), url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}})
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +114,7 @@ func TestShapes(t *testing.T) {
 		if resp.StatusCode != 200 {
 			allowed = []string{"error", "error_description", "error_uri"}
 		}
-		for k := range decodeAny(t, b).(map[string]any) {
+		for k := range vendorfake.DecodeJSON(t, b).(map[string]any) {
 			if !slices.Contains(allowed, k) {
 				t.Errorf("token answer (%d): %q", resp.StatusCode, k)
 			}
@@ -166,7 +154,7 @@ func TestShapes(t *testing.T) {
 
 	// download: the result in a header, the content as the body.
 	resp, content := r.call("/2/files/download", "", map[string]string{"Dropbox-API-Arg": `{"path":"` + p + `"}`})
-	res := decodeAny(t, []byte(resp.Header.Get("Dropbox-API-Result")))
+	res := vendorfake.DecodeJSON(t, []byte(resp.Header.Get("Dropbox-API-Result")))
 	for _, e := range st.check(res, "FileMetadata", "files", "download result") {
 		t.Error(e)
 	}
@@ -218,7 +206,7 @@ func TestShapes(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("get_space_usage: %d", resp.StatusCode)
 	}
-	for _, e := range st.check(decodeAny(t, b), "SpaceUsage", "users", "get_space_usage") {
+	for _, e := range st.check(vendorfake.DecodeJSON(t, b), "SpaceUsage", "users", "get_space_usage") {
 		t.Error(e)
 	}
 
@@ -233,9 +221,7 @@ func TestShapes(t *testing.T) {
 	resp, b = r.call("/2/files/get_metadata", `{"path":"`+p+`"}`, nil)
 	r.envelope("revoked token", resp, b, http.StatusUnauthorized, "auth.AuthError", "invalid_access_token")
 
-	for _, p := range s.Patterns() {
-		if !r.tested[p] {
-			t.Errorf("route %s is not checked", p)
-		}
+	for _, p := range r.tested.Missing(s.Patterns()) {
+		t.Errorf("route %s is not checked", p)
 	}
 }

@@ -430,7 +430,3 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "multipart/mixed; boundary="+mw.Boundary())
 	_, _ = w.Write(out.Bytes())
 }
-
-// Config is the vendor_a_mail configuration for this fake (see
-// vendorfake.Config); its source ref is "me".
-func (s *Server) Config() map[string]string { return vendorfake.Config(s.URL()) }

@@ -2,7 +2,8 @@ package gmail_test
 
 import (
 	"context"
-	"sync"
+	"io"
+	"net/http"
 	"testing"
 
 	"svc.dev/svc/internal/vendorfake"
@@ -21,16 +22,7 @@ func TestShapesMatchDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := fake.New(t, fake.Options{Messages: 30, Seed: 9})
-	var mu sync.Mutex
-	served := map[string]int{}
-	s.Record(func(schema string, body []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		served[schema]++
-		for _, p := range doc.Check(schema, body) {
-			t.Errorf("%s", p)
-		}
-	})
+	served := vendorfake.CheckServed(t, s.Base, doc)
 	p, err := gmail.New(context.Background(), providers.Config(s.Config()))
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +51,43 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, schema := range []string{"Profile", "ListLabelsResponse", "ListMessagesResponse", "Message", "ListHistoryResponse"} {
-		if served[schema] == 0 {
-			t.Errorf("no %s was served: the test does not cover it", schema)
-		}
+	for _, schema := range served.Missing([]string{"Profile", "ListLabelsResponse", "ListMessagesResponse", "Message", "ListHistoryResponse"}) {
+		t.Errorf("no %s was served: the test does not cover it", schema)
 	}
 	t.Logf("checked %v", served)
+}
+
+// TestErrorBodies: the Gmail fake's errors are Google's JSON error bodies
+// (vendorfake.CheckGoogleError), with the HTTP status as their code.
+func TestErrorBodies(t *testing.T) {
+	s := fake.New(t, fake.Options{Messages: 3, HistoryKept: 1})
+	s.Insert([]byte("From: a@example.com\r\n\r\nx\r\n"))
+	s.Insert([]byte("From: b@example.com\r\n\r\ny\r\n")) // the first history record is dropped
+	cases := []struct {
+		method, path, token string
+		status              int
+	}{
+		{"GET", "/gmail/v1/users/me/messages/nope", vendorfake.AccessToken, 404},
+		{"GET", "/gmail/v1/users/me/messages?maxResults=0", vendorfake.AccessToken, 400},
+		{"GET", "/gmail/v1/users/me/history?startHistoryId=1", vendorfake.AccessToken, 404},
+		{"GET", "/gmail/v1/users/someone@example.com/profile", vendorfake.AccessToken, 403},
+		{"GET", "/gmail/v1/users/me/profile", "not-a-token", 401},
+		{"POST", "/batch/gmail/v1", vendorfake.AccessToken, 400},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, s.URL()+c.path, nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, resp.StatusCode, b, c.status)
+		}
+		for _, p := range vendorfake.CheckGoogleError(resp.StatusCode, b) {
+			t.Errorf("%s %s: %s", c.method, c.path, p)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package gmail
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,7 +15,6 @@ import (
 // at "{URL}/token", its OAuth 2.0 token endpoint.
 type Server struct {
 	*vendorfake.Base
-	srv *httptest.Server
 
 	email string
 	n     int
@@ -72,20 +70,9 @@ func Start(opts Options) *Server {
 		changed: map[string]*message{}, failing: map[string]int{}, kept: opts.HistoryKept, nextID: idBase + 1<<40}
 	s.historyID = 20000
 	s.floor = s.historyID
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /token", s.Token)
-	mux.HandleFunc("GET /authorize", s.Authorize)
-	mux.HandleFunc("POST /batch/gmail/v1", s.batch)
-	mux.HandleFunc("/gmail/v1/", s.api)
-	s.srv = httptest.NewServer(mux)
+	s.Serve(map[string]http.HandlerFunc{"POST /batch/gmail/v1": s.batch, "/gmail/v1/": s.api})
 	return s
 }
-
-// URL is the API's root URL (no trailing slash).
-func (s *Server) URL() string { return s.srv.URL }
-
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
 
 // Messages is how many messages the mailbox holds (trashed ones
 // included, deleted ones not).

@@ -453,6 +453,13 @@ func (s *Server) uploadItem(w http.ResponseWriter, r *http.Request) {
 	replace := r.URL.Query().Get("@microsoft.graph.conflictBehavior") == "replace"
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.storeAt(w, p, body, replace)
+}
+
+// storeAt stores content at a path, creating missing parent folders, and
+// answers the item (201 created, 200 replaced) or a 409 when a file is in
+// the way and replace is not set. Callers hold s.mu.
+func (s *Server) storeAt(w http.ResponseWriter, p string, body []byte, replace bool) {
 	dir, name := path.Split(p)
 	parent := s.items[rootID]
 	for _, seg := range strings.Split(strings.Trim(dir, "/"), "/") {
@@ -476,12 +483,7 @@ func (s *Server) uploadItem(w http.ResponseWriter, r *http.Request) {
 		}
 		parent = next
 	}
-	var it *Item
-	for _, c := range s.items {
-		if c.ParentID == parent.ID && c.Name == name && !c.Deleted {
-			it = c
-		}
-	}
+	it := s.childNamed(parent.ID, name)
 	status := http.StatusCreated
 	s.seq++
 	switch {
@@ -499,4 +501,15 @@ func (s *Server) uploadItem(w http.ResponseWriter, r *http.Request) {
 		s.items[id] = it
 	}
 	writeJSON(w, status, s.itemJSON(it, true, false))
+}
+
+// childNamed returns the live item named name in a folder, or nil.
+// Callers hold s.mu.
+func (s *Server) childNamed(parent, name string) *Item {
+	for _, c := range s.items {
+		if c.ParentID == parent && c.Name == name && !c.Deleted {
+			return c
+		}
+	}
+	return nil
 }

@@ -3,8 +3,12 @@
 // (mail folders, messages and their MIME content, per-folder message delta
 // queries, moves), a OneDrive drive (driveItems, the root delta query with
 // its token, content behind a pre-authenticated download URL, quickXorHash
-// and sha256 hashes, deletion to the recycle bin and restore, quota) and the
-// Microsoft identity platform's token endpoint for refresh grants.
+// and sha256 hashes, deletion to the recycle bin and restore, quota, simple
+// uploads and upload sessions: createUploadSession, fragments PUT with
+// Content-Range to a pre-authenticated upload URL that refuses a token,
+// 202 with nextExpectedRanges, 416 for a fragment out of place, status
+// and cancel) and the Microsoft identity platform's token endpoint for
+// refresh grants.
 //
 // It follows the documented wire format: paths under /v1.0, JSON bodies,
 // @odata.nextLink and @odata.deltaLink paging, "@removed" entries in message
@@ -21,14 +25,14 @@ package graph
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"svc.dev/svc/internal/vendorfake"
 )
 
 // Tokens the seeded server accepts until Revoke.
@@ -39,7 +43,9 @@ const (
 
 // Server is a running fake. Its methods are safe for concurrent use.
 type Server struct {
-	srv *httptest.Server
+	*vendorfake.Grants  // Revoke, ExpireAccess
+	*vendorfake.Traffic // Inject, ClearFaults, Requests, RequestTimes
+	srv                 *httptest.Server
 
 	mu      sync.Mutex
 	seq     int64 // the change journal's clock
@@ -50,29 +56,16 @@ type Server struct {
 	driveID string
 	total   int64 // drive quota
 
-	access  map[string]bool
-	refresh map[string]bool
-	issued  int
+	sessions     map[string]*uploadSession // open upload sessions by id
+	sessionStats SessionStats
 
-	faults   []*Fault
-	floor    int // least page size, whatever the client asks
-	requests atomic.Int64
-	hits     []time.Time // request times, for pacing tests
-	now      func() time.Time
+	floor int // least page size, whatever the client asks
+	now   func() time.Time
 }
 
-// Fault makes matching requests fail. A request matches when its method
-// (empty: any) and path prefix match; the first Times matches fail with
-// Status (and Retry-After seconds when set, and an OData error body).
-type Fault struct {
-	Method     string
-	PathPrefix string
-	Status     int
-	RetryAfter int
-	Times      int
-	// After lets this many matching requests through first.
-	After int
-}
+// Fault makes matching requests fail (vendorfake.PathFault), answered with
+// an OData error body.
+type Fault = vendorfake.PathFault
 
 type removal struct {
 	seq    int64
@@ -86,8 +79,8 @@ func New() *Server {
 	s := &Server{
 		msgs:    make(map[string]*Message),
 		items:   make(map[string]*Item),
-		access:  map[string]bool{AccessToken: true},
-		refresh: map[string]bool{RefreshToken: true},
+		Grants:  vendorfake.NewGrants("graph-fake-access", AccessToken, RefreshToken),
+		Traffic: &vendorfake.Traffic{},
 		driveID: "b!fakeDrive0001",
 		total:   5 << 30,
 		now:     func() time.Time { return time.Now().UTC().Truncate(time.Second) },
@@ -126,13 +119,6 @@ func (s *Server) ProviderConfig() map[string]string {
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 
-// Inject adds a fault.
-func (s *Server) Inject(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, &f)
-}
-
 // SetPageFloor makes every delta page hold at least n entries whatever
 // page size the client asked for (Graph documents $top and
 // odata.maxpagesize as hints).
@@ -142,44 +128,9 @@ func (s *Server) SetPageFloor(n int) {
 	s.floor = n
 }
 
-// ClearFaults removes every fault.
-func (s *Server) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = nil
-}
-
-// Revoke invalidates every access and refresh token, as a user revoking
-// the app's consent does.
-func (s *Server) Revoke() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.access = map[string]bool{}
-	s.refresh = map[string]bool{}
-}
-
 // ExpireAccessTokens invalidates the access tokens only: clients must
 // refresh.
-func (s *Server) ExpireAccessTokens() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.access = map[string]bool{}
-}
-
-// Requests returns how many API requests (not token or download requests)
-// the server has answered.
-func (s *Server) Requests() int64 { return s.requests.Load() }
-
-// maxHits bounds the request times a fake keeps.
-const maxHits = 1 << 16
-
-// RequestTimes returns the arrival times of the API requests so far (the
-// latest 32,768 to 65,536 of them).
-func (s *Server) RequestTimes() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.hits...)
-}
+func (s *Server) ExpireAccessTokens() { s.ExpireAccess() }
 
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -187,26 +138,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		s.requests.Add(1)
-		s.mu.Lock()
-		if len(s.hits) == maxHits {
-			s.hits = append(s.hits[:0], s.hits[maxHits/2:]...) // a long-running fake keeps the recent half
-		}
-		s.hits = append(s.hits, time.Now())
-		var hit *Fault
-		for _, f := range s.faults {
-			if (f.Method == "" || f.Method == r.Method) && strings.HasPrefix(r.URL.Path, f.PathPrefix) && f.Times > 0 {
-				if f.After > 0 {
-					f.After--
-					continue
-				}
-				f.Times--
-				hit = f
-				break
-			}
-		}
-		ok := s.access[bearer(r)]
-		s.mu.Unlock()
+		hit := s.Arrive(r)
+		// Upload URLs are pre-authenticated: no token (session checks that).
+		ok := s.Valid(vendorfake.Bearer(r)) || strings.HasPrefix(r.URL.Path, "/_upload/")
 		if hit != nil {
 			if hit.RetryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(hit.RetryAfter))
@@ -226,14 +160,6 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 	})
 }
 
-func bearer(r *http.Request) string {
-	v := r.Header.Get("Authorization")
-	if t, ok := strings.CutPrefix(v, "Bearer "); ok {
-		return t
-	}
-	return ""
-}
-
 // token serves the identity platform's token endpoint for the
 // refresh_token grant (RFC 6749 section 6), with its error body.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
@@ -241,15 +167,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, "unsupported_grant_type", "AADSTS70003: The app requested an unsupported grant type.")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.refresh[r.PostForm.Get("refresh_token")] {
+	tok, ok := s.Refresh(r.PostForm.Get("refresh_token"))
+	if !ok {
 		oauthError(w, "invalid_grant", "AADSTS50173: The provided grant has expired due to it being revoked.")
 		return
 	}
-	s.issued++
-	tok := fmt.Sprintf("graph-fake-access-%d", s.issued)
-	s.access[tok] = true
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"token_type": "Bearer", "expires_in": 3599, "access_token": tok,
@@ -312,6 +234,8 @@ func (s *Server) table() []route {
 		{"DELETE /v1.0/me/drive/items/{id}", s.deleteItem},
 		{"POST /v1.0/me/drive/items/{id}/restore", s.restoreItem},
 		{"PUT /v1.0/me/drive/{pathContent...}", s.uploadItem},
+		{"POST /v1.0/me/drive/{pathSession...}", s.createUploadSession},
+		{"/_upload/{id}", s.session},
 		{"GET /_download/{id}", s.download},
 	}
 }

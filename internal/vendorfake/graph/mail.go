@@ -138,7 +138,29 @@ func changeKey(m *Message) string {
 	return fmt.Sprintf("CQAAABYAAAD%08d", m.seq)
 }
 
-func folderJSON(s *Server, f *Folder) map[string]any {
+// folderJSON renders a folder; withSize adds PR_MESSAGE_SIZE_EXTENDED
+// (the extended property "Long 0x0E08": the bytes of the folder's own
+// messages) as singleValueExtendedProperties, as Graph answers a $expand
+// of it.
+func folderJSON(s *Server, f *Folder, withSize bool) map[string]any {
+	out := folderProps(s, f)
+	if withSize {
+		var size int
+		for _, m := range s.msgs {
+			if m.FolderID == f.ID {
+				size += len(m.MIME)
+			}
+		}
+		out["singleValueExtendedProperties"] = []map[string]any{{"id": folderSizeProperty, "value": strconv.Itoa(size)}}
+	}
+	return out
+}
+
+// folderSizeProperty is PR_MESSAGE_SIZE_EXTENDED (PidTagMessageSizeExtended)
+// as Graph names an extended property.
+const folderSizeProperty = "Long 0x0E08"
+
+func folderProps(s *Server, f *Folder) map[string]any {
 	var children, total, unread int
 	for _, c := range s.folders {
 		if c.ParentFolderID == f.ID {
@@ -184,7 +206,7 @@ func (s *Server) pageFolders(w http.ResponseWriter, r *http.Request, parent stri
 	var all []map[string]any
 	for _, f := range s.folders {
 		if f.ParentFolderID == parent {
-			all = append(all, folderJSON(s, f))
+			all = append(all, folderJSON(s, f, strings.Contains(r.URL.Query().Get("$expand"), folderSizeProperty)))
 		}
 	}
 	body := map[string]any{"@odata.context": s.srv.URL + "/v1.0/$metadata#users('me')/mailFolders"}
@@ -204,7 +226,7 @@ func (s *Server) getFolder(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "ErrorItemNotFound", "The specified object was not found in the store.")
 		return
 	}
-	writeJSON(w, http.StatusOK, folderJSON(s, f))
+	writeJSON(w, http.StatusOK, folderJSON(s, f, strings.Contains(r.URL.Query().Get("$expand"), folderSizeProperty)))
 }
 
 func recipient(a *mail.Address) map[string]any {

@@ -6,13 +6,16 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"svc.dev/svc/internal/vendorfake"
 	"svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers/contenthash"
 )
@@ -32,12 +35,12 @@ type shapeRun struct {
 	s      *graph.Server
 	sch    *schema
 	c      *http.Client
-	tested map[string]bool
+	tested vendorfake.Coverage
 }
 
 func (r *shapeRun) do(pattern, method, u string, body io.Reader, hdr map[string]string) (*http.Response, []byte) {
 	r.t.Helper()
-	r.tested[pattern] = true
+	r.tested.Saw(pattern)
 	if !strings.HasPrefix(u, "http") {
 		u = r.s.URL() + u
 	}
@@ -63,11 +66,9 @@ func (r *shapeRun) do(pattern, method, u string, body io.Reader, hdr map[string]
 
 func decodeJSON(t *testing.T, b []byte) map[string]any {
 	t.Helper()
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m map[string]any
-	if err := d.Decode(&m); err != nil {
-		t.Fatalf("not a JSON object: %v: %s", err, b)
+	m, ok := vendorfake.DecodeJSON(t, b).(map[string]any)
+	if !ok {
+		t.Fatalf("not a JSON object: %s", b)
 	}
 	return m
 }
@@ -163,7 +164,7 @@ func TestShapes(t *testing.T) {
 	}
 	s := graph.Seeded(graph.Seed{Seed: 3, Messages: 14, Files: 6})
 	defer s.Close()
-	r := &shapeRun{t: t, s: s, sch: sch, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, tested: map[string]bool{}}
+	r := &shapeRun{t: t, s: s, sch: sch, c: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 
 	// The token endpoint: RFC 6749 sections 5.1 and 5.2.
 	tokenPattern := "POST /oauth2/v2.0/token"
@@ -194,6 +195,14 @@ func TestShapes(t *testing.T) {
 	}
 	_, b = r.do("GET /v1.0/me/mailFolders/{id}", "GET", "/v1.0/me/mailFolders/inbox", nil, nil)
 	r.entity("mailFolder", b, "graph.mailFolder")
+	// Folder sizes: PR_MESSAGE_SIZE_EXTENDED expanded (vendor_b_mail's quota).
+	_, b = r.do("GET /v1.0/me/mailFolders", "GET", "/v1.0/me/mailFolders?$top=100&$expand=singleValueExtendedProperties($filter=id%20eq%20'Long%200x0E08')", nil, nil)
+	sized, _, _ := r.collection("mailFolders with sizes", b, "graph.mailFolder")
+	for _, f := range sized {
+		if props, _ := f["singleValueExtendedProperties"].([]any); len(props) != 1 {
+			t.Errorf("folder %v without its size property", f["displayName"])
+		}
+	}
 	_, b = r.do("GET /v1.0/me/mailFolders/{id}/childFolders", "GET", "/v1.0/me/mailFolders/inbox/childFolders", nil, nil)
 	if kids, _, _ := r.collection("childFolders", b, "graph.mailFolder"); len(kids) != 1 {
 		t.Errorf("inbox has %d child folders", len(kids))
@@ -303,6 +312,7 @@ func TestShapes(t *testing.T) {
 	r.entity("replaced item", b, "graph.driveItem")
 	resp, b = r.do("GET /v1.0/me/drive/root/delta", "GET", "/v1.0/me/drive/root/delta?token=bogus", nil, nil)
 	r.odataError("expired drive token", resp, b, http.StatusGone)
+	r.uploadSession()
 
 	// Faults and authentication.
 	s.Inject(graph.Fault{PathPrefix: "/v1.0/me/drive", Status: http.StatusTooManyRequests, RetryAfter: 3, Times: 1})
@@ -320,9 +330,78 @@ func TestShapes(t *testing.T) {
 	resp.Body.Close()
 	r.odataError("no token", resp, b, http.StatusUnauthorized)
 
-	for _, p := range s.Patterns() {
-		if !r.tested[p] {
-			t.Errorf("route %s is not checked", p)
+	for _, p := range r.tested.Missing(s.Patterns()) {
+		t.Errorf("route %s is not checked", p)
+	}
+}
+
+// uploadSession drives an upload session: createUploadSession (an
+// uploadSession), fragments PUT to its pre-authenticated URL (202 with an
+// uploadSession, then the driveItem), a status query, a cancel, and the
+// errors: a token sent to the upload URL, a fragment out of place, a
+// conflict at creation.
+func (r *shapeRun) uploadSession() {
+	t := r.t
+	create := "POST /v1.0/me/drive/{pathSession...}"
+	resp, b := r.do(create, "POST", "/v1.0/me/drive/root:/Uploads/big.bin:/createUploadSession", strings.NewReader(`{"item":{"@microsoft.graph.conflictBehavior":"fail"}}`), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("createUploadSession: %d %s", resp.StatusCode, b)
+	}
+	sess := r.entity("uploadSession", b, "graph.uploadSession")
+	u, _ := sess["uploadUrl"].(string)
+	content := bytes.Repeat([]byte("x"), graph.FragmentGranularity+10)
+	put := func(first, last int, hdr map[string]string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", u, bytes.NewReader(content[first:last+1]))
+		req.Header.Set("Content-Range", "bytes "+strconv.Itoa(first)+"-"+strconv.Itoa(last)+"/"+strconv.Itoa(len(content)))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
 		}
+		r.tested.Saw("/_upload/{id}")
+		resp, err := r.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b = put(0, graph.FragmentGranularity-1, map[string]string{"Authorization": "Bearer " + graph.AccessToken})
+	r.odataError("a token sent to the upload URL", resp, b, http.StatusUnauthorized)
+	resp, b = put(0, graph.FragmentGranularity-1, nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("first fragment: %d %s", resp.StatusCode, b)
+	}
+	if m := r.entity("uploadSession (202)", b, "graph.uploadSession"); fmt.Sprint(m["nextExpectedRanges"]) != "["+strconv.Itoa(graph.FragmentGranularity)+"-]" {
+		t.Errorf("after the first fragment: %v", m)
+	}
+	resp, b = put(0, graph.FragmentGranularity-1, nil)
+	r.odataError("a fragment out of place", resp, b, http.StatusRequestedRangeNotSatisfiable)
+	req, _ := http.NewRequest("GET", u, nil)
+	resp, err := r.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.entity("uploadSession status", b, "graph.uploadSession")
+	resp, b = put(graph.FragmentGranularity, len(content)-1, nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("last fragment: %d %s", resp.StatusCode, b)
+	}
+	if it := r.entity("uploaded item (session)", b, "graph.driveItem"); it["size"] != json.Number(strconv.Itoa(len(content))) {
+		t.Errorf("uploaded item size %v", it["size"])
+	}
+	resp, b = r.do(create, "POST", "/v1.0/me/drive/root:/Uploads/big.bin:/createUploadSession", strings.NewReader(`{"item":{"@microsoft.graph.conflictBehavior":"fail"}}`), nil)
+	r.odataError("createUploadSession onto a file", resp, b, http.StatusConflict)
+	_, b = r.do(create, "POST", "/v1.0/me/drive/root:/Uploads/other.bin:/createUploadSession", strings.NewReader(`{}`), nil)
+	u, _ = r.entity("uploadSession", b, "graph.uploadSession")["uploadUrl"].(string)
+	req, _ = http.NewRequest("DELETE", u, nil)
+	if resp, err = r.c.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("cancel: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if st := r.s.Sessions(); st.Open != 0 {
+		t.Errorf("sessions %+v after the cancel", st)
 	}
 }

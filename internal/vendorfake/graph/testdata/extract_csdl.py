@@ -12,7 +12,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 NS = "{http://docs.oasis-open.org/odata/ns/edm}"
-ROOTS = ["message", "mailFolder", "driveItem", "drive", "singleValueLegacyExtendedProperty"]
+ROOTS = ["message", "mailFolder", "driveItem", "drive", "singleValueLegacyExtendedProperty", "uploadSession"]
 NAV = {"singleValueExtendedProperties"}  # navigation properties the fake expands
 
 tree = ET.parse(sys.argv[1])
