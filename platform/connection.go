@@ -54,7 +54,9 @@ var (
 )
 
 // ConnectSession is an application's request for an end user's consent. The end user decides
-// on the consent page; the decision is final.
+// on the consent page; the decision is final. A session without an application (AppID "") is
+// a user's own provider authorization (StartOwn): it names its user from the start, asks for
+// no grant, and is approved when the provider account is connected.
 type ConnectSession struct {
 	ID               string   `json:"id"`
 	AppID            string   `json:"app_id"`
@@ -74,12 +76,18 @@ type ConnectSession struct {
 	ConnectionID string `json:"connection_id,omitempty"`
 	// ConnectedSourceIDs are the sources the user connected at a provider during the session.
 	ConnectedSourceIDs []string `json:"connected_source_ids,omitempty"`
+	// ProviderError is the provider's last refusal of a user's own provider authorization (an
+	// OAuth error code); the user may try again while the session is pending.
+	ProviderError string `json:"provider_error,omitempty"`
 	// CSRFSecret keys the consent form's token (see ConsentToken).
 	CSRFSecret []byte     `json:"csrf_secret"`
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  time.Time  `json:"expires_at"`
 	DecidedAt  *time.Time `json:"decided_at,omitempty"`
 }
+
+// Own reports whether the session is a user's own provider authorization, with no application.
+func (c *ConnectSession) Own() bool { return c.AppID == "" }
 
 // StatusAt is the session's status at t: a pending session past its expiry is expired.
 func (c *ConnectSession) StatusAt(t time.Time) string {
@@ -318,6 +326,60 @@ func (f *ConnectFlow) AddSource(ctx context.Context, csnID, sourceID string) (*C
 		}
 		return nil
 	})
+}
+
+// StartOwn records a user's own provider authorization: a connect session with no
+// application, for userID in mode, that connects an account at provider. It is approved by
+// Connected once the provider's callback connected the account.
+func (f *ConnectFlow) StartOwn(ctx context.Context, userID string, mode Mode, provider string) (*ConnectSession, error) {
+	if userID == "" || provider == "" {
+		return nil, errors.New("start provider authorization: a user and a provider are required")
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("connect session secret: %w", err)
+	}
+	now := f.now().UTC().Truncate(time.Millisecond)
+	c := &ConnectSession{ID: id.New("csn"), Mode: mode, Provider: provider, UserID: userID, Status: ConnectPending,
+		CSRFSecret: secret, CreatedAt: now, ExpiresAt: now.Add(ConnectSessionTTL)}
+	if err := f.store.CreateConnectSession(ctx, c); err != nil {
+		return nil, fmt.Errorf("create provider authorization: %w", err)
+	}
+	return c, nil
+}
+
+// Connected approves a user's own provider authorization with the source its provider
+// callback connected: ErrConnectExpired or ErrConnectDecided when it is no longer pending.
+func (f *ConnectFlow) Connected(ctx context.Context, csnID, sourceID string) (*ConnectSession, error) {
+	now := f.now().UTC().Truncate(time.Millisecond)
+	return f.store.UpdateConnectSession(ctx, csnID, func(c *ConnectSession) error {
+		switch {
+		case !c.Own():
+			return fmt.Errorf("connect session %s has an application: %w", csnID, ErrConnectDecided)
+		case c.StatusAt(now) == ConnectExpired:
+			return ErrConnectExpired
+		case c.StatusAt(now) != ConnectPending:
+			return ErrConnectDecided
+		}
+		if !slices.Contains(c.ConnectedSourceIDs, sourceID) {
+			c.ConnectedSourceIDs = append(c.ConnectedSourceIDs, sourceID)
+		}
+		c.Status, c.DecidedAt, c.ProviderError = ConnectApproved, &now, ""
+		return nil
+	})
+}
+
+// RefusedOwn records the provider's refusal (an OAuth error code) on a user's own provider
+// authorization that is still pending; other sessions are left as they are.
+func (f *ConnectFlow) RefusedOwn(ctx context.Context, csnID, code string) error {
+	now := f.now()
+	_, err := f.store.UpdateConnectSession(ctx, csnID, func(c *ConnectSession) error {
+		if c.Own() && c.StatusAt(now) == ConnectPending {
+			c.ProviderError = code
+		}
+		return nil
+	})
+	return err
 }
 
 // OAuthStart is a provider authorization about to begin.

@@ -2,9 +2,10 @@ package server
 
 import (
 	"context"
-	"svc.dev/svc/providers"
 
 	"svc.dev/svc/platform"
+	"svc.dev/svc/providers"
+	"svc.dev/svc/server/internal/connectflow"
 )
 
 // MarkReauth exposes markReauth to the black-box tests until the source paths call it.
@@ -14,5 +15,5 @@ func (s *Server) MarkReauth(ctx context.Context, tenant platform.Tenant, sourceI
 
 // AuthCodeURL is the authorization URL the consent page sends a browser to.
 func AuthCodeURL(p OAuthProvider, name providers.Name, state, verifier string) string {
-	return p.oauth2("https://svc.example/callback").AuthCodeURL(state, p.authCodeOptions(name, verifier)...)
+	return connectflow.OAuthProvider(p).AuthCodeURL(name, "https://svc.example/callback", state, verifier)
 }

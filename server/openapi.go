@@ -58,6 +58,7 @@ var problemsByMethod = map[string]map[int][]string{
 	"BillingService.CreatePortalSession": {http.StatusBadGateway: {rpc.CodeInternal}},
 	"IntelService.ActOnMeter":            {http.StatusConflict: {rpc.CodeInvalidState}},
 	"PlanService.CreatePlan":             {http.StatusConflict: {rpc.CodeLimitReached}},
+	"SourceService.CreateSource":         {http.StatusBadGateway: {rpc.CodeProviderError}, http.StatusServiceUnavailable: {rpc.CodeProviderDown}},
 }
 
 // problems returns the problem codes an operation can answer with, by HTTP status: those of

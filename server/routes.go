@@ -23,7 +23,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.serveReadyz)
 	mux.HandleFunc("GET /v1/exports/{id}/archive", s.serveExport)
 	s.platformAPI.Routes(mux)
-	s.connectPages(mux)
+	s.flow.Mount(mux)
 	mux.Handle("/", rest)
 	return s.middleware(s.withDeadline(s.cfg.RequestTimeout, mux))
 }

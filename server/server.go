@@ -31,6 +31,7 @@ import (
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/receipt"
+	"svc.dev/svc/server/internal/connectflow"
 	"svc.dev/svc/server/internal/platformapi"
 	"svc.dev/svc/server/internal/rpc"
 	"svc.dev/svc/storage"
@@ -61,6 +62,9 @@ type Config struct {
 	Dev bool
 	// OAuth configures providers whose sources connect through OAuth 2 (the connect flow).
 	OAuth map[providers.Name]OAuthProvider
+	// LocalRoots are the folders under which signed-in users may connect local folders
+	// (POST /v1/sources with vendor_d_local); none: no local folder connects through the API.
+	LocalRoots []string
 	// ScrubInterval is how often every tenant's vault is scrubbed (re-read, re-hashed, marked
 	// corrupt or repaired) as a job; 0 means DefaultScrubInterval, negative never.
 	ScrubInterval time.Duration
@@ -144,6 +148,8 @@ type Server struct {
 	openapi   []byte
 	providers *providers.Registry
 	sealer    *platform.Sealer
+	// flow is the connect flow (connect sessions, consent pages, provider OAuth, a user's own sources).
+	flow *connectflow.Flow
 
 	// core is the embedding package: sources, plans, executions, receipts, manifests and the
 	// vault live there; the handlers check the caller and call it.
@@ -271,7 +277,7 @@ func New(cfg Config) (*Server, error) {
 		exportKey:    core.DeriveKey("export-url"),
 	}
 	s.exports = &export.Exports{Dir: filepath.Join(cfg.DataDir, exportsDir), Store: store, Vault: core.Vault(),
-		Key: core.DeriveKey("export-archive"), Connection: func(c *platform.Connection) proto.Message { return connectionProto(c) }, Now: cfg.Now,
+		Key: core.DeriveKey("export-archive"), Connection: func(c *platform.Connection) proto.Message { return connectflow.ConnectionProto(c) }, Now: cfg.Now,
 		DailyBytes: cfg.ExportDailyBytes}
 	if cfg.Billing != nil {
 		s.biller = billing.New(cfg.Billing, store.Billing())
@@ -325,6 +331,7 @@ func New(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	s.platformAPI = s.newPlatformAPI()
+	s.flow = s.newConnectFlow()
 	s.register()
 	if s.openapi, err = s.openAPIDocument(); err != nil {
 		return fail(err)

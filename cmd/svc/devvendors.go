@@ -1,11 +1,14 @@
 package main
 
 import (
+	"strings"
+
 	"svc.dev/svc/internal/vendorfake/drive"
 	"svc.dev/svc/internal/vendorfake/dropbox"
 	"svc.dev/svc/internal/vendorfake/gmail"
 	"svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/server"
 	"svc.dev/svc/server/devseed"
 )
 
@@ -28,4 +31,28 @@ func startDevVendors() (vendors []devseed.Vendor, stop func()) {
 	}
 	// Small accounts: the README tour plans over every source and stays under 1 GB on disk.
 	return vendors, func() { gm.Close(); dr.Close(); gr.Close(); db.Close() }
+}
+
+// devOAuth adds, for each dev vendor whose fake serves an authorization endpoint and that
+// --oauth-config does not configure, an OAuth configuration at the fake, so that on a --dev
+// server a user can connect an account there through the connect flow (svc sources connect
+// vendor_a_mail) as they would at the vendor. endpoints are the fakes' API roots, which the
+// accounts connected that way are opened at.
+func devOAuth(oauth map[providers.Name]server.OAuthProvider, vendors []devseed.Vendor) (map[providers.Name]server.OAuthProvider, map[providers.Name]string) {
+	out := map[providers.Name]server.OAuthProvider{}
+	for k, v := range oauth {
+		out[k] = v
+	}
+	endpoints := map[providers.Name]string{}
+	for _, v := range vendors {
+		if _, configured := oauth[v.Provider]; configured || (v.Provider != providers.VendorAMail && v.Provider != providers.VendorAFiles) {
+			continue // only the Google fakes serve GET /authorize (vendorfake.Base.Authorize)
+		}
+		root := strings.TrimSuffix(v.Config["endpoint"], "/")
+		out[v.Provider] = server.OAuthProvider{AuthURL: root + "/authorize", TokenURL: v.Config["token_url"],
+			ClientID: v.Config["client_id"], ClientSecret: v.Config["client_secret"],
+			DisplayName: strings.TrimSuffix(v.Label, " (local fake)") + " (local fake)"}
+		endpoints[v.Provider] = v.Config["endpoint"]
+	}
+	return out, endpoints
 }

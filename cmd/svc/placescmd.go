@@ -13,7 +13,7 @@ import (
 // newSourcesCmd lists the caller's sources: plans name them with --source.
 func newSourcesCmd() *cobra.Command {
 	var cf clientFlags
-	cmd := &cobra.Command{Use: "sources", Short: "List the sources a running server has connected for you"}
+	cmd := &cobra.Command{Use: "sources", Short: "List and connect the sources a running server reaches for you"}
 	cf.register(cmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
@@ -35,6 +35,7 @@ func newSourcesCmd() *cobra.Command {
 			return w.Flush()
 		},
 	})
+	cmd.AddCommand(newSourcesConnectCmd(&cf))
 	return cmd
 }
 

@@ -39,6 +39,7 @@ func newServeCmd() *cobra.Command {
 		pluginDir     string
 		inProcess     bool
 		devSources    []string
+		localRoots    []string
 		dev           bool
 		rateLimit     int
 		rateWindow    time.Duration
@@ -73,7 +74,7 @@ func newServeCmd() *cobra.Command {
 			if dataDir == "" {
 				dataDir = defaultDataDir()
 			}
-			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
+			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources, localRoots: localRoots,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns, creatorEvery: creatorEvery,
 				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database, driveObjects: driveObjects,
@@ -109,6 +110,7 @@ func newServeCmd() *cobra.Command {
 	f.IntVar(&driveObjects, "dev-drive-objects", devseed.DefaultDriveObjects, "with --dev, how many files the simulated drive holds (6 are 56 MiB once vaulted, 1000 are 8.6 GiB, for load work); read when the tenant is first seeded")
 	f.StringVar(&spamdAddr, "spamd", "", "ask SpamAssassin's spamd at HOST:PORT (the spamc protocol) about every message a plan lists; its verdict and score join the removal reason (about 6 messages/s: a second opinion for a few thousand messages)")
 	f.StringVar(&rspamdURL, "rspamd", "", "ask rspamd's normal worker at this URL (e.g. http://127.0.0.1:11333) about every message a plan lists, as --spamd")
+	f.StringArrayVar(&localRoots, "local-root", nil, "a folder under which signed-in users may connect local folders as sources (repeatable; svc sources connect vendor_d_local PATH); every user of the server may connect anything under it")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
 }
@@ -140,6 +142,7 @@ type serveOptions struct {
 	dev           bool
 	inProcess     bool
 	devSources    []string
+	localRoots    []string
 	rate          platform.RateLimit
 	baseURL       string
 	oauthConfig   string
@@ -182,6 +185,9 @@ func serve(ctx context.Context, o serveOptions) error {
 	// The binary serves its own built-in providers out of process, so a provider crash or hang
 	// cannot take the API down.
 	var oauth map[providers.Name]server.OAuthProvider
+	// devEndpoints are the local fakes' API roots, for the accounts a --dev server connects
+	// at them through OAuth (devOAuth).
+	var devEndpoints map[providers.Name]string
 	opts := builtin.Options{PluginDir: o.pluginDir, Vendors: true,
 		// Read at each Open, after oauth is loaded below: a connector refreshes a source's
 		// token with svc's client at the provider.
@@ -190,7 +196,11 @@ func serve(ctx context.Context, o serveOptions) error {
 			if !ok {
 				return nil
 			}
-			return providers.Config{vendorhttp.KeyClientID: p.ClientID, vendorhttp.KeyClientSecret: p.ClientSecret, vendorhttp.KeyTokenURL: p.TokenURL}
+			cfg := providers.Config{vendorhttp.KeyClientID: p.ClientID, vendorhttp.KeyClientSecret: p.ClientSecret, vendorhttp.KeyTokenURL: p.TokenURL}
+			if ep, ok := devEndpoints[name]; ok {
+				cfg["endpoint"], cfg["quota_per_minute"] = ep, "off"
+			}
+			return cfg
 		}}
 	if !o.inProcess {
 		exe, err := os.Executable()
@@ -208,6 +218,24 @@ func serve(ctx context.Context, o serveOptions) error {
 		if oauth, err = loadOAuthConfig(o.oauthConfig, reg.Names(), os.Getenv); err != nil {
 			return err
 		}
+	}
+	var vendors []devseed.Vendor
+	if o.dev {
+		var stopVendors func()
+		vendors, stopVendors = startDevVendors()
+		defer stopVendors()
+		oauth, devEndpoints = devOAuth(oauth, vendors)
+	}
+	localRoots := make([]string, 0, len(o.localRoots))
+	for _, r := range o.localRoots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return fmt.Errorf("--local-root %q: %w", r, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--local-root %q: not a folder", r)
+		}
+		localRoots = append(localRoots, abs)
 	}
 	if o.baseURL != "" {
 		if u, err := url.Parse(o.baseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
@@ -247,7 +275,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		// (docs/search.md, "Search in a cluster").
 		searchIndex = func(opts *search.Options) (svc.SearchIndex, error) { return pg.SearchIndex(opts), nil }
 	}
-	srv, err := server.New(server.Config{Store: store, SearchIndex: searchIndex, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
+	srv, err := server.New(server.Config{Store: store, SearchIndex: searchIndex, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, LocalRoots: localRoots, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
 		RequestTimeout: o.requestTimeout, JunkFilter: junk})
 	if err != nil {
 		ln.Close()
@@ -291,8 +319,6 @@ func serve(ctx context.Context, o serveOptions) error {
 			}
 			extra = append(extra, spec)
 		}
-		vendors, stopVendors := startDevVendors()
-		defer stopVendors()
 		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra, Vendors: vendors, DriveObjects: o.driveObjects})
 		if err != nil {
 			ln.Close()

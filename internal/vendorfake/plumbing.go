@@ -47,6 +47,19 @@ func (g *Grants) Refresh(refresh string) (token string, ok bool) {
 	return token, true
 }
 
+// Mint issues a new grant's tokens, as an authorization code's exchange
+// does: an access token (for an hour) and a refresh token.
+func (g *Grants) Mint() (access, refresh string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.minted++
+	n := strconv.Itoa(g.minted)
+	access, refresh = g.prefix+"-"+n, g.prefix+"-refresh-"+n
+	g.access[access] = time.Now().Add(time.Hour)
+	g.refresh[refresh] = true
+	return access, refresh
+}
+
 // Revoke revokes the grant, as a user removing the app's access does:
 // every access token stops working and refresh tokens are refused.
 func (g *Grants) Revoke() {

@@ -239,6 +239,62 @@ func (PreservationMode) EnumDescriptor() ([]byte, []int) {
 	return file_svc_v1_source_proto_rawDescGZIP(), []int{3}
 }
 
+// ProviderAuthorizationStatus is where a provider authorization stands.
+type ProviderAuthorizationStatus int32
+
+const (
+	ProviderAuthorizationStatus_PROVIDER_AUTHORIZATION_STATUS_UNSPECIFIED ProviderAuthorizationStatus = 0
+	// The user has not finished at the provider yet.
+	ProviderAuthorizationStatus_PROVIDER_AUTHORIZATION_STATUS_PENDING ProviderAuthorizationStatus = 1
+	// The account is connected: source_id names the new source.
+	ProviderAuthorizationStatus_PROVIDER_AUTHORIZATION_STATUS_CONNECTED ProviderAuthorizationStatus = 2
+	// Nothing was connected before expires_at.
+	ProviderAuthorizationStatus_PROVIDER_AUTHORIZATION_STATUS_EXPIRED ProviderAuthorizationStatus = 3
+)
+
+// Enum value maps for ProviderAuthorizationStatus.
+var (
+	ProviderAuthorizationStatus_name = map[int32]string{
+		0: "PROVIDER_AUTHORIZATION_STATUS_UNSPECIFIED",
+		1: "PROVIDER_AUTHORIZATION_STATUS_PENDING",
+		2: "PROVIDER_AUTHORIZATION_STATUS_CONNECTED",
+		3: "PROVIDER_AUTHORIZATION_STATUS_EXPIRED",
+	}
+	ProviderAuthorizationStatus_value = map[string]int32{
+		"PROVIDER_AUTHORIZATION_STATUS_UNSPECIFIED": 0,
+		"PROVIDER_AUTHORIZATION_STATUS_PENDING":     1,
+		"PROVIDER_AUTHORIZATION_STATUS_CONNECTED":   2,
+		"PROVIDER_AUTHORIZATION_STATUS_EXPIRED":     3,
+	}
+)
+
+func (x ProviderAuthorizationStatus) Enum() *ProviderAuthorizationStatus {
+	p := new(ProviderAuthorizationStatus)
+	*p = x
+	return p
+}
+
+func (x ProviderAuthorizationStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProviderAuthorizationStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_svc_v1_source_proto_enumTypes[4].Descriptor()
+}
+
+func (ProviderAuthorizationStatus) Type() protoreflect.EnumType {
+	return &file_svc_v1_source_proto_enumTypes[4]
+}
+
+func (x ProviderAuthorizationStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProviderAuthorizationStatus.Descriptor instead.
+func (ProviderAuthorizationStatus) EnumDescriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{4}
+}
+
 // Source is a connected provider account.
 type Source struct {
 	state                     protoimpl.MessageState `protogen:"open.v1"`
@@ -733,7 +789,317 @@ func (x *UpdateSourcePolicyRequest) GetConnectionId() string {
 	return ""
 }
 
-// SourceService manages connected sources.
+// CreateSourceRequest connects a local folder or an S3-compatible bucket for the signed-in
+// user (docs/connect.md "A user's own sources"). Provider accounts that sign in through OAuth
+// connect with CreateProviderAuthorization instead.
+type CreateSourceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// provider is vendor_d_local or object_store_compatible.
+	Provider Provider `protobuf:"varint,1,opt,name=provider,proto3,enum=svc.v1.Provider" json:"provider,omitempty"`
+	// path is the folder (vendor_d_local): an absolute path on the server's machine, under one
+	// of the folders the server lets users connect (svc serve --local-root).
+	Path *string `protobuf:"bytes,2,opt,name=path,proto3,oneof" json:"path,omitempty"`
+	// url is the bucket (object_store_compatible): s3://HOST[:PORT]/BUCKET[/PREFIX].
+	Url *string `protobuf:"bytes,3,opt,name=url,proto3,oneof" json:"url,omitempty"`
+	// access_key_id and secret_access_key are the bucket's credentials; they are stored sealed
+	// and never shown again.
+	AccessKeyId     *string `protobuf:"bytes,4,opt,name=access_key_id,json=accessKeyId,proto3,oneof" json:"access_key_id,omitempty"`
+	SecretAccessKey *string `protobuf:"bytes,5,opt,name=secret_access_key,json=secretAccessKey,proto3,oneof" json:"secret_access_key,omitempty"`
+	// region is the bucket's region (default us-east-1).
+	Region *string `protobuf:"bytes,6,opt,name=region,proto3,oneof" json:"region,omitempty"`
+	// insecure reaches the bucket over plain http (a server on loopback); default https.
+	Insecure *bool `protobuf:"varint,7,opt,name=insecure,proto3,oneof" json:"insecure,omitempty"`
+	// display_name names the source to people (default: the path, or the bucket and prefix).
+	DisplayName   *string `protobuf:"bytes,8,opt,name=display_name,json=displayName,proto3,oneof" json:"display_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSourceRequest) Reset() {
+	*x = CreateSourceRequest{}
+	mi := &file_svc_v1_source_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSourceRequest) ProtoMessage() {}
+
+func (x *CreateSourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_source_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSourceRequest.ProtoReflect.Descriptor instead.
+func (*CreateSourceRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CreateSourceRequest) GetProvider() Provider {
+	if x != nil {
+		return x.Provider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *CreateSourceRequest) GetPath() string {
+	if x != nil && x.Path != nil {
+		return *x.Path
+	}
+	return ""
+}
+
+func (x *CreateSourceRequest) GetUrl() string {
+	if x != nil && x.Url != nil {
+		return *x.Url
+	}
+	return ""
+}
+
+func (x *CreateSourceRequest) GetAccessKeyId() string {
+	if x != nil && x.AccessKeyId != nil {
+		return *x.AccessKeyId
+	}
+	return ""
+}
+
+func (x *CreateSourceRequest) GetSecretAccessKey() string {
+	if x != nil && x.SecretAccessKey != nil {
+		return *x.SecretAccessKey
+	}
+	return ""
+}
+
+func (x *CreateSourceRequest) GetRegion() string {
+	if x != nil && x.Region != nil {
+		return *x.Region
+	}
+	return ""
+}
+
+func (x *CreateSourceRequest) GetInsecure() bool {
+	if x != nil && x.Insecure != nil {
+		return *x.Insecure
+	}
+	return false
+}
+
+func (x *CreateSourceRequest) GetDisplayName() string {
+	if x != nil && x.DisplayName != nil {
+		return *x.DisplayName
+	}
+	return ""
+}
+
+// CreateProviderAuthorizationRequest starts a signed-in user's own connection of a provider
+// account through OAuth.
+type CreateProviderAuthorizationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Provider      Provider               `protobuf:"varint,1,opt,name=provider,proto3,enum=svc.v1.Provider" json:"provider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateProviderAuthorizationRequest) Reset() {
+	*x = CreateProviderAuthorizationRequest{}
+	mi := &file_svc_v1_source_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateProviderAuthorizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateProviderAuthorizationRequest) ProtoMessage() {}
+
+func (x *CreateProviderAuthorizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_source_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateProviderAuthorizationRequest.ProtoReflect.Descriptor instead.
+func (*CreateProviderAuthorizationRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CreateProviderAuthorizationRequest) GetProvider() Provider {
+	if x != nil {
+		return x.Provider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+// GetProviderAuthorizationRequest reads a provider authorization.
+type GetProviderAuthorizationRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetProviderAuthorizationRequest) Reset() {
+	*x = GetProviderAuthorizationRequest{}
+	mi := &file_svc_v1_source_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetProviderAuthorizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetProviderAuthorizationRequest) ProtoMessage() {}
+
+func (x *GetProviderAuthorizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_source_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetProviderAuthorizationRequest.ProtoReflect.Descriptor instead.
+func (*GetProviderAuthorizationRequest) Descriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *GetProviderAuthorizationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// ProviderAuthorization is a signed-in user's own connection of a provider account through
+// OAuth (no application involved): the user opens url in a browser, signs in if needed,
+// continues to the provider and consents there; the provider's callback connects the source.
+type ProviderAuthorization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the connect session behind it (csn_).
+	Id       string   `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Provider Provider `protobuf:"varint,2,opt,name=provider,proto3,enum=svc.v1.Provider" json:"provider,omitempty"`
+	// url is the page to open in a browser.
+	Url    string                      `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	Status ProviderAuthorizationStatus `protobuf:"varint,4,opt,name=status,proto3,enum=svc.v1.ProviderAuthorizationStatus" json:"status,omitempty"`
+	// source_id is the connected source, once connected.
+	SourceId *string `protobuf:"bytes,5,opt,name=source_id,json=sourceId,proto3,oneof" json:"source_id,omitempty"`
+	// error is the provider's last refusal (an OAuth error code such as access_denied), if any;
+	// the user may try again until expires_at.
+	Error         *string                `protobuf:"bytes,6,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProviderAuthorization) Reset() {
+	*x = ProviderAuthorization{}
+	mi := &file_svc_v1_source_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProviderAuthorization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProviderAuthorization) ProtoMessage() {}
+
+func (x *ProviderAuthorization) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_v1_source_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProviderAuthorization.ProtoReflect.Descriptor instead.
+func (*ProviderAuthorization) Descriptor() ([]byte, []int) {
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ProviderAuthorization) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProviderAuthorization) GetProvider() Provider {
+	if x != nil {
+		return x.Provider
+	}
+	return Provider_PROVIDER_UNSPECIFIED
+}
+
+func (x *ProviderAuthorization) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ProviderAuthorization) GetStatus() ProviderAuthorizationStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ProviderAuthorizationStatus_PROVIDER_AUTHORIZATION_STATUS_UNSPECIFIED
+}
+
+func (x *ProviderAuthorization) GetSourceId() string {
+	if x != nil && x.SourceId != nil {
+		return *x.SourceId
+	}
+	return ""
+}
+
+func (x *ProviderAuthorization) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
+func (x *ProviderAuthorization) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ProviderAuthorization) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 // ListSourcesRequest lists the connected sources the caller reaches.
 type ListSourcesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -748,7 +1114,7 @@ type ListSourcesRequest struct {
 
 func (x *ListSourcesRequest) Reset() {
 	*x = ListSourcesRequest{}
-	mi := &file_svc_v1_source_proto_msgTypes[4]
+	mi := &file_svc_v1_source_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +1126,7 @@ func (x *ListSourcesRequest) String() string {
 func (*ListSourcesRequest) ProtoMessage() {}
 
 func (x *ListSourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_source_proto_msgTypes[4]
+	mi := &file_svc_v1_source_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,7 +1139,7 @@ func (x *ListSourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListSourcesRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_source_proto_rawDescGZIP(), []int{4}
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListSourcesRequest) GetConnectionId() string {
@@ -822,7 +1188,7 @@ type ListSourcesResponse struct {
 
 func (x *ListSourcesResponse) Reset() {
 	*x = ListSourcesResponse{}
-	mi := &file_svc_v1_source_proto_msgTypes[5]
+	mi := &file_svc_v1_source_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +1200,7 @@ func (x *ListSourcesResponse) String() string {
 func (*ListSourcesResponse) ProtoMessage() {}
 
 func (x *ListSourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_source_proto_msgTypes[5]
+	mi := &file_svc_v1_source_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +1213,7 @@ func (x *ListSourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListSourcesResponse) Descriptor() ([]byte, []int) {
-	return file_svc_v1_source_proto_rawDescGZIP(), []int{5}
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListSourcesResponse) GetData() []*Source {
@@ -875,7 +1241,7 @@ type GetSourceRequest struct {
 
 func (x *GetSourceRequest) Reset() {
 	*x = GetSourceRequest{}
-	mi := &file_svc_v1_source_proto_msgTypes[6]
+	mi := &file_svc_v1_source_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1253,7 @@ func (x *GetSourceRequest) String() string {
 func (*GetSourceRequest) ProtoMessage() {}
 
 func (x *GetSourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_svc_v1_source_proto_msgTypes[6]
+	mi := &file_svc_v1_source_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1266,7 @@ func (x *GetSourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSourceRequest.ProtoReflect.Descriptor instead.
 func (*GetSourceRequest) Descriptor() ([]byte, []int) {
-	return file_svc_v1_source_proto_rawDescGZIP(), []int{6}
+	return file_svc_v1_source_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetSourceRequest) GetId() string {
@@ -997,7 +1363,45 @@ const file_svc_v1_source_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^src_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\x124\n" +
 	"\x06policy\x18\x02 \x01(\v2\x14.svc.v1.SourcePolicyB\x06\xbaH\x03\xc8\x01\x01R\x06policy\x12M\n" +
 	"\rconnection_id\x18\x03 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01B\x10\n" +
-	"\x0e_connection_id\"\xea\x02\n" +
+	"\x0e_connection_id\"\xe8\x03\n" +
+	"\x13CreateSourceRequest\x129\n" +
+	"\bprovider\x18\x01 \x01(\x0e2\x10.svc.v1.ProviderB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\bprovider\x12#\n" +
+	"\x04path\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80 H\x00R\x04path\x88\x01\x01\x12!\n" +
+	"\x03url\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x10H\x01R\x03url\x88\x01\x01\x123\n" +
+	"\raccess_key_id\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02H\x02R\vaccessKeyId\x88\x01\x01\x12;\n" +
+	"\x11secret_access_key\x18\x05 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02H\x03R\x0fsecretAccessKey\x88\x01\x01\x12&\n" +
+	"\x06region\x18\x06 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@H\x04R\x06region\x88\x01\x01\x12\x1f\n" +
+	"\binsecure\x18\a \x01(\bH\x05R\binsecure\x88\x01\x01\x121\n" +
+	"\fdisplay_name\x18\b \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18PH\x06R\vdisplayName\x88\x01\x01B\a\n" +
+	"\x05_pathB\x06\n" +
+	"\x04_urlB\x10\n" +
+	"\x0e_access_key_idB\x14\n" +
+	"\x12_secret_access_keyB\t\n" +
+	"\a_regionB\v\n" +
+	"\t_insecureB\x0f\n" +
+	"\r_display_name\"_\n" +
+	"\"CreateProviderAuthorizationRequest\x129\n" +
+	"\bprovider\x18\x01 \x01(\x0e2\x10.svc.v1.ProviderB\v\xbaH\b\xc8\x01\x01\x82\x01\x02\x10\x01R\bprovider\"V\n" +
+	"\x1fGetProviderAuthorizationRequest\x123\n" +
+	"\x02id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^csn_[0-9A-HJKMNP-TV-Z]{26}$R\x02id\"\xfb\x02\n" +
+	"\x15ProviderAuthorization\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12,\n" +
+	"\bprovider\x18\x02 \x01(\x0e2\x10.svc.v1.ProviderR\bprovider\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12;\n" +
+	"\x06status\x18\x04 \x01(\x0e2#.svc.v1.ProviderAuthorizationStatusR\x06status\x12&\n" +
+	"\tsource_id\x18\x05 \x01(\tB\x04\x90\xb5\x18\x01H\x00R\bsourceId\x88\x01\x01\x12\x1f\n" +
+	"\x05error\x18\x06 \x01(\tB\x04\x90\xb5\x18\x01H\x01R\x05error\x88\x01\x01\x129\n" +
+	"\n" +
+	"created_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAtB\f\n" +
+	"\n" +
+	"_source_idB\b\n" +
+	"\x06_error\"\xea\x02\n" +
 	"\x12ListSourcesRequest\x12M\n" +
 	"\rconnection_id\x18\x01 \x01(\tB#\xbaH r\x1e2\x1c^cxn_[0-9A-HJKMNP-TV-Z]{26}$H\x00R\fconnectionId\x88\x01\x01\x12;\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x14.svc.v1.SourceStatusB\b\xbaH\x05\x82\x01\x02\x10\x01H\x01R\x06status\x88\x01\x01\x12;\n" +
@@ -1040,12 +1444,20 @@ const file_svc_v1_source_proto_rawDesc = "" +
 	"\x10PreservationMode\x12!\n" +
 	"\x1dPRESERVATION_MODE_UNSPECIFIED\x10\x00\x12.\n" +
 	"\x1bPRESERVATION_MODE_VAULT_ALL\x10\x01\x1a\r\x8a\xb5\x18\tvault_all\x12N\n" +
-	"+PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY\x10\x02\x1a\x1d\x8a\xb5\x18\x19vault_preserve_class_only2\xe4\x02\n" +
+	"+PRESERVATION_MODE_VAULT_PRESERVE_CLASS_ONLY\x10\x02\x1a\x1d\x8a\xb5\x18\x19vault_preserve_class_only*\xf8\x01\n" +
+	"\x1bProviderAuthorizationStatus\x12-\n" +
+	")PROVIDER_AUTHORIZATION_STATUS_UNSPECIFIED\x10\x00\x126\n" +
+	"%PROVIDER_AUTHORIZATION_STATUS_PENDING\x10\x01\x1a\v\x8a\xb5\x18\apending\x12:\n" +
+	"'PROVIDER_AUTHORIZATION_STATUS_CONNECTED\x10\x02\x1a\r\x8a\xb5\x18\tconnected\x126\n" +
+	"%PROVIDER_AUTHORIZATION_STATUS_EXPIRED\x10\x03\x1a\v\x8a\xb5\x18\aexpired2\xfd\x05\n" +
 	"\rSourceService\x12l\n" +
 	"\vListSources\x12\x1a.svc.v1.ListSourcesRequest\x1a\x1b.svc.v1.ListSourcesResponse\"$\x9a\xb5\x18\n" +
 	"*\bdiscover\x82\xd3\xe4\x93\x02\r\x12\v/v1/sources\x90\x02\x01\x12b\n" +
 	"\tGetSource\x12\x18.svc.v1.GetSourceRequest\x1a\x0e.svc.v1.Source\"+\x9a\xb5\x18\f*\bdiscover0\x01\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/sources/{id}\x90\x02\x01\x12\x80\x01\n" +
-	"\x12UpdateSourcePolicy\x12!.svc.v1.UpdateSourcePolicyRequest\x1a\x0e.svc.v1.Source\"7\x9a\xb5\x18\f\x10\x01*\x06remove0\x01\x82\xd3\xe4\x93\x02!:\x06policy\x1a\x17/v1/sources/{id}/policyB\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
+	"\x12UpdateSourcePolicy\x12!.svc.v1.UpdateSourcePolicyRequest\x1a\x0e.svc.v1.Source\"7\x9a\xb5\x18\f\x10\x01*\x06remove0\x01\x82\xd3\xe4\x93\x02!:\x06policy\x1a\x17/v1/sources/{id}/policy\x12_\n" +
+	"\fCreateSource\x12\x1b.svc.v1.CreateSourceRequest\x1a\x0e.svc.v1.Source\"\"\x9a\xb5\x18\b\b\xc9\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02\x10:\x01*\"\v/v1/sources\x12\x9c\x01\n" +
+	"\x1bCreateProviderAuthorization\x12*.svc.v1.CreateProviderAuthorizationRequest\x1a\x1d.svc.v1.ProviderAuthorization\"2\x9a\xb5\x18\b\b\xc9\x01\x10\x01\"\x01\x02\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/v1/provider-authorizations\x12\x96\x01\n" +
+	"\x18GetProviderAuthorization\x12'.svc.v1.GetProviderAuthorizationRequest\x1a\x1d.svc.v1.ProviderAuthorization\"2\x9a\xb5\x18\x03\"\x01\x02\x82\xd3\xe4\x93\x02\"\x12 /v1/provider-authorizations/{id}\x90\x02\x01B\x1eZ\x1csvc.dev/svc/gen/svc/v1;svcv1b\x06proto3"
 
 var (
 	file_svc_v1_source_proto_rawDescOnce sync.Once
@@ -1059,54 +1471,71 @@ func file_svc_v1_source_proto_rawDescGZIP() []byte {
 	return file_svc_v1_source_proto_rawDescData
 }
 
-var file_svc_v1_source_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_svc_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_svc_v1_source_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_svc_v1_source_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_svc_v1_source_proto_goTypes = []any{
-	(SourceStatus)(0),                 // 0: svc.v1.SourceStatus
-	(DuplicateHandling)(0),            // 1: svc.v1.DuplicateHandling
-	(SourceAction)(0),                 // 2: svc.v1.SourceAction
-	(PreservationMode)(0),             // 3: svc.v1.PreservationMode
-	(*Source)(nil),                    // 4: svc.v1.Source
-	(*SourceQuota)(nil),               // 5: svc.v1.SourceQuota
-	(*SourcePolicy)(nil),              // 6: svc.v1.SourcePolicy
-	(*UpdateSourcePolicyRequest)(nil), // 7: svc.v1.UpdateSourcePolicyRequest
-	(*ListSourcesRequest)(nil),        // 8: svc.v1.ListSourcesRequest
-	(*ListSourcesResponse)(nil),       // 9: svc.v1.ListSourcesResponse
-	(*GetSourceRequest)(nil),          // 10: svc.v1.GetSourceRequest
-	nil,                               // 11: svc.v1.SourceQuota.BreakdownEntry
-	(Provider)(0),                     // 12: svc.v1.Provider
-	(OperationClass)(0),               // 13: svc.v1.OperationClass
-	(*timestamppb.Timestamp)(nil),     // 14: google.protobuf.Timestamp
+	(SourceStatus)(0),                          // 0: svc.v1.SourceStatus
+	(DuplicateHandling)(0),                     // 1: svc.v1.DuplicateHandling
+	(SourceAction)(0),                          // 2: svc.v1.SourceAction
+	(PreservationMode)(0),                      // 3: svc.v1.PreservationMode
+	(ProviderAuthorizationStatus)(0),           // 4: svc.v1.ProviderAuthorizationStatus
+	(*Source)(nil),                             // 5: svc.v1.Source
+	(*SourceQuota)(nil),                        // 6: svc.v1.SourceQuota
+	(*SourcePolicy)(nil),                       // 7: svc.v1.SourcePolicy
+	(*UpdateSourcePolicyRequest)(nil),          // 8: svc.v1.UpdateSourcePolicyRequest
+	(*CreateSourceRequest)(nil),                // 9: svc.v1.CreateSourceRequest
+	(*CreateProviderAuthorizationRequest)(nil), // 10: svc.v1.CreateProviderAuthorizationRequest
+	(*GetProviderAuthorizationRequest)(nil),    // 11: svc.v1.GetProviderAuthorizationRequest
+	(*ProviderAuthorization)(nil),              // 12: svc.v1.ProviderAuthorization
+	(*ListSourcesRequest)(nil),                 // 13: svc.v1.ListSourcesRequest
+	(*ListSourcesResponse)(nil),                // 14: svc.v1.ListSourcesResponse
+	(*GetSourceRequest)(nil),                   // 15: svc.v1.GetSourceRequest
+	nil,                                        // 16: svc.v1.SourceQuota.BreakdownEntry
+	(Provider)(0),                              // 17: svc.v1.Provider
+	(OperationClass)(0),                        // 18: svc.v1.OperationClass
+	(*timestamppb.Timestamp)(nil),              // 19: google.protobuf.Timestamp
 }
 var file_svc_v1_source_proto_depIdxs = []int32{
-	12, // 0: svc.v1.Source.provider:type_name -> svc.v1.Provider
+	17, // 0: svc.v1.Source.provider:type_name -> svc.v1.Provider
 	0,  // 1: svc.v1.Source.status:type_name -> svc.v1.SourceStatus
-	13, // 2: svc.v1.Source.granted_operations:type_name -> svc.v1.OperationClass
-	14, // 3: svc.v1.Source.connected_at:type_name -> google.protobuf.Timestamp
-	14, // 4: svc.v1.Source.last_scan_at:type_name -> google.protobuf.Timestamp
-	6,  // 5: svc.v1.Source.policy:type_name -> svc.v1.SourcePolicy
-	5,  // 6: svc.v1.Source.quota:type_name -> svc.v1.SourceQuota
-	11, // 7: svc.v1.SourceQuota.breakdown:type_name -> svc.v1.SourceQuota.BreakdownEntry
-	14, // 8: svc.v1.SourceQuota.observed_at:type_name -> google.protobuf.Timestamp
-	14, // 9: svc.v1.SourceQuota.projected_full_at:type_name -> google.protobuf.Timestamp
+	18, // 2: svc.v1.Source.granted_operations:type_name -> svc.v1.OperationClass
+	19, // 3: svc.v1.Source.connected_at:type_name -> google.protobuf.Timestamp
+	19, // 4: svc.v1.Source.last_scan_at:type_name -> google.protobuf.Timestamp
+	7,  // 5: svc.v1.Source.policy:type_name -> svc.v1.SourcePolicy
+	6,  // 6: svc.v1.Source.quota:type_name -> svc.v1.SourceQuota
+	16, // 7: svc.v1.SourceQuota.breakdown:type_name -> svc.v1.SourceQuota.BreakdownEntry
+	19, // 8: svc.v1.SourceQuota.observed_at:type_name -> google.protobuf.Timestamp
+	19, // 9: svc.v1.SourceQuota.projected_full_at:type_name -> google.protobuf.Timestamp
 	1,  // 10: svc.v1.SourcePolicy.duplicate_handling:type_name -> svc.v1.DuplicateHandling
 	2,  // 11: svc.v1.SourcePolicy.source_action:type_name -> svc.v1.SourceAction
 	3,  // 12: svc.v1.SourcePolicy.preservation:type_name -> svc.v1.PreservationMode
-	6,  // 13: svc.v1.UpdateSourcePolicyRequest.policy:type_name -> svc.v1.SourcePolicy
-	0,  // 14: svc.v1.ListSourcesRequest.status:type_name -> svc.v1.SourceStatus
-	12, // 15: svc.v1.ListSourcesRequest.provider:type_name -> svc.v1.Provider
-	4,  // 16: svc.v1.ListSourcesResponse.data:type_name -> svc.v1.Source
-	8,  // 17: svc.v1.SourceService.ListSources:input_type -> svc.v1.ListSourcesRequest
-	10, // 18: svc.v1.SourceService.GetSource:input_type -> svc.v1.GetSourceRequest
-	7,  // 19: svc.v1.SourceService.UpdateSourcePolicy:input_type -> svc.v1.UpdateSourcePolicyRequest
-	9,  // 20: svc.v1.SourceService.ListSources:output_type -> svc.v1.ListSourcesResponse
-	4,  // 21: svc.v1.SourceService.GetSource:output_type -> svc.v1.Source
-	4,  // 22: svc.v1.SourceService.UpdateSourcePolicy:output_type -> svc.v1.Source
-	20, // [20:23] is the sub-list for method output_type
-	17, // [17:20] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	7,  // 13: svc.v1.UpdateSourcePolicyRequest.policy:type_name -> svc.v1.SourcePolicy
+	17, // 14: svc.v1.CreateSourceRequest.provider:type_name -> svc.v1.Provider
+	17, // 15: svc.v1.CreateProviderAuthorizationRequest.provider:type_name -> svc.v1.Provider
+	17, // 16: svc.v1.ProviderAuthorization.provider:type_name -> svc.v1.Provider
+	4,  // 17: svc.v1.ProviderAuthorization.status:type_name -> svc.v1.ProviderAuthorizationStatus
+	19, // 18: svc.v1.ProviderAuthorization.created_at:type_name -> google.protobuf.Timestamp
+	19, // 19: svc.v1.ProviderAuthorization.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 20: svc.v1.ListSourcesRequest.status:type_name -> svc.v1.SourceStatus
+	17, // 21: svc.v1.ListSourcesRequest.provider:type_name -> svc.v1.Provider
+	5,  // 22: svc.v1.ListSourcesResponse.data:type_name -> svc.v1.Source
+	13, // 23: svc.v1.SourceService.ListSources:input_type -> svc.v1.ListSourcesRequest
+	15, // 24: svc.v1.SourceService.GetSource:input_type -> svc.v1.GetSourceRequest
+	8,  // 25: svc.v1.SourceService.UpdateSourcePolicy:input_type -> svc.v1.UpdateSourcePolicyRequest
+	9,  // 26: svc.v1.SourceService.CreateSource:input_type -> svc.v1.CreateSourceRequest
+	10, // 27: svc.v1.SourceService.CreateProviderAuthorization:input_type -> svc.v1.CreateProviderAuthorizationRequest
+	11, // 28: svc.v1.SourceService.GetProviderAuthorization:input_type -> svc.v1.GetProviderAuthorizationRequest
+	14, // 29: svc.v1.SourceService.ListSources:output_type -> svc.v1.ListSourcesResponse
+	5,  // 30: svc.v1.SourceService.GetSource:output_type -> svc.v1.Source
+	5,  // 31: svc.v1.SourceService.UpdateSourcePolicy:output_type -> svc.v1.Source
+	5,  // 32: svc.v1.SourceService.CreateSource:output_type -> svc.v1.Source
+	12, // 33: svc.v1.SourceService.CreateProviderAuthorization:output_type -> svc.v1.ProviderAuthorization
+	12, // 34: svc.v1.SourceService.GetProviderAuthorization:output_type -> svc.v1.ProviderAuthorization
+	29, // [29:35] is the sub-list for method output_type
+	23, // [23:29] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_svc_v1_source_proto_init() }
@@ -1121,15 +1550,17 @@ func file_svc_v1_source_proto_init() {
 	file_svc_v1_source_proto_msgTypes[2].OneofWrappers = []any{}
 	file_svc_v1_source_proto_msgTypes[3].OneofWrappers = []any{}
 	file_svc_v1_source_proto_msgTypes[4].OneofWrappers = []any{}
-	file_svc_v1_source_proto_msgTypes[5].OneofWrappers = []any{}
-	file_svc_v1_source_proto_msgTypes[6].OneofWrappers = []any{}
+	file_svc_v1_source_proto_msgTypes[7].OneofWrappers = []any{}
+	file_svc_v1_source_proto_msgTypes[8].OneofWrappers = []any{}
+	file_svc_v1_source_proto_msgTypes[9].OneofWrappers = []any{}
+	file_svc_v1_source_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_v1_source_proto_rawDesc), len(file_svc_v1_source_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   8,
+			NumEnums:      5,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -61,9 +61,11 @@ type View struct {
 	Destructive bool
 	// Connected is set once the user connected a provider account during this consent.
 	Connected bool
-	Ops       []Op
-	Sources   []Source
-	Style     template.CSS
+	// Own is set on the pages of a user's own provider authorization (no application asks).
+	Own     bool
+	Ops     []Op
+	Sources []Source
+	Style   template.CSS
 }
 
 // Op is an operation class in plain words.

@@ -41,6 +41,15 @@ const (
 	// SourceServiceUpdateSourcePolicyProcedure is the fully-qualified name of the SourceService's
 	// UpdateSourcePolicy RPC.
 	SourceServiceUpdateSourcePolicyProcedure = "/svc.v1.SourceService/UpdateSourcePolicy"
+	// SourceServiceCreateSourceProcedure is the fully-qualified name of the SourceService's
+	// CreateSource RPC.
+	SourceServiceCreateSourceProcedure = "/svc.v1.SourceService/CreateSource"
+	// SourceServiceCreateProviderAuthorizationProcedure is the fully-qualified name of the
+	// SourceService's CreateProviderAuthorization RPC.
+	SourceServiceCreateProviderAuthorizationProcedure = "/svc.v1.SourceService/CreateProviderAuthorization"
+	// SourceServiceGetProviderAuthorizationProcedure is the fully-qualified name of the SourceService's
+	// GetProviderAuthorization RPC.
+	SourceServiceGetProviderAuthorizationProcedure = "/svc.v1.SourceService/GetProviderAuthorization"
 )
 
 // SourceServiceClient is a client for the svc.v1.SourceService service.
@@ -51,6 +60,13 @@ type SourceServiceClient interface {
 	GetSource(context.Context, *connect.Request[v1.GetSourceRequest]) (*connect.Response[v1.Source], error)
 	// UpdateSourcePolicy sets a source's policy and returns the source (spec #21).
 	UpdateSourcePolicy(context.Context, *connect.Request[v1.UpdateSourcePolicyRequest]) (*connect.Response[v1.Source], error)
+	// CreateSource connects a local folder or an S3-compatible bucket for the signed-in user (201).
+	CreateSource(context.Context, *connect.Request[v1.CreateSourceRequest]) (*connect.Response[v1.Source], error)
+	// CreateProviderAuthorization starts connecting a provider account of the signed-in user
+	// through OAuth (201); the user finishes in a browser at url.
+	CreateProviderAuthorization(context.Context, *connect.Request[v1.CreateProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error)
+	// GetProviderAuthorization reads one of the signed-in user's provider authorizations.
+	GetProviderAuthorization(context.Context, *connect.Request[v1.GetProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error)
 }
 
 // NewSourceServiceClient constructs a client for the svc.v1.SourceService service. By default, it
@@ -84,14 +100,36 @@ func NewSourceServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(sourceServiceMethods.ByName("UpdateSourcePolicy")),
 			connect.WithClientOptions(opts...),
 		),
+		createSource: connect.NewClient[v1.CreateSourceRequest, v1.Source](
+			httpClient,
+			baseURL+SourceServiceCreateSourceProcedure,
+			connect.WithSchema(sourceServiceMethods.ByName("CreateSource")),
+			connect.WithClientOptions(opts...),
+		),
+		createProviderAuthorization: connect.NewClient[v1.CreateProviderAuthorizationRequest, v1.ProviderAuthorization](
+			httpClient,
+			baseURL+SourceServiceCreateProviderAuthorizationProcedure,
+			connect.WithSchema(sourceServiceMethods.ByName("CreateProviderAuthorization")),
+			connect.WithClientOptions(opts...),
+		),
+		getProviderAuthorization: connect.NewClient[v1.GetProviderAuthorizationRequest, v1.ProviderAuthorization](
+			httpClient,
+			baseURL+SourceServiceGetProviderAuthorizationProcedure,
+			connect.WithSchema(sourceServiceMethods.ByName("GetProviderAuthorization")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // sourceServiceClient implements SourceServiceClient.
 type sourceServiceClient struct {
-	listSources        *connect.Client[v1.ListSourcesRequest, v1.ListSourcesResponse]
-	getSource          *connect.Client[v1.GetSourceRequest, v1.Source]
-	updateSourcePolicy *connect.Client[v1.UpdateSourcePolicyRequest, v1.Source]
+	listSources                 *connect.Client[v1.ListSourcesRequest, v1.ListSourcesResponse]
+	getSource                   *connect.Client[v1.GetSourceRequest, v1.Source]
+	updateSourcePolicy          *connect.Client[v1.UpdateSourcePolicyRequest, v1.Source]
+	createSource                *connect.Client[v1.CreateSourceRequest, v1.Source]
+	createProviderAuthorization *connect.Client[v1.CreateProviderAuthorizationRequest, v1.ProviderAuthorization]
+	getProviderAuthorization    *connect.Client[v1.GetProviderAuthorizationRequest, v1.ProviderAuthorization]
 }
 
 // ListSources calls svc.v1.SourceService.ListSources.
@@ -109,6 +147,21 @@ func (c *sourceServiceClient) UpdateSourcePolicy(ctx context.Context, req *conne
 	return c.updateSourcePolicy.CallUnary(ctx, req)
 }
 
+// CreateSource calls svc.v1.SourceService.CreateSource.
+func (c *sourceServiceClient) CreateSource(ctx context.Context, req *connect.Request[v1.CreateSourceRequest]) (*connect.Response[v1.Source], error) {
+	return c.createSource.CallUnary(ctx, req)
+}
+
+// CreateProviderAuthorization calls svc.v1.SourceService.CreateProviderAuthorization.
+func (c *sourceServiceClient) CreateProviderAuthorization(ctx context.Context, req *connect.Request[v1.CreateProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error) {
+	return c.createProviderAuthorization.CallUnary(ctx, req)
+}
+
+// GetProviderAuthorization calls svc.v1.SourceService.GetProviderAuthorization.
+func (c *sourceServiceClient) GetProviderAuthorization(ctx context.Context, req *connect.Request[v1.GetProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error) {
+	return c.getProviderAuthorization.CallUnary(ctx, req)
+}
+
 // SourceServiceHandler is an implementation of the svc.v1.SourceService service.
 type SourceServiceHandler interface {
 	// ListSources lists sources, newest first.
@@ -117,6 +170,13 @@ type SourceServiceHandler interface {
 	GetSource(context.Context, *connect.Request[v1.GetSourceRequest]) (*connect.Response[v1.Source], error)
 	// UpdateSourcePolicy sets a source's policy and returns the source (spec #21).
 	UpdateSourcePolicy(context.Context, *connect.Request[v1.UpdateSourcePolicyRequest]) (*connect.Response[v1.Source], error)
+	// CreateSource connects a local folder or an S3-compatible bucket for the signed-in user (201).
+	CreateSource(context.Context, *connect.Request[v1.CreateSourceRequest]) (*connect.Response[v1.Source], error)
+	// CreateProviderAuthorization starts connecting a provider account of the signed-in user
+	// through OAuth (201); the user finishes in a browser at url.
+	CreateProviderAuthorization(context.Context, *connect.Request[v1.CreateProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error)
+	// GetProviderAuthorization reads one of the signed-in user's provider authorizations.
+	GetProviderAuthorization(context.Context, *connect.Request[v1.GetProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error)
 }
 
 // NewSourceServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -146,6 +206,25 @@ func NewSourceServiceHandler(svc SourceServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(sourceServiceMethods.ByName("UpdateSourcePolicy")),
 		connect.WithHandlerOptions(opts...),
 	)
+	sourceServiceCreateSourceHandler := connect.NewUnaryHandler(
+		SourceServiceCreateSourceProcedure,
+		svc.CreateSource,
+		connect.WithSchema(sourceServiceMethods.ByName("CreateSource")),
+		connect.WithHandlerOptions(opts...),
+	)
+	sourceServiceCreateProviderAuthorizationHandler := connect.NewUnaryHandler(
+		SourceServiceCreateProviderAuthorizationProcedure,
+		svc.CreateProviderAuthorization,
+		connect.WithSchema(sourceServiceMethods.ByName("CreateProviderAuthorization")),
+		connect.WithHandlerOptions(opts...),
+	)
+	sourceServiceGetProviderAuthorizationHandler := connect.NewUnaryHandler(
+		SourceServiceGetProviderAuthorizationProcedure,
+		svc.GetProviderAuthorization,
+		connect.WithSchema(sourceServiceMethods.ByName("GetProviderAuthorization")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/svc.v1.SourceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SourceServiceListSourcesProcedure:
@@ -154,6 +233,12 @@ func NewSourceServiceHandler(svc SourceServiceHandler, opts ...connect.HandlerOp
 			sourceServiceGetSourceHandler.ServeHTTP(w, r)
 		case SourceServiceUpdateSourcePolicyProcedure:
 			sourceServiceUpdateSourcePolicyHandler.ServeHTTP(w, r)
+		case SourceServiceCreateSourceProcedure:
+			sourceServiceCreateSourceHandler.ServeHTTP(w, r)
+		case SourceServiceCreateProviderAuthorizationProcedure:
+			sourceServiceCreateProviderAuthorizationHandler.ServeHTTP(w, r)
+		case SourceServiceGetProviderAuthorizationProcedure:
+			sourceServiceGetProviderAuthorizationHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -173,4 +258,16 @@ func (UnimplementedSourceServiceHandler) GetSource(context.Context, *connect.Req
 
 func (UnimplementedSourceServiceHandler) UpdateSourcePolicy(context.Context, *connect.Request[v1.UpdateSourcePolicyRequest]) (*connect.Response[v1.Source], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.SourceService.UpdateSourcePolicy is not implemented"))
+}
+
+func (UnimplementedSourceServiceHandler) CreateSource(context.Context, *connect.Request[v1.CreateSourceRequest]) (*connect.Response[v1.Source], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.SourceService.CreateSource is not implemented"))
+}
+
+func (UnimplementedSourceServiceHandler) CreateProviderAuthorization(context.Context, *connect.Request[v1.CreateProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.SourceService.CreateProviderAuthorization is not implemented"))
+}
+
+func (UnimplementedSourceServiceHandler) GetProviderAuthorization(context.Context, *connect.Request[v1.GetProviderAuthorizationRequest]) (*connect.Response[v1.ProviderAuthorization], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("svc.v1.SourceService.GetProviderAuthorization is not implemented"))
 }
