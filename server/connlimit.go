@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"net"
 	"net/http"
 	"strconv"
@@ -22,6 +23,8 @@ type connLimit struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]*connInfo
+	// refusing bounds the refusals in progress; past it a connection is closed unanswered.
+	refusing chan struct{}
 }
 
 type connInfo struct {
@@ -36,7 +39,7 @@ func LimitConnections(hs *http.Server, ln net.Listener, max int) net.Listener {
 	if max <= 0 {
 		max = DefaultMaxConns
 	}
-	l := &connLimit{Listener: ln, max: max, conns: map[net.Conn]*connInfo{}}
+	l := &connLimit{Listener: ln, max: max, conns: map[net.Conn]*connInfo{}, refusing: make(chan struct{}, maxRefusing)}
 	prev := hs.ConnState
 	hs.ConnState = func(c net.Conn, st http.ConnState) {
 		l.state(c, st)
@@ -65,10 +68,37 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		if l.admit(c) {
 			return c, nil
 		}
-		c.SetWriteDeadline(time.Now().Add(time.Second))
-		c.Write([]byte(overloaded))
-		c.Close()
+		select {
+		case l.refusing <- struct{}{}:
+			go func() {
+				defer func() { <-l.refusing }()
+				refuse(c)
+			}()
+		default:
+			c.Close()
+		}
 	}
+}
+
+// maxRefusing is how many refused connections are answered at once.
+const maxRefusing = 64
+
+// refuse answers a connection refused at the bound with the 503 problem and closes it. It
+// reads the request's head first (for a second at most), so that the client takes the answer
+// for the response to its request, not for bytes arriving on a connection it has not used yet.
+func refuse(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 4096)
+	var head []byte
+	for !bytes.Contains(head, []byte("\r\n\r\n")) && len(head) < 16<<10 {
+		n, err := c.Read(buf)
+		head = append(head, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	c.Write([]byte(overloaded))
 }
 
 // admit records c when there is room, making room by closing the longest idle connection.
