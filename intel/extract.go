@@ -250,31 +250,35 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	// What kind of mail it is shows near its start: classify on the first 8 KiB (a
 	// newsletter's text runs to 64 KiB); facts are read from every line below.
-	ctext, cl := firstN(text, 8<<10), firstN(ltext, 8<<10)
+	// One pass of the keyword automaton over it, then each expression only on the lines
+	// holding one of its words.
+	ix := keyIndexes.Get().(*keyIndex)
+	defer func() { ix.low = ""; keyIndexes.Put(ix) }()
+	ix.index(firstN(ltext, 8<<10))
 	// Bank mail, people splitting costs and scams are nobody's subscription: asked only of a
 	// message that would otherwise be kept (most mail is dropped by the checks below first,
 	// and these three are the dearest).
-	notTheUsers := func() bool { return reBank.in(ctext, cl) || reSplit.in(ctext, cl) || reScam.in(ctext, cl) }
-	charge := reCharge.in(ctext, cl)
-	trialStart := reTrialStart.in(ctext, cl)
-	cancelled := reCancel.in(ctext, cl)
-	promo := rePromo.in(ctext, cl)
+	notTheUsers := func() bool { return ix.has(reBank) || ix.has(reSplit) || ix.has(reScam) }
+	charge := ix.has(reCharge)
+	trialStart := ix.has(reTrialStart)
+	cancelled := ix.has(reCancel)
+	promo := ix.has(rePromo)
 	if promo && !charge && !trialStart && !cancelled {
 		return nil // a promotion's prices are offers, not the user's billing
 	}
-	trialNotice := reTrialNotice.in(ctext, cl)
-	notice := reAutoUpgrade.in(ctext, cl) || reSelfChange.in(ctext, cl) || reSeatsAdded.in(ctext, cl) || reCreditsOut.in(ctext, cl)
+	trialNotice := ix.has(reTrialNotice)
+	notice := ix.has(reAutoUpgrade) || ix.has(reSelfChange) || ix.has(reSeatsAdded) || ix.has(reCreditsOut)
 	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		if promo || !reActivity.in(ctext, cl) || notTheUsers() {
+		if promo || !ix.has(reActivity) || notTheUsers() {
 			return nil
 		}
 		o.Activity = true
 		return o
 	}
-	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !reYours.in(ctext, cl) {
+	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !ix.has(reYours) {
 		// Neither a bill nor a trial, cancellation or plan notice, and not addressed to the
 		// user's account: prices in an article or a newsletter are about other people.
-		if !promo && reActivity.in(ctext, cl) && !notTheUsers() {
+		if !promo && ix.has(reActivity) && !notTheUsers() {
 			o.Activity = true
 			return o
 		}
@@ -283,8 +287,8 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if notTheUsers() {
 		return nil
 	}
-	o.Recurring = reRecurring.in(ctext, cl)
-	o.OneTime = reOrder.in(ctext, cl) && !o.Recurring
+	o.Recurring = ix.has(reRecurring)
+	o.OneTime = ix.has(reOrder) && !o.Recurring
 	o.Cancelled = cancelled
 	o.TrialStart = trialStart
 	o.TrialNotice = trialNotice || trialStart
@@ -295,7 +299,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if cancelled {
 		o.excerpt("cancel", firstNonEmpty(firstLine(body, reCancel), firstLine(text, reCancel)))
 	}
-	o.Charge = charge && !trialStart && !reFailed.in(ctext, cl)
+	o.Charge = charge && !trialStart && !ix.has(reFailed)
 	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
 		return nil // an order or one-time purchase: no meter is made of it
 	}
@@ -325,7 +329,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 	}
 	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.billingNotice() {
-		if reActivity.in(ctext, cl) && !promo {
+		if ix.has(reActivity) && !promo {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}
 		return nil

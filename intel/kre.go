@@ -14,12 +14,13 @@ import (
 type kre struct {
 	*regexp.Regexp
 	keys []string
+	set  keySet // the keys' ids in the keyword index
 }
 
 // mk compiles a case-insensitive expression written in lowercase: it is matched against
 // lowercased text without (?i), which spares the expression engine its case folding.
 func mk(expr string, keys ...string) kre {
-	return kre{regexp.MustCompile(strings.TrimPrefix(expr, "(?i)")), keys}
+	return kre{regexp.MustCompile(strings.TrimPrefix(expr, "(?i)")), keys, keySetOf(keys...)}
 }
 
 // in reports whether s, whose lowercase is low, matches.
