@@ -156,29 +156,30 @@ var (
 	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
 )
 
-// periodWords are the phrases that name a billing period, strongest first.
+// periodWords are the phrases that name a billing period, strongest first (of two at the same
+// place, the first named here wins).
 var periodWords = []struct {
-	re   *regexp.Regexp
-	p    BillingPeriod
-	keys []string
+	re kre
+	p  BillingPeriod
 }{
-	{regexp.MustCompile(`(?i)(\bper week\b|/ ?(wk|week)\b|\bweekly\b|\bevery week\b|\beach week\b|\ba week\b)`), Weekly, []string{"week", "wk"}},
-	{regexp.MustCompile(`(?i)(\bquarterly\b|\bper quarter\b|/ ?(qtr|quarter)\b|\bevery (3|three) months\b|\beach quarter\b)`), Quarterly, []string{"quarter", "qtr", "months"}},
-	{regexp.MustCompile(`(?i)(\bper year\b|/ ?(yr|year)\b|\bannual(ly)?\b|\byearly\b|\bevery year\b|\beach year\b|\ba year\b|\b12[- ]month (plan|subscription|term)\b)`), Annual, []string{"year", "yr", "annual", "12"}},
-	{regexp.MustCompile(`(?i)(\bper month\b|/ ?(mo|month)\b|\bmonthly\b|\bevery month\b|\beach month\b|\ba month\b|\bmonth-to-month\b)`), Monthly, []string{"month", "mo"}},
-	{regexp.MustCompile(`(?i)(\bpay[- ]as[- ]you[- ]go\b|\busage[- ]based\b|\bmetered (billing|usage)\b|\bbilled (on|by) usage\b)`), Usage, []string{"pay", "usage", "metered"}},
+	{mk(`(?i)(\bper week\b|/ ?(wk|week)\b|\bweekly\b|\bevery week\b|\beach week\b|\ba week\b)`, "week", "/wk", "/ wk"), Weekly},
+	{mk(`(?i)(\bquarterly\b|\bper quarter\b|/ ?(qtr|quarter)\b|\bevery (3|three) months\b|\beach quarter\b)`, "quarter", "qtr", "months"), Quarterly},
+	{mk(`(?i)(\bper year\b|/ ?(yr|year)\b|\bannual(ly)?\b|\byearly\b|\bevery year\b|\beach year\b|\ba year\b|\b12[- ]month (plan|subscription|term)\b)`, "year", "/yr", "/ yr", "annual", "12-month", "12 month"), Annual},
+	{mk(`(?i)(\bper month\b|/ ?(mo|month)\b|\bmonthly\b|\bevery month\b|\beach month\b|\ba month\b|\bmonth-to-month\b)`, "month", "/mo", "/ mo"), Monthly},
+	{mk(`(?i)(\bpay[- ]as[- ]you[- ]go\b|\busage[- ]based\b|\bmetered (billing|usage)\b|\bbilled (on|by) usage\b)`, "pay-as", "pay as", "usage", "metered"), Usage},
 }
 
 // periodIn returns the billing period a text names, or "".
-func periodIn(s string) BillingPeriod {
-	best, pos := BillingPeriod(""), len(s)+1
-	low := strings.ToLower(s)
+func periodIn(s string) BillingPeriod { return periodInLow(strings.ToLower(s)) }
+
+// periodInLow is periodIn of a lowercased text: the period whose phrase comes first. Each
+// phrase is looked for only on the lines that hold one of its words (a bill's 16 KiB were
+// searched whole, five times, for every message that might be billing).
+func periodInLow(low string) BillingPeriod {
+	best, pos := BillingPeriod(""), -1
 	for _, w := range periodWords {
-		if !containsAny(low, w.keys) {
-			continue
-		}
-		if loc := w.re.FindStringIndex(s); loc != nil && loc[0] < pos {
-			best, pos = w.p, loc[0]
+		if i := w.re.index(low, pos); i >= 0 && (pos < 0 || i < pos) {
+			best, pos = w.p, i
 		}
 	}
 	return best
@@ -303,7 +304,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
 		return nil // an order or one-time purchase: no meter is made of it
 	}
-	o.Period = periodIn(text)
+	o.Period = periodInLow(ltext)
 
 	// Facts are read from the first 16 KiB of text: a bill, with its PDF, fits; a long
 	// newsletter need not be read to its end.
