@@ -1,6 +1,8 @@
 package mail
 
 import (
+	"bufio"
+	"bytes"
 	netmail "net/mail"
 	"regexp"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-message/textproto"
 	"pgregory.net/rapid"
 )
 
@@ -70,4 +73,60 @@ func TestPlatformHeadersAreXFields(t *testing.T) {
 	if got := strings.Join(m.Platforms(), ","); got != "mailman,github,mailchimp" {
 		t.Errorf("platforms %q", got)
 	}
+}
+
+// readHeader puts each well-formed field into the header as it is; the header must be what
+// go-message's own reader makes of the same fields (values unfolded and trimmed, duplicates,
+// order, the raw bytes written back), on any mix of fields and continuation lines.
+func TestReadHeaderAgreesWithGoMessage(t *testing.T) {
+	keys := []string{"Subject", "From", "To", "X-Thing", "subject", "Content-Type", "Received", "DKIM-Signature ", "List-Id"}
+	values := []string{"", " plain", "  two  spaces ", "\tx", " =?utf-8?q?caf=C3=A9?=", " a:b:c", " caf\xe9 8-bit", " <id@x>"}
+	rapid.Check(t, func(t *rapid.T) {
+		var raw, block bytes.Buffer
+		for range rapid.IntRange(1, 12).Draw(t, "n") {
+			line := rapid.SampledFrom(keys).Draw(t, "key") + ":" + rapid.SampledFrom(values).Draw(t, "value")
+			raw.WriteString(line + "\r\n")
+			block.WriteString(line + "\r\n")
+			for range rapid.IntRange(0, 2).Draw(t, "folds") {
+				cont := rapid.SampledFrom([]string{" more", "\tand more ", "  x"}).Draw(t, "cont")
+				raw.WriteString(cont + "\n")
+				block.WriteString(cont + "\r\n")
+			}
+		}
+		raw.WriteString("\r\nbody\r\n")
+		block.WriteString("\r\n")
+		got, _, err := readHeader(bufio.NewReader(&raw), &Message{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := textproto.ReadHeader(bufio.NewReader(&block))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotFields, wantFields []string
+		for fs := got.Fields(); fs.Next(); {
+			gotFields = append(gotFields, fs.Key()+"="+fs.Value())
+		}
+		for fs := want.Fields(); fs.Next(); {
+			wantFields = append(wantFields, fs.Key()+"="+fs.Value())
+		}
+		if !slices.Equal(gotFields, wantFields) {
+			t.Fatalf("fields %q, go-message %q", gotFields, wantFields)
+		}
+		for _, k := range keys {
+			if got.Get(k) != want.Get(k) || !slices.Equal(got.Values(k), want.Values(k)) {
+				t.Fatalf("%s: %q %q, go-message %q %q", k, got.Get(k), got.Values(k), want.Get(k), want.Values(k))
+			}
+		}
+		var gw, ww bytes.Buffer
+		if err := textproto.WriteHeader(&gw, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := textproto.WriteHeader(&ww, want); err != nil {
+			t.Fatal(err)
+		}
+		if gw.String() != ww.String() {
+			t.Fatalf("written %q, go-message %q", gw.String(), ww.String())
+		}
+	})
 }

@@ -240,23 +240,23 @@ func (l *limitReader) Read(p []byte) (int, error) {
 // continuation (an mbox From_ line, garbage) is skipped, not fatal. It returns the fields and
 // the number of bytes read.
 func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
-	var block bytes.Buffer
+	var fields [][]byte // each well-formed field as go-message reads one: its lines, each ending in CRLF
 	var field []byte
 	total := 0
 	flush := func() {
 		if field != nil {
-			block.Write(field)
+			fields = append(fields, field)
 			field = nil
 		}
 	}
 	done := func() (textproto.Header, int, error) {
 		flush()
-		block.WriteString("\r\n")
-		// The block holds only well-formed fields now, so go-message reads all of them.
-		// A reader of the block's size: the default one is 4 KiB, per message.
-		h, err := textproto.ReadHeader(bufio.NewReaderSize(&block, max(block.Len(), 16)))
-		if err != nil {
-			m.problem("header: %v", err)
+		// The fields are well-formed, so they go into the header as they are, as
+		// textproto.ReadHeader would put them (it keeps them last first): the block was
+		// parsed a second time by ReadHeader, a tenth of a message's reading.
+		var h textproto.Header
+		for i := len(fields) - 1; i >= 0; i-- {
+			h.AddRaw(fields[i])
 		}
 		return h, total, nil
 	}
