@@ -130,3 +130,13 @@ func TestReadHeaderAgreesWithGoMessage(t *testing.T) {
 		}
 	})
 }
+
+// normalSpace is strings.Join(strings.Fields(v), " ") on any value.
+func TestNormalSpace(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := rapid.StringOfN(rapid.SampledFrom([]rune{' ', '\t', '\n', '\r', '\u00a0', '\u0085', '\x01', 'a', 'Z', '0', ':', '+', 'é'}), 0, 20, -1).Draw(t, "v")
+		if got, want := normalSpace(v), strings.Join(strings.Fields(v), " "); got != want {
+			t.Fatalf("normalSpace(%q) = %q, want %q", v, got, want)
+		}
+	})
+}
