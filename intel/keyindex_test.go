@@ -3,6 +3,7 @@ package intel
 import (
 	"bytes"
 	"math/rand/v2"
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,75 @@ func periodWhole(low string) BillingPeriod {
 		}
 	}
 	return best
+}
+
+// Every string a kre matches holds one of its keys (else the lines searched would miss it):
+// checked on strings drawn from each expression itself, every branch of every alternation in
+// turn, class characters and repetition counts at random.
+func TestKreKeysCoverMatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	check := func(name string, k kre) {
+		re, err := syntax.Parse(k.String(), syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		re = re.Simplify()
+		for range 3000 {
+			var b strings.Builder
+			drawMatch(re, r, &b)
+			s := b.String()
+			if k.MatchString(s) && !containsAny(s, k.keys) {
+				t.Errorf("%s matches %q, which holds none of its keys %q", name, s, k.keys)
+				return
+			}
+		}
+	}
+	for name, k := range allKres() {
+		check(name, k)
+	}
+	for _, w := range periodWords {
+		check(string(w.p), w.re)
+	}
+}
+
+// drawMatch writes a string the expression may match (word boundaries are not drawn, so the
+// caller checks that it does).
+func drawMatch(re *syntax.Regexp, r *rand.Rand, b *strings.Builder) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, c := range re.Rune {
+			b.WriteRune(c)
+		}
+	case syntax.OpCharClass:
+		if len(re.Rune) == 0 {
+			return
+		}
+		i := r.IntN(len(re.Rune)/2) * 2
+		lo, hi := re.Rune[i], min(re.Rune[i+1], re.Rune[i]+30)
+		b.WriteRune(lo + rune(r.IntN(int(hi-lo)+1)))
+	case syntax.OpAnyCharNotNL, syntax.OpAnyChar:
+		b.WriteByte("ab .1"[r.IntN(5)])
+	case syntax.OpCapture, syntax.OpConcat:
+		for _, s := range re.Sub {
+			drawMatch(s, r, b)
+		}
+	case syntax.OpAlternate:
+		drawMatch(re.Sub[r.IntN(len(re.Sub))], r, b)
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		lo, hi := 0, 3
+		switch re.Op {
+		case syntax.OpPlus:
+			lo = 1
+		case syntax.OpQuest:
+			hi = 1
+		case syntax.OpRepeat:
+			lo, hi = re.Min, re.Max
+			if hi < 0 || hi > lo+3 {
+				hi = lo + 3
+			}
+		}
+		for range lo + r.IntN(hi-lo+1) {
+			drawMatch(re.Sub[0], r, b)
+		}
+	}
 }
