@@ -59,30 +59,48 @@ func keyID(w string) int {
 	return id
 }
 
-// automaton is an Aho-Corasick automaton over bytes as a full transition table: next[state*256
-// + byte]. Its states are few (the keywords are short), so the table stays small.
+// automaton is an Aho-Corasick automaton over bytes as a transition table on byte classes
+// (each byte of a keyword its own class, every other byte one class): next[state*ncls +
+// class[b]]. ASCII letters are matched without regard to case. The table of a few hundred
+// keywords is then about a hundred KiB, where a row of 256 per state made it most of a MiB,
+// too large for the caches of the one pass it is built for.
 type automaton struct {
-	next []uint16
-	out  []keySet // the keywords that end at a state (its suffixes' included)
-	hit  []bool   // out is not empty
+	class [256]uint16
+	ncls  int
+	next  []uint16
+	out   []keySet // the keywords that end at a state (its suffixes' included)
+	hit   []bool   // out is not empty
 }
 
 func build(words []string) *automaton {
+	a := &automaton{ncls: 1}
+	for _, w := range words {
+		for i := 0; i < len(w); i++ {
+			if c := w[i]; a.class[c] == 0 {
+				a.class[c] = uint16(a.ncls)
+				a.ncls++
+			}
+		}
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		a.class[c] = a.class[c+'a'-'A']
+	}
 	type node struct {
-		child map[byte]int
+		child map[uint16]int
 		fail  int
 		out   keySet
 		any   bool
 	}
-	nodes := []node{{child: map[byte]int{}}}
+	nodes := []node{{child: map[uint16]int{}}}
 	for id, w := range words {
 		s := 0
 		for i := 0; i < len(w); i++ {
-			c, ok := nodes[s].child[w[i]]
+			cl := a.class[w[i]]
+			c, ok := nodes[s].child[cl]
 			if !ok {
 				c = len(nodes)
-				nodes = append(nodes, node{child: map[byte]int{}})
-				nodes[s].child[w[i]] = c
+				nodes = append(nodes, node{child: map[uint16]int{}})
+				nodes[s].child[cl] = c
 			}
 			s = c
 		}
@@ -92,7 +110,8 @@ func build(words []string) *automaton {
 	if len(nodes) > 1<<16 {
 		panic("intel: keyword automaton too large")
 	}
-	a := &automaton{next: make([]uint16, len(nodes)*256), out: make([]keySet, len(nodes)), hit: make([]bool, len(nodes))}
+	n := a.ncls
+	a.next, a.out, a.hit = make([]uint16, len(nodes)*n), make([]keySet, len(nodes)), make([]bool, len(nodes))
 	// Breadth first: a state's failure state is shallower, so its row is complete when needed.
 	queue := []int{0}
 	for len(queue) > 0 {
@@ -103,17 +122,17 @@ func build(words []string) *automaton {
 			nodes[s].out.or(&nodes[f].out)
 			nodes[s].any = nodes[s].any || nodes[f].any
 		}
-		for b := 0; b < 256; b++ {
-			c, ok := nodes[s].child[byte(b)]
+		for cl := 0; cl < n; cl++ {
+			c, ok := nodes[s].child[uint16(cl)]
 			switch {
 			case ok:
 				if s != 0 {
-					nodes[c].fail = int(a.next[f*256+b])
+					nodes[c].fail = int(a.next[f*n+cl])
 				}
-				a.next[s*256+b] = uint16(c)
+				a.next[s*n+cl] = uint16(c)
 				queue = append(queue, c)
 			case s != 0:
-				a.next[s*256+b] = a.next[f*256+b]
+				a.next[s*n+cl] = a.next[f*n+cl]
 			}
 		}
 		a.out[s], a.hit[s] = nodes[s].out, nodes[s].any
@@ -137,6 +156,7 @@ type keyIndex struct {
 func (x *keyIndex) index(low string) {
 	keywords.once.Do(func() { keywords.auto = build(keywords.names) })
 	a := keywords.auto
+	n := a.ncls
 	x.low, x.lines = low, x.lines[:0]
 	var cur keySet
 	found := false
@@ -151,7 +171,7 @@ func (x *keyIndex) index(low string) {
 			start, s = i+1, 0
 			continue
 		}
-		s = int(a.next[s<<8|int(c)])
+		s = int(a.next[s*n+int(a.class[c])])
 		if a.hit[s] {
 			cur.or(&a.out[s])
 			found = true

@@ -83,3 +83,26 @@ func quickSkipLowered(raw []byte) bool {
 	}
 	return false
 }
+
+// mayState finds the hints in one pass, ASCII case ignored; it must answer as a search of the
+// lowercased text for each hint does, on any bytes.
+func TestMayStateAgreesWithLowered(t *testing.T) {
+	frags := []string{"$", "€", "£", "\xa3", "\xe2\x82", "\xac", "USD", "Eur", "gbP", "dollar", "EURO", "Trial", "CANCEL", "upgrad", "Seat",
+		"licen", "Member", "credit", "PLAN", "summary", "Ready", "complete", "activity", "You Created", "İ", "K", "ſ", "\xff", "x", " ", "\n",
+		"tri", "al", "pl", "an", "do", "llar", "you ", "created"}
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		var b []byte
+		for range r.IntN(6) {
+			b = append(b, frags[r.IntN(len(frags))]...)
+		}
+		low := bytes.ToLower(b)
+		want := false
+		for _, h := range hints {
+			want = want || bytes.Contains(low, h)
+		}
+		if got := mayState("", b); got != want {
+			t.Fatalf("mayState(%q) = %v, the lowered search's %v", b, got, want)
+		}
+	}
+}

@@ -240,16 +240,32 @@ var hints = [][]byte{[]byte("$"), []byte("€"), []byte("£"), []byte("usd"), []
 	[]byte("seat"), []byte("licen"), []byte("member"), []byte("credit"), []byte("plan"), []byte("summary"), []byte("ready"),
 	[]byte("complete"), []byte("activity"), []byte("you created")}
 
-// mayState reports whether a part's text may state something extract reads.
+// mayState reports whether a part's text may state something extract reads: whether it holds
+// one of the hints, ASCII case ignored, in one pass of an automaton over its bytes (it
+// lowercased a copy of each part and searched it for each hint).
 func mayState(_ mail.TextKind, b []byte) bool {
-	low := bytes.ToLower(b)
-	for _, h := range hints {
-		if bytes.Contains(low, h) {
+	hintOnce.Do(func() {
+		words := make([]string, len(hints))
+		for i, h := range hints {
+			words[i] = string(h)
+		}
+		hintAuto = build(words)
+	})
+	a := hintAuto
+	n, s := a.ncls, 0
+	for _, c := range b {
+		s = int(a.next[s*n+int(a.class[c])])
+		if a.hit[s] {
 			return true
 		}
 	}
 	return false
 }
+
+var (
+	hintOnce sync.Once
+	hintAuto *automaton
+)
 
 // Skip records a message that could not even be opened (a file error while walking), so that
 // the scan's report lists it.
