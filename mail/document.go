@@ -31,7 +31,8 @@ type DocumentOptions struct {
 	MaxAttachmentBytes int64 // of one attachment's decoded bytes; larger ones are not read
 	NoPDF              bool  // do not extract the text of PDF attachments
 	// Want, when set, is asked about each text part's decoded bytes (HTML before it is turned
-	// into text): a part it declines is not kept. A reader that only cares for some mail
+	// into text): a part it declines is not kept. The bytes are valid only during the call
+	// (their buffer is reused). A reader that only cares for some mail
 	// (intel, bills) spares itself the conversion of the rest.
 	Want func(kind TextKind, decoded []byte) bool
 	// NoRecipients leaves Message.To and Cc empty (the fields stay in Fields): parsing long
@@ -158,6 +159,10 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	return d.doc, nil
 }
 
+// partBuffers hold a text part's decoded bytes while it is read, reused across parts and
+// messages (one of over 1 MiB is let go rather than kept).
+var partBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // readers are the buffered readers ReadDocument reads through, reused: a scan reads many
 // messages one after another, and a fresh 16 KiB buffer each was a good part of its cost.
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
@@ -240,15 +245,27 @@ func (d *document) entity(e *message.Entity, err error, path []int, depth int) {
 			d.lost = "text in " + clean(err.Error())
 			return
 		}
-		b, _ := io.ReadAll(io.LimitReader(e.Body, int64(d.opt.MaxText)*4))
+		// Read into a reused buffer: the text is copied out of it (toUTF8) before it goes
+		// back, and a part's bytes were a good share of a message's allocations.
+		buf := partBuffers.Get().(*bytes.Buffer)
+		buf.Reset()
+		buf.ReadFrom(io.LimitReader(e.Body, int64(d.opt.MaxText)*4))
+		b := buf.Bytes()
 		kind := TextPlain
 		if t == "text/html" {
 			kind = TextHTML
 		}
-		if d.opt.Want != nil && !d.opt.Want(kind, b) {
+		want := d.opt.Want == nil || d.opt.Want(kind, b)
+		var s string
+		if want {
+			s = toUTF8(b, "")
+		}
+		if buf.Cap() <= 1<<20 {
+			partBuffers.Put(buf)
+		}
+		if !want {
 			return
 		}
-		s := toUTF8(b, "")
 		if kind == TextHTML {
 			// Table cells end without a space in html2text's output ("Total$5.00") and rows
 			// without a line break: a cell boundary is a word boundary, a row is a line.
