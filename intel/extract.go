@@ -228,7 +228,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	// Facts are read from the first 16 KiB of text (below): nothing past it is looked at, so
 	// a newsletter's 64 KiB is not lowercased and searched whole.
-	text := firstN(subject+"\n"+body, 16<<10)
+	text := firstN(subject+"\n"+firstN(body, 16<<10), 16<<10) // not a copy of a newsletter's 64 KiB first
 	ltext := strings.ToLower(text)
 	replyTo := d.ReplyTo
 	if len(d.Forwarded) > 0 && forwarded {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/emersion/go-message"
 	"github.com/k3a/html2text"
@@ -150,11 +151,7 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	if len(d.doc.Parts) == 0 && len(d.doc.Forwarded) == 0 && d.lost != "" {
 		return nil, &SkipError{Reason: d.lost}
 	}
-	var all []string
-	for _, p := range d.doc.Parts {
-		all = append(all, p.Text)
-	}
-	m.Text = truncate(collapse(strings.Join(all, " ")), MaxTextBytes)
+	m.Text = collapseParts(d.doc.Parts, MaxTextBytes)
 	m.Attachments = append(m.Attachments, d.attachments...)
 	return d.doc, nil
 }
@@ -162,6 +159,42 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 // partBuffers hold a text part's decoded bytes while it is read, reused across parts and
 // messages (one of over 1 MiB is let go rather than kept).
 var partBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// collapseParts is truncate(collapse(the parts' texts joined by spaces), n), without joining
+// them or collapsing more than the first n bytes need. collapse's result is its output U
+// with white space trimmed at both ends: U[lead:end]. Once a rune that is not white space
+// has been written at lead+n or later, end lies past lead+n, so the result is truncate(U[lead:],
+// n) whatever follows.
+func collapseParts(parts []TextPart, n int) string {
+	var b strings.Builder
+	space := true
+	lead := -1 // where U's first rune that is not white space starts
+	for i, p := range parts {
+		s := p.Text
+		if i > 0 {
+			s = " " + s
+		}
+		for _, r := range s {
+			if r < 0x20 || r == 0x7f || r == ' ' || r == 0xa0 || r == '\u200b' || r == '\u200c' || r == '\u034f' {
+				if !space {
+					b.WriteByte(' ')
+					space = true
+				}
+				continue
+			}
+			if !unicode.IsSpace(r) {
+				if lead < 0 {
+					lead = b.Len()
+				} else if b.Len() >= lead+n {
+					return truncate(b.String()[lead:], n)
+				}
+			}
+			b.WriteRune(r)
+			space = false
+		}
+	}
+	return truncate(strings.TrimSpace(b.String()), n)
+}
 
 // readers are the buffered readers ReadDocument reads through, reused: a scan reads many
 // messages one after another, and a fresh 16 KiB buffer each was a good part of its cost.

@@ -140,3 +140,21 @@ func TestNormalSpace(t *testing.T) {
 		}
 	})
 }
+
+// collapseParts stops once the first n bytes of the result are known; it must give what
+// collapsing the joined texts whole and truncating gives.
+func TestCollapsePartsAgrees(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var parts []TextPart
+		var texts []string
+		for range rapid.IntRange(0, 4).Draw(t, "parts") {
+			s := rapid.StringOfN(rapid.SampledFrom([]rune{' ', '\t', '\n', '\u00a0', '\u3000', '\u0085', '\u200b', '\x01', 'a', 'é', '€', '0'}), 0, 30, -1).Draw(t, "text")
+			parts = append(parts, TextPart{Text: s})
+			texts = append(texts, s)
+		}
+		n := rapid.IntRange(0, 40).Draw(t, "n")
+		if got, want := collapseParts(parts, n), truncate(collapse(strings.Join(texts, " ")), n); got != want {
+			t.Fatalf("collapseParts(%q, %d) = %q, want %q", texts, n, got, want)
+		}
+	})
+}
