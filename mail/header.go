@@ -168,6 +168,9 @@ func addresses(v, key string, m *Message) []Address {
 	if v == "" {
 		return nil
 	}
+	if a, ok := simpleAddress(v); ok {
+		return []Address{a}
+	}
 	if list, err := addrParser.ParseList(v); err == nil {
 		out := make([]Address, 0, len(list))
 		for _, a := range list {
@@ -190,6 +193,65 @@ func addresses(v, key string, m *Message) []Address {
 		out = append(out, a)
 	}
 	return out
+}
+
+// simpleAddress reads, by hand, the one-mailbox values most mail carries: "local@domain",
+// "Display Name <local@domain>" and "\"Display Name\" <local@domain>", with ASCII words and
+// dot-atoms only. Anything else is not ok (net/mail reads it); on what it reads, it gives
+// net/mail's answer (a test holds them together), without net/mail's parser state and copies.
+func simpleAddress(v string) (Address, bool) {
+	if !strings.HasSuffix(v, ">") {
+		return Address{Addr: v}, simpleAddrSpec(v)
+	}
+	i := strings.LastIndexByte(v, '<')
+	if i < 0 || !simpleAddrSpec(v[i+1:len(v)-1]) {
+		return Address{}, false
+	}
+	name := strings.TrimRight(v[:i], " ")
+	if len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"' {
+		name = name[1 : len(name)-1]
+	}
+	if !simpleWords(name) {
+		return Address{}, false
+	}
+	return Address{Name: name, Addr: v[i+1 : len(v)-1]}, true
+}
+
+// simpleWords reports whether s is ASCII letters and digits in words one space apart.
+func simpleWords(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == ' ' && s[i-1] != ' ':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// simpleAddrSpec reports whether s is local@domain, each a dot-atom of letters, digits and
+// "-", "_", "+" (local part) with no dot at either end or two in a row.
+func simpleAddrSpec(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	return ok && dotAtom(local, "-_+") && dotAtom(domain, "-")
+}
+
+func dotAtom(s, extra string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // ids returns the message ids of a Message-ID, In-Reply-To or References value: every

@@ -158,3 +158,31 @@ func TestCollapsePartsAgrees(t *testing.T) {
 		}
 	})
 }
+
+// simpleAddress reads by hand the values net/mail would read the same way: on what it accepts,
+// its answer must be net/mail's.
+func TestSimpleAddressAgreesWithNetMail(t *testing.T) {
+	pieces := []string{"a", "Z", "0", ".", "-", "_", "+", "@", " ", "\"", "<", ">", "acme", "billing", "example.com", "co.uk", "Acme Billing", "=?utf-8?q?x?=", "é", ",", "(c)", "\t"}
+	accepted := 0
+	rapid.Check(t, func(t *rapid.T) {
+		var b strings.Builder
+		for range rapid.IntRange(1, 12).Draw(t, "n") {
+			b.WriteString(rapid.SampledFrom(pieces).Draw(t, "piece"))
+		}
+		v := strings.TrimSpace(b.String())
+		for _, v := range []string{v, "Acme <" + v + ">", v + " <billing@acme.example>", "\"" + v + "\" <a@b.example>"} {
+			got, ok := simpleAddress(v)
+			if !ok {
+				continue
+			}
+			accepted++
+			list, err := addrParser.ParseList(v)
+			if err != nil || len(list) != 1 || list[0].Name != got.Name || list[0].Address != got.Addr {
+				t.Fatalf("simpleAddress(%q) = %+v; net/mail: %v %v", v, got, list, err)
+			}
+		}
+	})
+	if accepted < 50 {
+		t.Fatalf("only %d values read by hand: the test draws too few simple ones", accepted)
+	}
+}
