@@ -131,13 +131,13 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	if err != nil {
 		return nil, &SkipError{Reason: "could not be read: " + clean(err.Error())}
 	}
-	if h.Len() == 0 {
+	if len(h.raw) == 0 {
 		if rest, _ := br.Peek(1); n == 0 && len(rest) == 0 {
 			return nil, &SkipError{Reason: "empty"}
 		}
 		return nil, &SkipError{Reason: "no header fields: not an RFC 5322 message"}
 	}
-	mh := message.Header{Header: h}
+	mh := message.Header{Header: h.mime}
 	if t, _, err := mh.ContentType(); err == nil && t != "" {
 		m.MIMEType = t
 	}
@@ -379,19 +379,19 @@ func (d *document) forwarded(body io.Reader, path []int, depth int) (*Message, s
 	br := bufio.NewReaderSize(body, 4<<10)
 	im := &Message{MIMEType: "text/plain"}
 	h, _, err := readHeader(br, im)
-	if err != nil || h.Len() == 0 {
+	if err != nil || len(h.raw) == 0 {
 		d.doc.Message.problem("part %v: attached message has no header", path)
 		return nil, ""
 	}
 	decodeHeader(h, "", im)
 	saved := d.doc.Parts
 	d.doc.Parts = nil
-	e, err := message.New(message.Header{Header: h}, br)
+	e, err := message.New(message.Header{Header: h.mime}, br)
 	d.entity(e, err, path, depth+1)
 	inner := d.doc.Parts
 	d.doc.Parts = saved
 	var b strings.Builder
-	fmt.Fprintf(&b, "From: %s\nDate: %s\nSubject: %s\n", im.From, h.Get("Date"), im.Subject)
+	fmt.Fprintf(&b, "From: %s\nDate: %s\nSubject: %s\n", im.From, h.get("Date"), im.Subject)
 	for _, p := range inner {
 		b.WriteString("\n")
 		b.WriteString(p.Text)

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/emersion/go-message/charset"
-	"github.com/emersion/go-message/textproto"
 	"golang.org/x/net/html"
 	"golang.org/x/text/encoding/charmap"
 )
@@ -55,13 +54,13 @@ func decodeWords(s, declared string) string {
 }
 
 // decodeHeader fills the message's fields from the header.
-func decodeHeader(h textproto.Header, declared string, m *Message) {
+func decodeHeader(h header, declared string, m *Message) {
 	decodeFields(h, declared, m, false)
 }
 
 // decodeFields is decodeHeader; noRecipients leaves To and Cc unparsed (their fields are still in
 // Fields), for readers that never look at them.
-func decodeFields(h textproto.Header, declared string, m *Message, noRecipients bool) {
+func decodeFields(h header, declared string, m *Message, noRecipients bool) {
 	fallback := "windows-1252"
 	if declared != "" {
 		fallback = declared
@@ -73,10 +72,10 @@ func decodeFields(h textproto.Header, declared string, m *Message, noRecipients 
 	var haveFrom, haveSender, haveReplyTo, haveTo, haveCc bool
 	var first [len(readFields)]int // of each field read below, 1 + the index of its first in m.Fields
 	if m.Fields == nil {
-		m.Fields = make([]Field, 0, h.Len())
+		m.Fields = make([]Field, 0, len(h.raw))
 	}
-	for fs := h.Fields(); fs.Next(); {
-		k, v := fs.Key(), fs.Value()
+	for _, f := range h.raw {
+		k, v := fieldKV(f)
 		fixed := v
 		if !utf8.ValidString(v) {
 			fixed = toUTF8([]byte(v), declared)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	nettextproto "net/textproto"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -145,7 +146,7 @@ func Read(r io.Reader) *Message {
 		m.Unreadable = "could not be read: " + clean(err.Error())
 		return m
 	}
-	if h.Len() == 0 {
+	if len(h.raw) == 0 {
 		switch rest, _ := br.Peek(1); {
 		case n == 0 && len(rest) == 0:
 			m.Unreadable = "empty"
@@ -154,7 +155,7 @@ func Read(r io.Reader) *Message {
 		}
 		return m
 	}
-	cs := readBody(h, br, lim, m)
+	cs := readBody(h.mime, br, lim, m)
 	decodeHeader(h, cs, m)
 	return m
 }
@@ -181,7 +182,7 @@ func ReadHeader(b []byte) *Message {
 		m.Unreadable = "could not be read: " + clean(err.Error())
 		return m
 	}
-	if h.Len() == 0 {
+	if len(h.raw) == 0 {
 		if n == 0 && len(b) == 0 {
 			m.Unreadable = "empty"
 		} else {
@@ -190,14 +191,14 @@ func ReadHeader(b []byte) *Message {
 		return m
 	}
 	declared := ""
-	mh := message.Header{Header: h}
+	mh := message.Header{Header: h.mime}
 	if t, params, err := mh.ContentType(); err == nil && t != "" {
 		m.MIMEType = t
 		if cs := strings.ToLower(params["charset"]); cs != "" && cs != "us-ascii" && !strings.HasPrefix(cs, "utf") {
 			declared = cs
 		}
-	} else if h.Has("Content-Type") {
-		m.problem("Content-Type %q unreadable, read as text/plain", truncate(h.Get("Content-Type"), 60))
+	} else if h.mime.Has("Content-Type") {
+		m.problem("Content-Type %q unreadable, read as text/plain", truncate(h.mime.Get("Content-Type"), 60))
 	}
 	decodeHeader(h, declared, m)
 	return m
@@ -236,10 +237,75 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// header is a message's header as readHeader reads it: each well-formed field as written, in
+// order, and the MIME fields (Content-*) in go-message's form, which is all go-message and the
+// readers of parts look at.
+type header struct {
+	raw  [][]byte // each field's lines, each ending in CRLF
+	mime textproto.Header
+}
+
+// get returns the first value of a field, as go-message's header would, or "".
+func (h *header) get(key string) string {
+	key = nettextproto.CanonicalMIMEHeaderKey(key)
+	for _, f := range h.raw {
+		if k, v := fieldKV(f); k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// fieldKV returns a well-formed field's key and value as go-message reads them: the key
+// canonical, the value's lines trimmed and joined by spaces.
+func fieldKV(f []byte) (string, string) {
+	colon := bytes.IndexByte(f, ':')
+	return nettextproto.CanonicalMIMEHeaderKey(string(trimSpaceTab(f[:colon]))), unfold(f[colon+1:])
+}
+
+// unfold is go-message's trimAroundNewlines: each line without its CR and the spaces and tabs
+// around it, the non-empty ones joined by single spaces.
+func unfold(v []byte) string {
+	var b strings.Builder
+	b.Grow(len(v))
+	for len(v) > 0 {
+		l := v
+		if i := bytes.IndexByte(v, '\n'); i >= 0 {
+			l, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		l = trimSpaceTab(bytes.TrimSuffix(l, []byte("\r")))
+		if len(l) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(l)
+	}
+	return b.String()
+}
+
+func trimSpaceTab(b []byte) []byte { return bytes.Trim(b, " \t") }
+
+// hasPrefixFold reports whether b starts with prefix (lowercase ASCII), ASCII case ignored.
+func hasPrefixFold(b []byte, prefix string) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if c := b[i]; c != prefix[i] && ('A' > c || c > 'Z' || c+'a'-'A' != prefix[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // readHeader reads the header block leniently: a line that is neither a field nor a
 // continuation (an mbox From_ line, garbage) is skipped, not fatal. It returns the fields and
 // the number of bytes read.
-func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
+func readHeader(br *bufio.Reader, m *Message) (header, int, error) {
 	var fields [][]byte // each well-formed field as go-message reads one: its lines, each ending in CRLF
 	var field []byte
 	total := 0
@@ -249,14 +315,18 @@ func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
 			field = nil
 		}
 	}
-	done := func() (textproto.Header, int, error) {
+	done := func() (header, int, error) {
 		flush()
-		// The fields are well-formed, so they go into the header as they are, as
-		// textproto.ReadHeader would put them (it keeps them last first): the block was
-		// parsed a second time by ReadHeader, a tenth of a message's reading.
-		var h textproto.Header
+		// The fields are well-formed, so the MIME ones go into go-message's header as they
+		// are, as textproto.ReadHeader would put them (it keeps them last first); the others
+		// are only ever read by decodeFields, which reads them from raw. Parsing the block a
+		// second time with ReadHeader, then building go-message's header of every field, were
+		// each a tenth of a message's reading.
+		h := header{raw: fields}
 		for i := len(fields) - 1; i >= 0; i-- {
-			h.AddRaw(fields[i])
+			if f := fields[i]; len(f) > len("content-") && hasPrefixFold(f, "content-") {
+				h.mime.AddRaw(f)
+			}
 		}
 		return h, total, nil
 	}
@@ -274,7 +344,7 @@ func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
 		}
 		total += len(line)
 		if err != nil && err != io.EOF {
-			return textproto.Header{}, total, err
+			return header{}, total, err
 		}
 		body := bytes.TrimRight(line, "\r\n")
 		switch {
