@@ -260,8 +260,26 @@ func (h *header) get(key string) string {
 // canonical, the value's lines trimmed and joined by spaces.
 func fieldKV(f []byte) (string, string) {
 	colon := bytes.IndexByte(f, ':')
-	return nettextproto.CanonicalMIMEHeaderKey(string(trimSpaceTab(f[:colon]))), unfold(f[colon+1:])
+	kb := trimSpaceTab(f[:colon])
+	k, ok := commonKeys[string(kb)] // no copy of the key to look it up
+	if !ok {
+		k = nettextproto.CanonicalMIMEHeaderKey(string(kb))
+	}
+	return k, unfold(f[colon+1:])
 }
+
+// commonKeys are the canonical forms of the field names nearly every message carries, as they
+// are usually spelled, so that reading them allocates no key.
+var commonKeys = func() map[string]string {
+	ks := map[string]string{}
+	for _, k := range []string{"From", "To", "Cc", "Subject", "Date", "Message-ID", "Message-Id", "Reply-To", "In-Reply-To",
+		"References", "Received", "Return-Path", "MIME-Version", "Mime-Version", "Content-Type", "Content-Transfer-Encoding",
+		"Content-Disposition", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Id", "List-ID", "List-Post", "DKIM-Signature",
+		"Authentication-Results", "X-Mailer", "Precedence", "Sender", "Delivered-To", "Auto-Submitted", "X-Spam-Flag", "X-Spam-Status"} {
+		ks[k] = nettextproto.CanonicalMIMEHeaderKey(k)
+	}
+	return ks
+}()
 
 // unfold is go-message's trimAroundNewlines: each line without its CR and the spaces and tabs
 // around it, the non-empty ones joined by single spaces.
@@ -306,25 +324,32 @@ func hasPrefixFold(b []byte, prefix string) bool {
 // continuation (an mbox From_ line, garbage) is skipped, not fatal. It returns the fields and
 // the number of bytes read.
 func readHeader(br *bufio.Reader, m *Message) (header, int, error) {
-	var fields [][]byte // each well-formed field as go-message reads one: its lines, each ending in CRLF
-	var field []byte
+	// The well-formed fields as go-message reads one (its lines, each ending in CRLF), one
+	// after another in one buffer: spans holds where each starts and ends, and the current
+	// field, open while its continuation lines come, is the buffer's tail from open.
+	var block []byte
+	spans := make([][2]int, 0, 32)
+	open := -1
 	total := 0
 	flush := func() {
-		if field != nil {
-			fields = append(fields, field)
-			field = nil
+		if open >= 0 {
+			spans = append(spans, [2]int{open, len(block)})
+			open = -1
 		}
 	}
 	done := func() (header, int, error) {
 		flush()
+		h := header{raw: make([][]byte, len(spans))}
+		for i, sp := range spans {
+			h.raw[i] = block[sp[0]:sp[1]:sp[1]]
+		}
 		// The fields are well-formed, so the MIME ones go into go-message's header as they
 		// are, as textproto.ReadHeader would put them (it keeps them last first); the others
 		// are only ever read by decodeFields, which reads them from raw. Parsing the block a
 		// second time with ReadHeader, then building go-message's header of every field, were
 		// each a tenth of a message's reading.
-		h := header{raw: fields}
-		for i := len(fields) - 1; i >= 0; i-- {
-			if f := fields[i]; len(f) > len("content-") && hasPrefixFold(f, "content-") {
+		for i := len(h.raw) - 1; i >= 0; i-- {
+			if f := h.raw[i]; len(f) > len("content-") && hasPrefixFold(f, "content-") {
 				h.mime.AddRaw(f)
 			}
 		}
@@ -353,14 +378,18 @@ func readHeader(br *bufio.Reader, m *Message) (header, int, error) {
 		case first && bytes.HasPrefix(body, []byte("From ")):
 			// An mbox separator left in a stored message.
 		case body[0] == ' ' || body[0] == '\t':
-			if field != nil {
-				field = append(append(field, body...), '\r', '\n')
+			if open >= 0 {
+				block = append(append(block, body...), '\r', '\n')
 			} else {
 				m.problem("continuation line without a field skipped")
 			}
 		case validKey(body):
 			flush()
-			field = append(append(make([]byte, 0, len(body)+2), body...), '\r', '\n')
+			if block == nil {
+				block = make([]byte, 0, 2<<10)
+			}
+			open = len(block)
+			block = append(append(block, body...), '\r', '\n')
 		default:
 			flush()
 			m.problem("malformed header line %q skipped", truncate(string(body), 60))
