@@ -154,8 +154,7 @@ type keyIndex struct {
 
 // index indexes low (lowercased text) into x, reusing x's memory.
 func (x *keyIndex) index(low string) {
-	keywords.once.Do(func() { keywords.auto = build(keywords.names) })
-	a := keywords.auto
+	a := keywordAutomaton()
 	n := a.ncls
 	x.low, x.lines = low, x.lines[:0]
 	var cur keySet
@@ -180,6 +179,26 @@ func (x *keyIndex) index(low string) {
 	if found {
 		x.lines = append(x.lines, keyLine{start: start, end: len(low), keys: cur})
 	}
+}
+
+// keywordAutomaton returns the automaton of every kre's keywords, built on first use.
+func keywordAutomaton() *automaton {
+	keywords.once.Do(func() { keywords.auto = build(keywords.names) })
+	return keywords.auto
+}
+
+// keysOf returns the keywords a lowercased line holds.
+func keysOf(low string) keySet {
+	a := keywordAutomaton()
+	var ks keySet
+	n, s := a.ncls, 0
+	for i := 0; i < len(low); i++ {
+		s = int(a.next[s*n+int(a.class[low[i]])])
+		if a.hit[s] {
+			ks.or(&a.out[s])
+		}
+	}
+	return ks
 }
 
 // has reports whether k matches the indexed text: kre.in's answer, asked only of the lines

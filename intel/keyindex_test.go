@@ -39,6 +39,12 @@ func TestKeyIndexAgrees(t *testing.T) {
 			if in != has || has != whole {
 				t.Fatalf("%s on %q: in %v, index %v, whole text %v", name, low, in, has, whole)
 			}
+			for line := range strings.SplitSeq(low, "\n") {
+				ks := keysOf(line)
+				if got, want := ks.meets(&k.set) && k.MatchString(line), k.in(line, line); got != want {
+					t.Fatalf("%s on the line %q: by its keywords %v, kre.in %v", name, line, got, want)
+				}
+			}
 		}
 	}
 	for _, m := range corpus.Generate(5, 200, time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)) {
