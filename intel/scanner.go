@@ -1,7 +1,6 @@
 package intel
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"hash/fnv"
@@ -81,6 +80,9 @@ func NewScanner(o *Options) *Scanner {
 		d.Want = mayState
 	}
 	d.NoRecipients = true // intel reads who sent a message, never whom it was sent to
+	if d.DeclineHeader == nil {
+		d.DeclineHeader = quickSkip
+	}
 	s.opt.Document = &d
 	return s
 }
@@ -90,19 +92,12 @@ func NewScanner(o *Options) *Scanner {
 // returned as a *mail.SkipError; the scan goes on with the next message either way.
 func (s *Scanner) Scan(ref string, r io.Reader) error {
 	// The header alone rules out much of a mailbox (lists, spam, conversations): those are
-	// not read further.
-	br := peekers.Get().(*bufio.Reader)
-	br.Reset(r)
-	defer func() {
-		br.Reset(nil)
-		peekers.Put(br)
-	}()
-	head, _ := br.Peek(br.Size())
-	if quickSkip(head) {
+	// declined as soon as the reader has the header, their bodies not read.
+	d, err := mail.ReadDocument(r, s.opt.Document)
+	if errors.Is(err, mail.ErrDeclined) {
 		s.stats.Messages++
 		return nil
 	}
-	d, err := mail.ReadDocument(br, s.opt.Document)
 	if err != nil {
 		s.stats.Messages++
 		s.skip(ref, err)
@@ -111,9 +106,6 @@ func (s *Scanner) Scan(ref string, r io.Reader) error {
 	s.ScanDocument(ref, d)
 	return nil
 }
-
-// peekers buffer the start of each message for the header check, reused across messages.
-var peekers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 func (s *Scanner) skip(ref string, err error) {
 	s.stats.Skipped++
@@ -133,9 +125,9 @@ var skipHeaders = [][]byte{[]byte("list-post:"), []byte("x-spam-flag: yes"), []b
 	[]byte("x-google-group-id:"), []byte("x-groupsio-msgnum:"), []byte("x-discourse-post-id:"), []byte("x-github-reason:"),
 	[]byte("x-gitlab-project:"), []byte("x-gitea-reason:"), []byte("x-bugzilla-reason:"), []byte("x-jira-fingerprint:")}
 
-// quickSkip is notBilling and personal judged on the raw header bytes, before anything is
-// parsed: a list, a spam verdict, a reply in a conversation, a person's mail that forwards
-// nothing. It may miss some of them (folded or encoded fields); extract checks again. It reads
+// quickSkip is notBilling and personal judged on the header's fields as written, before the
+// body is read or any field decoded (mail.DocumentOptions.DeclineHeader): a list, a spam
+// verdict, a reply in a conversation, a person's mail that forwards nothing. It may miss some of them (folded or encoded fields); extract checks again. It reads
 // each header line's start in place, case-insensitively (it lowercased a copy of the header,
 // a tenth of a scan's own work).
 func quickSkip(raw []byte) bool {

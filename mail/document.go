@@ -39,7 +39,16 @@ type DocumentOptions struct {
 	// NoRecipients leaves Message.To and Cc empty (the fields stay in Fields): parsing long
 	// recipient lists is a reader's cost that billing, for one, does not need.
 	NoRecipients bool
+	// DeclineHeader, when set, is asked about the header before anything else is read or
+	// decoded: given the well-formed fields as written, one after another with their line
+	// breaks (CRLF) and then an empty line, it returns true for a message the reader does not
+	// want, and ReadDocument returns ErrDeclined. The bytes are valid only during the call.
+	DeclineHeader func(header []byte) bool
 }
+
+// ErrDeclined is returned by ReadDocument when DocumentOptions.DeclineHeader declined the
+// message's header: nothing is wrong with the message, its reader did not want it.
+var ErrDeclined = errors.New("message declined by its header")
 
 // TextKind says where a piece of a document's text came from.
 type TextKind string
@@ -136,6 +145,9 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 			return nil, &SkipError{Reason: "empty"}
 		}
 		return nil, &SkipError{Reason: "no header fields: not an RFC 5322 message"}
+	}
+	if opt.DeclineHeader != nil && opt.DeclineHeader(h.block) {
+		return nil, ErrDeclined
 	}
 	mh := message.Header{Header: h.mime}
 	if t, _, err := mh.ContentType(); err == nil && t != "" {

@@ -241,8 +241,9 @@ func (l *limitReader) Read(p []byte) (int, error) {
 // order, and the MIME fields (Content-*) in go-message's form, which is all go-message and the
 // readers of parts look at.
 type header struct {
-	raw  [][]byte // each field's lines, each ending in CRLF
-	mime textproto.Header
+	raw   [][]byte // each field's lines, each ending in CRLF
+	mime  textproto.Header
+	block []byte // the fields one after another, then an empty line
 }
 
 // get returns the first value of a field, as go-message's header would, or "".
@@ -343,6 +344,7 @@ func readHeader(br *bufio.Reader, m *Message) (header, int, error) {
 		for i, sp := range spans {
 			h.raw[i] = block[sp[0]:sp[1]:sp[1]]
 		}
+		h.block = append(block, '\r', '\n') // past every field's capacity: none is changed
 		// The fields are well-formed, so the MIME ones go into go-message's header as they
 		// are, as textproto.ReadHeader would put them (it keeps them last first); the others
 		// are only ever read by decodeFields, which reads them from raw. Parsing the block a
