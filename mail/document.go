@@ -84,6 +84,9 @@ type Document struct {
 
 // Body returns the text of every part, separated by blank lines.
 func (d *Document) Body() string {
+	if len(d.Parts) == 1 {
+		return d.Parts[0].Text // most mail: nothing to join, nothing to copy
+	}
 	var b strings.Builder
 	for i, p := range d.Parts {
 		if i > 0 {

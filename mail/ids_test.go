@@ -193,3 +193,27 @@ func TestSimpleAddressAgreesWithNetMail(t *testing.T) {
 		}
 	}
 }
+
+// collapse returns a line that needs nothing as it is; on any text it gives what collapsing
+// it in full gives.
+func TestCollapseFastPath(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOfN(rapid.SampledFrom([]rune{' ', '\t', '\n', '\x7f', '\x01', '\u00a0', '\u200b', '\u3000', 'a', 'Z', '0', '.', 'é'}), 0, 16, -1).Draw(t, "s")
+		var b strings.Builder
+		space := true
+		for _, r := range s {
+			if r < 0x20 || r == 0x7f || r == ' ' || r == 0xa0 || r == '\u200b' || r == '\u200c' || r == '\u034f' {
+				if !space {
+					b.WriteByte(' ')
+					space = true
+				}
+				continue
+			}
+			b.WriteRune(r)
+			space = false
+		}
+		if got, want := collapse(s), strings.TrimSpace(b.String()); got != want {
+			t.Fatalf("collapse(%q) = %q, want %q", s, got, want)
+		}
+	})
+}

@@ -513,6 +513,9 @@ var errStop = errors.New("enough parts")
 
 // collapse turns runs of white space into one space and drops control characters.
 func collapse(s string) string {
+	if collapsed(s) {
+		return s
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	space := true
@@ -528,6 +531,18 @@ func collapse(s string) string {
 		space = false
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// collapsed reports whether collapse would return s as it is: printable ASCII, single spaces
+// between words, none at either end (most lines of text are; they need no copy).
+func collapsed(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || (c == ' ' && (i == 0 || i == len(s)-1 || s[i-1] == ' ')) {
+			return false
+		}
+	}
+	return true
 }
 
 // clean makes s valid UTF-8 without control characters.
