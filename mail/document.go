@@ -139,7 +139,16 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	}()
 	d := &document{opt: opt, lim: lim, doc: &Document{Message: &Message{MIMEType: "text/plain"}}}
 	m := d.doc.Message
-	h, n, err := readHeader(br, m)
+	// The header's bytes are read into a reused buffer: nothing of them is kept once the
+	// message is read (its fields are decoded into strings of their own).
+	hb := headerBlocks.Get().(*[]byte)
+	h, n, err := readHeaderInto(br, m, *hb)
+	defer func() {
+		if cap(h.block) <= 64<<10 {
+			*hb = h.block[:0]
+		}
+		headerBlocks.Put(hb)
+	}()
 	if err != nil {
 		return nil, &SkipError{Reason: "could not be read: " + clean(err.Error())}
 	}
@@ -170,6 +179,9 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	m.Attachments = append(m.Attachments, d.attachments...)
 	return d.doc, nil
 }
+
+// headerBlocks hold a message's header fields while ReadDocument reads it, reused.
+var headerBlocks = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // partBuffers hold a text part's decoded bytes while it is read, reused across parts and
 // messages (one of over 1 MiB is let go rather than kept).

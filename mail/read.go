@@ -325,10 +325,16 @@ func hasPrefixFold(b []byte, prefix string) bool {
 // continuation (an mbox From_ line, garbage) is skipped, not fatal. It returns the fields and
 // the number of bytes read.
 func readHeader(br *bufio.Reader, m *Message) (header, int, error) {
+	return readHeaderInto(br, m, nil)
+}
+
+// readHeaderInto is readHeader with the fields kept in block's memory (appended to block[:0]);
+// the caller may reuse it once it no longer reads the header.
+func readHeaderInto(br *bufio.Reader, m *Message, block []byte) (header, int, error) {
+	block = block[:0]
 	// The well-formed fields as go-message reads one (its lines, each ending in CRLF), one
 	// after another in one buffer: spans holds where each starts and ends, and the current
 	// field, open while its continuation lines come, is the buffer's tail from open.
-	var block []byte
 	spans := make([][2]int, 0, 32)
 	open := -1
 	total := 0
@@ -388,7 +394,7 @@ func readHeader(br *bufio.Reader, m *Message) (header, int, error) {
 		case validKey(body):
 			flush()
 			if block == nil {
-				block = make([]byte, 0, 2<<10)
+				block = make([]byte, 0, 1<<10)
 			}
 			open = len(block)
 			block = append(append(block, body...), '\r', '\n')
