@@ -263,14 +263,22 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	charge := ix.has(reCharge)
 	trialStart := ix.has(reTrialStart)
 	cancelled := ix.has(reCancel)
-	promo := ix.has(rePromo)
-	if promo && !charge && !trialStart && !cancelled {
+	// Whether it is a promotion is asked only when it matters (a bill's lines need not run
+	// the promotion expression), and then once.
+	promoAsked, isPromo := false, false
+	promo := func() bool {
+		if !promoAsked {
+			promoAsked, isPromo = true, ix.has(rePromo)
+		}
+		return isPromo
+	}
+	if !charge && !trialStart && !cancelled && promo() {
 		return nil // a promotion's prices are offers, not the user's billing
 	}
 	trialNotice := ix.has(reTrialNotice)
 	notice := ix.has(reAutoUpgrade) || ix.has(reSelfChange) || ix.has(reSeatsAdded) || ix.has(reCreditsOut)
 	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		if promo || !ix.has(reActivity) || notTheUsers() {
+		if promo() || !ix.has(reActivity) || notTheUsers() {
 			return nil
 		}
 		o.Activity = true
@@ -279,7 +287,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !ix.has(reYours) {
 		// Neither a bill nor a trial, cancellation or plan notice, and not addressed to the
 		// user's account: prices in an article or a newsletter are about other people.
-		if !promo && ix.has(reActivity) && !notTheUsers() {
+		if !promo() && ix.has(reActivity) && !notTheUsers() {
 			o.Activity = true
 			return o
 		}
@@ -330,7 +338,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 	}
 	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.billingNotice() {
-		if ix.has(reActivity) && !promo {
+		if ix.has(reActivity) && !promo() {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}
 		return nil
