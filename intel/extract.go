@@ -108,12 +108,12 @@ func cut(s string, n int) string {
 }
 
 var (
-	reCharge      = mk(`(?i)\b(receipts?|invoices?|payment (received|confirmation|confirmed|successful|processed)|thanks? (you )?for your (payment|purchase|order)|amount (paid|charged|due|billed)|we('ve| have)? (successfully )?(charged|billed)|has been (charged|billed|renewed)|(was|were) (charged|billed)|your (bill|statement) (is ready|for)|billing (summary|statement)|renewal (confirmation|receipt)|subscription (renewed|renewal|receipt)|total (charged|due|paid)|payment of|charged to your|credit note|refund(ed)?)\b`, "receipt", "invoice", "payment", "amount", "charg", "bill", "renew", "total", "refund", "credit note", "purchase", "order", "paid")
+	reCharge      = mk(`(?i)\b(receipts?|invoices?|payment (received|confirmation|confirmed|successful|processed)|thanks? (you )?for your (payment|purchase|order)|amount (paid|charged|due|billed)|we('ve| have)? (successfully )?(charged|billed)|has been (charged|billed|renewed)|(was|were) (charged|billed)|your (bill|statement) (is ready|for)|billing (summary|statement)|renewal (confirmation|receipt)|subscription (renewed|renewal|receipt)|total (charged|due|paid)|payment of|charged to your|credit note|refund(ed)?)\b`, "receipt", "invoice", "payment ", "for your ", "amount ", "charged", "billed", "renewed", "your bill", "your statement", "billing ", "renewal ", "subscription ", "total ", "credit note", "refund")
 	reRecurring   = mk(`(?i)\b(subscriptions?|renews?|renewal|renewed|auto-?renew\w*|recurring|monthly|yearly|annual(ly)?|quarterly|weekly|per (month|year|week|quarter)|/ ?(mo|month|yr|year|wk|week)\b|membership|billing (period|cycle|date)|next (billing|payment|charge|invoice)|plan)\b`, "subscri", "renew", "recurring", "month", "year", "annual", "quarter", "week", "/mo", "/ mo", "/yr", "/ yr", "/wk", "/ wk", "membership", "billing", "next ", "plan")
 	reOrder       = mk(`(?i)\b(order (confirmation|confirmed|number|no\.?|#)|your order|has shipped|shipment|tracking (number|#)|out for delivery|estimated delivery|ship(ping)? to|items? ordered|booking (confirmation|reference)|e-ticket|itinerary|one-time (purchase|payment)|gift card)\b`, "order", "ship", "tracking", "delivery", "booking", "ticket", "itinerary", "one-time", "gift card", "items")
 	reBank        = mk(`(?i)\b(statement balance|minimum payment( due)?|available (balance|credit)|transaction alert|account ending in|direct deposit|(checking|savings) account|your card (ending in \d{4} )?was used|purchase (of|for) [^.\n]{0,20} at |wire transfer|overdraft|credit limit|new transaction)\b`, "statement balance", "minimum payment", "available balance", "available credit", "transaction alert", "new transaction", "account ending", "direct deposit", "checking account", "savings account", "your card", "purchase of", "purchase for", "wire transfer", "overdraft", "credit limit")
 	reSplit       = mk(`(?i)\b(you owe|owes you|split (the|this|it|costs?)|your share|settle up|paid you|sent you|requested [^.\n]{0,12}from you|splitwise|venmo|reimburse( me)?|chip in|pay me back|iou)\b`, "you owe", "owes you", "split", "your share", "settle up", "paid you", "sent you", "requested", "splitwise", "venmo", "reimburse", "chip in", "pay me back", "iou")
-	rePromo       = mk(`(?i)\b(upgrade (now|today|and save)|limited[- ]time|\d+% off|save (up to )?\d+%|special offer|exclusive (offer|deal)|don'?t miss|act now|last chance|start your (free )?trial|try [^.\n]{0,30} (free|for \$)|claim your|unlock|get (\d+ months? )?(free|for \$)|deal|sale ends|promo code|coupon|sign up (now|today)|only \$[\d.]+ ?/ ?mo)\b`, "upgrade", "limited", "% off", "save", "offer", "exclusive", "miss", "act now", "last chance", "trial", "try ", "claim", "unlock", "get ", "deal", "sale", "promo code", "coupon", "sign up", "only ")
+	rePromo       = mk(`(?i)\b(upgrade (now|today|and save)|limited[- ]time|\d+% off|save (up to )?\d+%|special offer|exclusive (offer|deal)|don'?t miss|act now|last chance|start your (free )?trial|try [^.\n]{0,30} (free|for \$)|claim your|unlock|get (\d+ months? )?(free|for \$)|deal|sale ends|promo code|coupon|sign up (now|today)|only \$[\d.]+ ?/ ?mo)\b`, "upgrade ", "limited", "% off", "save ", "special offer", "exclusive ", "t miss", "act now", "last chance", "start your ", "try ", "claim your", "unlock", "get ", "deal", "sale ends", "promo code", "coupon", "sign up ", "only $")
 	reTrialStart  = mk(`(?i)(\b(your|the) (free |\d+[- ]day (free )?)?trial (has (officially )?(started|begun)|is (now )?(active|live|underway)|starts (today|now)|begins (today|now)|period (has )?(started|begun))|welcome to your (free |\d+[- ]day (free )?)?trial|(thanks|thank you) for (starting|trying|signing up for) (a |your |the )?(free |\d+[- ]day )*trial|you('ve| have) (started|activated|begun) (a |your |the )?(free |\d+[- ]day )*trial|trial (activated|confirmed))`, "trial")
 	reTrialNotice = mk(`(?i)\b(trial (ends|will end|expires|will expire|is ending|ending soon|is about to end|period ends|runs (until|through))|(days?|hours?) left (in|on) your (free )?trial|(end|expiry) of your (free )?trial|your trial (has )?(ended|expired)|after your (free )?trial)\b`, "trial")
 	reCancel      = mk(`(?i)(\b(your|the) (subscription|membership|plan|trial|account|free trial)( to [^.\n]{1,30})? (has been|is now|was|is) (cancel+ed|terminated|ended|canceled)|we('ve| have) (cancel+ed|ended) your (subscription|membership|trial|plan)|you('ve| have) (successfully )?cancel+ed|cancel+ation (confirmed|confirmation|is complete)|sorry to see you go|won'?t be (charged|billed) (again|anymore|any more))`, "cancel", "terminated", "ended", "sorry to see", "be charged", "be billed")
@@ -146,39 +146,40 @@ var (
 	reEndWord     = mk(`(?i)\b(ends?|expires?|expiring|until|through|on|by|effective|starting|from|beginning|as of)\b`, "end", "expir", "until", "through", "on", "by", "effective", "start", "from", "begin", "as of")
 	reScam        = mk(`(?i)\b(confirm your (card|payment details|billing)|verify your (card|payment)|click here|congratulations|you('ve| have) been (selected|chosen)|winner|miracle|only pay (for )?shipping|risk[- ]free|100% free|act now|urgent(ly)?[: ]+(action|response))\b`, "confirm your", "verify your", "click here", "congratulations", "been selected", "been chosen", "winner", "miracle", "only pay", "risk-free", "risk free", "100% free", "act now", "urgent")
 	reValidUntil  = mk(`(?i)\b(valid (until|through|till)|good (until|through)|expir(e|es|ing|y)( on| date)?|use (it |them )?(by|before|until))\b`, "valid", "good", "expir", "use ")
-	reFailed      = mk(`(?i)\b(payment (failed|declined|was declined|was unsuccessful|did not go through)|(unable|failed) to (charge|process|collect)|(couldn'?t|could not) (charge|process|collect)|card (was )?declined|past due|overdue|will retry|update your payment (method|details))\b`, "fail", "declin", "unsuccessful", "unable", "couldn", "could not", "past due", "overdue", "retry", "update your payment")
+	reFailed      = mk(`(?i)\b(payment (failed|declined|was declined|was unsuccessful|did not go through)|(unable|failed) to (charge|process|collect)|(couldn'?t|could not) (charge|process|collect)|card (was )?declined|past due|overdue|will retry|update your payment (method|details))\b`, "fail", "declin", "unsuccessful", "unable", "couldn", "could not", "past due", "overdue", "retry", "update your payment", "did not go through")
 	reRefund      = mk(`(?i)\b(refunded|refund (of|amount|issued|processed|has been)|your refund|we('ve| have) (refunded|credited|reversed))\b`, "refund", "credited", "reversed")
 	reNotYours    = mk(`(?i)\b(new (customers?|subscribers?|members?|users?|sign-?ups?)|existing (customers?|subscribers?|members?|users?) (keep|will keep|are not affected|won'?t be affected)|(does|will) not affect (you|your)|not affect(ed)? (you|your))\b`, "new ", "existing", "affect")
 	reYours       = mk(`(?i)(\b(you|your|yours)\b|\benjoy\b)`, "you", "enjoy")
 	reEndsIn      = regexp.MustCompile(`\b(ends?|expires?|is over|will end|runs out|ending) (in (\d{1,2}) days?|tomorrow)\b`)
 	reForwarded   = regexp.MustCompile(`(?i)(-{2,}\s*forwarded message\s*-{2,}|begin forwarded message:|-{2,}\s*original message\s*-{2,})`)
 	reManage      = regexp.MustCompile(`(?i)https?://[^\s<>"]*(manage|cancel|billing|account|subscription|settings)[^\s<>"]*`)
-	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete")
+	reActivity    = mk(`(?i)\b(your (weekly|monthly|daily) (summary|report|digest|recap)|you (created|uploaded|completed|finished|shared|published|exported|watched|listened|logged|tracked|saved|synced|backed up)|(new|recent) (activity|comment|reply|follower|message|sign-in)|(was|were|has been|have been) (shared|uploaded|exported|completed|synced|backed up)|is ready to (download|view)|(backup|export|sync|report) (complete|completed|finished|ready))\b`, "summary", "report", "digest", "recap", "created", "uploaded", "completed", "finished", "shared", "published", "exported", "watched", "listened", "logged", "tracked", "saved", "synced", "backed up", "activity", "comment", "reply", "follower", "new message", "sign-in", "ready to", "complete", "backup", "export", "sync", "recent message")
 )
 
-// periodWords are the phrases that name a billing period, strongest first.
+// periodWords are the phrases that name a billing period, strongest first (of two at the same
+// place, the first named here wins).
 var periodWords = []struct {
-	re   *regexp.Regexp
-	p    BillingPeriod
-	keys []string
+	re kre
+	p  BillingPeriod
 }{
-	{regexp.MustCompile(`(?i)(\bper week\b|/ ?(wk|week)\b|\bweekly\b|\bevery week\b|\beach week\b|\ba week\b)`), Weekly, []string{"week", "wk"}},
-	{regexp.MustCompile(`(?i)(\bquarterly\b|\bper quarter\b|/ ?(qtr|quarter)\b|\bevery (3|three) months\b|\beach quarter\b)`), Quarterly, []string{"quarter", "qtr", "months"}},
-	{regexp.MustCompile(`(?i)(\bper year\b|/ ?(yr|year)\b|\bannual(ly)?\b|\byearly\b|\bevery year\b|\beach year\b|\ba year\b|\b12[- ]month (plan|subscription|term)\b)`), Annual, []string{"year", "yr", "annual", "12"}},
-	{regexp.MustCompile(`(?i)(\bper month\b|/ ?(mo|month)\b|\bmonthly\b|\bevery month\b|\beach month\b|\ba month\b|\bmonth-to-month\b)`), Monthly, []string{"month", "mo"}},
-	{regexp.MustCompile(`(?i)(\bpay[- ]as[- ]you[- ]go\b|\busage[- ]based\b|\bmetered (billing|usage)\b|\bbilled (on|by) usage\b)`), Usage, []string{"pay", "usage", "metered"}},
+	{mk(`(?i)(\bper week\b|/ ?(wk|week)\b|\bweekly\b|\bevery week\b|\beach week\b|\ba week\b)`, "week", "/wk", "/ wk"), Weekly},
+	{mk(`(?i)(\bquarterly\b|\bper quarter\b|/ ?(qtr|quarter)\b|\bevery (3|three) months\b|\beach quarter\b)`, "quarter", "qtr", "months"), Quarterly},
+	{mk(`(?i)(\bper year\b|/ ?(yr|year)\b|\bannual(ly)?\b|\byearly\b|\bevery year\b|\beach year\b|\ba year\b|\b12[- ]month (plan|subscription|term)\b)`, "year", "/yr", "/ yr", "annual", "12-month", "12 month"), Annual},
+	{mk(`(?i)(\bper month\b|/ ?(mo|month)\b|\bmonthly\b|\bevery month\b|\beach month\b|\ba month\b|\bmonth-to-month\b)`, "month", "/mo", "/ mo"), Monthly},
+	{mk(`(?i)(\bpay[- ]as[- ]you[- ]go\b|\busage[- ]based\b|\bmetered (billing|usage)\b|\bbilled (on|by) usage\b)`, "pay-as", "pay as", "usage", "metered"), Usage},
 }
 
 // periodIn returns the billing period a text names, or "".
-func periodIn(s string) BillingPeriod {
-	best, pos := BillingPeriod(""), len(s)+1
-	low := strings.ToLower(s)
+func periodIn(s string) BillingPeriod { return periodInLow(strings.ToLower(s)) }
+
+// periodInLow is periodIn of a lowercased text: the period whose phrase comes first. Each
+// phrase is looked for only on the lines that hold one of its words (a bill's 16 KiB were
+// searched whole, five times, for every message that might be billing).
+func periodInLow(low string) BillingPeriod {
+	best, pos := BillingPeriod(""), -1
 	for _, w := range periodWords {
-		if !containsAny(low, w.keys) {
-			continue
-		}
-		if loc := w.re.FindStringIndex(s); loc != nil && loc[0] < pos {
-			best, pos = w.p, loc[0]
+		if i := w.re.index(low, pos); i >= 0 && (pos < 0 || i < pos) {
+			best, pos = w.p, i
 		}
 	}
 	return best
@@ -227,7 +228,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	// Facts are read from the first 16 KiB of text (below): nothing past it is looked at, so
 	// a newsletter's 64 KiB is not lowercased and searched whole.
-	text := firstN(subject+"\n"+body, 16<<10)
+	text := firstN(subject+"\n"+firstN(body, 16<<10), 16<<10) // not a copy of a newsletter's 64 KiB first
 	ltext := strings.ToLower(text)
 	replyTo := d.ReplyTo
 	if len(d.Forwarded) > 0 && forwarded {
@@ -250,31 +251,43 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	}
 	// What kind of mail it is shows near its start: classify on the first 8 KiB (a
 	// newsletter's text runs to 64 KiB); facts are read from every line below.
-	ctext, cl := firstN(text, 8<<10), firstN(ltext, 8<<10)
+	// One pass of the keyword automaton over it, then each expression only on the lines
+	// holding one of its words.
+	ix := keyIndexes.Get().(*keyIndex)
+	defer func() { ix.low = ""; keyIndexes.Put(ix) }()
+	ix.index(firstN(ltext, 8<<10))
 	// Bank mail, people splitting costs and scams are nobody's subscription: asked only of a
 	// message that would otherwise be kept (most mail is dropped by the checks below first,
 	// and these three are the dearest).
-	notTheUsers := func() bool { return reBank.in(ctext, cl) || reSplit.in(ctext, cl) || reScam.in(ctext, cl) }
-	charge := reCharge.in(ctext, cl)
-	trialStart := reTrialStart.in(ctext, cl)
-	cancelled := reCancel.in(ctext, cl)
-	promo := rePromo.in(ctext, cl)
-	if promo && !charge && !trialStart && !cancelled {
+	notTheUsers := func() bool { return ix.has(reBank) || ix.has(reSplit) || ix.has(reScam) }
+	charge := ix.has(reCharge)
+	trialStart := ix.has(reTrialStart)
+	cancelled := ix.has(reCancel)
+	// Whether it is a promotion is asked only when it matters (a bill's lines need not run
+	// the promotion expression), and then once.
+	promoAsked, isPromo := false, false
+	promo := func() bool {
+		if !promoAsked {
+			promoAsked, isPromo = true, ix.has(rePromo)
+		}
+		return isPromo
+	}
+	if !charge && !trialStart && !cancelled && promo() {
 		return nil // a promotion's prices are offers, not the user's billing
 	}
-	trialNotice := reTrialNotice.in(ctext, cl)
-	notice := reAutoUpgrade.in(ctext, cl) || reSelfChange.in(ctext, cl) || reSeatsAdded.in(ctext, cl) || reCreditsOut.in(ctext, cl)
+	trialNotice := ix.has(reTrialNotice)
+	notice := ix.has(reAutoUpgrade) || ix.has(reSelfChange) || ix.has(reSeatsAdded) || ix.has(reCreditsOut)
 	if !hasMoney && !trialStart && !trialNotice && !cancelled && !notice {
-		if promo || !reActivity.in(ctext, cl) || notTheUsers() {
+		if promo() || !ix.has(reActivity) || notTheUsers() {
 			return nil
 		}
 		o.Activity = true
 		return o
 	}
-	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !reYours.in(ctext, cl) {
+	if !charge && !trialStart && !trialNotice && !cancelled && !notice && !ix.has(reYours) {
 		// Neither a bill nor a trial, cancellation or plan notice, and not addressed to the
 		// user's account: prices in an article or a newsletter are about other people.
-		if !promo && reActivity.in(ctext, cl) && !notTheUsers() {
+		if !promo() && ix.has(reActivity) && !notTheUsers() {
 			o.Activity = true
 			return o
 		}
@@ -283,8 +296,8 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if notTheUsers() {
 		return nil
 	}
-	o.Recurring = reRecurring.in(ctext, cl)
-	o.OneTime = reOrder.in(ctext, cl) && !o.Recurring
+	o.Recurring = ix.has(reRecurring)
+	o.OneTime = ix.has(reOrder) && !o.Recurring
 	o.Cancelled = cancelled
 	o.TrialStart = trialStart
 	o.TrialNotice = trialNotice || trialStart
@@ -295,11 +308,11 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 	if cancelled {
 		o.excerpt("cancel", firstNonEmpty(firstLine(body, reCancel), firstLine(text, reCancel)))
 	}
-	o.Charge = charge && !trialStart && !reFailed.in(ctext, cl)
+	o.Charge = charge && !trialStart && !ix.has(reFailed)
 	if o.OneTime && !o.TrialNotice && !o.Cancelled && !notice {
 		return nil // an order or one-time purchase: no meter is made of it
 	}
-	o.Period = periodIn(text)
+	o.Period = periodInLow(ltext)
 
 	// Facts are read from the first 16 KiB of text: a bill, with its PDF, fits; a long
 	// newsletter need not be read to its end.
@@ -325,7 +338,7 @@ func extract(d *mail.Document, ref, sourceID string, freemail func(string) bool)
 		}
 	}
 	if !o.Charge && !o.TrialNotice && !o.Cancelled && !o.billingNotice() {
-		if reActivity.in(ctext, cl) && !promo {
+		if ix.has(reActivity) && !promo() {
 			return &Observation{Ref: o.Ref, SourceRef: ref, SourceID: sourceID, Date: date, ServiceKey: key, Service: service, Domain: domain, Activity: true}
 		}
 		return nil

@@ -14,12 +14,13 @@ import (
 type kre struct {
 	*regexp.Regexp
 	keys []string
+	set  keySet // the keys' ids in the keyword index
 }
 
 // mk compiles a case-insensitive expression written in lowercase: it is matched against
 // lowercased text without (?i), which spares the expression engine its case folding.
 func mk(expr string, keys ...string) kre {
-	return kre{regexp.MustCompile(strings.TrimPrefix(expr, "(?i)")), keys}
+	return kre{regexp.MustCompile(strings.TrimPrefix(expr, "(?i)")), keys, keySetOf(keys...)}
 }
 
 // in reports whether s, whose lowercase is low, matches.
@@ -45,6 +46,47 @@ func (k kre) in(s, low string) bool {
 		}
 	}
 	return false
+}
+
+// index returns where the first match in low starts, or -1; a match that starts after before
+// (when before >= 0) is not looked for. Only the lines holding one of k's words are searched,
+// in order for each word, so the first line of each that matches is the earliest.
+func (k kre) index(low string, before int) int {
+	best := -1
+	if before >= 0 {
+		best = before + 1 // a bound, not a match: only earlier ones are of interest
+	}
+	found := false
+	for _, w := range k.keys {
+		for off := 0; off < len(low); {
+			i := strings.Index(low[off:], w)
+			if i < 0 {
+				break
+			}
+			i += off
+			a := strings.LastIndexByte(low[:i], '\n') + 1
+			if best >= 0 && a >= best {
+				break // a match on this line or a later one is not earlier
+			}
+			b := strings.IndexByte(low[i:], '\n')
+			if b < 0 {
+				b = len(low)
+			} else {
+				b += i
+			}
+			if loc := k.FindStringIndex(low[a:b]); loc != nil {
+				if best < 0 || a+loc[0] < best {
+					best, found = a+loc[0], true
+				}
+				break
+			}
+			off = b + 1
+		}
+	}
+	if !found {
+		return -1
+	}
+	return best
 }
 
 func containsAny(low string, keys []string) bool {

@@ -22,20 +22,24 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 			am = findMoney(line)
 		}
 	}
+	// The line's keywords, found in one pass: an expression is tried only when the line holds
+	// one of its own (kre.in's answer, without a search per keyword per expression).
+	ks := keysOf(low)
+	has := func(k kre) bool { return ks.meets(&k.set) && k.MatchString(low) }
 	for _, a := range am {
 		if a.currency != "" && o.Currency == "" {
 			o.Currency = a.currency
 		}
 	}
-	if reAutoUpgrade.in(line, low) && !reSelfChange.in(line, low) {
+	if has(reAutoUpgrade) && !has(reSelfChange) {
 		o.AutoUpgrade = true
 		o.excerpt("auto_upgrade", line)
 	}
-	if reSelfChange.in(line, low) && rePlanLine.in(line, low) {
+	if has(reSelfChange) && has(rePlanLine) {
 		o.SelfChange = true
 		o.excerpt("self_change", line)
 	}
-	if reSeatsAdded.in(line, low) {
+	if has(reSeatsAdded) {
 		o.SeatsAdded = true
 		o.excerpt("seats", line)
 	}
@@ -100,14 +104,14 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 			o.TrialEnd = truncDay(date).AddDate(0, 0, n)
 			o.excerpt("trial_end", line)
 		}
-		if reEndWord.in(line, low) && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
+		if has(reEndWord) && (strings.Contains(low, "end") || strings.Contains(low, "expire") || strings.Contains(low, "until") || strings.Contains(low, "through")) {
 			if ds := findDates(line, date); len(ds) > 0 && o.TrialEnd.IsZero() {
 				o.TrialEnd = ds[len(ds)-1].t
 				o.excerpt("trial_end", line)
 			}
 		}
 	}
-	if o.TrialNotice && len(am) > 0 && reAfterTrial.in(line, low) && o.PriceAfterTrial == nil {
+	if o.TrialNotice && len(am) > 0 && has(reAfterTrial) && o.PriceAfterTrial == nil {
 		a := am[len(am)-1]
 		o.PriceAfterTrial = ptr(abs(a.cents))
 		o.TrialCadence = periodIn(line[a.start:])
@@ -116,7 +120,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 		o.excerpt("price_after_trial", line)
 	}
-	if reServicePer.in(line, low) {
+	if has(reServicePer) {
 		if ds := findDates(line, date); len(ds) >= 2 && o.PeriodStart.IsZero() && ds[1].t.After(ds[0].t) {
 			o.PeriodStart, o.PeriodEnd = ds[0].t, ds[1].t
 			o.excerpt("period", line)
@@ -128,23 +132,23 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 	}
 	// Credits.
-	if reCreditGrant.in(line, low) && len(am) > 0 && am[0].cents > 0 && !(o.Charge && strings.Contains(low, "applied")) {
+	if has(reCreditGrant) && len(am) > 0 && am[0].cents > 0 && !(o.Charge && strings.Contains(low, "applied")) {
 		if o.CreditGrant == nil && am[0].cents > 0 {
 			o.CreditGrant = ptr(am[0].cents)
 			o.excerpt("credit_grant", line)
 		}
 	}
-	if strings.Contains(low, "credit") && reValidUntil.in(line, low) {
+	if strings.Contains(low, "credit") && has(reValidUntil) {
 		if ds := findDates(line, date); len(ds) > 0 {
 			o.CreditExpiry = ds[len(ds)-1].t
 			o.excerpt("credit_expiry", line)
 		}
 	}
-	if reCreditLeft.in(line, low) && len(am) > 0 {
+	if has(reCreditLeft) && len(am) > 0 {
 		o.CreditRemaining = ptr(abs(am[len(am)-1].cents))
 		o.excerpt("credit_left", line)
 	}
-	if reCreditsOut.in(line, low) {
+	if has(reCreditsOut) {
 		if strings.Contains(low, "expire") || strings.Contains(low, "expiring") {
 			if ds := findDates(line, date); len(ds) > 0 {
 				o.CreditExpiry = ds[len(ds)-1].t
@@ -162,10 +166,10 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		return
 	}
 	// Announced price changes: "from $10.00 to $12.00", "new price $12.00 (was $10.00)".
-	if reNotYours.in(line, low) {
+	if has(reNotYours) {
 		return // a price for other people (new customers), not the user's
 	}
-	if len(am) >= 2 && (rePriceChange.in(line, low) || rePriceDrop.in(line, low)) && !reTeaser.in(line, low) {
+	if len(am) >= 2 && (has(rePriceChange) || has(rePriceDrop)) && !has(reTeaser) {
 		old, nw := am[0].cents, am[1].cents
 		if between := low[am[0].end:am[1].start]; strings.Contains(between, "was") || strings.Contains(between, "instead of") ||
 			strings.Contains(between, "previously") || strings.Contains(between, "currently") || strings.Contains(between, "current price") ||
@@ -182,7 +186,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 		return
 	}
-	if rePriceChange.in(line, low) && len(am) == 1 && o.OldPrice == nil && !reTeaser.in(line, low) && !o.Charge && !o.TrialNotice && (strings.Contains(low, "increase") || strings.Contains(low, "new price") || strings.Contains(low, "going up") || strings.Contains(low, "will be") || strings.Contains(low, "renew")) {
+	if has(rePriceChange) && len(am) == 1 && o.OldPrice == nil && !has(reTeaser) && !o.Charge && !o.TrialNotice && (strings.Contains(low, "increase") || strings.Contains(low, "new price") || strings.Contains(low, "going up") || strings.Contains(low, "will be") || strings.Contains(low, "renew")) {
 		o.NewPrice = ptr(abs(am[0].cents))
 		o.excerpt("price_change", line)
 		if ds := findDates(line, date); len(ds) > 0 {
@@ -190,8 +194,8 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 	}
 	// Teasers: "$1.99 for the first 3 months, then $12.99/month".
-	if reTeaser.in(line, low) || (len(am) >= 2 && reTeaserThen.in(line, low) && strings.Contains(low, "promo")) {
-		if len(am) >= 2 && reTeaserThen.in(line, low) {
+	if has(reTeaser) || (len(am) >= 2 && has(reTeaserThen) && strings.Contains(low, "promo")) {
+		if len(am) >= 2 && has(reTeaserThen) {
 			t, r := am[0].cents, am[len(am)-1].cents
 			if r > t {
 				o.TeaserPrice, o.RegularPrice = ptr(t), ptr(r)
@@ -206,7 +210,7 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 		}
 		return
 	}
-	if len(am) == 1 && o.TeaserPrice != nil && o.RegularPrice == nil && reTeaserThen.in(line, low) && am[0].cents > *o.TeaserPrice {
+	if len(am) == 1 && o.TeaserPrice != nil && o.RegularPrice == nil && has(reTeaserThen) && am[0].cents > *o.TeaserPrice {
 		o.RegularPrice = ptr(am[0].cents)
 		o.excerpt("teaser_regular", line)
 		return
@@ -238,14 +242,14 @@ func (o *Observation) line(line string, all []string, i int, date time.Time) {
 	case reCreditLine.in(label, label) && !reFinal.in(label, label) && (a.cents < 0 || strings.Contains(label, "applied") || strings.Contains(label, "used")):
 		o.Credits = ptr(addc(o.Credits, abs(a.cents)))
 		o.excerpt("credits", line)
-	case reFinal.in(line, low):
+	case has(reFinal):
 		o.setTotal(a.cents, 3, line)
 	case reTotal.in(label, label) && !strings.Contains(label, "subtotal"):
 		o.setTotal(a.cents, 2, line)
 	case rePlanLine.in(label, label) && o.Base == nil:
 		o.Base = ptr(a.cents)
 		o.excerpt("base", line)
-	case reTotal.in(low, low):
+	case has(reTotal):
 		o.setTotal(a.cents, 1, line)
 	}
 }

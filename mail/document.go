@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/emersion/go-message"
 	"github.com/k3a/html2text"
@@ -31,13 +32,23 @@ type DocumentOptions struct {
 	MaxAttachmentBytes int64 // of one attachment's decoded bytes; larger ones are not read
 	NoPDF              bool  // do not extract the text of PDF attachments
 	// Want, when set, is asked about each text part's decoded bytes (HTML before it is turned
-	// into text): a part it declines is not kept. A reader that only cares for some mail
+	// into text): a part it declines is not kept. The bytes are valid only during the call
+	// (their buffer is reused). A reader that only cares for some mail
 	// (intel, bills) spares itself the conversion of the rest.
 	Want func(kind TextKind, decoded []byte) bool
 	// NoRecipients leaves Message.To and Cc empty (the fields stay in Fields): parsing long
 	// recipient lists is a reader's cost that billing, for one, does not need.
 	NoRecipients bool
+	// DeclineHeader, when set, is asked about the header before anything else is read or
+	// decoded: given the well-formed fields as written, one after another with their line
+	// breaks (CRLF) and then an empty line, it returns true for a message the reader does not
+	// want, and ReadDocument returns ErrDeclined. The bytes are valid only during the call.
+	DeclineHeader func(header []byte) bool
 }
+
+// ErrDeclined is returned by ReadDocument when DocumentOptions.DeclineHeader declined the
+// message's header: nothing is wrong with the message, its reader did not want it.
+var ErrDeclined = errors.New("message declined by its header")
 
 // TextKind says where a piece of a document's text came from.
 type TextKind string
@@ -73,6 +84,9 @@ type Document struct {
 
 // Body returns the text of every part, separated by blank lines.
 func (d *Document) Body() string {
+	if len(d.Parts) == 1 {
+		return d.Parts[0].Text // most mail: nothing to join, nothing to copy
+	}
 	var b strings.Builder
 	for i, p := range d.Parts {
 		if i > 0 {
@@ -125,17 +139,29 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	}()
 	d := &document{opt: opt, lim: lim, doc: &Document{Message: &Message{MIMEType: "text/plain"}}}
 	m := d.doc.Message
-	h, n, err := readHeader(br, m)
+	// The header's bytes are read into a reused buffer: nothing of them is kept once the
+	// message is read (its fields are decoded into strings of their own).
+	hb := headerBlocks.Get().(*[]byte)
+	h, n, err := readHeaderInto(br, m, *hb)
+	defer func() {
+		if cap(h.block) <= 64<<10 {
+			*hb = h.block[:0]
+		}
+		headerBlocks.Put(hb)
+	}()
 	if err != nil {
 		return nil, &SkipError{Reason: "could not be read: " + clean(err.Error())}
 	}
-	if h.Len() == 0 {
+	if len(h.raw) == 0 {
 		if rest, _ := br.Peek(1); n == 0 && len(rest) == 0 {
 			return nil, &SkipError{Reason: "empty"}
 		}
 		return nil, &SkipError{Reason: "no header fields: not an RFC 5322 message"}
 	}
-	mh := message.Header{Header: h}
+	if opt.DeclineHeader != nil && opt.DeclineHeader(h.block) {
+		return nil, ErrDeclined
+	}
+	mh := message.Header{Header: h.mime}
 	if t, _, err := mh.ContentType(); err == nil && t != "" {
 		m.MIMEType = t
 	}
@@ -149,13 +175,52 @@ func ReadDocument(r io.Reader, o *DocumentOptions) (*Document, error) {
 	if len(d.doc.Parts) == 0 && len(d.doc.Forwarded) == 0 && d.lost != "" {
 		return nil, &SkipError{Reason: d.lost}
 	}
-	var all []string
-	for _, p := range d.doc.Parts {
-		all = append(all, p.Text)
-	}
-	m.Text = truncate(collapse(strings.Join(all, " ")), MaxTextBytes)
+	m.Text = collapseParts(d.doc.Parts, MaxTextBytes)
 	m.Attachments = append(m.Attachments, d.attachments...)
 	return d.doc, nil
+}
+
+// headerBlocks hold a message's header fields while ReadDocument reads it, reused.
+var headerBlocks = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// partBuffers hold a text part's decoded bytes while it is read, reused across parts and
+// messages (one of over 1 MiB is let go rather than kept).
+var partBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// collapseParts is truncate(collapse(the parts' texts joined by spaces), n), without joining
+// them or collapsing more than the first n bytes need. collapse's result is its output U
+// with white space trimmed at both ends: U[lead:end]. Once a rune that is not white space
+// has been written at lead+n or later, end lies past lead+n, so the result is truncate(U[lead:],
+// n) whatever follows.
+func collapseParts(parts []TextPart, n int) string {
+	var b strings.Builder
+	space := true
+	lead := -1 // where U's first rune that is not white space starts
+	for i, p := range parts {
+		s := p.Text
+		if i > 0 {
+			s = " " + s
+		}
+		for _, r := range s {
+			if r < 0x20 || r == 0x7f || r == ' ' || r == 0xa0 || r == '\u200b' || r == '\u200c' || r == '\u034f' {
+				if !space {
+					b.WriteByte(' ')
+					space = true
+				}
+				continue
+			}
+			if !unicode.IsSpace(r) {
+				if lead < 0 {
+					lead = b.Len()
+				} else if b.Len() >= lead+n {
+					return truncate(b.String()[lead:], n)
+				}
+			}
+			b.WriteRune(r)
+			space = false
+		}
+	}
+	return truncate(strings.TrimSpace(b.String()), n)
 }
 
 // readers are the buffered readers ReadDocument reads through, reused: a scan reads many
@@ -240,15 +305,27 @@ func (d *document) entity(e *message.Entity, err error, path []int, depth int) {
 			d.lost = "text in " + clean(err.Error())
 			return
 		}
-		b, _ := io.ReadAll(io.LimitReader(e.Body, int64(d.opt.MaxText)*4))
+		// Read into a reused buffer: the text is copied out of it (toUTF8) before it goes
+		// back, and a part's bytes were a good share of a message's allocations.
+		buf := partBuffers.Get().(*bytes.Buffer)
+		buf.Reset()
+		buf.ReadFrom(io.LimitReader(e.Body, int64(d.opt.MaxText)*4))
+		b := buf.Bytes()
 		kind := TextPlain
 		if t == "text/html" {
 			kind = TextHTML
 		}
-		if d.opt.Want != nil && !d.opt.Want(kind, b) {
+		want := d.opt.Want == nil || d.opt.Want(kind, b)
+		var s string
+		if want {
+			s = toUTF8(b, "")
+		}
+		if buf.Cap() <= 1<<20 {
+			partBuffers.Put(buf)
+		}
+		if !want {
 			return
 		}
-		s := toUTF8(b, "")
 		if kind == TextHTML {
 			// Table cells end without a space in html2text's output ("Total$5.00") and rows
 			// without a line break: a cell boundary is a word boundary, a row is a line.
@@ -329,19 +406,19 @@ func (d *document) forwarded(body io.Reader, path []int, depth int) (*Message, s
 	br := bufio.NewReaderSize(body, 4<<10)
 	im := &Message{MIMEType: "text/plain"}
 	h, _, err := readHeader(br, im)
-	if err != nil || h.Len() == 0 {
+	if err != nil || len(h.raw) == 0 {
 		d.doc.Message.problem("part %v: attached message has no header", path)
 		return nil, ""
 	}
 	decodeHeader(h, "", im)
 	saved := d.doc.Parts
 	d.doc.Parts = nil
-	e, err := message.New(message.Header{Header: h}, br)
+	e, err := message.New(message.Header{Header: h.mime}, br)
 	d.entity(e, err, path, depth+1)
 	inner := d.doc.Parts
 	d.doc.Parts = saved
 	var b strings.Builder
-	fmt.Fprintf(&b, "From: %s\nDate: %s\nSubject: %s\n", im.From, h.Get("Date"), im.Subject)
+	fmt.Fprintf(&b, "From: %s\nDate: %s\nSubject: %s\n", im.From, h.get("Date"), im.Subject)
 	for _, p := range inner {
 		b.WriteString("\n")
 		b.WriteString(p.Text)

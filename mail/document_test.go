@@ -212,3 +212,24 @@ func TestReadDocumentNoRecipients(t *testing.T) {
 		t.Fatalf("to %v", d.To)
 	}
 }
+
+// DeclineHeader sees the well-formed fields as written (a malformed line and the mbox From_
+// line left out), ending in an empty line; declining returns ErrDeclined, not a skip.
+func TestReadDocumentDeclineHeader(t *testing.T) {
+	raw := "From x@y Mon Jan  1 00:00:00 2024\nFrom: a@b.example\nnot a field\nList-Post: <mailto:l@b.example>\nSubject: a\n long subject\n\nbody\n"
+	var seen string
+	_, err := mail.ReadDocument(strings.NewReader(raw), &mail.DocumentOptions{DeclineHeader: func(h []byte) bool {
+		seen = string(h)
+		return strings.Contains(seen, "List-Post:")
+	}})
+	if !errors.Is(err, mail.ErrDeclined) || errors.Is(err, mail.ErrSkipped) {
+		t.Fatalf("error %v", err)
+	}
+	if want := "From: a@b.example\r\nList-Post: <mailto:l@b.example>\r\nSubject: a\r\n long subject\r\n\r\n"; seen != want {
+		t.Fatalf("header %q, want %q", seen, want)
+	}
+	d, err := mail.ReadDocument(strings.NewReader(raw), &mail.DocumentOptions{DeclineHeader: func([]byte) bool { return false }})
+	if err != nil || d.Subject != "a long subject" || len(d.Parts) != 1 {
+		t.Fatalf("%v %+v", err, d)
+	}
+}

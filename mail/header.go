@@ -7,12 +7,12 @@ import (
 	netmail "net/mail"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/emersion/go-message/charset"
-	"github.com/emersion/go-message/textproto"
 	"golang.org/x/net/html"
 	"golang.org/x/text/encoding/charmap"
 )
@@ -54,27 +54,54 @@ func decodeWords(s, declared string) string {
 }
 
 // decodeHeader fills the message's fields from the header.
-func decodeHeader(h textproto.Header, declared string, m *Message) {
+func decodeHeader(h header, declared string, m *Message) {
 	decodeFields(h, declared, m, false)
 }
 
 // decodeFields is decodeHeader; noRecipients leaves To and Cc unparsed (their fields are still in
 // Fields), for readers that never look at them.
-func decodeFields(h textproto.Header, declared string, m *Message, noRecipients bool) {
+func decodeFields(h header, declared string, m *Message, noRecipients bool) {
 	fallback := "windows-1252"
 	if declared != "" {
 		fallback = declared
 	}
-	raw := map[string]string{} // first raw (8-bit fixed, words intact) value per key
-	for fs := h.Fields(); fs.Next(); {
-		k, v := fs.Key(), fs.Value()
+	// The first raw value (8-bit fixed, words intact) of each address field, and the first
+	// decoded value of each field read below, taken in the one pass over the fields (keys come
+	// canonical from the header, so an exact comparison is Get's case-insensitive one).
+	var rawFrom, rawSender, rawReplyTo, rawTo, rawCc string
+	var haveFrom, haveSender, haveReplyTo, haveTo, haveCc bool
+	var first [len(readFields)]int // of each field read below, 1 + the index of its first in m.Fields
+	if m.Fields == nil {
+		m.Fields = make([]Field, 0, len(h.raw))
+	}
+	for _, f := range h.raw {
+		k, v := fieldKV(f)
 		fixed := v
 		if !utf8.ValidString(v) {
 			fixed = toUTF8([]byte(v), declared)
 			m.problem("raw 8-bit %s read as %s", k, fallback)
 		}
-		if _, ok := raw[k]; !ok {
-			raw[k] = fixed
+		switch k {
+		case "From":
+			if !haveFrom {
+				rawFrom, haveFrom = fixed, true
+			}
+		case "Sender":
+			if !haveSender {
+				rawSender, haveSender = fixed, true
+			}
+		case "Reply-To":
+			if !haveReplyTo {
+				rawReplyTo, haveReplyTo = fixed, true
+			}
+		case "To":
+			if !haveTo {
+				rawTo, haveTo = fixed, true
+			}
+		case "Cc":
+			if !haveCc {
+				rawCc, haveCc = fixed, true
+			}
 		}
 		val := fixed
 		if strings.Contains(val, "=?") {
@@ -84,29 +111,42 @@ func decodeFields(h textproto.Header, declared string, m *Message, noRecipients 
 				m.problem("%s: encoded words unreadable, kept as written", k)
 			}
 		}
+		if i := slices.Index(readFields[:], k); i >= 0 && first[i] == 0 {
+			first[i] = len(m.Fields) + 1
+		}
 		m.Fields = append(m.Fields, Field{Key: k, Value: truncate(clean(val), 8<<10)})
 	}
-	m.Subject = m.Get("Subject")
-	m.From = firstAddress(addresses(raw["From"], "From", m))
+	get := func(k string) string {
+		if i := first[slices.Index(readFields[:], k)]; i > 0 {
+			return m.Fields[i-1].Value
+		}
+		return ""
+	}
+	m.Subject = get("Subject")
+	m.From = firstAddress(addresses(rawFrom, "From", m))
 	if m.From.Addr == "" {
-		if s := firstAddress(addresses(raw["Sender"], "Sender", m)); s.Addr != "" {
+		if s := firstAddress(addresses(rawSender, "Sender", m)); s.Addr != "" {
 			m.From = s
 		}
 	}
-	m.ReplyTo = addresses(raw["Reply-To"], "Reply-To", m)
+	m.ReplyTo = addresses(rawReplyTo, "Reply-To", m)
 	if !noRecipients {
-		m.To = addresses(raw["To"], "To", m)
-		m.Cc = addresses(raw["Cc"], "Cc", m)
+		m.To = addresses(rawTo, "To", m)
+		m.Cc = addresses(rawCc, "Cc", m)
 	}
-	m.MessageID = firstID(m.Get("Message-Id"))
-	m.InReplyTo = firstID(m.Get("In-Reply-To"))
-	m.References = ids(m.Get("References"))
-	m.ListID = m.Get("List-Id")
-	m.ListPost = m.Get("List-Post")
-	m.ListUnsubscribe = m.Get("List-Unsubscribe")
-	m.ListUnsubscribePost = strings.EqualFold(strings.TrimSpace(m.Get("List-Unsubscribe-Post")), "List-Unsubscribe=One-Click")
-	m.Date = readDate(m)
+	m.MessageID = firstID(get("Message-Id"))
+	m.InReplyTo = firstID(get("In-Reply-To"))
+	m.References = ids(get("References"))
+	m.ListID = get("List-Id")
+	m.ListPost = get("List-Post")
+	m.ListUnsubscribe = get("List-Unsubscribe")
+	m.ListUnsubscribePost = strings.EqualFold(strings.TrimSpace(get("List-Unsubscribe-Post")), "List-Unsubscribe=One-Click")
+	m.Date = readDate(m, get("Date"), get("Received"))
 }
+
+// readFields are the fields decodeFields reads into a Message's own fields (canonical keys).
+var readFields = [...]string{"Subject", "Message-Id", "In-Reply-To", "References", "List-Id", "List-Post", "List-Unsubscribe",
+	"List-Unsubscribe-Post", "Date", "Received"}
 
 func firstAddress(as []Address) Address {
 	if len(as) == 0 {
@@ -126,6 +166,9 @@ func addresses(v, key string, m *Message) []Address {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return nil
+	}
+	if a, ok := simpleAddress(v); ok {
+		return []Address{a}
 	}
 	if list, err := addrParser.ParseList(v); err == nil {
 		out := make([]Address, 0, len(list))
@@ -149,6 +192,65 @@ func addresses(v, key string, m *Message) []Address {
 		out = append(out, a)
 	}
 	return out
+}
+
+// simpleAddress reads, by hand, the one-mailbox values most mail carries: "local@domain",
+// "Display Name <local@domain>" and "\"Display Name\" <local@domain>", with ASCII words and
+// dot-atoms only. Anything else is not ok (net/mail reads it); on what it reads, it gives
+// net/mail's answer (a test holds them together), without net/mail's parser state and copies.
+func simpleAddress(v string) (Address, bool) {
+	if !strings.HasSuffix(v, ">") {
+		return Address{Addr: v}, simpleAddrSpec(v)
+	}
+	i := strings.LastIndexByte(v, '<')
+	if i < 0 || !simpleAddrSpec(v[i+1:len(v)-1]) {
+		return Address{}, false
+	}
+	name := strings.TrimRight(v[:i], " ")
+	if len(name) >= 2 && name[0] == '"' && name[len(name)-1] == '"' {
+		name = name[1 : len(name)-1]
+	}
+	if !simpleWords(name) {
+		return Address{}, false
+	}
+	return Address{Name: name, Addr: v[i+1 : len(v)-1]}, true
+}
+
+// simpleWords reports whether s is ASCII letters and digits in words one space apart.
+func simpleWords(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == ' ' && s[i-1] != ' ':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// simpleAddrSpec reports whether s is local@domain, each a dot-atom of letters, digits and
+// "-", "_", "+" (local part) with no dot at either end or two in a row.
+func simpleAddrSpec(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	return ok && dotAtom(local, "-_+") && dotAtom(domain, "-")
+}
+
+func dotAtom(s, extra string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' || strings.Contains(s, "..") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // ids returns the message ids of a Message-ID, In-Reply-To or References value: every
@@ -215,14 +317,14 @@ var dateLayouts = []string{
 
 // readDate reads Date, or, when it is missing or broken, the time of the newest Received field
 // (the receiving server's clock).
-func readDate(m *Message) time.Time {
-	if v := strings.TrimSpace(m.Get("Date")); v != "" {
+func readDate(m *Message, date, received string) time.Time {
+	if v := strings.TrimSpace(date); v != "" {
 		if t, ok := parseDate(v); ok {
 			return t
 		}
 		m.problem("Date %q unreadable", truncate(v, 60))
 	}
-	if rcv := m.Get("Received"); rcv != "" {
+	if rcv := received; rcv != "" {
 		if i := strings.LastIndexByte(rcv, ';'); i >= 0 {
 			if t, ok := parseDate(strings.TrimSpace(rcv[i+1:])); ok {
 				m.problem("date taken from Received")
@@ -238,8 +340,8 @@ var obsZones = strings.NewReplacer(" UT", " +0000", " EDT", " -0400", " EST", " 
 	" CST", " -0600", " MDT", " -0600", " MST", " -0700", " PDT", " -0700", " PST", " -0800")
 
 func parseDate(v string) (time.Time, bool) {
-	v = strings.Join(strings.Fields(v), " ")
-	if f := strings.Fields(v); len(f) > 0 && len(f[len(f)-1]) <= 3 {
+	v = normalSpace(v)
+	if v != "" && len(v)-strings.LastIndexByte(v, ' ')-1 <= 3 { // the last word: an obsolete zone?
 		v = obsZones.Replace(v)
 	}
 	// The form nearly every client writes, first: net/mail tries its layouts in turn, and
@@ -261,6 +363,17 @@ func parseDate(v string) (time.Time, bool) {
 		return parseDate(v[:i])
 	}
 	return time.Time{}, false
+}
+
+// normalSpace is strings.Join(strings.Fields(v), " "), without its copies for a value that is
+// already so (printable ASCII words, one space apart), as nearly every Date is.
+func normalSpace(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c >= 0x80 || (c <= ' ' && (c != ' ' || i == 0 || i == len(v)-1 || v[i-1] == ' ')) {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return v
 }
 
 // sane refuses dates no mail was written on (before 1970 or far in the future).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	nettextproto "net/textproto"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -150,7 +151,7 @@ func Read(r io.Reader) *Message {
 		m.Unreadable = "could not be read: " + clean(err.Error())
 		return m
 	}
-	if h.Len() == 0 {
+	if len(h.raw) == 0 {
 		switch rest, _ := br.Peek(1); {
 		case n == 0 && len(rest) == 0:
 			m.Unreadable = "empty"
@@ -159,7 +160,7 @@ func Read(r io.Reader) *Message {
 		}
 		return m
 	}
-	cs := readBody(h, br, lim, m)
+	cs := readBody(h.mime, br, lim, m)
 	decodeHeader(h, cs, m)
 	return m
 }
@@ -186,7 +187,7 @@ func ReadHeader(b []byte) *Message {
 		m.Unreadable = "could not be read: " + clean(err.Error())
 		return m
 	}
-	if h.Len() == 0 {
+	if len(h.raw) == 0 {
 		if n == 0 && len(b) == 0 {
 			m.Unreadable = "empty"
 		} else {
@@ -195,14 +196,14 @@ func ReadHeader(b []byte) *Message {
 		return m
 	}
 	declared := ""
-	mh := message.Header{Header: h}
+	mh := message.Header{Header: h.mime}
 	if t, params, err := mh.ContentType(); err == nil && t != "" {
 		m.MIMEType = t
 		if cs := strings.ToLower(params["charset"]); cs != "" && cs != "us-ascii" && !strings.HasPrefix(cs, "utf") {
 			declared = cs
 		}
-	} else if h.Has("Content-Type") {
-		m.problem("Content-Type %q unreadable, read as text/plain", truncate(h.Get("Content-Type"), 60))
+	} else if h.mime.Has("Content-Type") {
+		m.problem("Content-Type %q unreadable, read as text/plain", truncate(h.mime.Get("Content-Type"), 60))
 	}
 	decodeHeader(h, declared, m)
 	return m
@@ -241,27 +242,129 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// header is a message's header as readHeader reads it: each well-formed field as written, in
+// order, and the MIME fields (Content-*) in go-message's form, which is all go-message and the
+// readers of parts look at.
+type header struct {
+	raw   [][]byte // each field's lines, each ending in CRLF
+	mime  textproto.Header
+	block []byte // the fields one after another, then an empty line
+}
+
+// get returns the first value of a field, as go-message's header would, or "".
+func (h *header) get(key string) string {
+	key = nettextproto.CanonicalMIMEHeaderKey(key)
+	for _, f := range h.raw {
+		if k, v := fieldKV(f); k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// fieldKV returns a well-formed field's key and value as go-message reads them: the key
+// canonical, the value's lines trimmed and joined by spaces.
+func fieldKV(f []byte) (string, string) {
+	colon := bytes.IndexByte(f, ':')
+	kb := trimSpaceTab(f[:colon])
+	k, ok := commonKeys[string(kb)] // no copy of the key to look it up
+	if !ok {
+		k = nettextproto.CanonicalMIMEHeaderKey(string(kb))
+	}
+	return k, unfold(f[colon+1:])
+}
+
+// commonKeys are the canonical forms of the field names nearly every message carries, as they
+// are usually spelled, so that reading them allocates no key.
+var commonKeys = func() map[string]string {
+	ks := map[string]string{}
+	for _, k := range []string{"From", "To", "Cc", "Subject", "Date", "Message-ID", "Message-Id", "Reply-To", "In-Reply-To",
+		"References", "Received", "Return-Path", "MIME-Version", "Mime-Version", "Content-Type", "Content-Transfer-Encoding",
+		"Content-Disposition", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Id", "List-ID", "List-Post", "DKIM-Signature",
+		"Authentication-Results", "X-Mailer", "Precedence", "Sender", "Delivered-To", "Auto-Submitted", "X-Spam-Flag", "X-Spam-Status"} {
+		ks[k] = nettextproto.CanonicalMIMEHeaderKey(k)
+	}
+	return ks
+}()
+
+// unfold is go-message's trimAroundNewlines: each line without its CR and the spaces and tabs
+// around it, the non-empty ones joined by single spaces.
+func unfold(v []byte) string {
+	var b strings.Builder
+	b.Grow(len(v))
+	for len(v) > 0 {
+		l := v
+		if i := bytes.IndexByte(v, '\n'); i >= 0 {
+			l, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		l = trimSpaceTab(bytes.TrimSuffix(l, []byte("\r")))
+		if len(l) == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(l)
+	}
+	return b.String()
+}
+
+func trimSpaceTab(b []byte) []byte { return bytes.Trim(b, " \t") }
+
+// hasPrefixFold reports whether b starts with prefix (lowercase ASCII), ASCII case ignored.
+func hasPrefixFold(b []byte, prefix string) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if c := b[i]; c != prefix[i] && ('A' > c || c > 'Z' || c+'a'-'A' != prefix[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // readHeader reads the header block leniently: a line that is neither a field nor a
 // continuation (an mbox From_ line, garbage) is skipped, not fatal. It returns the fields and
 // the number of bytes read.
-func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
-	var block bytes.Buffer
-	var field []byte
+func readHeader(br *bufio.Reader, m *Message) (header, int, error) {
+	return readHeaderInto(br, m, nil)
+}
+
+// readHeaderInto is readHeader with the fields kept in block's memory (appended to block[:0]);
+// the caller may reuse it once it no longer reads the header.
+func readHeaderInto(br *bufio.Reader, m *Message, block []byte) (header, int, error) {
+	block = block[:0]
+	// The well-formed fields as go-message reads one (its lines, each ending in CRLF), one
+	// after another in one buffer: spans holds where each starts and ends, and the current
+	// field, open while its continuation lines come, is the buffer's tail from open.
+	spans := make([][2]int, 0, 32)
+	open := -1
 	total := 0
 	flush := func() {
-		if field != nil {
-			block.Write(field)
-			field = nil
+		if open >= 0 {
+			spans = append(spans, [2]int{open, len(block)})
+			open = -1
 		}
 	}
-	done := func() (textproto.Header, int, error) {
+	done := func() (header, int, error) {
 		flush()
-		block.WriteString("\r\n")
-		// The block holds only well-formed fields now, so go-message reads all of them.
-		// A reader of the block's size: the default one is 4 KiB, per message.
-		h, err := textproto.ReadHeader(bufio.NewReaderSize(&block, max(block.Len(), 16)))
-		if err != nil {
-			m.problem("header: %v", err)
+		h := header{raw: make([][]byte, len(spans))}
+		for i, sp := range spans {
+			h.raw[i] = block[sp[0]:sp[1]:sp[1]]
+		}
+		h.block = append(block, '\r', '\n') // past every field's capacity: none is changed
+		// The fields are well-formed, so the MIME ones go into go-message's header as they
+		// are, as textproto.ReadHeader would put them (it keeps them last first); the others
+		// are only ever read by decodeFields, which reads them from raw. Parsing the block a
+		// second time with ReadHeader, then building go-message's header of every field, were
+		// each a tenth of a message's reading.
+		for i := len(h.raw) - 1; i >= 0; i-- {
+			if f := h.raw[i]; len(f) > len("content-") && hasPrefixFold(f, "content-") {
+				h.mime.AddRaw(f)
+			}
 		}
 		return h, total, nil
 	}
@@ -279,7 +382,7 @@ func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
 		}
 		total += len(line)
 		if err != nil && err != io.EOF {
-			return textproto.Header{}, total, err
+			return header{}, total, err
 		}
 		body := bytes.TrimRight(line, "\r\n")
 		switch {
@@ -288,14 +391,18 @@ func readHeader(br *bufio.Reader, m *Message) (textproto.Header, int, error) {
 		case first && bytes.HasPrefix(body, []byte("From ")):
 			// An mbox separator left in a stored message.
 		case body[0] == ' ' || body[0] == '\t':
-			if field != nil {
-				field = append(append(field, body...), '\r', '\n')
+			if open >= 0 {
+				block = append(append(block, body...), '\r', '\n')
 			} else {
 				m.problem("continuation line without a field skipped")
 			}
 		case validKey(body):
 			flush()
-			field = append(append(make([]byte, 0, len(body)+2), body...), '\r', '\n')
+			if block == nil {
+				block = make([]byte, 0, 1<<10)
+			}
+			open = len(block)
+			block = append(append(block, body...), '\r', '\n')
 		default:
 			flush()
 			m.problem("malformed header line %q skipped", truncate(string(body), 60))
@@ -419,6 +526,9 @@ var errStop = errors.New("enough parts")
 
 // collapse turns runs of white space into one space and drops control characters.
 func collapse(s string) string {
+	if collapsed(s) {
+		return s
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	space := true
@@ -434,6 +544,18 @@ func collapse(s string) string {
 		space = false
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// collapsed reports whether collapse would return s as it is: printable ASCII, single spaces
+// between words, none at either end (most lines of text are; they need no copy).
+func collapsed(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || (c == ' ' && (i == 0 || i == len(s)-1 || s[i-1] == ' ')) {
+			return false
+		}
+	}
+	return true
 }
 
 // clean makes s valid UTF-8 without control characters.
