@@ -35,6 +35,12 @@ func TestHostedConformance(t *testing.T) {
 	storagetest.RunHosted(t, func(t *testing.T) storage.Hosted { return open(t) })
 }
 
+// The PostgreSQL store's leases (shared by every process on the database) pass the leases'
+// suite, fenced journal appends included.
+func TestLeasesConformance(t *testing.T) {
+	storagetest.RunLeases(t, func(t *testing.T) storage.Store { return open(t) })
+}
+
 // The webhooks' store passes the webhook engine's store suite.
 func TestWebhookStore(t *testing.T) {
 	webhooktest.RunStoreTests(t, func(t *testing.T) webhook.Store {
