@@ -96,6 +96,9 @@ func (x execStore) EndExecution(ctx context.Context, tenant, id string, fn func(
 			writes = append(writes, pe.write)
 		}
 	}
+	if f := x.c.fence(id); f != nil {
+		writes = append(writes, f) // only the replica holding the execution ends it
+	}
 	if err := x.c.store.Executions().Update(ctx, tenant, id, fn, writes...); err != nil {
 		return err
 	}
@@ -140,7 +143,12 @@ func (x execStore) Record(ctx context.Context, tenant, exeID string, ts ...execu
 	for i, t := range ts {
 		vals[i] = encodeTransition(nil, t)
 	}
-	if err := x.c.store.Journal().Append(ctx, tenant, exeID, vals); err != nil {
+	if f := x.c.fence(exeID); f != nil {
+		// Fenced: a replica that lost the execution's lease cannot add to its journal.
+		if err := x.c.store.Journal().(storage.FencedJournal).AppendWith(ctx, tenant, exeID, vals, f); err != nil {
+			return err
+		}
+	} else if err := x.c.store.Journal().Append(ctx, tenant, exeID, vals); err != nil {
 		return err
 	}
 	for range ts {
