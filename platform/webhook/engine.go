@@ -73,6 +73,14 @@ type Options struct {
 	// Logger gets delivery failures of the engine itself (store errors); default discards.
 	// Secrets and payloads are never logged.
 	Logger *slog.Logger
+	// Leases, when set, hand each webhook's deliveries to one engine at a time among
+	// engines sharing a store (replicas): an engine delivers for the webhooks whose leases
+	// it holds. Nil: this engine is the only one and delivers for every webhook.
+	Leases Leases
+	// Poll is how often, with Leases, an engine renews and takes leases, learns of webhooks
+	// made on other replicas, and looks at the queues of its webhooks (events published on
+	// another replica do not wake it); default 5 s.
+	Poll time.Duration
 }
 
 // Engine keeps webhooks and delivers events to them. Its methods are safe for concurrent use.
@@ -110,6 +118,9 @@ func New(ctx context.Context, store Store, opts Options) (*Engine, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 5 * time.Second
 	}
 	e := &Engine{
 		store: store,
@@ -152,7 +163,7 @@ func (e *Engine) load(ctx context.Context) error {
 	}
 	for _, ep := range eps {
 		// Whether the queue is empty is found out by the first batch job.
-		e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status, queued: true}
+		e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status, queued: true, owned: e.opts.Leases == nil}
 	}
 	ds, err := e.store.ActiveDeliveries(ctx)
 	if err != nil {
@@ -280,7 +291,7 @@ func (e *Engine) Create(ctx context.Context, appID string, p Params) (*Endpoint,
 		return nil, "", fmt.Errorf("create webhook: %w", err)
 	}
 	e.mu.Lock()
-	e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status}
+	e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status, owned: e.opts.Leases == nil}
 	e.mu.Unlock()
 	return ep, secret, nil
 }
