@@ -18,6 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"svc.dev/svc"
+	"svc.dev/svc/execute"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing"
 	"svc.dev/svc/platform/billing/stripe"
@@ -56,6 +58,7 @@ func newServeCmd() *cobra.Command {
 		drain         time.Duration
 		stripeURL     string
 		database      string
+		leaseTTL      time.Duration
 		memoryLimit   = byteSize(defaultServeMemoryLimit)
 		driveObjects  int
 	)
@@ -71,7 +74,7 @@ func newServeCmd() *cobra.Command {
 			return serve(cmd.Context(), serveOptions{addr: addr, dataDir: dataDir, dev: dev, pluginDir: pluginDir, inProcess: inProcess, devSources: devSources,
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns, creatorEvery: creatorEvery,
-				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database, driveObjects: driveObjects})
+				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database, driveObjects: driveObjects, leaseTTL: leaseTTL})
 		},
 	}
 	f := cmd.Flags()
@@ -100,6 +103,7 @@ func newServeCmd() *cobra.Command {
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
 	f.StringVar(&database, "database", "", "keep records in this PostgreSQL database (postgres://user@host:port/db) instead of bbolt in the data directory, which still holds the vault, keys and search index (docs/scale-out.md)")
+	f.DurationVar(&leaseTTL, "lease", execute.DefaultClaimTTL, "with --database: how long a replica's leases on its work (executions, jobs, webhook deliveries, background loops) last unrenewed, renewed every third of it; a dead replica's work is taken over about this long after it died")
 	f.IntVar(&driveObjects, "dev-drive-objects", devseed.DefaultDriveObjects, "with --dev, how many files the simulated drive holds (6 are 56 MiB once vaulted, 1000 are 8.6 GiB, for load work); read when the tenant is first seeded")
 	f.StringArrayVar(&devSources, "dev-source", nil, "with --dev, also connect PROVIDER:REF[?key=value...] (e.g. vendor_d_local:/path/to/folder) in the test tenant")
 	return cmd
@@ -156,6 +160,8 @@ type serveOptions struct {
 	stripeKey, stripeURL string
 	// database is the PostgreSQL store's DSN; "" keeps bbolt in the data directory.
 	database string
+	// leaseTTL is, with database, how long a replica's leases last unrenewed (0: the default).
+	leaseTTL time.Duration
 	// driveObjects is the size of the dev tenant's simulated drive (0: devseed's default).
 	driveObjects int
 }
@@ -220,7 +226,10 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	baseURL := cmp.Or(strings.TrimRight(o.baseURL, "/"), "http://"+ln.Addr().String())
 	var store storage.Hosted // nil: bbolt in the data directory
+	var replica *svc.Replica // nil: the only process (bbolt)
 	if o.database != "" {
+		// Any number of processes may serve one database: each is a replica.
+		replica = &svc.Replica{LeaseTTL: o.leaseTTL, RenewEvery: o.leaseTTL / 3}
 		pg, err := postgres.Open(ctx, o.database)
 		if err != nil {
 			ln.Close()
@@ -229,7 +238,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		store = pg
 	}
 	srv, err := server.New(server.Config{Store: store, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
-		RequestTimeout: o.requestTimeout})
+		RequestTimeout: o.requestTimeout, Replica: replica})
 	if err != nil {
 		ln.Close()
 		return err
