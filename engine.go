@@ -110,7 +110,15 @@ func (x execStore) EndExecution(ctx context.Context, tenant, id string, fn func(
 
 func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
 	var out [][2]string
-	err := x.c.store.Executions().ScanAll(ctx, func(tenant string, e *svcv1.Execution) bool {
+	scan := x.c.store.Executions().ScanAll
+	if s, ok := x.c.store.(signalling); ok {
+		// A store that can read only the queued and running ones (PostgreSQL, by the status
+		// column): replicas ask every few seconds (Adopt).
+		if a, ok := s.Store.Executions().(storage.ActiveExecutions); ok {
+			scan = a.ScanActive
+		}
+	}
+	err := scan(ctx, func(tenant string, e *svcv1.Execution) bool {
 		if s := e.GetStatus(); s == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED || s == svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING ||
 			(e.GetFinishedAt() == nil && e.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_UNSPECIFIED) {
 			out = append(out, [2]string{tenant, e.GetId()})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	svcv1 "svc.dev/svc/gen/svc/v1"
 )
 
 // Errors of Leases.
@@ -58,4 +60,12 @@ type Leaser interface {
 // transaction.
 type FencedJournal interface {
 	AppendWith(ctx context.Context, tenant, executionID string, entries [][]byte, also ...Write) error
+}
+
+// ActiveExecutions is an Executions that reads the queued and running executions of every
+// tenant without reading the others (an optional capability): replicas look for executions
+// to adopt every few seconds, which must not cost a read of every execution ever run.
+type ActiveExecutions interface {
+	// ScanActive calls fn with every queued or running execution until it returns false.
+	ScanActive(ctx context.Context, fn func(tenant string, e *svcv1.Execution) bool) error
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/storage"
 )
 
@@ -76,4 +77,34 @@ func (l *leases) Held(lease storage.Lease) storage.Write {
 		}
 		return nil
 	}}
+}
+
+var _ storage.ActiveExecutions = (*executions)(nil)
+
+// ScanActive reads the executions whose status (an indexed column) is queued or running.
+func (x *executions) ScanActive(ctx context.Context, fn func(string, *svcv1.Execution) bool) error {
+	rows, err := x.s.pool.Query(ctx, "SELECT tenant, body FROM executions WHERE status = ANY($1) ORDER BY tenant, id",
+		[]string{svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED.String(), svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING.String()})
+	if err != nil {
+		return fmt.Errorf("scan active executions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tenant string
+		var b []byte
+		if err := rows.Scan(&tenant, &b); err != nil {
+			return fmt.Errorf("scan active executions: %w", err)
+		}
+		e := &svcv1.Execution{}
+		if err := decode("executions", b, e); err != nil {
+			return err
+		}
+		if !fn(tenant, e) {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan active executions: %w", err)
+	}
+	return nil
 }
