@@ -220,7 +220,7 @@ func TestClaimLostIsFenced(t *testing.T) {
 	r.src.onTrash = func(n int) {
 		if n == 80 {
 			once.Do(func() {
-				claims.steal(x.Id) // a's claim is gone; b claims it first
+				claims.steal(r.store.only()) // a's claim is gone; b claims it first
 				go func() { b.Resume(context.Background()); close(took) }()
 			})
 		}
@@ -242,4 +242,14 @@ func TestClaimLostIsFenced(t *testing.T) {
 	if r.finish.calls != 1 {
 		t.Fatalf("the receipt was made %d times, want once (by b)", r.finish.calls)
 	}
+}
+
+// only returns the id of the store's one execution.
+func (m *memStore) only() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.executions {
+		return id
+	}
+	return ""
 }
