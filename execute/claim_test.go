@@ -149,10 +149,11 @@ func (f *fencedStore) EndExecution(ctx context.Context, tenant, id string, fn fu
 }
 
 // replica is an engine of the rig with claims, as one of several processes on one store.
-func (r *rig) replica(claims *memClaims, holder string, down *atomic.Bool) (*execute.Engine, *fencedStore) {
+// Its claims last ttl, renewed every tenth of it.
+func (r *rig) replica(claims *memClaims, holder string, down *atomic.Bool, ttl time.Duration) (*execute.Engine, *fencedStore) {
 	fs := &fencedStore{memStore: r.store, claims: claims, holder: holder, down: down}
 	e := execute.New(fs, fakeSources{src: r.src}, r.vault, r.finish, execute.Options{Concurrency: 4, Backoff: time.Millisecond,
-		Claims: claims.engine(holder, down), RenewEvery: 20 * time.Millisecond, ClaimTTL: 100 * time.Millisecond})
+		Claims: claims.engine(holder, down), RenewEvery: ttl / 10, ClaimTTL: ttl})
 	return e, fs
 }
 
@@ -163,8 +164,8 @@ func TestClaimTakeoverAfterPartition(t *testing.T) {
 	r := newRig(t, 300)
 	claims := newMemClaims()
 	var downA, downB atomic.Bool
-	a, _ := r.replica(claims, "a", &downA)
-	b, _ := r.replica(claims, "b", &downB)
+	a, _ := r.replica(claims, "a", &downA, 300*time.Millisecond)
+	b, _ := r.replica(claims, "b", &downB, 300*time.Millisecond)
 	running := make(chan struct{})
 	r.src.onTrash = func(n int) {
 		switch n {
@@ -212,8 +213,8 @@ func TestClaimLostIsFenced(t *testing.T) {
 	r := newRig(t, 300)
 	claims := newMemClaims()
 	var downA, downB atomic.Bool
-	a, fa := r.replica(claims, "a", &downA)
-	b, _ := r.replica(claims, "b", &downB)
+	a, fa := r.replica(claims, "a", &downA, 5*time.Second)
+	b, _ := r.replica(claims, "b", &downB, 5*time.Second)
 	var once sync.Once
 	var x *svcv1.Execution
 	took := make(chan struct{})
