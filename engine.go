@@ -297,12 +297,16 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	if err != nil {
 		return execute.VaultRef{}, fmt.Errorf("vault event: %w", err)
 	}
+	writes := []storage.Write{pe.write, c.store.VaultChanged(tenant, obj.ID)}
+	if f := c.fence(a.ExecutionID); f != nil {
+		writes = append(writes, f) // a replica that lost the execution records no copy in the manifest
+	}
 	err = c.store.Manifests().Upsert(ctx, tenant, o.GetAssetId(), func() (*svcv1.Manifest, error) { return proto.Clone(fresh).(*svcv1.Manifest), nil },
 		func(m *svcv1.Manifest) error {
 			return manifest.Apply(m, &manifest.Update{ExecutionID: a.ExecutionID, At: c.now().UTC(), Observed: &observed,
 				Vault: &manifest.Vault{VaultObjectID: obj.ID, StorageKey: obj.StorageKey(), SHA256: obj.SHA256.String(), SizeBytes: obj.SizeBytes,
 					CommittedAt: obj.CommittedAt, VerifiedAt: obj.VerifiedAt}})
-		}, pe.write, c.store.VaultChanged(tenant, obj.ID))
+		}, writes...)
 	if err != nil {
 		return execute.VaultRef{}, err
 	}
