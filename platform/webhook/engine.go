@@ -73,14 +73,10 @@ type Options struct {
 	// Logger gets delivery failures of the engine itself (store errors); default discards.
 	// Secrets and payloads are never logged.
 	Logger *slog.Logger
-	// Leases, when set, hand each webhook's deliveries to one engine at a time among
-	// engines sharing a store (replicas): an engine delivers for the webhooks whose leases
-	// it holds. Nil: this engine is the only one and delivers for every webhook.
+	// Leases, when set, hand each webhook's deliveries to one engine among replicas (see
+	// Leases); nil: this engine delivers for every webhook.
 	Leases Leases
-	// Poll is how often, with Leases, an engine renews and takes leases, learns of webhooks
-	// made on other replicas, and looks at the queues of its webhooks (events published on
-	// another replica do not wake it); default 5 s.
-	Poll time.Duration
+	Poll   time.Duration // with Leases, how often leases are renewed and taken (holdLeases)
 }
 
 // Engine keeps webhooks and delivers events to them. Its methods are safe for concurrent use.
@@ -118,9 +114,6 @@ func New(ctx context.Context, store Store, opts Options) (*Engine, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Poll <= 0 {
-		opts.Poll = 5 * time.Second
 	}
 	e := &Engine{
 		store: store,

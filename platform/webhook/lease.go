@@ -28,14 +28,20 @@ type Lease interface {
 // ErrTaken is returned (wrapped) by Leases.Take when another engine holds the lease.
 var ErrTaken = errors.New("lease is taken")
 
-// holdLeases runs beside Run with Leases: every Poll it renews the leases of the webhooks
-// this engine delivers for (dropping those it lost), takes the leases of the others that
-// nobody holds, and looks again at its webhooks' queues. On return it releases its leases.
+// holdLeases runs beside Run with Leases: every Poll (default 5 s) it renews the leases of
+// the webhooks this engine delivers for (dropping those it lost), takes the leases of the
+// others that nobody holds, learns of webhooks made on other replicas, and looks again at its
+// webhooks' queues (events published on another replica do not wake it). On return it
+// releases its leases.
 func (e *Engine) holdLeases(ctx context.Context) {
 	defer e.releaseLeases()
+	poll := e.opts.Poll
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
 	for {
 		e.pollLeases(ctx)
-		t := time.NewTimer(e.opts.Poll)
+		t := time.NewTimer(poll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
