@@ -435,7 +435,7 @@ func (e *Engine) launch(tenant, exeID string) {
 			cancel(nil)
 			stopHalt(nil)
 		}()
-		c, ok := e.claim(ctx, tenant, exeID)
+		c, ok := e.claim(context.WithoutCancel(ctx), tenant, exeID) // a cancel that came first still runs it to its end
 		if !ok {
 			return // another engine runs it
 		}
