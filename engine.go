@@ -96,6 +96,9 @@ func (x execStore) EndExecution(ctx context.Context, tenant, id string, fn func(
 			writes = append(writes, pe.write)
 		}
 	}
+	if f := x.c.fence(id); f != nil {
+		writes = append(writes, f) // only the replica holding the execution ends it
+	}
 	if err := x.c.store.Executions().Update(ctx, tenant, id, fn, writes...); err != nil {
 		return err
 	}
@@ -107,7 +110,15 @@ func (x execStore) EndExecution(ctx context.Context, tenant, id string, fn func(
 
 func (x execStore) Unfinished(ctx context.Context) ([][2]string, error) {
 	var out [][2]string
-	err := x.c.store.Executions().ScanAll(ctx, func(tenant string, e *svcv1.Execution) bool {
+	scan := x.c.store.Executions().ScanAll
+	if s, ok := x.c.store.(signalling); ok {
+		// A store that can read only the queued and running ones (PostgreSQL, by the status
+		// column): replicas ask every few seconds (Adopt).
+		if a, ok := s.Store.Executions().(storage.ActiveExecutions); ok {
+			scan = a.ScanActive
+		}
+	}
+	err := scan(ctx, func(tenant string, e *svcv1.Execution) bool {
 		if s := e.GetStatus(); s == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED || s == svcv1.ExecutionStatus_EXECUTION_STATUS_RUNNING ||
 			(e.GetFinishedAt() == nil && e.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_UNSPECIFIED) {
 			out = append(out, [2]string{tenant, e.GetId()})
@@ -140,7 +151,12 @@ func (x execStore) Record(ctx context.Context, tenant, exeID string, ts ...execu
 	for i, t := range ts {
 		vals[i] = encodeTransition(nil, t)
 	}
-	if err := x.c.store.Journal().Append(ctx, tenant, exeID, vals); err != nil {
+	if f := x.c.fence(exeID); f != nil {
+		// Fenced: a replica that lost the execution's lease cannot add to its journal.
+		if err := x.c.store.Journal().(storage.FencedJournal).AppendWith(ctx, tenant, exeID, vals, f); err != nil {
+			return err
+		}
+	} else if err := x.c.store.Journal().Append(ctx, tenant, exeID, vals); err != nil {
 		return err
 	}
 	for range ts {
@@ -281,12 +297,16 @@ func (v engineVault) Store(ctx context.Context, tenant string, a execute.Asset, 
 	if err != nil {
 		return execute.VaultRef{}, fmt.Errorf("vault event: %w", err)
 	}
+	writes := []storage.Write{pe.write, c.store.VaultChanged(tenant, obj.ID)}
+	if f := c.fence(a.ExecutionID); f != nil {
+		writes = append(writes, f) // a replica that lost the execution records no copy in the manifest
+	}
 	err = c.store.Manifests().Upsert(ctx, tenant, o.GetAssetId(), func() (*svcv1.Manifest, error) { return proto.Clone(fresh).(*svcv1.Manifest), nil },
 		func(m *svcv1.Manifest) error {
 			return manifest.Apply(m, &manifest.Update{ExecutionID: a.ExecutionID, At: c.now().UTC(), Observed: &observed,
 				Vault: &manifest.Vault{VaultObjectID: obj.ID, StorageKey: obj.StorageKey(), SHA256: obj.SHA256.String(), SizeBytes: obj.SizeBytes,
 					CommittedAt: obj.CommittedAt, VerifiedAt: obj.VerifiedAt}})
-		}, pe.write, c.store.VaultChanged(tenant, obj.ID))
+		}, writes...)
 	if err != nil {
 		return execute.VaultRef{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"svc.dev/svc/creator"
@@ -100,6 +101,10 @@ type Options struct {
 	// alone. A filter that fails or is slow never fails a plan: it stops being asked halfway
 	// through the plan's time budget.
 	JunkFilter spamc.Checker
+	// Replica, when set, makes the Instance one of several processes on its store (which
+	// must hand out leases, storage.Leaser): see Replica. Nil: the only process, as with
+	// bbolt.
+	Replica *Replica
 }
 
 // Instance is svc opened in a program. Its methods act for its tenant (Options.Tenant);
@@ -125,9 +130,14 @@ type core struct {
 	now       func() time.Time
 	log       *slog.Logger
 	opts      Options
-	tempDir   string        // OpenMemory's directory, removed by Close
-	stopKeys  chan struct{} // stops reloading shared receipt keys (nil: not shared)
-	changes   *changes      // an execution's journal or record changed (Wait, Watch)
+	tempDir   string         // OpenMemory's directory, removed by Close
+	stopKeys  chan struct{}  // stops reloading shared receipt keys (nil: not shared)
+	changes   *changes       // an execution's journal or record changed (Wait, Watch)
+	replica   *Replica       // nil: the only process on the store
+	leases    storage.Leases // the store's, when a replica
+	fences    *fences        // the leases of the executions this replica runs
+	stopAdopt context.CancelFunc
+	adoptOnce sync.Once
 
 	opened providers.Instances // the providers opened for sources, by tenant/source
 }
@@ -184,6 +194,10 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		c.ownStore = true
 	}
 	c.hosted, _ = c.store.(storage.Hosted)
+	claims, err := c.replicaOf(o.Replica, c.store)
+	if err != nil {
+		return nil, err
+	}
 	sec, shared := c.store.(storage.Secrets)
 	c.changes = &changes{}
 	c.store = signalling{c.store, c.changes}
@@ -229,8 +243,11 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 	if unsubscribe == nil {
 		unsubscribe = func(context.Context, string) error { return errors.New("unsubscribe: not configured") }
 	}
-	c.engine = execute.New(execStore{c}, engineSources{c}, engineVault{c}, finisher{c},
-		execute.Options{Now: o.Now, Logger: o.Logger, Unsubscribe: unsubscribe})
+	eo := execute.Options{Now: o.Now, Logger: o.Logger, Unsubscribe: unsubscribe, Claims: claims}
+	if c.replica != nil {
+		eo.ClaimTTL, eo.RenewEvery = c.replica.LeaseTTL, c.replica.RenewEvery
+	}
+	c.engine = execute.New(execStore{c}, engineSources{c}, engineVault{c}, finisher{c}, eo)
 	tenant := DefaultTenant
 	if o.Tenant != nil {
 		tenant = *o.Tenant
@@ -241,6 +258,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		if err := c.engine.Resume(ctx); err != nil {
 			return nil, fmt.Errorf("resume executions: %w", err)
 		}
+		c.adopt()
 	}
 	ok = true
 	return sv, nil
@@ -308,7 +326,13 @@ func (sv *Instance) Store() Store {
 
 // Resume continues executions left running (Open already did; a host that stopped the
 // engine with Shutdown calls it again).
-func (sv *Instance) Resume(ctx context.Context) error { return sv.core.engine.Resume(ctx) }
+func (sv *Instance) Resume(ctx context.Context) error {
+	if err := sv.core.engine.Resume(ctx); err != nil {
+		return err
+	}
+	sv.core.adopt()
+	return nil
+}
 
 // WaitExecutions waits until the executions running in this process have ended (or were
 // stopped by Shutdown).
@@ -331,6 +355,9 @@ func (c *core) close() error {
 	if c.stopKeys != nil {
 		close(c.stopKeys)
 		c.stopKeys = nil
+	}
+	if c.stopAdopt != nil {
+		c.stopAdopt()
 	}
 	if c.engine != nil {
 		c.engine.Shutdown()

@@ -154,6 +154,14 @@ type Options struct {
 	// header; an error wrapping providers.ErrTransient is retried. Nil: unsubscribe actions
 	// are skipped. Simulated plans (test mode) never call it.
 	Unsubscribe func(ctx context.Context, target string) error
+	// Claims, when set, hands each execution to one engine at a time among engines sharing
+	// the store (replicas, see Claims); nil: this engine is the only one, as on bbolt.
+	Claims Claims
+	// RenewEvery is how often a running execution's claim is renewed (default
+	// DefaultRenewEvery), ClaimTTL how long a claim lasts unrenewed (default
+	// DefaultClaimTTL): a dead engine's executions are taken over about ClaimTTL after it
+	// died. Used with Claims only.
+	RenewEvery, ClaimTTL time.Duration
 }
 
 // Engine runs executions.
@@ -200,6 +208,12 @@ func New(store Store, sources Sources, vault Vault, finish Finisher, opts Option
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RenewEvery <= 0 {
+		opts.RenewEvery = DefaultRenewEvery
+	}
+	if opts.ClaimTTL <= 0 {
+		opts.ClaimTTL = DefaultClaimTTL
+	}
 	life, stop := context.WithCancelCause(context.Background())
 	return &Engine{store: store, sources: sources, vault: vault, finish: finish, opts: opts, life: life, stopLife: stop,
 		running: map[string]context.CancelCauseFunc{}, tenants: map[string]string{}, fenced: map[string]bool{}, pacing: map[providers.Name]*rate.Limiter{}}
@@ -242,14 +256,26 @@ func (e *Engine) Start(ctx context.Context, tenant, planID, principalID string) 
 	return x, nil
 }
 
-// Resume restarts every execution that was queued or running when the process stopped.
-func (e *Engine) Resume(ctx context.Context) error {
+// Resume restarts every execution that was queued or running when the process stopped. With
+// Claims, it runs those no other engine holds (and Adopt takes the others over later, should
+// their engine die).
+func (e *Engine) Resume(ctx context.Context) error { return e.resume(ctx, true) }
+
+func (e *Engine) resume(ctx context.Context, log bool) error {
 	refs, err := e.store.Unfinished(ctx)
 	if err != nil {
 		return fmt.Errorf("resume executions: %w", err)
 	}
 	for _, r := range refs {
-		e.opts.Logger.Info("resuming execution", "execution_id", r[1])
+		e.mu.Lock()
+		_, ours := e.running[r[1]]
+		e.mu.Unlock()
+		if ours {
+			continue
+		}
+		if log {
+			e.opts.Logger.Info("resuming execution", "execution_id", r[1])
+		}
 		e.launch(r[0], r[1])
 	}
 	return nil
@@ -359,14 +385,20 @@ func (e *Engine) Unfence(tenant string) {
 // cuts short (a provider call, a vault write) is redone when the execution resumes, as after
 // a crash; so a frozen or slow provider never holds a shutdown past its drain. stop releases
 // it.
-func (e *Engine) stepContext(ctx context.Context) (work context.Context, stop func()) {
+// halt is the execution's own life (see launch): it ends with the engine's, or with errHalted
+// when the execution's claim is lost.
+func (e *Engine) stepContext(ctx, halt context.Context) (work context.Context, stop func()) {
 	work, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	unregister := context.AfterFunc(e.life, func() { cancel(errShutdown) })
+	unregister := context.AfterFunc(halt, func() { cancel(context.Cause(halt)) })
 	return work, func() { unregister(); cancel(nil) }
 }
 
 // shuttingDown reports whether Shutdown was called.
 func (e *Engine) shuttingDown() bool { return e.life.Err() != nil }
+
+// halted reports whether an execution must stop where it is: the engine is shutting down, or
+// the execution's claim was lost.
+func halted(halt context.Context) bool { return halt.Err() != nil }
 
 // stopping reports whether the engine is shutting down this execution's steps.
 func (r *runner) stopping() bool { return errors.Is(context.Cause(r.work), errShutdown) }
@@ -382,7 +414,14 @@ func (e *Engine) launch(tenant, exeID string) {
 		return // its tenant is being erased, this execution with it
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	e.running[exeID] = cancel
+	// halt ends with the engine's life (errShutdown) or when the claim is lost (errHalted).
+	halt, stopHalt := context.WithCancelCause(e.life)
+	e.running[exeID] = func(cause error) {
+		if errors.Is(cause, errShutdown) {
+			stopHalt(cause)
+		}
+		cancel(cause)
+	}
 	e.tenants[exeID] = tenant
 	e.mu.Unlock()
 	e.wg.Add(1)
@@ -394,8 +433,32 @@ func (e *Engine) launch(tenant, exeID string) {
 			delete(e.tenants, exeID)
 			e.mu.Unlock()
 			cancel(nil)
+			stopHalt(nil)
 		}()
-		if err := e.run(ctx, tenant, exeID); err != nil && !e.shuttingDown() {
+		c, ok := e.claim(context.WithoutCancel(ctx), tenant, exeID) // a cancel that came first still runs it to its end
+		if !ok {
+			return // another engine runs it
+		}
+		if c != nil {
+			stop := make(chan struct{})
+			kept := make(chan struct{})
+			go func() {
+				defer close(kept)
+				e.keep(c, tenant, exeID, func(cause error) { stopHalt(cause); cancel(cause) }, cancel, stop)
+			}()
+			defer func() {
+				close(stop)
+				<-kept
+				if !halted(halt) || e.shuttingDown() {
+					// Released at the end, and at a shutdown (another engine may take it
+					// over at once); a lost claim is not ours to release.
+					if err := c.Release(context.Background()); err != nil {
+						e.opts.Logger.Warn("release execution claim", "execution_id", exeID, "err", err)
+					}
+				}
+			}()
+		}
+		if err := e.run(ctx, halt, c, tenant, exeID); err != nil && !halted(halt) {
 			e.opts.Logger.Error("execution failed", "execution_id", exeID, "err", err)
 		}
 	}()

@@ -114,6 +114,16 @@ func (m *memStore) EndExecution(ctx context.Context, tenant, id string, fn func(
 	return m.UpdateExecution(ctx, tenant, id, fn)
 }
 
+// finished returns the execution once it has ended, else nil.
+func (m *memStore) finished(id string) *svcv1.Execution {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if x := m.executions[id]; x.GetFinishedAt() != nil {
+		return x
+	}
+	return nil
+}
+
 func (m *memStore) Unfinished(context.Context) ([][2]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -211,6 +221,7 @@ type fakeSource struct {
 	calls     int             //
 	failed    map[string]bool // ... but never an object's call right after one of its own failed
 	store     *memStore
+	onTrash   func(n int) // called with f.mu held after each successful trash, n trashes so far
 }
 
 func newFakeSource(n int) *fakeSource {
@@ -283,6 +294,9 @@ func (f *fakeSource) Trash(_ context.Context, req providers.ActionRequest) (prov
 	}
 	delete(f.content, req.ObjectID)
 	f.trash[req.ObjectID]++
+	if f.onTrash != nil {
+		f.onTrash(len(f.trash))
+	}
 	return providers.ActionResult{ResultID: "trash:" + req.ObjectID, Restorable: true}, nil
 }
 

@@ -68,10 +68,18 @@ func done(o *svcv1.PlanObject, s svcv1.StepState) bool {
 // run executes (or resumes) one execution to its end. An execution that cannot get there (its
 // receipt cannot be made, its plan cannot be read, ...) ends failed (abandon), unless the
 // engine is shutting down: it then resumes on the next start.
-func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
-	err := e.runToEnd(ctx, tenant, exeID)
-	if err == nil || e.shuttingDown() {
+func (e *Engine) run(ctx, halt context.Context, c Claim, tenant, exeID string) error {
+	err := e.runToEnd(ctx, halt, tenant, exeID)
+	if err == nil || halted(halt) {
 		return err
+	}
+	if c != nil {
+		// Ending it failed is for the engine that holds the claim: a journal write refused by
+		// the fence (the claim lost before the engine saw it) must not end an execution that
+		// another engine is running.
+		if rerr := c.Renew(context.WithoutCancel(ctx), e.opts.ClaimTTL); rerr != nil {
+			return fmt.Errorf("%w (not ended here: %w)", err, rerr)
+		}
 	}
 	if aerr := e.abandon(context.WithoutCancel(ctx), tenant, exeID, err); aerr != nil {
 		return fmt.Errorf("%w; and it could not be ended: %w", err, aerr)
@@ -80,7 +88,7 @@ func (e *Engine) run(ctx context.Context, tenant, exeID string) error {
 }
 
 // runToEnd is run's normal course: work through the plan, then finishRun.
-func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
+func (e *Engine) runToEnd(ctx, halt context.Context, tenant, exeID string) error {
 	var x *svcv1.Execution
 	err := e.store.UpdateExecution(ctx, tenant, exeID, func(stored *svcv1.Execution) error {
 		if stored.GetStatus() == svcv1.ExecutionStatus_EXECUTION_STATUS_QUEUED {
@@ -105,7 +113,7 @@ func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
 	p.Objects = nil // read chunk by chunk (PlanObjects), never held whole
 	cancelled := len(x.GetErrors()) > 0 && x.GetErrors()[len(x.GetErrors())-1] == "cancelled"
 
-	work, stopWork := e.stepContext(ctx)
+	work, stopWork := e.stepContext(ctx, halt)
 	defer stopWork()
 	r := &runner{e: e, tenant: tenant, exeID: exeID, plan: p, tally: newTally(), work: work,
 		journal: newJournal(e.store, tenant, exeID)}
@@ -143,8 +151,8 @@ func (e *Engine) runToEnd(ctx context.Context, tenant, exeID string) error {
 		if err != nil {
 			return err
 		}
-		if e.shuttingDown() {
-			return r.journal.close() // resumes on the next start
+		if halted(halt) {
+			return r.journal.close() // resumes on the next start, or on the engine that took it over
 		}
 		cancelled = ctx.Err() != nil
 	}

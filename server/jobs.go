@@ -57,6 +57,12 @@ func (s *Server) interruptJobs(ctx context.Context) error {
 		return err
 	}
 	for _, f := range running {
+		// A job another replica runs (it holds the job's lease) is not interrupted.
+		if orphan, err := s.jobRunner.Orphan(ctx, f.tenant, f.job); err != nil {
+			return err
+		} else if !orphan {
+			continue
+		}
 		if f.job.GetKind() == svcv1.JobKind_JOB_KIND_DELETION {
 			// A deletion is finished, not abandoned: back to queued, the loop runs it again.
 			if err := s.jobs.Update(ctx, f.tenant, f.job.GetId(), func(j *svcv1.Job) error {
@@ -72,6 +78,16 @@ func (s *Server) interruptJobs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// orphanLoop looks, every lease time to live, for jobs left running by a replica that died
+// (interruptJobs at start does it for this replica's own).
+func (s *Server) orphanLoop(ctx context.Context) {
+	every(ctx, s.replica.r.LeaseTTL, s.replica.r.LeaseTTL, func() {
+		if err := s.interruptJobs(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("interrupted jobs", "err", err)
+		}
+	})
 }
 
 // jobsReached reports whether a caller sees the account's jobs: a job is about the whole

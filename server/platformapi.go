@@ -13,6 +13,8 @@ import (
 // newWebhooks starts the delivery engine on the server's store.
 func (s *Server) newWebhooks(ctx context.Context) (*webhook.Engine, error) {
 	return webhook.New(ctx, s.store.Webhooks(), webhook.Options{
+		Leases: s.webhookLeases(), // replicas: one delivers each webhook's events
+		Poll:   s.leaseRenewal(),
 		Sealer: s.sealer,
 		Dev:    s.cfg.Dev,
 		Now:    s.cfg.Now,

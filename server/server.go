@@ -117,6 +117,11 @@ type Config struct {
 	// DeletionGrace is how long a deleted account can still be kept by cancelling its deletion
 	// job (default DefaultDeletionGrace).
 	DeletionGrace time.Duration
+	// Replica, when set, makes the server one of several replicas on one store (which must
+	// hand out leases: PostgreSQL's): executions, jobs, webhook deliveries and the background
+	// loops are each taken by one replica at a time (docs/scale-out.md). Nil: the only
+	// process, as with bbolt.
+	Replica *svc.Replica
 	// ExportDailyBytes bounds the bytes of export archives an account may have written in any
 	// 24 hours (0: export.DefaultDailyBytes; negative: no bound).
 	ExportDailyBytes int64
@@ -185,7 +190,8 @@ type Server struct {
 	// the billing portal.
 	platformAPI *platformapi.API
 	biller      *billing.Biller
-	exportMu    sync.Mutex // one account export at a time per tenant
+	exportMu    sync.Mutex     // one account export at a time per tenant
+	replica     *replicaLeases // nil: the only process on the store
 }
 
 // New opens (creating if needed) the data directory and returns a ready server.
@@ -232,6 +238,7 @@ func New(cfg Config) (*Server, error) {
 		Creator:     cfg.Creator,
 		SearchIndex: cfg.SearchIndex,
 		JunkFilter:  cfg.JunkFilter,
+		Replica:     cfg.Replica,
 	})
 	if err != nil {
 		store.Close()
@@ -275,6 +282,7 @@ func New(cfg Config) (*Server, error) {
 		manifests:    res.Manifests(),
 		sealer:       core.Sealer(),
 		exportKey:    core.DeriveKey("export-url"),
+		replica:      newReplicaLeases(core),
 	}
 	s.exports = &export.Exports{Dir: filepath.Join(cfg.DataDir, exportsDir), Store: store, Vault: core.Vault(),
 		Key: core.DeriveKey("export-archive"), Connection: func(c *platform.Connection) proto.Message { return connectflow.ConnectionProto(c) }, Now: cfg.Now,
@@ -282,7 +290,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Billing != nil {
 		s.biller = billing.New(cfg.Billing, store.Billing())
 	}
-	s.jobRunner = job.NewRunner(svc.JobStore{Records: s.jobs}, jobEvents{s}, &job.Options{Now: cfg.Now, Logger: cfg.Logger})
+	jo := &job.Options{Now: cfg.Now, Logger: cfg.Logger}
+	if s.replica != nil {
+		jo.Leases, jo.RenewEvery = jobLeases{s.replica}, s.replica.r.RenewEvery
+	}
+	s.jobRunner = job.NewRunner(svc.JobStore{Records: s.jobs}, jobEvents{s}, jo)
 	logErr := func(what string) func(error) {
 		return func(err error) { s.log.Error("write "+what, "err", err) }
 	}
@@ -295,8 +307,9 @@ func New(cfg Config) (*Server, error) {
 		}}); err != nil {
 		return fail(err)
 	}
-	// Requests in flight when the process last stopped will never finish: free their keys.
-	if _, err := s.idem.Purge(context.Background(), true); err != nil {
+	// Requests in flight when the process last stopped will never finish: free their keys. A
+	// replica frees only expired ones: the others' requests in flight are not its own.
+	if _, err := s.idem.Purge(context.Background(), s.replica == nil); err != nil {
 		return fail(fmt.Errorf("purge idempotency keys: %w", err))
 	}
 	hooksCtx, stopHooks := context.WithCancel(context.Background())
@@ -310,20 +323,26 @@ func New(cfg Config) (*Server, error) {
 		stopHooks()
 		return fail(fmt.Errorf("interrupted jobs: %w", err))
 	}
-	s.background.Go(func() { s.deletionLoop(hooksCtx) })
+	if s.replica != nil {
+		// Jobs whose replica died are found (their leases expired) and ended as interrupted.
+		s.background.Go(func() { s.orphanLoop(hooksCtx) })
+	}
+	s.background.Go(func() { s.deletionLoop(s.loopContext(hooksCtx, "deletion")) })
 	if every := cmp.Or(cfg.ScrubInterval, DefaultScrubInterval); every > 0 {
-		s.background.Go(func() { s.scrubLoop(hooksCtx, every) })
+		s.background.Go(func() { s.scrubLoop(s.loopContext(hooksCtx, "scrub"), every) })
 	}
 	if cfg.VerifyEvery >= 0 {
-		s.background.Go(func() { s.verifyLoop(hooksCtx) })
+		s.background.Go(func() { s.verifyLoop(s.loopContext(hooksCtx, "verify")) })
 	}
 	if cfg.IntelScanEvery >= 0 {
-		s.background.Go(func() { s.intelLoop(hooksCtx, cmp.Or(cfg.IntelScanEvery, time.Hour)) })
+		s.background.Go(func() { s.intelLoop(s.loopContext(hooksCtx, "intel"), cmp.Or(cfg.IntelScanEvery, time.Hour)) })
 	}
 	if cfg.CreatorReconcileEvery >= 0 {
-		s.background.Go(func() { s.creatorLoop(hooksCtx, cmp.Or(cfg.CreatorReconcileEvery, DefaultCreatorReconcileEvery)) })
+		s.background.Go(func() {
+			s.creatorLoop(s.loopContext(hooksCtx, "creator"), cmp.Or(cfg.CreatorReconcileEvery, DefaultCreatorReconcileEvery))
+		})
 	}
-	s.background.Go(func() { s.remindLoop(hooksCtx) })
+	s.background.Go(func() { s.remindLoop(s.loopContext(hooksCtx, "remind")) })
 	// Tenants with vault content and no search index (a data directory from before search)
 	// get one built by an index job.
 	s.background.Go(func() { s.indexMissing(hooksCtx) })
@@ -386,7 +405,7 @@ func every(ctx context.Context, first, interval time.Duration, fn func()) {
 		} else if ctx.Err() != nil {
 			return
 		}
-		fn()
+		exclusively(ctx, interval, fn)
 		wait = interval
 	}
 }

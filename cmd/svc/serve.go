@@ -13,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"svc.dev/svc"
-	"svc.dev/svc/server/devseed"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"svc.dev/svc"
+	"svc.dev/svc/execute"
 	"svc.dev/svc/plan/spamc"
 	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/billing"
@@ -28,6 +28,7 @@ import (
 	"svc.dev/svc/providers/builtin"
 	"svc.dev/svc/providers/vendorhttp"
 	"svc.dev/svc/server"
+	"svc.dev/svc/server/devseed"
 	"svc.dev/svc/storage"
 	"svc.dev/svc/storage/postgres"
 	"svc.dev/svc/vault/search"
@@ -60,6 +61,7 @@ func newServeCmd() *cobra.Command {
 		drain         time.Duration
 		stripeURL     string
 		database      string
+		leaseTTL      time.Duration
 		memoryLimit   = byteSize(defaultServeMemoryLimit)
 		driveObjects  int
 		spamdAddr     string
@@ -78,7 +80,7 @@ func newServeCmd() *cobra.Command {
 				rate: platform.RateLimit{Limit: rateLimit, Window: rateWindow}, baseURL: baseURL, oauthConfig: oauthConfig, scrubEvery: scrubEvery, verifyEvery: verifyEvery, verifyBudget: verifyBudget, intelEvery: intelEvery, coldAfter: coldAfter, vault: vaultStore, log: cmd.ErrOrStderr(),
 				debugAddr: debugAddr, requestTimeout: reqTimeout, drain: drain, deletionGrace: deletionGrace, exportDaily: exportDaily, maxConns: maxConns, creatorEvery: creatorEvery,
 				stripeKey: os.Getenv("SVC_STRIPE_SECRET_KEY"), stripeURL: stripeURL, database: database, driveObjects: driveObjects,
-				spamd: spamdAddr, rspamd: rspamdURL})
+				spamd: spamdAddr, rspamd: rspamdURL, leaseTTL: leaseTTL})
 		},
 	}
 	f := cmd.Flags()
@@ -107,6 +109,7 @@ func newServeCmd() *cobra.Command {
 	f.Var(&memoryLimit, "memory-limit", "soft limit of the server's memory (Go heap and runtime; e.g. 512MiB): the garbage collector works harder near it; GOMEMLIMIT wins when set; 0 none")
 	f.StringVar(&stripeURL, "stripe-api-url", "", "Stripe API base URL (default Stripe's; stripe-mock's for a local trial); billing goes through Stripe when SVC_STRIPE_SECRET_KEY is set")
 	f.StringVar(&database, "database", "", "keep records in this PostgreSQL database (postgres://user@host:port/db) instead of bbolt in the data directory, which still holds the vault, keys and search index (docs/scale-out.md)")
+	f.DurationVar(&leaseTTL, "lease", execute.DefaultClaimTTL, "with --database: how long a replica's leases on its work (executions, jobs, webhook deliveries, background loops) last unrenewed, renewed every third of it; a dead replica's work is taken over about this long after it died")
 	f.IntVar(&driveObjects, "dev-drive-objects", devseed.DefaultDriveObjects, "with --dev, how many files the simulated drive holds (6 are 56 MiB once vaulted, 1000 are 8.6 GiB, for load work); read when the tenant is first seeded")
 	f.StringVar(&spamdAddr, "spamd", "", "ask SpamAssassin's spamd at HOST:PORT (the spamc protocol) about every message a plan lists; its verdict and score join the removal reason (about 6 messages/s: a second opinion for a few thousand messages)")
 	f.StringVar(&rspamdURL, "rspamd", "", "ask rspamd's normal worker at this URL (e.g. http://127.0.0.1:11333) about every message a plan lists, as --spamd")
@@ -169,6 +172,8 @@ type serveOptions struct {
 	stripeKey, stripeURL string
 	// database is the PostgreSQL store's DSN; "" keeps bbolt in the data directory.
 	database string
+	// leaseTTL is, with database, how long a replica's leases last unrenewed (0: the default).
+	leaseTTL time.Duration
 	// driveObjects is the size of the dev tenant's simulated drive (0: devseed's default).
 	driveObjects int
 }
@@ -264,7 +269,10 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	var store storage.Hosted                                       // nil: bbolt in the data directory
 	var searchIndex func(*search.Options) (svc.SearchIndex, error) // nil: bleve in the data directory
+	var replica *svc.Replica                                       // nil: the only process (bbolt)
 	if o.database != "" {
+		// Any number of processes may serve one database: each is a replica.
+		replica = &svc.Replica{LeaseTTL: o.leaseTTL, RenewEvery: o.leaseTTL / 3}
 		pg, err := postgres.Open(ctx, o.database)
 		if err != nil {
 			ln.Close()
@@ -276,7 +284,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		searchIndex = func(opts *search.Options) (svc.SearchIndex, error) { return pg.SearchIndex(opts), nil }
 	}
 	srv, err := server.New(server.Config{Store: store, SearchIndex: searchIndex, Billing: processor, Vault: vb, DataDir: o.dataDir, BaseURL: baseURL, RateLimit: o.rate, Logger: logger, Providers: reg, Dev: o.dev, OAuth: oauth, LocalRoots: localRoots, ScrubInterval: orNever(o.scrubEvery), VerifyEvery: orNever(o.verifyEvery), VerifyBytesPerHour: o.verifyBudget, IntelScanEvery: orNever(o.intelEvery), ColdAfter: orNever(o.coldAfter), DeletionGrace: o.deletionGrace, CreatorReconcileEvery: orNever(o.creatorEvery), ExportDailyBytes: o.exportDaily,
-		RequestTimeout: o.requestTimeout, JunkFilter: junk})
+		RequestTimeout: o.requestTimeout, JunkFilter: junk, Replica: replica})
 	if err != nil {
 		ln.Close()
 		return err

@@ -52,6 +52,26 @@ type Notifier interface {
 	JobEvent(ctx context.Context, tenant, typ string, j *svcv1.Job)
 }
 
+// Leases hand each job to one runner at a time among runners sharing a store (replicas of a
+// service on one database). A runner runs a job only while it holds the job's lease, renewed
+// every RenewEvery; a job found running whose lease nobody holds was cut short by a runner
+// that died (Orphan).
+type Leases interface {
+	// Take takes the lease named name; an error wrapping ErrTaken when another holder has it.
+	Take(ctx context.Context, name string) (Lease, error)
+}
+
+// Lease is a lease a runner holds.
+type Lease interface {
+	// Renew extends the lease; an error means it may be lost.
+	Renew(ctx context.Context) error
+	// Release gives it up.
+	Release(ctx context.Context) error
+}
+
+// ErrTaken is returned (wrapped) by Leases.Take when another runner holds the lease.
+var ErrTaken = errors.New("lease is taken")
+
 // Func is a job's work. It reports progress through p and returns the job's result (nil for
 // none). It must return promptly once ctx is cancelled.
 type Func func(ctx context.Context, p *Progress) (map[string]any, error)
@@ -62,6 +82,8 @@ type Runner struct {
 	notify Notifier
 	now    func() time.Time
 	log    *slog.Logger
+	leases Leases
+	renew  time.Duration
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // by tenant/id
@@ -75,12 +97,22 @@ type Runner struct {
 type Options struct {
 	Now    func() time.Time // default time.Now
 	Logger *slog.Logger     // default slog.Default()
+	// Leases, when set, hand each job to one runner among replicas; nil: this runner is the
+	// only one.
+	Leases Leases
+	// RenewEvery is how often a running job's lease is renewed (default 5 s).
+	RenewEvery time.Duration
 }
 
 // NewRunner returns a runner over s that announces transitions to n (nil: none).
 func NewRunner(s Store, n Notifier, opts *Options) *Runner {
-	r := &Runner{store: s, notify: n, now: time.Now, log: slog.Default(), running: map[string]context.CancelFunc{}, fenced: map[string]string{}}
+	r := &Runner{store: s, notify: n, now: time.Now, log: slog.Default(), running: map[string]context.CancelFunc{}, fenced: map[string]string{},
+		renew: 5 * time.Second}
 	if opts != nil {
+		r.leases = opts.Leases
+		if opts.RenewEvery > 0 {
+			r.renew = opts.RenewEvery
+		}
 		if opts.Now != nil {
 			r.now = opts.Now
 		}
@@ -139,12 +171,19 @@ func (r *Runner) Run(ctx context.Context, tenant string, kind svcv1.JobKind, fn 
 // Execute claims the queued job id (ErrNotQueued when it was cancelled or claimed meanwhile),
 // runs fn, and records how it ended. The returned error is fn's (or the store's).
 func (r *Runner) Execute(ctx context.Context, tenant, id string, fn Func) (*svcv1.Job, error) {
+	lease, err := r.take(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
 	j, err := r.claim(ctx, tenant, id)
 	if err != nil {
+		r.release(lease)
 		return nil, err
 	}
 	key := tenant + "/" + id
 	jctx, cancel := context.WithCancel(ctx)
+	lost, stopKeep := r.keep(lease, id, cancel)
+	defer stopKeep()
 	r.mu.Lock()
 	if except, ok := r.fenced[tenant]; ok && except != id {
 		cancel() // fenced after the claim: the job ends cancelled without running
@@ -161,7 +200,7 @@ func (r *Runner) Execute(ctx context.Context, tenant, id string, fn Func) (*svcv
 
 	p := &Progress{r: r, tenant: tenant, id: id, every: 250 * time.Millisecond}
 	result, runErr := runSafely(jctx, p, fn)
-	cancelled := jctx.Err() != nil && ctx.Err() == nil // cancelled by CancelJob, not by the caller
+	cancelled := jctx.Err() != nil && ctx.Err() == nil && !lost() // cancelled by CancelJob, not by the caller
 	end := r.now()
 	var final *svcv1.Job
 	err = r.store.Update(context.WithoutCancel(ctx), tenant, id, func(s *svcv1.Job) error {
@@ -172,7 +211,7 @@ func (r *Runner) Execute(ctx context.Context, tenant, id string, fn Func) (*svcv
 		case runErr != nil:
 			s.Status = svcv1.JobStatus_JOB_STATUS_FAILED
 			msg := publicError(runErr)
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || lost() {
 				msg = interruptedMsg
 			}
 			s.Error = &msg

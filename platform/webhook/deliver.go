@@ -32,6 +32,8 @@ type lane struct {
 	forming  bool      // a batch is being taken from the queue
 	inflight int       // jobs running for this webhook
 	hold     time.Time // no new batch before this (after a store error)
+	owned    bool      // this engine delivers for the webhook (it holds its lease, or has no Leases)
+	lease    Lease     // the webhook's lease, with Leases
 }
 
 type dueItem struct {
@@ -68,7 +70,7 @@ func (e *Engine) startDue(ctx context.Context, wg *sync.WaitGroup) (started int,
 			if e.inflight >= e.opts.MaxInFlight {
 				break
 			}
-			if l.status != StatusActive || l.inflight >= e.opts.PerWebhook {
+			if l.status != StatusActive || l.inflight >= e.opts.PerWebhook || !l.owned {
 				continue
 			}
 			switch {
@@ -86,7 +88,7 @@ func (e *Engine) startDue(ctx context.Context, wg *sync.WaitGroup) (started int,
 		}
 	}
 	for _, l := range e.lanes {
-		if l.status != StatusActive || l.inflight >= e.opts.PerWebhook {
+		if l.status != StatusActive || l.inflight >= e.opts.PerWebhook || !l.owned {
 			continue
 		}
 		if len(l.due) > 0 && l.due[0].at.After(now) && (next.IsZero() || l.due[0].at.Before(next)) {
@@ -416,6 +418,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if e.opts.Leases != nil {
+		wg.Go(func() { e.holdLeases(ctx) })
+	}
 	timer := time.NewTimer(maxSleep)
 	defer timer.Stop()
 	var pruned time.Time

@@ -73,6 +73,10 @@ type Options struct {
 	// Logger gets delivery failures of the engine itself (store errors); default discards.
 	// Secrets and payloads are never logged.
 	Logger *slog.Logger
+	// Leases, when set, hand each webhook's deliveries to one engine among replicas (see
+	// Leases); nil: this engine delivers for every webhook.
+	Leases Leases
+	Poll   time.Duration // with Leases, how often leases are renewed and taken (holdLeases)
 }
 
 // Engine keeps webhooks and delivers events to them. Its methods are safe for concurrent use.
@@ -152,7 +156,7 @@ func (e *Engine) load(ctx context.Context) error {
 	}
 	for _, ep := range eps {
 		// Whether the queue is empty is found out by the first batch job.
-		e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status, queued: true}
+		e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status, queued: true, owned: e.opts.Leases == nil}
 	}
 	ds, err := e.store.ActiveDeliveries(ctx)
 	if err != nil {
@@ -280,7 +284,7 @@ func (e *Engine) Create(ctx context.Context, appID string, p Params) (*Endpoint,
 		return nil, "", fmt.Errorf("create webhook: %w", err)
 	}
 	e.mu.Lock()
-	e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status}
+	e.lanes[ep.ID] = &lane{id: ep.ID, status: ep.Status, owned: e.opts.Leases == nil}
 	e.mu.Unlock()
 	return ep, secret, nil
 }

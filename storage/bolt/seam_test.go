@@ -85,3 +85,14 @@ func TestHostedConformance(t *testing.T) {
 		return s
 	})
 }
+
+// The bbolt store's leases (the one process's) pass the leases' suite.
+func TestLeasesConformance(t *testing.T) {
+	storagetest.RunLeases(t, func(t *testing.T) storage.Store {
+		s, err := bolt.OpenSeam(filepath.Join(t.TempDir(), "svc.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -27,6 +27,7 @@ type DB struct {
 	guard *txGuard
 	group groupCommit // batch's queue
 	conns connCache   // ConnectionsOf's answers
+	lease localLeases // Leases: the one process's
 }
 
 // Options tunes Open; nil means the defaults.

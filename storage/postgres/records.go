@@ -66,10 +66,25 @@ type journal struct{ s *Store }
 // journal commit one after the other, so positions (from the table's sequence) increase in
 // commit order and a reader following the journal never sees a lower position appear later.
 func (j *journal) Append(ctx context.Context, tenant, exeID string, entries [][]byte) error {
+	return j.AppendWith(ctx, tenant, exeID, entries)
+}
+
+var _ storage.FencedJournal = (*journal)(nil)
+
+// AppendWith is Append with also (a lease's fence, storage.Leases.Held) in the same
+// transaction, applied before the entries.
+func (j *journal) AppendWith(ctx context.Context, tenant, exeID string, entries [][]byte, also ...storage.Write) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	ws, err := writesOf(also)
+	if err != nil {
+		return err
+	}
 	return j.s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := applyWrites(ctx, tx, ws); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "journal/"+tenant+"/"+exeID); err != nil {
 			return fmt.Errorf("lock journal %s: %w", exeID, err)
 		}
