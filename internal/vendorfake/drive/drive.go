@@ -58,7 +58,7 @@ type file struct {
 	starred        bool
 	perms          []Permission
 	corrupt        bool
-	abusive        bool // flagged as malware or spam: alt=media is refused
+	abusive        bool   // flagged as malware or spam: alt=media is refused
 	drive          string // the shared drive holding it; "" for My Drive
 }
 
