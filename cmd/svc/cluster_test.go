@@ -556,24 +556,6 @@ func missing(want map[string]bool, got map[string]int) int {
 	return n
 }
 
-// copyDir copies the files of directory from into to, private to their owner (0600), as
-// receipt keys must be.
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	if err := os.MkdirAll(to, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if e.Type().IsRegular() {
-			copyFile(t, filepath.Join(from, e.Name()), filepath.Join(to, e.Name()))
-		}
-	}
-}
-
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
