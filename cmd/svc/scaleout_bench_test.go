@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,11 +16,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"svc.dev/svc"
 	"svc.dev/svc/internal/pgtest"
+	"svc.dev/svc/internal/versitygw"
 )
 
 // BenchmarkScaleOut measures the real binary on each store side by side, in one run, and
@@ -34,9 +39,12 @@ import (
 // Stores: bbolt (the default, in the data directory) and PostgreSQL with each replica count
 // of SVC_BENCH_REPLICAS (comma separated, default "1"), one database per configuration on the
 // throwaway cluster of internal/pgtest (scripts/bench-scale starts it with fsync on, as bbolt
-// syncs) or the server SVC_TEST_POSTGRES names. A count above 1 is refused with the reason
-// until svc serve runs several processes on one database (issue 26, item 2): see
-// replicasSupported. SVC_BENCH_PAGE_REQUESTS sets the loop's requests (default 300).
+// syncs) or the server SVC_TEST_POSTGRES names. With more than one replica every replica has
+// its own data directory, the same master key (SVC_MASTER_KEY) and one vault on an
+// S3-compatible server (versitygw, as replicas need); the page requests go round the replicas,
+// and the clean-up runs on one replica (an execution is one lease's work) while the others
+// serve and look for work to adopt. SVC_BENCH_PAGE_REQUESTS sets the loop's requests
+// (default 300).
 func BenchmarkScaleOut(b *testing.B) {
 	assets := envInt("SVC_BENCH_ASSETS", 10_000)
 	requests := envInt("SVC_BENCH_PAGE_REQUESTS", 300)
@@ -59,20 +67,11 @@ func BenchmarkScaleOut(b *testing.B) {
 		}
 		var results []scaleResult
 		for _, c := range configs {
-			if c.replicas > 1 && !replicasSupported {
-				b.Logf("%s: not measured: svc serve on this branch runs one process per database (docs/scale-out.md; issue 26, item 2 adds the job queue with leases that replicas need)", c.name)
-				continue
-			}
 			results = append(results, runScaleConfig(b, bin, c, assets, requests))
 		}
 		printScale(b, results, assets, requests)
 	}
 }
-
-// replicasSupported says whether svc serve runs as several processes on one database. Set it
-// when issue 26's replicas land (item 2): the harness then starts that many servers on one
-// database and vault and spreads the page requests over them.
-const replicasSupported = false
 
 type scaleConfig struct {
 	name     string
@@ -98,6 +97,9 @@ func runScaleConfig(b *testing.B, bin string, c scaleConfig, assets, requests in
 	}
 	res := scaleResult{cfg: c}
 	work := b.TempDir()
+	if c.replicas > 1 {
+		extra = append(extra, replicaFlags(b)...)
+	}
 
 	// The API benchmark, on a server of its own.
 	small := filepath.Join(work, "small")
@@ -113,15 +115,26 @@ func runScaleConfig(b *testing.B, bin string, c scaleConfig, assets, requests in
 	srv := startScaleServer(b, bin, filepath.Join(work, "data-page"),
 		append([]string{"--dev-source", "vendor_d_local:" + small, "--rate-limit", "1000000"}, extra...))
 	src := srv.sourceFor(b, small)
+	servers := []*scaleServer{srv}
+	for i := 1; i < c.replicas; i++ {
+		data := filepath.Join(work, fmt.Sprintf("data-page-%d", i))
+		os.MkdirAll(data, 0o700)
+		// The first replica's credentials make the dev seed find its tenant, not make another.
+		raw, _ := os.ReadFile(filepath.Join(work, "data-page", "dev-credentials.json"))
+		os.WriteFile(filepath.Join(data, "dev-credentials.json"), raw, 0o600)
+		servers = append(servers, startScaleServer(b, bin, data, append([]string{"--rate-limit", "1000000"}, extra...)))
+	}
 	for range 60 { // more plans than a page
 		if st := srv.call(b, "POST", "/v1/plans", `{"intent":"svc","source_ids":["`+src+`"],"policy":{"minAgeDays":30}}`, nil); st != 201 {
 			b.Fatalf("%s: create a plan: %d", c.name, st)
 		}
 	}
-	page := func() error {
+	var turn atomic.Int64
+	page := func() error { // on each replica in turn
 		var out struct {
 			Data []json.RawMessage `json:"data"`
 		}
+		srv := servers[int(turn.Add(1))%len(servers)]
 		if st := srv.call(b, "GET", "/v1/plans?limit=50", "", &out); st != 200 || len(out.Data) != 50 {
 			return fmt.Errorf("%s: GET /v1/plans?limit=50: %d, %d plans", c.name, st, len(out.Data))
 		}
@@ -163,11 +176,31 @@ func runScaleConfig(b *testing.B, bin string, c scaleConfig, assets, requests in
 		b.Fatal(err)
 	}
 	res.rate8 = float64(requests) / time.Since(t0).Seconds()
-	srv.stop()
+	for _, s := range servers {
+		s.stop()
+	}
 
-	// The clean-up, on a fresh database: one server per run, as BenchmarkCleanup runs it.
+	// The clean-up, on a fresh database: one server per run, as BenchmarkCleanup runs it, and
+	// the other replicas beside it.
 	if c.postgres {
 		extra = []string{"--database", pgtest.Database(b)}
+	}
+	if c.replicas > 1 {
+		extra = append(extra, replicaFlags(b)...)
+		for i := 1; i < c.replicas; i++ {
+			data := filepath.Join(work, fmt.Sprintf("data-cleanup-%d", i))
+			os.MkdirAll(data, 0o700)
+			cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, extra...)...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() {
+				cmd.Process.Signal(syscall.SIGTERM)
+				cmd.Wait()
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			})
+		}
 	}
 	root := filepath.Join(work, "mail")
 	writeMaildir(b, filepath.Join(root, "INBOX"), assets)
@@ -332,4 +365,22 @@ func (s *scaleServer) sourceFor(tb testing.TB, dir string) string {
 	}
 	tb.Fatalf("no source for %s", dir)
 	return ""
+}
+
+// replicaFlags gives the benchmark's replicas what they share besides the database: the
+// master key (in this process's environment, which every server inherits) and a vault on a
+// fresh bucket of an S3-compatible server.
+func replicaFlags(b *testing.B) []string {
+	b.Helper()
+	if os.Getenv(svc.MasterKeyEnv) == "" {
+		key := make([]byte, 32)
+		rand.Read(key)
+		b.Setenv(svc.MasterKeyEnv, base64.StdEncoding.EncodeToString(key))
+	}
+	gw := versitygw.Start(b)
+	bucket := gw.Bucket(b, nil)
+	b.Setenv("AWS_ACCESS_KEY_ID", gw.AccessKey)
+	b.Setenv("AWS_SECRET_ACCESS_KEY", gw.SecretKey)
+	return []string{"--vault-hot", "s3://" + gw.Endpoint + "/" + bucket + "/hot?insecure=true",
+		"--vault-cold", "s3://" + gw.Endpoint + "/" + bucket + "/cold?insecure=true"}
 }
