@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func TestSourcesConnectProviderAccount(t *testing.T) {
 	cli := exec.Command(bin, "sources", "connect", "vendor_a_mail", "--open", "--poll", "100ms", "--timeout", "60s",
 		"--credentials="+filepath.Join(data, devseed.CredentialsFile))
 	cli.Env = append(os.Environ(), "BROWSER="+browser)
-	var out bytes.Buffer
+	var out lockedBuffer // read while the command writes
 	cli.Stdout, cli.Stderr = &out, &out
 	if err := cli.Start(); err != nil {
 		t.Fatal(err)
@@ -220,4 +221,22 @@ func bodyOf(res *http.Response) string {
 	var b bytes.Buffer
 	b.ReadFrom(res.Body)
 	return b.String()
+}
+
+// lockedBuffer is a bytes.Buffer a process may write to while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
