@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"svc.dev/svc"
-	"svc.dev/svc/platform/job"
+	"svc.dev/svc/platform"
 	"svc.dev/svc/platform/webhook"
 	"svc.dev/svc/storage"
 )
@@ -35,10 +35,12 @@ type heldLease struct {
 	lease storage.Lease
 }
 
-func (rl *replicaLeases) take(ctx context.Context, name string, taken error) (*heldLease, error) {
+// take claims the lease named name for the replica; an error wrapping
+// platform.ErrLeaseTaken when another replica holds it.
+func (rl *replicaLeases) take(ctx context.Context, name string) (*heldLease, error) {
 	l, err := rl.leases.Claim(ctx, name, rl.r.Holder, rl.r.LeaseTTL)
 	if errors.Is(err, storage.ErrLeaseHeld) {
-		return nil, fmt.Errorf("%w: %w", taken, err)
+		return nil, fmt.Errorf("%w: %w", platform.ErrLeaseTaken, err)
 	}
 	if err != nil {
 		return nil, err
@@ -59,22 +61,9 @@ func (h *heldLease) Renew(ctx context.Context) error { return h.renewFor(ctx, h.
 
 func (h *heldLease) Release(ctx context.Context) error { return h.rl.leases.Release(ctx, h.lease) }
 
-// jobLeases are the leases as the job runner's.
-type jobLeases struct{ rl *replicaLeases }
-
-func (j jobLeases) Take(ctx context.Context, name string) (job.Lease, error) {
-	h, err := j.rl.take(ctx, name, job.ErrTaken)
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// webhookLeases are the leases as the webhook engine's.
-type webhookLeases struct{ rl *replicaLeases }
-
-func (w webhookLeases) Take(ctx context.Context, name string) (webhook.Lease, error) {
-	h, err := w.rl.take(ctx, name, webhook.ErrTaken)
+// Take implements platform.Leases: the leases of the job runner and the webhook engine.
+func (rl *replicaLeases) Take(ctx context.Context, name string) (platform.Lease, error) {
+	h, err := rl.take(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +75,7 @@ func (s *Server) webhookLeases() webhook.Leases {
 	if s.replica == nil {
 		return nil
 	}
-	return webhookLeases{s.replica}
+	return s.replica
 }
 
 // leaseRenewal is how often the replica renews its leases (0 without replicas: defaults).
@@ -123,7 +112,7 @@ func exclusively(ctx context.Context, interval time.Duration, fn func()) {
 		fn()
 		return
 	}
-	h, err := ll.rl.take(ctx, ll.name, storage.ErrLeaseHeld)
+	h, err := ll.rl.take(ctx, ll.name)
 	if err != nil {
 		return // another replica runs this round (or the store is unreachable: next round)
 	}

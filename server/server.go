@@ -292,7 +292,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	jo := &job.Options{Now: cfg.Now, Logger: cfg.Logger}
 	if s.replica != nil {
-		jo.Leases, jo.RenewEvery = jobLeases{s.replica}, s.replica.r.RenewEvery
+		jo.Leases, jo.RenewEvery = s.replica, s.replica.r.RenewEvery
 	}
 	s.jobRunner = job.NewRunner(svc.JobStore{Records: s.jobs}, jobEvents{s}, jo)
 	logErr := func(what string) func(error) {

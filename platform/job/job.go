@@ -21,6 +21,7 @@ import (
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
 	"svc.dev/svc/id"
+	"svc.dev/svc/platform"
 )
 
 // Event types of a job's life; the catalogue is platform/event.
@@ -56,21 +57,13 @@ type Notifier interface {
 // service on one database). A runner runs a job only while it holds the job's lease, renewed
 // every RenewEvery; a job found running whose lease nobody holds was cut short by a runner
 // that died (Orphan).
-type Leases interface {
-	// Take takes the lease named name; an error wrapping ErrTaken when another holder has it.
-	Take(ctx context.Context, name string) (Lease, error)
-}
+type Leases = platform.Leases
 
 // Lease is a lease a runner holds.
-type Lease interface {
-	// Renew extends the lease; an error means it may be lost.
-	Renew(ctx context.Context) error
-	// Release gives it up.
-	Release(ctx context.Context) error
-}
+type Lease = platform.Lease
 
 // ErrTaken is returned (wrapped) by Leases.Take when another runner holds the lease.
-var ErrTaken = errors.New("lease is taken")
+var ErrTaken = platform.ErrLeaseTaken
 
 // Func is a job's work. It reports progress through p and returns the job's result (nil for
 // none). It must return promptly once ctx is cancelled.

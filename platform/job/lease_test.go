@@ -3,80 +3,21 @@ package job_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	svcv1 "svc.dev/svc/gen/svc/v1"
+	"svc.dev/svc/internal/leasetest"
 	"svc.dev/svc/platform/job"
 )
-
-// memLeases are job.Leases in memory, shared by the runners of a test as replicas share a
-// database's; a holder's leases can be revoked (as when it stops renewing and they expire).
-type memLeases struct {
-	mu      sync.Mutex
-	holders map[string]string // lease name -> holder
-}
-
-func newMemLeases() *memLeases { return &memLeases{holders: map[string]string{}} }
-
-type holderOf struct {
-	l      *memLeases
-	holder string
-}
-
-func (h holderOf) Take(_ context.Context, name string) (job.Lease, error) {
-	h.l.mu.Lock()
-	defer h.l.mu.Unlock()
-	if cur, ok := h.l.holders[name]; ok && cur != h.holder {
-		return nil, fmt.Errorf("%s: %w", name, job.ErrTaken)
-	}
-	h.l.holders[name] = h.holder
-	return &memLease{h.l, name, h.holder}, nil
-}
-
-// revoke takes every lease of holder away.
-func (l *memLeases) revoke(holder string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for name, h := range l.holders {
-		if h == holder {
-			delete(l.holders, name)
-		}
-	}
-}
-
-type memLease struct {
-	l            *memLeases
-	name, holder string
-}
-
-func (m *memLease) Renew(context.Context) error {
-	m.l.mu.Lock()
-	defer m.l.mu.Unlock()
-	if m.l.holders[m.name] != m.holder {
-		return errors.New("lease lost")
-	}
-	return nil
-}
-
-func (m *memLease) Release(context.Context) error {
-	m.l.mu.Lock()
-	defer m.l.mu.Unlock()
-	if m.l.holders[m.name] == m.holder {
-		delete(m.l.holders, m.name)
-	}
-	return nil
-}
 
 // Two runners sharing a store and leases: a job runs on the one that takes its lease; the
 // other sees it is not an orphan while it runs, and an orphan once its runner's lease is gone,
 // at which point that runner stops it and records it interrupted (failed), not cancelled.
 func TestRunnersShareJobsThroughLeases(t *testing.T) {
-	store, leases := newMemStore(), newMemLeases()
-	a := job.NewRunner(store, nil, &job.Options{Leases: holderOf{leases, "a"}, RenewEvery: 10 * time.Millisecond})
-	b := job.NewRunner(store, nil, &job.Options{Leases: holderOf{leases, "b"}, RenewEvery: 10 * time.Millisecond})
+	store, leases := newMemStore(), leasetest.New()
+	a := job.NewRunner(store, nil, &job.Options{Leases: leases.Holder("a"), RenewEvery: 10 * time.Millisecond})
+	b := job.NewRunner(store, nil, &job.Options{Leases: leases.Holder("b"), RenewEvery: 10 * time.Millisecond})
 	ctx := context.Background()
 	started := make(chan struct{})
 	j, err := a.Start(ctx, "t", svcv1.JobKind_JOB_KIND_SCAN, func(ctx context.Context, _ *job.Progress) (map[string]any, error) {
@@ -95,7 +36,7 @@ func TestRunnersShareJobsThroughLeases(t *testing.T) {
 	if orphan, err := b.Orphan(ctx, "t", running); err != nil || orphan {
 		t.Fatalf("a job running on a is an orphan to b: %v, %v", orphan, err)
 	}
-	leases.revoke("a") // a stops renewing: its lease expires
+	leases.Expire("a") // a stops renewing: its lease expires
 	a.Close()
 	end := store.get("t", j.Id)
 	if end.GetStatus() != svcv1.JobStatus_JOB_STATUS_FAILED || end.GetError() == "" {

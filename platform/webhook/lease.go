@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"svc.dev/svc/platform"
 )
 
 // Leases hand each webhook's deliveries to one engine at a time among engines sharing a
@@ -11,22 +13,13 @@ import (
 // forms its deliveries from its queue and attempts them, so each queued event goes into one
 // delivery; a delivery in flight when its engine dies is attempted again by the engine that
 // takes the lease over (at least once, as after a restart: receivers dedupe by event id).
-type Leases interface {
-	// Take takes the lease named name; an error wrapping ErrTaken when another engine holds
-	// it.
-	Take(ctx context.Context, name string) (Lease, error)
-}
+type Leases = platform.Leases
 
 // Lease is a lease an engine holds.
-type Lease interface {
-	// Renew extends the lease; an error means it may be lost.
-	Renew(ctx context.Context) error
-	// Release gives it up.
-	Release(ctx context.Context) error
-}
+type Lease = platform.Lease
 
 // ErrTaken is returned (wrapped) by Leases.Take when another engine holds the lease.
-var ErrTaken = errors.New("lease is taken")
+var ErrTaken = platform.ErrLeaseTaken
 
 // holdLeases runs beside Run with Leases: every Poll (default 5 s) it renews the leases of
 // the webhooks this engine delivers for (dropping those it lost), takes the leases of the
