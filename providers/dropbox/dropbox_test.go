@@ -12,12 +12,8 @@ import (
 	"svc.dev/svc/providers/providertest"
 )
 
-func config(s *fake.Server) providers.Config {
-	return providers.Config{
-		"api_url": s.URL(), "content_url": s.URL(), "access_token": fake.AccessToken, "refresh_token": fake.RefreshToken,
-		"client_id": "svc-test", "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
-	}
-}
+// config is the fake's own provider configuration (ProviderConfig).
+func config(s *fake.Server) providers.Config { return providers.Config(s.ProviderConfig()) }
 
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{
