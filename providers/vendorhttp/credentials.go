@@ -15,7 +15,7 @@ import (
 )
 
 // Config keys of a vendor source's OAuth credentials. The connect flow
-// (server/connectflow.go) writes the token's; the client's are svc's
+// (server/internal/connectflow/callback.go) writes the token's; the client's are svc's
 // registration at the vendor (the --oauth-config entry), which a refresh
 // needs. Values are secrets: never log them.
 const (
