@@ -110,6 +110,13 @@ func (s *Scope) ConnectSource(ctx context.Context, spec SourceSpec) (*svcv1.Sour
 // sealSourceConfig stores how to open the source or destination id (its provider, reference
 // and configuration), sealed under the tenant and id.
 func (s *Scope) sealSourceConfig(ctx context.Context, id string, provider providers.Name, ref string, cfg providers.Config) error {
+	s.c.configMu.Lock()
+	defer s.c.configMu.Unlock()
+	return s.sealSourceConfigLocked(ctx, id, provider, ref, cfg)
+}
+
+// sealSourceConfigLocked is sealSourceConfig under configMu.
+func (s *Scope) sealSourceConfigLocked(ctx context.Context, id string, provider providers.Name, ref string, cfg providers.Config) error {
 	raw, err := json.Marshal(sourceConfig{Provider: provider, SourceRef: ref, Config: cfg})
 	if err != nil {
 		return err
@@ -208,6 +215,7 @@ func (s *Scope) OpenSource(ctx context.Context, sourceID string) (providers.Prov
 		if err != nil {
 			return nil, nil, fmt.Errorf("open source %s: %w", sourceID, err)
 		}
+		s.keepCredentials(p, sourceID, cfg.Config)
 		return p, cfg.SourceRef, nil
 	})
 	if err != nil {

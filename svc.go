@@ -139,7 +139,8 @@ type core struct {
 	stopAdopt context.CancelFunc
 	adoptOnce sync.Once
 
-	opened providers.Instances // the providers opened for sources, by tenant/source
+	opened   providers.Instances // the providers opened for sources, by tenant/source
+	configMu sync.Mutex          // one write of a source's sealed configuration at a time
 }
 
 // Open opens (creating it if needed) svc's data directory dir: the store (svc.db unless

@@ -63,6 +63,12 @@ func AsQuotaer(p Provider) (Quotaer, bool) {
 	return q, ok && supports(p, CapQuota)
 }
 
+// AsCredentialWatcher returns p's CredentialWatcher if it has one.
+func AsCredentialWatcher(p Provider) (CredentialWatcher, bool) {
+	w, ok := p.(CredentialWatcher)
+	return w, ok && supports(p, CapCredentials)
+}
+
 // CapabilitiesOf returns the capabilities p implements, in the order of
 // Capabilities.
 func CapabilitiesOf(p Provider) []Capability {
@@ -87,6 +93,9 @@ func CapabilitiesOf(p Provider) []Capability {
 	}
 	if _, ok := AsBatchFetcher(p); ok {
 		caps = append(caps, CapFetchBatch)
+	}
+	if _, ok := AsCredentialWatcher(p); ok {
+		caps = append(caps, CapCredentials)
 	}
 	return caps
 }

@@ -110,10 +110,12 @@ const (
 	CapTrashBatch Capability = "trash_batch"
 	// CapFetchBatch: BatchFetcher.
 	CapFetchBatch Capability = "fetch_batch"
+	// CapCredentials: CredentialWatcher.
+	CapCredentials Capability = "credentials"
 )
 
 // Capabilities lists every capability.
-var Capabilities = []Capability{CapTrash, CapRemove, CapUntrash, CapWrite, CapQuota, CapTrashBatch, CapFetchBatch}
+var Capabilities = []Capability{CapTrash, CapRemove, CapUntrash, CapWrite, CapQuota, CapTrashBatch, CapFetchBatch, CapCredentials}
 
 // Valid reports whether c is a known capability.
 func (c Capability) Valid() bool { return slices.Contains(Capabilities, c) }

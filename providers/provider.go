@@ -169,6 +169,47 @@ type Quotaer interface {
 	Quota(ctx context.Context, sourceRef string) (Quota, error)
 }
 
+// CredentialWatcher is implemented by providers whose credentials the vendor replaces while
+// they run: an OAuth 2.0 refresh answers a new access token and, at vendors that rotate them,
+// a new refresh token, after which the one in the source's configuration may stop working.
+// The host keeps what it is told in the source's sealed configuration, so that the next open
+// (after a restart, on another replica) starts from the newest credentials.
+type CredentialWatcher interface {
+	// WatchCredentials registers fn, called each time the credentials are replaced with the
+	// configuration entries that now hold them (only CredentialKeys: access token, refresh
+	// token, token type, expiry). Each call carries the whole current set, so a later call
+	// supersedes an earlier one. Calls are serialized, in the order the credentials were
+	// issued; fn must not block for long. A later WatchCredentials replaces fn; nil stops
+	// the calls.
+	WatchCredentials(fn func(Config))
+}
+
+// Configuration keys of a source's OAuth credentials: what the connect flow stores and a
+// CredentialWatcher reports. Values are secrets: never log them.
+const (
+	KeyAccessToken  = "access_token"
+	KeyRefreshToken = "refresh_token"
+	KeyTokenType    = "token_type"
+	KeyExpiry       = "expiry" // RFC 3339
+)
+
+// CredentialKeys lists the configuration keys a CredentialWatcher may report.
+var CredentialKeys = []string{KeyAccessToken, KeyRefreshToken, KeyTokenType, KeyExpiry}
+
+// Credentials returns the CredentialKeys entries of cfg (nil when it has none).
+func Credentials(cfg Config) Config {
+	var out Config
+	for _, k := range CredentialKeys {
+		if v, ok := cfg[k]; ok {
+			if out == nil {
+				out = Config{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Description is a provider's static description.
 type Description struct {
 	Name             Name

@@ -17,6 +17,7 @@ type Grants struct {
 	access  map[string]time.Time
 	refresh map[string]bool
 	minted  int
+	rotate  bool // each refresh replaces the refresh token it used
 }
 
 // NewGrants returns grants accepting access (for an hour) and refresh;
@@ -34,17 +35,35 @@ func (g *Grants) Valid(token string) bool {
 }
 
 // Refresh mints an access token for a valid refresh token (an hour's
-// worth); ok is false when the refresh token is unknown or revoked.
-func (g *Grants) Refresh(refresh string) (token string, ok bool) {
+// worth); ok is false when the refresh token is unknown or revoked. When
+// the grants rotate refresh tokens (RotateRefreshTokens), rotated is the
+// refresh token that replaces the one used, which stops working; else it
+// is empty.
+func (g *Grants) Refresh(refresh string) (token, rotated string, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.refresh[refresh] {
-		return "", false
+		return "", "", false
 	}
 	g.minted++
-	token = g.prefix + "-" + strconv.Itoa(g.minted)
+	n := strconv.Itoa(g.minted)
+	token = g.prefix + "-" + n
 	g.access[token] = time.Now().Add(time.Hour)
-	return token, true
+	if g.rotate {
+		delete(g.refresh, refresh)
+		rotated = g.prefix + "-refresh-" + n
+		g.refresh[rotated] = true
+	}
+	return token, rotated, true
+}
+
+// RotateRefreshTokens makes each refresh answer a new refresh token and
+// revoke the one it used, as the strictest vendors do: a connector that
+// does not keep the new one cannot refresh again.
+func (g *Grants) RotateRefreshTokens() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rotate = true
 }
 
 // Mint issues a new grant's tokens, as an authorization code's exchange

@@ -150,13 +150,17 @@ func (b *Base) Token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, 400, "unsupported_grant_type")
 		return
 	}
-	tok, ok := b.Refresh(r.PostForm.Get("refresh_token"))
+	tok, rotated, ok := b.Refresh(r.PostForm.Get("refresh_token"))
 	if !ok {
 		oauthError(w, 400, "invalid_grant")
 		return
 	}
+	body := map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3599}
+	if rotated != "" {
+		body["refresh_token"] = rotated
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3599})
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func oauthError(w http.ResponseWriter, status int, code string) {

@@ -27,6 +27,7 @@ type vendorEnv struct {
 	revoke   func()
 	expire   func()
 	corrupt  func(o providers.Object) // changes the content the vendor serves for o, not its hashes
+	rotate   func()                   // makes each refresh rotate the refresh token
 }
 
 func graphEnv(t *testing.T, name providers.Name) vendorEnv {
@@ -40,7 +41,7 @@ func graphEnv(t *testing.T, name providers.Name) vendorEnv {
 			g.Inject(graphfake.Fault{PathPrefix: p, Status: http.StatusTooManyRequests, RetryAfter: ra, Times: n})
 		},
 		fail:  func(p string, st, n int) { g.Inject(graphfake.Fault{PathPrefix: p, Status: st, Times: n}) },
-		clear: g.ClearFaults, revoke: g.Revoke, expire: g.ExpireAccessTokens,
+		clear: g.ClearFaults, revoke: g.Revoke, expire: g.ExpireAccessTokens, rotate: g.RotateRefreshTokens,
 	}
 	if name == providers.VendorBFiles {
 		env.listPath = "/v1.0/me/drive/root/delta"
@@ -62,7 +63,7 @@ func vendorEnvs(t *testing.T) []vendorEnv {
 				d.Inject(dropboxfake.Fault{PathPrefix: p, Status: http.StatusTooManyRequests, RetryAfter: ra, Times: n})
 			},
 			fail:  func(p string, st, n int) { d.Inject(dropboxfake.Fault{PathPrefix: p, Status: st, Times: n}) },
-			clear: d.ClearFaults, revoke: d.Revoke, expire: d.ExpireAccessTokens,
+			clear: d.ClearFaults, revoke: d.Revoke, expire: d.ExpireAccessTokens, rotate: d.RotateRefreshTokens,
 			corrupt: func(o providers.Object) { d.Corrupt(o.ID) }},
 	}
 }

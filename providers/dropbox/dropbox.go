@@ -70,7 +70,7 @@ import (
 	"svc.dev/svc/providers/vendorhttp"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapCredentials}
 
 // Description is the vendor_c_files provider's description.
 var Description = providers.Description{
@@ -99,6 +99,7 @@ var configKeys = []string{
 // Provider is a vendor_c_files instance.
 type Provider struct {
 	http         *http.Client
+	creds        *vendorhttp.Credentials
 	api, content string
 	root         string
 }
@@ -166,6 +167,7 @@ func Open(cfg providers.Config, base http.RoundTripper) (*Provider, error) {
 		}
 		burst = n
 	}
+	p.creds = creds
 	p.http = vendorhttp.NewClient(vendorhttp.Options{
 		Base: base, Credentials: creds, Limiter: rate.NewLimiter(r, burst),
 		// Every route but the two that change the account may be sent again.

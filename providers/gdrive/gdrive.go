@@ -26,7 +26,7 @@ import (
 	"svc.dev/svc/providers/google"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapCredentials}
 
 // Description is the vendor_a_files provider's description.
 var Description = providers.Description{

@@ -26,7 +26,7 @@ import (
 	"svc.dev/svc/providers/google"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapTrashBatch, providers.CapFetchBatch}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapTrashBatch, providers.CapFetchBatch, providers.CapCredentials}
 
 // Description is the vendor_a_mail provider's description.
 var Description = providers.Description{

@@ -41,6 +41,9 @@ type Client struct {
 	HTTP     *http.Client
 	Endpoint string // with a trailing slash
 	Limiter  *rate.Limiter
+	// Credentials authorize HTTP's requests; connectors forward their
+	// providers.CredentialWatcher to them.
+	Credentials *vendorhttp.Credentials
 }
 
 type costKey struct{}
@@ -97,7 +100,7 @@ func NewClient(cfg providers.Config, defaultEndpoint string, defaultQuota int, c
 		Idempotent: func(*http.Request) bool { return true },
 		Throttled:  func(resp *http.Response, body []byte) bool { return resp.StatusCode == 403 && RateLimited(body) },
 	}
-	return &Client{HTTP: vendorhttp.NewClient(opts), Endpoint: ep, Limiter: lim}, nil
+	return &Client{HTTP: vendorhttp.NewClient(opts), Endpoint: ep, Limiter: lim, Credentials: creds}, nil
 }
 
 // limiters holds one limiter per account and API in this process: the

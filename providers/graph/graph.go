@@ -66,6 +66,9 @@ type Client struct {
 	base     string
 	// Header is added to every API request (Prefer: IdType="ImmutableId").
 	Header http.Header
+	// Credentials authorize the API requests; connectors forward their
+	// providers.CredentialWatcher to them.
+	Credentials *vendorhttp.Credentials
 }
 
 // New returns a client for the config (keys ConfigKeys; the caller checks
@@ -124,7 +127,7 @@ func New(cfg providers.Config, pace Pacing, base http.RoundTripper) (*Client, er
 		}}
 	dl := opts
 	dl.Credentials = nil
-	return &Client{http: vendorhttp.NewClient(opts), download: vendorhttp.NewClient(dl), base: endpoint, Header: http.Header{}}, nil
+	return &Client{http: vendorhttp.NewClient(opts), download: vendorhttp.NewClient(dl), base: endpoint, Header: http.Header{}, Credentials: creds}, nil
 }
 
 // stripHeader removes svc's own marks before a request leaves.

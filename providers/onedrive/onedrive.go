@@ -60,7 +60,7 @@ import (
 	"svc.dev/svc/providers/pagetoken"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapCredentials}
 
 // Description is the vendor_b_files provider's description.
 var Description = providers.Description{

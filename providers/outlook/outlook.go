@@ -58,7 +58,7 @@ import (
 	"svc.dev/svc/providers/graph"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota, providers.CapCredentials}
 
 // Description is the vendor_b_mail provider's description.
 var Description = providers.Description{

@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 			plugin.Serve(hostile.Description, hostile.New)
 		case "local":
 			plugin.Serve(local.Description, local.New)
+		case "rotating":
+			plugin.Serve(rotatingDescription, newRotating)
 		}
 		os.Exit(0)
 	}

@@ -24,18 +24,21 @@ type remote struct {
 
 	pfMu  sync.Mutex
 	ahead []*prefetched // pages read ahead, oldest first
+
+	watch watch // the credentials watch (credentials.go)
 }
 
 var (
-	_ providers.Provider         = (*remote)(nil)
-	_ providers.Trasher          = (*remote)(nil)
-	_ providers.BatchTrasher     = (*remote)(nil)
-	_ providers.BatchFetcher     = (*remote)(nil)
-	_ providers.Remover          = (*remote)(nil)
-	_ providers.Untrasher        = (*remote)(nil)
-	_ providers.Writer           = (*remote)(nil)
-	_ providers.Quotaer          = (*remote)(nil)
-	_ providers.CapabilityMasker = (*remote)(nil)
+	_ providers.Provider          = (*remote)(nil)
+	_ providers.Trasher           = (*remote)(nil)
+	_ providers.BatchTrasher      = (*remote)(nil)
+	_ providers.BatchFetcher      = (*remote)(nil)
+	_ providers.Remover           = (*remote)(nil)
+	_ providers.Untrasher         = (*remote)(nil)
+	_ providers.Writer            = (*remote)(nil)
+	_ providers.Quotaer           = (*remote)(nil)
+	_ providers.CapabilityMasker  = (*remote)(nil)
+	_ providers.CredentialWatcher = (*remote)(nil)
 )
 
 // Supports reports whether the plugin declared capability c.
@@ -96,6 +99,7 @@ func (r *remote) bind(ctx context.Context) (*process, uint64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
+		r.watchIn(proc, id)
 		return proc, id, nil
 	}
 }
@@ -111,7 +115,10 @@ type openAttempt struct {
 func (r *remote) open(ctx context.Context, proc *process) (uint64, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.p.opts.CallTimeout)
 	defer cancel()
-	resp, err := proc.rpc.Open(cctx, &pluginpb.OpenRequest{Config: r.cfg})
+	r.mu.Lock()
+	cfg := r.cfg // replaced, never changed in place, by applyCredentials
+	r.mu.Unlock()
+	resp, err := proc.rpc.Open(cctx, &pluginpb.OpenRequest{Config: cfg})
 	if err != nil {
 		return 0, r.p.classify(ctx, proc, err)
 	}
@@ -155,6 +162,7 @@ func (r *remote) Close() error {
 	}
 	r.ahead = nil
 	r.pfMu.Unlock()
+	r.stopWatch()
 	r.mu.Lock()
 	gen, id := r.gen, r.id
 	r.closed = true

@@ -100,6 +100,9 @@ type server struct {
 
 	lanes laneServer
 
+	watchMu  sync.Mutex
+	watching map[uint64]chan struct{} // by instance: closed to end its WatchCredentials stream
+
 	aheadMu sync.Mutex
 	ahead   map[uint64]*pageAhead // by instance
 }
@@ -158,6 +161,7 @@ func (s *server) Close(_ context.Context, req *pluginpb.CloseRequest) (*pluginpb
 	delete(s.instances, req.GetInstanceId())
 	s.mu.Unlock()
 	s.dropAhead(req.GetInstanceId())
+	s.stopWatch(req.GetInstanceId(), nil, nil) // the instance closes: its provider calls no more
 	if ok {
 		if err := providers.CloseProvider(p); err != nil {
 			return nil, statusFromError(err)
@@ -518,6 +522,82 @@ func (s *server) Quota(ctx context.Context, req *pluginpb.QuotaRequest) (*plugin
 		return nil, statusFromError(err)
 	}
 	return quotaToProto(res), nil
+}
+
+// WatchCredentials sends the instance's credentials each time its provider reports new ones,
+// the newest only when several came while a send was under way, until the instance closes,
+// another watch of it starts, or the host ends the stream.
+func (s *server) WatchCredentials(req *pluginpb.WatchCredentialsRequest, stream grpc.ServerStreamingServer[pluginpb.WatchCredentialsResponse]) error {
+	p, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return err
+	}
+	w, ok := providers.AsCredentialWatcher(p)
+	if !ok {
+		return statusFromError(fmt.Errorf("watch credentials: %w", providers.ErrUnsupported))
+	}
+	newest := make(chan providers.Config, 1)
+	done := s.startWatch(req.GetInstanceId(), w, func(cfg providers.Config) {
+		cfg = providers.Credentials(cfg)
+		for {
+			select {
+			case newest <- cfg:
+				return
+			default:
+				select { // drop the one not sent yet: this one supersedes it
+				case <-newest:
+				default:
+				}
+			}
+		}
+	})
+	defer s.stopWatch(req.GetInstanceId(), done, w)
+	for {
+		select {
+		case cfg := <-newest:
+			if err := stream.Send(&pluginpb.WatchCredentialsResponse{Config: cfg}); err != nil {
+				return err
+			}
+		case <-done:
+			return nil
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// startWatch makes fn the instance's credentials watcher, ending the watch it had (a host
+// that watches again after losing its stream), and returns the channel that closes when this
+// watch ends.
+func (s *server) startWatch(id uint64, w providers.CredentialWatcher, fn func(providers.Config)) chan struct{} {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watching == nil {
+		s.watching = map[uint64]chan struct{}{}
+	}
+	if prev, ok := s.watching[id]; ok {
+		close(prev)
+	}
+	done := make(chan struct{})
+	s.watching[id] = done
+	w.WatchCredentials(fn)
+	return done
+}
+
+// stopWatch ends the instance's watch if it is still done's (w, when given, is then told to
+// stop calling), and does nothing if another has taken its place.
+func (s *server) stopWatch(id uint64, done chan struct{}, w providers.CredentialWatcher) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	cur, ok := s.watching[id]
+	if !ok || (done != nil && cur != done) {
+		return
+	}
+	close(cur)
+	delete(s.watching, id)
+	if w != nil {
+		w.WatchCredentials(nil)
+	}
 }
 
 func (s *server) Write(stream grpc.ClientStreamingServer[pluginpb.WriteRequest, pluginpb.WriteResponse]) error {

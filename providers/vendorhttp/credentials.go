@@ -19,10 +19,10 @@ import (
 // registration at the vendor (the --oauth-config entry), which a refresh
 // needs. Values are secrets: never log them.
 const (
-	KeyAccessToken  = "access_token"
-	KeyRefreshToken = "refresh_token"
-	KeyTokenType    = "token_type"
-	KeyExpiry       = "expiry" // RFC 3339
+	KeyAccessToken  = providers.KeyAccessToken
+	KeyRefreshToken = providers.KeyRefreshToken
+	KeyTokenType    = providers.KeyTokenType
+	KeyExpiry       = providers.KeyExpiry // RFC 3339
 	KeyClientID     = "client_id"
 	KeyClientSecret = "client_secret"
 	KeyTokenURL     = "token_url"
@@ -35,8 +35,9 @@ type Credentials struct {
 	conf *oauth2.Config // nil: no refresh
 	http *http.Client   // for the token endpoint; nil means http.DefaultClient
 
-	mu  sync.Mutex
-	tok *oauth2.Token
+	mu    sync.Mutex
+	tok   *oauth2.Token
+	watch func(providers.Config) // told of each refreshed token
 }
 
 // NewCredentials returns credentials holding tok. With conf (its ClientID,
@@ -145,7 +146,34 @@ func (c *Credentials) refreshLocked(ctx context.Context) (*oauth2.Token, error) 
 		tok.RefreshToken = c.tok.RefreshToken
 	}
 	c.tok = tok
+	if c.watch != nil {
+		// Under the lock: the watcher hears of tokens in the order they were issued.
+		c.watch(TokenConfig(tok))
+	}
 	return tok, nil
+}
+
+// WatchCredentials registers fn, called (under the credentials' lock, so in the order the
+// tokens were issued) with the configuration entries of each token a refresh brings: a new
+// access token, and the new refresh token when the vendor rotated it. Connectors forward
+// their providers.CredentialWatcher to it. nil stops the calls.
+func (c *Credentials) WatchCredentials(fn func(providers.Config)) {
+	c.mu.Lock()
+	c.watch = fn
+	c.mu.Unlock()
+}
+
+// TokenConfig returns the configuration entries that hold tok, as CredentialsFromConfig
+// reads them.
+func TokenConfig(tok *oauth2.Token) providers.Config {
+	cfg := providers.Config{KeyAccessToken: tok.AccessToken, KeyTokenType: tok.Type()}
+	if tok.RefreshToken != "" {
+		cfg[KeyRefreshToken] = tok.RefreshToken
+	}
+	if !tok.Expiry.IsZero() {
+		cfg[KeyExpiry] = tok.Expiry.UTC().Format(time.RFC3339)
+	}
+	return cfg
 }
 
 // refreshError classifies a failed refresh: a grant the server refused is

@@ -197,3 +197,38 @@ func TestCredentialsFromConfig(t *testing.T) {
 		t.Errorf("refresh token with its client: %v", err)
 	}
 }
+
+// A refresh tells the watcher the new token's configuration, which CredentialsFromConfig reads
+// back; a refresh the server refuses tells it nothing.
+func TestWatchCredentials(t *testing.T) {
+	ts := newTokenServer(t)
+	c := creds(t, ts, providers.Config{"expiry": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	var got []providers.Config
+	c.WatchCredentials(func(cfg providers.Config) { got = append(got, cfg) })
+	tok, err := c.Token(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("watcher called %d times, want once", len(got))
+	}
+	cfg := got[0]
+	if cfg["access_token"] != tok.AccessToken || cfg["refresh_token"] != "rt-secret" || cfg["token_type"] != "Bearer" || cfg["expiry"] == "" {
+		t.Fatalf("watcher got %v", cfg)
+	}
+	again, err := vendorhttp.CredentialsFromConfig(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := again.Token(t.Context()); err != nil || back.AccessToken != tok.AccessToken {
+		t.Fatalf("the reported configuration reads back as %v, %v", back, err)
+	}
+	ts.status, ts.code = 400, "invalid_grant"
+	if _, err := c.Refresh(t.Context(), nil); err == nil {
+		t.Fatal("refused refresh: no error")
+	}
+	c.WatchCredentials(nil)
+	if len(got) != 1 {
+		t.Fatalf("watcher called %d times, want once", len(got))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -99,6 +100,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	idempotent := t.idempotent(req)
+	req, err := ownBody(req)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		if err := t.pace(req); err != nil {
 			return nil, err
@@ -165,6 +170,35 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, serr
 		}
 	}
+}
+
+// maxOwnedBody is the largest request body RoundTrip copies (ownBody).
+const maxOwnedBody = 64 << 20
+
+// ownBody returns req with its body (when its length is known and at most maxOwnedBody) read
+// into a buffer of the transport's own, and closes the caller's. net/http may go on reading a
+// request's body after RoundTrip has returned (a server that answers before it has read the
+// whole body), while a caller such as google.golang.org/api's chunked upload reuses its buffer
+// for the next chunk as soon as RoundTrip returns: a copy nobody else writes keeps the bytes
+// sent those of this request.
+func ownBody(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody || req.ContentLength <= 0 || req.ContentLength > maxOwnedBody {
+		return req, nil
+	}
+	buf := make([]byte, req.ContentLength)
+	_, err := io.ReadFull(req.Body, buf)
+	req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	hadGetBody := req.GetBody != nil
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(buf))
+	out.GetBody = nil
+	if hadGetBody {
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	}
+	return out, nil
 }
 
 // throttled reports whether resp asks the client to slow down, reading and

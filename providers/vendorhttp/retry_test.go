@@ -1,6 +1,7 @@
 package vendorhttp_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -260,5 +261,42 @@ func TestCancelledWhileWaiting(t *testing.T) {
 	_, err := vendorhttp.NewClient(vendorhttp.Options{BaseDelay: 10 * time.Second, MaxDelay: 10 * time.Second}).Do(req)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
+	}
+}
+
+// lateReader is a RoundTripper that answers at once and reads the request's body afterwards,
+// as net/http's connection writer may when a server answers before the whole body is sent.
+type lateReader struct {
+	read chan []byte
+}
+
+func (l lateReader) RoundTrip(req *http.Request) (*http.Response, error) {
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		b, _ := io.ReadAll(req.Body)
+		l.read <- b
+	}()
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+}
+
+// The transport sends its own copy of a request's body: a caller that reuses its buffer once
+// RoundTrip returns (google.golang.org/api's chunked uploads do) cannot change the bytes a
+// late reader of the request sends.
+func TestRequestBodyIsTheTransportsOwn(t *testing.T) {
+	l := lateReader{read: make(chan []byte, 1)}
+	c := vendorhttp.NewClient(vendorhttp.Options{Base: l})
+	buf := []byte("first chunk")
+	req, err := http.NewRequest(http.MethodPut, "http://vendor.example/upload", bytes.NewReader(buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	copy(buf, "NEXT! chunk") // the caller's buffer, reused for the next chunk
+	if got := string(<-l.read); got != "first chunk" {
+		t.Fatalf("sent %q, want the body as it was when the request was made", got)
 	}
 }

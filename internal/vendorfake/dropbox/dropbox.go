@@ -187,12 +187,16 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unsupported_grant_type", "error_description": "unsupported grant_type"})
 		return
 	}
-	tok, ok := s.Refresh(r.PostForm.Get("refresh_token"))
+	tok, rotated, ok := s.Refresh(r.PostForm.Get("refresh_token"))
 	if !ok {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant", "error_description": "refresh token is invalid or revoked"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": 14400})
+	body := map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": 14400}
+	if rotated != "" {
+		body["refresh_token"] = rotated
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

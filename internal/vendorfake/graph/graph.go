@@ -167,15 +167,18 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, "unsupported_grant_type", "AADSTS70003: The app requested an unsupported grant type.")
 		return
 	}
-	tok, ok := s.Refresh(r.PostForm.Get("refresh_token"))
+	tok, rotated, ok := s.Refresh(r.PostForm.Get("refresh_token"))
 	if !ok {
 		oauthError(w, "invalid_grant", "AADSTS50173: The provided grant has expired due to it being revoked.")
 		return
 	}
+	if rotated == "" {
+		rotated = r.PostForm.Get("refresh_token")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"token_type": "Bearer", "expires_in": 3599, "access_token": tok,
-		"refresh_token": r.PostForm.Get("refresh_token"),
+		"refresh_token": rotated,
 		"scope":         "Mail.ReadWrite Files.ReadWrite offline_access",
 	})
 }

@@ -118,6 +118,7 @@ const (
 	Capability_CAPABILITY_QUOTA       Capability = 5
 	Capability_CAPABILITY_TRASH_BATCH Capability = 6
 	Capability_CAPABILITY_FETCH_BATCH Capability = 7
+	Capability_CAPABILITY_CREDENTIALS Capability = 8
 )
 
 // Enum value maps for Capability.
@@ -131,6 +132,7 @@ var (
 		5: "CAPABILITY_QUOTA",
 		6: "CAPABILITY_TRASH_BATCH",
 		7: "CAPABILITY_FETCH_BATCH",
+		8: "CAPABILITY_CREDENTIALS",
 	}
 	Capability_value = map[string]int32{
 		"CAPABILITY_UNSPECIFIED": 0,
@@ -141,6 +143,7 @@ var (
 		"CAPABILITY_QUOTA":       5,
 		"CAPABILITY_TRASH_BATCH": 6,
 		"CAPABILITY_FETCH_BATCH": 7,
+		"CAPABILITY_CREDENTIALS": 8,
 	}
 )
 
@@ -3205,6 +3208,98 @@ func (x *QuotaResponse) GetObservedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// WatchCredentialsRequest asks for an instance's credentials as they change.
+type WatchCredentialsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId    uint64                 `protobuf:"varint,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchCredentialsRequest) Reset() {
+	*x = WatchCredentialsRequest{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchCredentialsRequest) ProtoMessage() {}
+
+func (x *WatchCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*WatchCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *WatchCredentialsRequest) GetInstanceId() uint64 {
+	if x != nil {
+		return x.InstanceId
+	}
+	return 0
+}
+
+// WatchCredentialsResponse is an instance's current credentials: the
+// configuration entries that hold them (access_token, refresh_token,
+// token_type, expiry).
+type WatchCredentialsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        map[string]string      `protobuf:"bytes,1,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchCredentialsResponse) Reset() {
+	*x = WatchCredentialsResponse{}
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchCredentialsResponse) ProtoMessage() {}
+
+func (x *WatchCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_svc_plugin_v1_provider_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*WatchCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_svc_plugin_v1_provider_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *WatchCredentialsResponse) GetConfig() map[string]string {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
 var File_svc_plugin_v1_provider_proto protoreflect.FileDescriptor
 
 const file_svc_plugin_v1_provider_proto_rawDesc = "" +
@@ -3450,7 +3545,16 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"observedAt\x1a<\n" +
 	"\x0eBreakdownEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01*\xbf\x02\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\":\n" +
+	"\x17WatchCredentialsRequest\x12\x1f\n" +
+	"\vinstance_id\x18\x01 \x01(\x04R\n" +
+	"instanceId\"\xec\x01\n" +
+	"\x18WatchCredentialsResponse\x12\x94\x01\n" +
+	"\x06config\x18\x01 \x03(\v23.svc.plugin.v1.WatchCredentialsResponse.ConfigEntryBG\xbaHD\x9a\x01A\b\x01\x10\b\"3r1R\faccess_tokenR\rrefresh_tokenR\n" +
+	"token_typeR\x06expiry*\x06r\x04\x18\x80\x80\x01R\x06config\x1a9\n" +
+	"\vConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xbf\x02\n" +
 	"\x0eOperationClass\x12\x1f\n" +
 	"\x1bOPERATION_CLASS_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18OPERATION_CLASS_DISCOVER\x10\x01\x12\x1c\n" +
@@ -3461,7 +3565,7 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x17OPERATION_CLASS_MIGRATE\x10\x06\x12\x1b\n" +
 	"\x17OPERATION_CLASS_MONITOR\x10\a\x12\x1c\n" +
 	"\x18OPERATION_CLASS_AUTOMATE\x10\b\x12$\n" +
-	" OPERATION_CLASS_BILLABLE_EXECUTE\x10\t*\xd1\x01\n" +
+	" OPERATION_CLASS_BILLABLE_EXECUTE\x10\t*\xed\x01\n" +
 	"\n" +
 	"Capability\x12\x1a\n" +
 	"\x16CAPABILITY_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -3471,7 +3575,8 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x10CAPABILITY_WRITE\x10\x04\x12\x14\n" +
 	"\x10CAPABILITY_QUOTA\x10\x05\x12\x1a\n" +
 	"\x16CAPABILITY_TRASH_BATCH\x10\x06\x12\x1a\n" +
-	"\x16CAPABILITY_FETCH_BATCH\x10\a*\xec\x01\n" +
+	"\x16CAPABILITY_FETCH_BATCH\x10\a\x12\x1a\n" +
+	"\x16CAPABILITY_CREDENTIALS\x10\b*\xec\x01\n" +
 	"\n" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -3517,7 +3622,7 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"\x16WRITE_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fWRITE_MODE_COPY\x10\x01\x12\x13\n" +
 	"\x0fWRITE_MODE_MOVE\x10\x02\x12\x16\n" +
-	"\x12WRITE_MODE_RESTORE\x10\x032\xa6\b\n" +
+	"\x12WRITE_MODE_RESTORE\x10\x032\x8d\t\n" +
 	"\x0fProviderService\x12K\n" +
 	"\bDescribe\x12\x1e.svc.plugin.v1.DescribeRequest\x1a\x1f.svc.plugin.v1.DescribeResponse\x12?\n" +
 	"\x04Open\x12\x1a.svc.plugin.v1.OpenRequest\x1a\x1b.svc.plugin.v1.OpenResponse\x12B\n" +
@@ -3534,7 +3639,8 @@ const file_svc_plugin_v1_provider_proto_rawDesc = "" +
 	"FetchBatch\x12 .svc.plugin.v1.FetchBatchRequest\x1a!.svc.plugin.v1.FetchBatchResponse0\x01\x12H\n" +
 	"\aUntrash\x12\x1d.svc.plugin.v1.UntrashRequest\x1a\x1e.svc.plugin.v1.UntrashResponse\x12D\n" +
 	"\x05Write\x12\x1b.svc.plugin.v1.WriteRequest\x1a\x1c.svc.plugin.v1.WriteResponse(\x01\x12B\n" +
-	"\x05Quota\x12\x1b.svc.plugin.v1.QuotaRequest\x1a\x1c.svc.plugin.v1.QuotaResponseB2Z0svc.dev/svc/providers/internal/pluginpb;pluginpbb\x06proto3"
+	"\x05Quota\x12\x1b.svc.plugin.v1.QuotaRequest\x1a\x1c.svc.plugin.v1.QuotaResponse\x12e\n" +
+	"\x10WatchCredentials\x12&.svc.plugin.v1.WatchCredentialsRequest\x1a'.svc.plugin.v1.WatchCredentialsResponse0\x01B2Z0svc.dev/svc/providers/internal/pluginpb;pluginpbb\x06proto3"
 
 var (
 	file_svc_plugin_v1_provider_proto_rawDescOnce sync.Once
@@ -3549,7 +3655,7 @@ func file_svc_plugin_v1_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_svc_plugin_v1_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_svc_plugin_v1_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_svc_plugin_v1_provider_proto_goTypes = []any{
 	(OperationClass)(0),                // 0: svc.plugin.v1.OperationClass
 	(Capability)(0),                    // 1: svc.plugin.v1.Capability
@@ -3599,30 +3705,33 @@ var file_svc_plugin_v1_provider_proto_goTypes = []any{
 	(*WriteResponse)(nil),              // 45: svc.plugin.v1.WriteResponse
 	(*QuotaRequest)(nil),               // 46: svc.plugin.v1.QuotaRequest
 	(*QuotaResponse)(nil),              // 47: svc.plugin.v1.QuotaResponse
-	nil,                                // 48: svc.plugin.v1.Object.MetadataEntry
-	nil,                                // 49: svc.plugin.v1.OpenRequest.ConfigEntry
-	nil,                                // 50: svc.plugin.v1.WriteHeader.MetadataEntry
-	nil,                                // 51: svc.plugin.v1.QuotaResponse.BreakdownEntry
-	(*timestamppb.Timestamp)(nil),      // 52: google.protobuf.Timestamp
+	(*WatchCredentialsRequest)(nil),    // 48: svc.plugin.v1.WatchCredentialsRequest
+	(*WatchCredentialsResponse)(nil),   // 49: svc.plugin.v1.WatchCredentialsResponse
+	nil,                                // 50: svc.plugin.v1.Object.MetadataEntry
+	nil,                                // 51: svc.plugin.v1.OpenRequest.ConfigEntry
+	nil,                                // 52: svc.plugin.v1.WriteHeader.MetadataEntry
+	nil,                                // 53: svc.plugin.v1.QuotaResponse.BreakdownEntry
+	nil,                                // 54: svc.plugin.v1.WatchCredentialsResponse.ConfigEntry
+	(*timestamppb.Timestamp)(nil),      // 55: google.protobuf.Timestamp
 }
 var file_svc_plugin_v1_provider_proto_depIdxs = []int32{
 	3,  // 0: svc.plugin.v1.Marker.kind:type_name -> svc.plugin.v1.MarkerKind
 	4,  // 1: svc.plugin.v1.Permission.role:type_name -> svc.plugin.v1.PermissionRole
 	5,  // 2: svc.plugin.v1.Permission.type:type_name -> svc.plugin.v1.PermissionType
-	52, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
+	55, // 3: svc.plugin.v1.MessageHeaders.date:type_name -> google.protobuf.Timestamp
 	2,  // 4: svc.plugin.v1.Object.kind:type_name -> svc.plugin.v1.ObjectKind
-	52, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
-	52, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
+	55, // 5: svc.plugin.v1.Object.created_at:type_name -> google.protobuf.Timestamp
+	55, // 6: svc.plugin.v1.Object.modified_at:type_name -> google.protobuf.Timestamp
 	10, // 7: svc.plugin.v1.Object.message:type_name -> svc.plugin.v1.MessageHeaders
 	9,  // 8: svc.plugin.v1.Object.permissions:type_name -> svc.plugin.v1.Permission
-	48, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
+	50, // 9: svc.plugin.v1.Object.metadata:type_name -> svc.plugin.v1.Object.MetadataEntry
 	6,  // 10: svc.plugin.v1.Change.type:type_name -> svc.plugin.v1.ChangeType
 	11, // 11: svc.plugin.v1.Change.object:type_name -> svc.plugin.v1.Object
 	0,  // 12: svc.plugin.v1.DescribeResponse.operation_classes:type_name -> svc.plugin.v1.OperationClass
 	1,  // 13: svc.plugin.v1.DescribeResponse.capabilities:type_name -> svc.plugin.v1.Capability
 	2,  // 14: svc.plugin.v1.DescribeResponse.object_kinds:type_name -> svc.plugin.v1.ObjectKind
 	3,  // 15: svc.plugin.v1.DescribeResponse.marker_kinds:type_name -> svc.plugin.v1.MarkerKind
-	49, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
+	51, // 16: svc.plugin.v1.OpenRequest.config:type_name -> svc.plugin.v1.OpenRequest.ConfigEntry
 	25, // 17: svc.plugin.v1.ListRequest.content_lane:type_name -> svc.plugin.v1.ContentLane
 	11, // 18: svc.plugin.v1.ListResponse.objects:type_name -> svc.plugin.v1.Object
 	8,  // 19: svc.plugin.v1.ListResponse.marker:type_name -> svc.plugin.v1.Marker
@@ -3641,44 +3750,47 @@ var file_svc_plugin_v1_provider_proto_depIdxs = []int32{
 	11, // 32: svc.plugin.v1.UntrashResponse.object:type_name -> svc.plugin.v1.Object
 	2,  // 33: svc.plugin.v1.WriteHeader.kind:type_name -> svc.plugin.v1.ObjectKind
 	7,  // 34: svc.plugin.v1.WriteHeader.mode:type_name -> svc.plugin.v1.WriteMode
-	50, // 35: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
+	52, // 35: svc.plugin.v1.WriteHeader.metadata:type_name -> svc.plugin.v1.WriteHeader.MetadataEntry
 	43, // 36: svc.plugin.v1.WriteRequest.header:type_name -> svc.plugin.v1.WriteHeader
 	11, // 37: svc.plugin.v1.WriteResponse.object:type_name -> svc.plugin.v1.Object
-	51, // 38: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
-	52, // 39: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
-	14, // 40: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
-	16, // 41: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
-	18, // 42: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
-	20, // 43: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
-	22, // 44: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
-	24, // 45: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
-	26, // 46: svc.plugin.v1.ProviderService.OpenContentChannel:input_type -> svc.plugin.v1.OpenContentChannelRequest
-	29, // 47: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
-	39, // 48: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
-	31, // 49: svc.plugin.v1.ProviderService.TrashBatch:input_type -> svc.plugin.v1.TrashBatchRequest
-	35, // 50: svc.plugin.v1.ProviderService.FetchBatch:input_type -> svc.plugin.v1.FetchBatchRequest
-	41, // 51: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
-	44, // 52: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
-	46, // 53: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
-	15, // 54: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
-	17, // 55: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
-	19, // 56: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
-	21, // 57: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
-	23, // 58: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
-	28, // 59: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
-	27, // 60: svc.plugin.v1.ProviderService.OpenContentChannel:output_type -> svc.plugin.v1.OpenContentChannelResponse
-	30, // 61: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
-	40, // 62: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
-	33, // 63: svc.plugin.v1.ProviderService.TrashBatch:output_type -> svc.plugin.v1.TrashBatchResponse
-	37, // 64: svc.plugin.v1.ProviderService.FetchBatch:output_type -> svc.plugin.v1.FetchBatchResponse
-	42, // 65: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
-	45, // 66: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
-	47, // 67: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
-	54, // [54:68] is the sub-list for method output_type
-	40, // [40:54] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	53, // 38: svc.plugin.v1.QuotaResponse.breakdown:type_name -> svc.plugin.v1.QuotaResponse.BreakdownEntry
+	55, // 39: svc.plugin.v1.QuotaResponse.observed_at:type_name -> google.protobuf.Timestamp
+	54, // 40: svc.plugin.v1.WatchCredentialsResponse.config:type_name -> svc.plugin.v1.WatchCredentialsResponse.ConfigEntry
+	14, // 41: svc.plugin.v1.ProviderService.Describe:input_type -> svc.plugin.v1.DescribeRequest
+	16, // 42: svc.plugin.v1.ProviderService.Open:input_type -> svc.plugin.v1.OpenRequest
+	18, // 43: svc.plugin.v1.ProviderService.Close:input_type -> svc.plugin.v1.CloseRequest
+	20, // 44: svc.plugin.v1.ProviderService.List:input_type -> svc.plugin.v1.ListRequest
+	22, // 45: svc.plugin.v1.ProviderService.Changes:input_type -> svc.plugin.v1.ChangesRequest
+	24, // 46: svc.plugin.v1.ProviderService.Fetch:input_type -> svc.plugin.v1.FetchRequest
+	26, // 47: svc.plugin.v1.ProviderService.OpenContentChannel:input_type -> svc.plugin.v1.OpenContentChannelRequest
+	29, // 48: svc.plugin.v1.ProviderService.Trash:input_type -> svc.plugin.v1.TrashRequest
+	39, // 49: svc.plugin.v1.ProviderService.Remove:input_type -> svc.plugin.v1.RemoveRequest
+	31, // 50: svc.plugin.v1.ProviderService.TrashBatch:input_type -> svc.plugin.v1.TrashBatchRequest
+	35, // 51: svc.plugin.v1.ProviderService.FetchBatch:input_type -> svc.plugin.v1.FetchBatchRequest
+	41, // 52: svc.plugin.v1.ProviderService.Untrash:input_type -> svc.plugin.v1.UntrashRequest
+	44, // 53: svc.plugin.v1.ProviderService.Write:input_type -> svc.plugin.v1.WriteRequest
+	46, // 54: svc.plugin.v1.ProviderService.Quota:input_type -> svc.plugin.v1.QuotaRequest
+	48, // 55: svc.plugin.v1.ProviderService.WatchCredentials:input_type -> svc.plugin.v1.WatchCredentialsRequest
+	15, // 56: svc.plugin.v1.ProviderService.Describe:output_type -> svc.plugin.v1.DescribeResponse
+	17, // 57: svc.plugin.v1.ProviderService.Open:output_type -> svc.plugin.v1.OpenResponse
+	19, // 58: svc.plugin.v1.ProviderService.Close:output_type -> svc.plugin.v1.CloseResponse
+	21, // 59: svc.plugin.v1.ProviderService.List:output_type -> svc.plugin.v1.ListResponse
+	23, // 60: svc.plugin.v1.ProviderService.Changes:output_type -> svc.plugin.v1.ChangesResponse
+	28, // 61: svc.plugin.v1.ProviderService.Fetch:output_type -> svc.plugin.v1.FetchResponse
+	27, // 62: svc.plugin.v1.ProviderService.OpenContentChannel:output_type -> svc.plugin.v1.OpenContentChannelResponse
+	30, // 63: svc.plugin.v1.ProviderService.Trash:output_type -> svc.plugin.v1.TrashResponse
+	40, // 64: svc.plugin.v1.ProviderService.Remove:output_type -> svc.plugin.v1.RemoveResponse
+	33, // 65: svc.plugin.v1.ProviderService.TrashBatch:output_type -> svc.plugin.v1.TrashBatchResponse
+	37, // 66: svc.plugin.v1.ProviderService.FetchBatch:output_type -> svc.plugin.v1.FetchBatchResponse
+	42, // 67: svc.plugin.v1.ProviderService.Untrash:output_type -> svc.plugin.v1.UntrashResponse
+	45, // 68: svc.plugin.v1.ProviderService.Write:output_type -> svc.plugin.v1.WriteResponse
+	47, // 69: svc.plugin.v1.ProviderService.Quota:output_type -> svc.plugin.v1.QuotaResponse
+	49, // 70: svc.plugin.v1.ProviderService.WatchCredentials:output_type -> svc.plugin.v1.WatchCredentialsResponse
+	56, // [56:71] is the sub-list for method output_type
+	41, // [41:56] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_svc_plugin_v1_provider_proto_init() }
@@ -3700,7 +3812,7 @@ func file_svc_plugin_v1_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_svc_plugin_v1_provider_proto_rawDesc), len(file_svc_plugin_v1_provider_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   44,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,7 @@ const (
 	ProviderService_Untrash_FullMethodName            = "/svc.plugin.v1.ProviderService/Untrash"
 	ProviderService_Write_FullMethodName              = "/svc.plugin.v1.ProviderService/Write"
 	ProviderService_Quota_FullMethodName              = "/svc.plugin.v1.ProviderService/Quota"
+	ProviderService_WatchCredentials_FullMethodName   = "/svc.plugin.v1.ProviderService/WatchCredentials"
 )
 
 // ProviderServiceClient is the client API for ProviderService service.
@@ -90,6 +91,12 @@ type ProviderServiceClient interface {
 	Write(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[WriteRequest, WriteResponse], error)
 	// Quota reports a source's storage use.
 	Quota(ctx context.Context, in *QuotaRequest, opts ...grpc.CallOption) (*QuotaResponse, error)
+	// WatchCredentials streams an instance's credentials each time the vendor
+	// replaces them (CAPABILITY_CREDENTIALS): a refresh's new access token and,
+	// at vendors that rotate it, a new refresh token. Each message holds the
+	// whole current set, so a later one supersedes an earlier one and a plugin
+	// may send only the newest. The stream ends when the instance closes.
+	WatchCredentials(ctx context.Context, in *WatchCredentialsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchCredentialsResponse], error)
 }
 
 type providerServiceClient struct {
@@ -261,6 +268,25 @@ func (c *providerServiceClient) Quota(ctx context.Context, in *QuotaRequest, opt
 	return out, nil
 }
 
+func (c *providerServiceClient) WatchCredentials(ctx context.Context, in *WatchCredentialsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchCredentialsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ProviderService_ServiceDesc.Streams[3], ProviderService_WatchCredentials_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchCredentialsRequest, WatchCredentialsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ProviderService_WatchCredentialsClient = grpc.ServerStreamingClient[WatchCredentialsResponse]
+
 // ProviderServiceServer is the server API for ProviderService service.
 // All implementations must embed UnimplementedProviderServiceServer
 // for forward compatibility.
@@ -304,6 +330,12 @@ type ProviderServiceServer interface {
 	Write(grpc.ClientStreamingServer[WriteRequest, WriteResponse]) error
 	// Quota reports a source's storage use.
 	Quota(context.Context, *QuotaRequest) (*QuotaResponse, error)
+	// WatchCredentials streams an instance's credentials each time the vendor
+	// replaces them (CAPABILITY_CREDENTIALS): a refresh's new access token and,
+	// at vendors that rotate it, a new refresh token. Each message holds the
+	// whole current set, so a later one supersedes an earlier one and a plugin
+	// may send only the newest. The stream ends when the instance closes.
+	WatchCredentials(*WatchCredentialsRequest, grpc.ServerStreamingServer[WatchCredentialsResponse]) error
 	mustEmbedUnimplementedProviderServiceServer()
 }
 
@@ -355,6 +387,9 @@ func (UnimplementedProviderServiceServer) Write(grpc.ClientStreamingServer[Write
 }
 func (UnimplementedProviderServiceServer) Quota(context.Context, *QuotaRequest) (*QuotaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Quota not implemented")
+}
+func (UnimplementedProviderServiceServer) WatchCredentials(*WatchCredentialsRequest, grpc.ServerStreamingServer[WatchCredentialsResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchCredentials not implemented")
 }
 func (UnimplementedProviderServiceServer) mustEmbedUnimplementedProviderServiceServer() {}
 func (UnimplementedProviderServiceServer) testEmbeddedByValue()                         {}
@@ -604,6 +639,17 @@ func _ProviderService_Quota_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProviderService_WatchCredentials_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchCredentialsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ProviderServiceServer).WatchCredentials(m, &grpc.GenericServerStream[WatchCredentialsRequest, WatchCredentialsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ProviderService_WatchCredentialsServer = grpc.ServerStreamingServer[WatchCredentialsResponse]
+
 // ProviderService_ServiceDesc is the grpc.ServiceDesc for ProviderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -671,6 +717,11 @@ var ProviderService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Write",
 			Handler:       _ProviderService_Write_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "WatchCredentials",
+			Handler:       _ProviderService_WatchCredentials_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "svc/plugin/v1/provider.proto",

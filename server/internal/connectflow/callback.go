@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"golang.org/x/oauth2"
 
@@ -127,13 +126,7 @@ func sessionToken(r *http.Request) string {
 // connectOAuthSource records a source for a provider token. The token is part of the
 // source's configuration, which Sources.Connect stores sealed.
 func (f *Flow) connectOAuthSource(ctx context.Context, tenant platform.Tenant, name providers.Name, p OAuthProvider, tok *oauth2.Token) (*svcv1.Source, error) {
-	cfg := providers.Config{vendorhttp.KeyAccessToken: tok.AccessToken, vendorhttp.KeyTokenType: tok.Type()}
-	if tok.RefreshToken != "" {
-		cfg[vendorhttp.KeyRefreshToken] = tok.RefreshToken
-	}
-	if !tok.Expiry.IsZero() {
-		cfg[vendorhttp.KeyExpiry] = tok.Expiry.UTC().Format(time.RFC3339)
-	}
+	cfg := vendorhttp.TokenConfig(tok)
 	account, _ := tok.Extra("account_id").(string)
 	email, _ := tok.Extra("email").(string)
 	if account == "" {
