@@ -3,8 +3,10 @@
 // cursor (list_folder/continue, the same cursor for the next page and for
 // the changes since), files/get_metadata, files/download (content endpoint,
 // Dropbox-API-Arg and Dropbox-API-Result headers), files/delete_v2 with
-// parent_rev, files/restore of a revision, users/get_space_usage, and the
-// OAuth 2 token endpoint for refresh grants.
+// parent_rev, files/restore of a revision, files/upload and upload
+// sessions (upload_session/start, append_v2 and finish, offsets checked),
+// users/get_space_usage, and the OAuth 2 authorization endpoint and token
+// endpoint (authorization codes with PKCE, refresh grants).
 //
 // It follows the documented wire format: RPC endpoints take and return
 // JSON with ".tag" unions; route errors are HTTP 409 with
@@ -55,6 +57,12 @@ type Server struct {
 
 	allocated int64
 	pageFloor int
+
+	sessions    map[string]*uploadSession // upload sessions by id
+	nextSession int
+	chunks      []int // data lengths of the upload-session calls accepted
+	loseAfter   int   // appends to answer before losing any
+	loseAppends int   // appends to store but answer 503
 }
 
 // SetPageFloor makes every listing page hold at least n entries whatever
@@ -87,6 +95,7 @@ func New() *Server {
 		entries:   make(map[string]*entry),
 		revs:      make(map[string][]byte),
 		hashes:    make(map[string]string),
+		sessions:  make(map[string]*uploadSession),
 		Grants:    vendorfake.NewGrants("dropbox-fake-access", AccessToken, RefreshToken),
 		Traffic:   &vendorfake.Traffic{},
 		allocated: 2 << 40,
@@ -101,15 +110,18 @@ func New() *Server {
 
 func (s *Server) table() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
-		"POST /oauth2/token":                 s.token,
-		"POST /2/files/list_folder":          s.listFolder,
-		"POST /2/files/list_folder/continue": s.listFolderContinue,
-		"POST /2/files/get_metadata":         s.getMetadata,
-		"POST /2/files/download":             s.download,
-		"POST /2/files/delete_v2":            s.delete,
-		"POST /2/files/restore":              s.restore,
-		"POST /2/users/get_space_usage":      s.spaceUsage,
-		"POST /2/files/upload":               s.upload,
+		"POST /oauth2/token":                     s.token,
+		"POST /2/files/list_folder":              s.listFolder,
+		"POST /2/files/list_folder/continue":     s.listFolderContinue,
+		"POST /2/files/get_metadata":             s.getMetadata,
+		"POST /2/files/download":                 s.download,
+		"POST /2/files/delete_v2":                s.delete,
+		"POST /2/files/restore":                  s.restore,
+		"POST /2/users/get_space_usage":          s.spaceUsage,
+		"POST /2/files/upload":                   s.upload,
+		"POST /2/files/upload_session/start":     s.sessionStart,
+		"POST /2/files/upload_session/append_v2": s.sessionAppend,
+		"POST /2/files/upload_session/finish":    s.sessionFinish,
 	}
 }
 
