@@ -13,7 +13,9 @@ import sys
 
 ROOTS = {
     "files": ["Metadata", "ListFolderResult", "DeleteResult", "ListFolderError", "ListFolderContinueError",
-              "GetMetadataError", "DownloadError", "DeleteError", "RestoreError", "UploadError"],
+              "GetMetadataError", "DownloadError", "DeleteError", "RestoreError", "UploadError", "UploadArg",
+              "UploadSessionStartArg", "UploadSessionStartResult", "UploadSessionStartError",
+              "UploadSessionAppendArg", "UploadSessionAppendError", "UploadSessionFinishArg", "UploadSessionFinishError"],
     "users": ["SpaceUsage"],
     "auth": ["AuthError", "RateLimitError"],
     "common": ["DropboxTimestamp"],
