@@ -130,6 +130,29 @@ func TestShapes(t *testing.T) {
 		}
 	}
 
+	// The authorization endpoint and the authorization_code grant: tokens
+	// that work and the account's id; the code is single-use.
+	r.tested.Saw("GET /oauth2/authorize")
+	first, replay := vendorfake.Consent(t, s.AuthURL(), s.TokenURL(), dropbox.ClientID)
+	tok, _ := vendorfake.DecodeJSON(t, first.Body).(map[string]any)
+	for k := range tok {
+		if !slices.Contains([]string{"access_token", "token_type", "expires_in", "refresh_token", "scope", "account_id", "uid", "team_id", "id_token"}, k) {
+			t.Errorf("code grant answer: %q", k)
+		}
+	}
+	if first.Status != 200 || tok["refresh_token"] == nil || tok["account_id"] != dropbox.AccountID {
+		t.Errorf("code grant: %d %s", first.Status, first.Body)
+	}
+	for _, e := range st.check(tok["account_id"], "users_common.AccountId", "users", "code grant's account_id") {
+		t.Error(e)
+	}
+	if m, _ := vendorfake.DecodeJSON(t, replay.Body).(map[string]any); replay.Status != 400 || m["error"] != "invalid_grant" {
+		t.Errorf("a code used twice: %d %s", replay.Status, replay.Body)
+	}
+	if access, _ := tok["access_token"].(string); !s.Valid(access) {
+		t.Errorf("the code grant's access token is not accepted")
+	}
+
 	// list_folder and continue, in pages, to the end of the round.
 	resp, b := r.call("/2/files/list_folder", `{"path":"","recursive":true,"limit":5}`, nil)
 	page := r.result("list_folder", resp, b, "ListFolderResult")

@@ -19,6 +19,7 @@ ROOTS = {
     "users": ["SpaceUsage"],
     "auth": ["AuthError", "RateLimitError"],
     "common": ["DropboxTimestamp"],
+    "users_common": ["AccountId"],
 }
 KEYWORDS = ("struct", "union", "union_closed", "alias")
 
