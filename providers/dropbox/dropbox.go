@@ -259,23 +259,16 @@ func (e *routeErr) Error() string {
 
 func (e *routeErr) Unwrap() error { return e.sentinel }
 
-// tag returns the route error's outermost union tag and the object that
-// carries it (an upload session's {".tag":"incorrect_offset",
-// "correct_offset":N}), descending through lookup_failed, which wraps a
-// session's lookup error in upload_session/finish.
+// tag returns the route error's union tag and the object that carries it
+// (an upload session's {".tag":"incorrect_offset","correct_offset":N}).
 func (e *routeErr) tag() (string, json.RawMessage) {
-	v := e.detail
-	for {
-		var u map[string]json.RawMessage
-		var tag string
-		if json.Unmarshal(v, &u) != nil || json.Unmarshal(u[".tag"], &tag) != nil {
-			return "", nil
-		}
-		if tag != "lookup_failed" || u[tag] == nil {
-			return tag, v
-		}
-		v = u[tag]
+	var u struct {
+		Tag string `json:".tag"`
 	}
+	if json.Unmarshal(e.detail, &u) != nil {
+		return "", nil
+	}
+	return u.Tag, e.detail
 }
 
 // sessionTags are the ways an upload session is not where the client
