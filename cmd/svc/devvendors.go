@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"svc.dev/svc/internal/vendorfake/drive"
@@ -8,6 +9,7 @@ import (
 	"svc.dev/svc/internal/vendorfake/gmail"
 	"svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers"
+	"svc.dev/svc/providers/vendorhttp"
 	"svc.dev/svc/server"
 	"svc.dev/svc/server/devseed"
 )
@@ -15,9 +17,10 @@ import (
 // startDevVendors starts, on loopback, local fakes of the vendors' APIs (written to their
 // documented wire formats, internal/vendorfake) and returns the dev tenant's sources at them,
 // one per vendor provider, so that `svc serve --dev` shows a clean-up over the real-API
-// connectors end to end. The fakes keep their accounts in memory: each start begins from the
-// same seeded accounts. stop closes them.
-func startDevVendors() (vendors []devseed.Vendor, stop func()) {
+// connectors end to end, and each fake's authorization endpoint, where devOAuth sends a user
+// who connects another account there. The fakes keep their accounts in memory: each start
+// begins from the same seeded accounts. stop closes them.
+func startDevVendors() (vendors []devseed.Vendor, authURLs map[providers.Name]string, stop func()) {
 	gm := gmail.Start(gmail.Options{Messages: 80, Seed: 42})
 	dr := drive.Start(drive.Options{Files: 8, Seed: 42})
 	gr := graph.Seeded(graph.Seed{Seed: 42, Messages: 60, Files: 8})
@@ -29,30 +32,51 @@ func startDevVendors() (vendors []devseed.Vendor, stop func()) {
 		{Provider: providers.VendorBFiles, Kind: "files", Label: "Vendor B drive (local fake)", Config: gr.ProviderConfig()},
 		{Provider: providers.VendorCFiles, Kind: "files", Label: "Vendor C files (local fake)", Config: db.ProviderConfig()},
 	}
+	authURLs = map[providers.Name]string{
+		providers.VendorAMail:  gm.URL() + "/authorize", // vendorfake.Base serves it for the Google fakes
+		providers.VendorAFiles: dr.URL() + "/authorize",
+		providers.VendorBMail:  gr.AuthURL(),
+		providers.VendorBFiles: gr.AuthURL(),
+		providers.VendorCFiles: db.AuthURL(),
+	}
 	// Small accounts: the README tour plans over every source and stays under 1 GB on disk.
-	return vendors, func() { gm.Close(); dr.Close(); gr.Close(); db.Close() }
+	return vendors, authURLs, func() { gm.Close(); dr.Close(); gr.Close(); db.Close() }
 }
 
-// devOAuth adds, for each dev vendor whose fake serves an authorization endpoint and that
-// --oauth-config does not configure, an OAuth configuration at the fake, so that on a --dev
-// server a user can connect an account there through the connect flow (svc sources connect
-// vendor_a_mail) as they would at the vendor. endpoints are the fakes' API roots, which the
-// accounts connected that way are opened at.
-func devOAuth(oauth map[providers.Name]server.OAuthProvider, vendors []devseed.Vendor) (map[providers.Name]server.OAuthProvider, map[providers.Name]string) {
+// grantKeys are the configuration keys of a source's own grant (the connect flow writes
+// them) and of svc's client at the vendor (the OAuth configuration adds them at each open).
+var grantKeys = []string{vendorhttp.KeyAccessToken, vendorhttp.KeyRefreshToken, vendorhttp.KeyTokenType, vendorhttp.KeyExpiry,
+	vendorhttp.KeyClientID, vendorhttp.KeyClientSecret, vendorhttp.KeyTokenURL}
+
+// devOAuth adds, for each dev vendor that --oauth-config does not configure, an OAuth
+// configuration at its fake (authURLs, and the token endpoint and client of the fake's
+// configuration), so that on a --dev server a user can connect an account there through the
+// connect flow (svc sources connect vendor_b_mail) as they would at the vendor. defaults are,
+// per vendor, the rest of the fake's configuration (its endpoints and pacing, in the keys
+// that vendor's connector takes: endpoint and quota_per_minute for Google's, endpoint,
+// requests_per_second and burst for Graph's, api_url, content_url, requests_per_second and
+// burst for Dropbox's), which the accounts connected that way are opened with.
+func devOAuth(oauth map[providers.Name]server.OAuthProvider, vendors []devseed.Vendor, authURLs map[providers.Name]string) (map[providers.Name]server.OAuthProvider, map[providers.Name]providers.Config) {
 	out := map[providers.Name]server.OAuthProvider{}
 	for k, v := range oauth {
 		out[k] = v
 	}
-	endpoints := map[providers.Name]string{}
+	defaults := map[providers.Name]providers.Config{}
 	for _, v := range vendors {
-		if _, configured := oauth[v.Provider]; configured || (v.Provider != providers.VendorAMail && v.Provider != providers.VendorAFiles) {
-			continue // only the Google fakes serve GET /authorize (vendorfake.Base.Authorize)
+		authURL, served := authURLs[v.Provider]
+		if _, configured := oauth[v.Provider]; configured || !served {
+			continue
 		}
-		root := strings.TrimSuffix(v.Config["endpoint"], "/")
-		out[v.Provider] = server.OAuthProvider{AuthURL: root + "/authorize", TokenURL: v.Config["token_url"],
-			ClientID: v.Config["client_id"], ClientSecret: v.Config["client_secret"],
+		out[v.Provider] = server.OAuthProvider{AuthURL: authURL, TokenURL: v.Config[vendorhttp.KeyTokenURL],
+			ClientID: v.Config[vendorhttp.KeyClientID], ClientSecret: v.Config[vendorhttp.KeyClientSecret],
 			DisplayName: strings.TrimSuffix(v.Label, " (local fake)") + " (local fake)"}
-		endpoints[v.Provider] = v.Config["endpoint"]
+		cfg := providers.Config{}
+		for k, val := range v.Config {
+			if !slices.Contains(grantKeys, k) {
+				cfg[k] = val
+			}
+		}
+		defaults[v.Provider] = cfg
 	}
-	return out, endpoints
+	return out, defaults
 }

@@ -190,9 +190,10 @@ func serve(ctx context.Context, o serveOptions) error {
 	// The binary serves its own built-in providers out of process, so a provider crash or hang
 	// cannot take the API down.
 	var oauth map[providers.Name]server.OAuthProvider
-	// devEndpoints are the local fakes' API roots, for the accounts a --dev server connects
-	// at them through OAuth (devOAuth).
-	var devEndpoints map[providers.Name]string
+	// devDefaults are the local fakes' endpoints and pacing, per vendor in the keys its
+	// connector takes, for the accounts a --dev server connects at them through OAuth
+	// (devOAuth).
+	var devDefaults map[providers.Name]providers.Config
 	opts := builtin.Options{PluginDir: o.pluginDir, Vendors: true,
 		// Read at each Open, after oauth is loaded below: a connector refreshes a source's
 		// token with svc's client at the provider.
@@ -202,8 +203,8 @@ func serve(ctx context.Context, o serveOptions) error {
 				return nil
 			}
 			cfg := providers.Config{vendorhttp.KeyClientID: p.ClientID, vendorhttp.KeyClientSecret: p.ClientSecret, vendorhttp.KeyTokenURL: p.TokenURL}
-			if ep, ok := devEndpoints[name]; ok {
-				cfg["endpoint"], cfg["quota_per_minute"] = ep, "off"
+			for k, v := range devDefaults[name] {
+				cfg[k] = v
 			}
 			return cfg
 		}}
@@ -227,9 +228,10 @@ func serve(ctx context.Context, o serveOptions) error {
 	var vendors []devseed.Vendor
 	if o.dev {
 		var stopVendors func()
-		vendors, stopVendors = startDevVendors()
+		var authURLs map[providers.Name]string
+		vendors, authURLs, stopVendors = startDevVendors()
 		defer stopVendors()
-		oauth, devEndpoints = devOAuth(oauth, vendors)
+		oauth, devDefaults = devOAuth(oauth, vendors, authURLs)
 	}
 	localRoots := make([]string, 0, len(o.localRoots))
 	for _, r := range o.localRoots {

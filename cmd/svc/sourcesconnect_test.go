@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"svc.dev/svc/internal/vendorfake/dropbox"
 	"svc.dev/svc/internal/versitygw"
 	"svc.dev/svc/server/devseed"
 )
@@ -126,20 +127,61 @@ func TestSourcesConnectFolderAndBucket(t *testing.T) {
 	}
 }
 
-// svc sources connect vendor_a_mail starts the connect flow for the signed-in user: it prints
-// the page (and opens it with $BROWSER under --open), waits while the user, in a browser,
-// continues to the provider (the dev server's local Gmail fake, through its OAuth endpoints,
-// with PKCE), and prints the new source once the callback connected it; that source then
-// reaches the fake mailbox with the token it got.
+// svc sources connect PROVIDER starts the connect flow for the signed-in user: it prints the
+// page (and opens it with $BROWSER under --open), waits while the user, in a browser,
+// continues to the provider (the dev server's local fake of each vendor, through its OAuth
+// endpoints, with PKCE: Google's for vendor_a, Microsoft's identity platform's for vendor_b,
+// Dropbox's for vendor_c), and prints the new source once the callback connected it; that
+// source then reaches the fake's account with the token it got and the dev defaults of its
+// connector (each vendor's own endpoint keys).
 func TestSourcesConnectProviderAccount(t *testing.T) {
 	bin := svcBinary(t)
 	base, data, cookie := devServer(t, bin, nil)
+	for _, tc := range []struct {
+		provider, kind, label string
+		account               string // the source ref: the account the token answer names, else "default"
+	}{
+		{"vendor_a_mail", "mail", "Vendor A mailbox (local fake)", "default"},
+		{"vendor_a_files", "files", "Vendor A drive (local fake)", "default"},
+		{"vendor_b_mail", "mail", "Vendor B mailbox (local fake)", "default"},
+		{"vendor_b_files", "files", "Vendor B drive (local fake)", "default"},
+		{"vendor_c_files", "files", "Vendor C files (local fake)", dropbox.AccountID},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			id := connectThroughConsent(t, bin, base, data, cookie, tc.provider, tc.kind, tc.label)
+			src := liveSources(t, base, cookie)[id]
+			if src == nil || src["status"] != "connected" || src["external_account_id"] != tc.account {
+				t.Fatalf("source: %v", src)
+			}
+			// The token works: a plan over the new source lists the fake account.
+			req, _ := http.NewRequest("POST", base+"/v1/plans", strings.NewReader(`{"intent":"rescue","source_ids":["`+id+`"]}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Cookie", "svc_session="+cookie)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan map[string]any
+			json.Unmarshal([]byte(bodyOf(res)), &plan)
+			if objs, _ := plan["objects"].([]any); res.StatusCode != 201 || len(objs) == 0 {
+				t.Fatalf("plan over the new source: %d %v", res.StatusCode, plan)
+			}
+		})
+	}
+}
+
+// connectThroughConsent runs `svc sources connect PROVIDER --open` against a dev server and
+// plays the browser the command opens, signed in as the dev user: the connect page, its
+// "Continue to" the provider's consent (the fake consents at once), and the callback. It
+// returns the id of the source the command printed, which must be of that provider and kind.
+func connectThroughConsent(t *testing.T, bin, base, data, cookie, provider, kind, label string) string {
+	t.Helper()
 	dir := t.TempDir()
 	opened := filepath.Join(dir, "opened")
 	browser := filepath.Join(dir, "browser")
 	os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+opened+".tmp && mv "+opened+".tmp "+opened+"\n"), 0o700)
 
-	cli := exec.Command(bin, "sources", "connect", "vendor_a_mail", "--open", "--poll", "100ms", "--timeout", "60s",
+	cli := exec.Command(bin, "sources", "connect", provider, "--open", "--poll", "100ms", "--timeout", "60s",
 		"--credentials="+filepath.Join(data, devseed.CredentialsFile))
 	cli.Env = append(os.Environ(), "BROWSER="+browser)
 	var out lockedBuffer // read while the command writes
@@ -174,7 +216,7 @@ func TestSourcesConnectProviderAccount(t *testing.T) {
 	}
 	body := bodyOf(res)
 	token := regexp.MustCompile(`name="csrf_token" value="([0-9a-f]{64})"`).FindStringSubmatch(body)
-	if res.StatusCode != 200 || token == nil || !strings.Contains(body, "Continue to Vendor A") {
+	if res.StatusCode != 200 || token == nil || !strings.Contains(body, "Continue to "+label) {
 		t.Fatalf("page: %d\n%s", res.StatusCode, body)
 	}
 	res, err = br.PostForm(page+"/provider", url.Values{"csrf_token": {token[1]}})
@@ -194,26 +236,10 @@ func TestSourcesConnectProviderAccount(t *testing.T) {
 		t.Fatalf("svc sources connect did not finish:\n%s", out.String())
 	}
 	m := connectedLine.FindStringSubmatch(out.String())
-	if m == nil || m[2] != "vendor_a_mail" || m[3] != "mail" {
+	if m == nil || m[2] != provider || m[3] != kind {
 		t.Fatalf("output:\n%s", out.String())
 	}
-	src := liveSources(t, base, cookie)[m[1]]
-	if src == nil || src["status"] != "connected" || src["external_account_id"] != "default" {
-		t.Fatalf("source: %v", src)
-	}
-	// The token works: a plan over the new source lists the fake mailbox.
-	req, _ := http.NewRequest("POST", base+"/v1/plans", strings.NewReader(`{"intent":"rescue","source_ids":["`+m[1]+`"]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Cookie", "svc_session="+cookie)
-	res, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan map[string]any
-	json.Unmarshal([]byte(bodyOf(res)), &plan)
-	if objs, _ := plan["objects"].([]any); res.StatusCode != 201 || len(objs) == 0 {
-		t.Fatalf("plan over the new source: %d %v", res.StatusCode, plan)
-	}
+	return m[1]
 }
 
 func bodyOf(res *http.Response) string {

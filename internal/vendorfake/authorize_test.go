@@ -17,7 +17,7 @@ import (
 func TestAuthorizeAndExchange(t *testing.T) {
 	b := NewBase()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /authorize", b.Authorize)
+	mux.HandleFunc("GET /authorize", b.Authorize(ClientID))
 	mux.HandleFunc("POST /token", b.Token)
 	mux.HandleFunc("/api", func(w http.ResponseWriter, r *http.Request) {
 		if b.Admit(w, r, 1) {
@@ -71,5 +71,33 @@ func TestAuthorizeAndExchange(t *testing.T) {
 	res, err := noFollow.Get(conf.AuthCodeURL("st-2"))
 	if err != nil || res.StatusCode != http.StatusBadRequest {
 		t.Fatalf("without PKCE: %v %v", err, res)
+	}
+}
+
+// A code is redeemed only by the client it was issued to.
+func TestExchangeChecksClient(t *testing.T) {
+	g := NewGrants("x", "a", "r")
+	verifier := oauth2.GenerateVerifier()
+	code := func() string {
+		t.Helper()
+		q := url.Values{"response_type": {"code"}, "client_id": {"app-1"}, "redirect_uri": {"http://127.0.0.1:1/cb"}, "state": {"s"},
+			"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"}}
+		rec := httptest.NewRecorder()
+		g.Authorize("app-1")(rec, httptest.NewRequest("GET", "/authorize?"+q.Encode(), nil))
+		loc, _ := url.Parse(rec.Header().Get("Location"))
+		return loc.Query().Get("code")
+	}
+	redeem := func(client, code string) bool {
+		r := httptest.NewRequest("POST", "/token", nil)
+		r.PostForm = url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {"http://127.0.0.1:1/cb"},
+			"client_id": {client}, "code_verifier": {verifier}}
+		_, _, ok := g.Exchange(r)
+		return ok
+	}
+	if redeem("app-2", code()) {
+		t.Error("another client redeemed the code")
+	}
+	if !redeem("app-1", code()) {
+		t.Error("its client could not redeem the code")
 	}
 }

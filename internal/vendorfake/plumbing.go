@@ -10,7 +10,9 @@ import (
 
 // Grants is the state of a fake's authorization server: the access tokens
 // it accepts (each until its expiry) and the refresh tokens that mint
-// more. Every fake holds one. It is safe for concurrent use.
+// more, and the authorization codes its authorization endpoint issued
+// and no exchange has used yet (authorize.go). Every fake holds one. It
+// is safe for concurrent use.
 type Grants struct {
 	mu      sync.Mutex
 	prefix  string
@@ -18,6 +20,7 @@ type Grants struct {
 	refresh map[string]bool
 	minted  int
 	rotate  bool // each refresh replaces the refresh token it used
+	codes   map[string]authCode
 }
 
 // NewGrants returns grants accepting access (for an hour) and refresh;

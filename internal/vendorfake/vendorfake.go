@@ -36,8 +36,6 @@ type Base struct {
 	delay    time.Duration
 	log      []Request
 	recorder func(schema string, body []byte)
-	// codes are the authorization codes Authorize issued and not yet exchanged.
-	codes map[string]authCode
 }
 
 // Request is one API request the fake answered (or failed).
@@ -65,12 +63,12 @@ func NewBase() *Base {
 }
 
 // Serve starts the fake's loopback server: the OAuth token endpoint at
-// POST /token, the authorization endpoint at GET /authorize (authorize.go)
+// POST /token, the authorization endpoint for ClientID at GET /authorize (Grants.Authorize)
 // and the fake's routes (http.ServeMux patterns).
 func (b *Base) Serve(routes map[string]http.HandlerFunc) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", b.Token)
-	mux.HandleFunc("GET /authorize", b.Authorize)
+	mux.HandleFunc("GET /authorize", b.Authorize(ClientID))
 	for p, h := range routes {
 		mux.HandleFunc(p, h)
 	}
@@ -128,7 +126,7 @@ func (b *Base) Logged(r *http.Request, cost, status int) {
 // Token serves an OAuth 2.0 token endpoint (RFC 6749 section 6): a
 // refresh_token grant with ClientID and a valid refresh token mints an
 // access token; a revoked grant is invalid_grant. An authorization_code
-// grant exchanges a code from Authorize (authorize.go).
+// grant exchanges a code from Authorize (Grants.Exchange).
 func (b *Base) Token(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
 		oauthError(w, 400, "invalid_request")

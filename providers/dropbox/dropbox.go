@@ -14,6 +14,9 @@
 //	token_url            default https://api.dropboxapi.com/oauth2/token
 //	requests_per_second  pacing (default 10)
 //	burst                pacing burst (default 10)
+//	upload_chunk_bytes   content up to this goes in one files/upload, larger
+//	                     content through an upload session in chunks of it
+//	                     (a multiple of 4 MiB up to 148 MiB; default 48 MiB)
 //
 // The source ref names the account and is not sent.
 //
@@ -36,12 +39,16 @@
 //     account's version-history period (30 days to a year, by plan).
 //   - Write spools the content to a temporary file, checks its size and
 //     SHA-256 before anything is sent (a mismatch uploads nothing), then
-//     uploads it with files/upload (mode add, or overwrite with
-//     Overwrite) and its content_hash, which Dropbox checks on arrival. A
-//     restore to the original place (named by the lower-case path, the
-//     id) goes back under the path as Dropbox last displayed it. One
-//     upload carries at most 150 MiB; larger content is ErrTooLarge
-//     (upload sessions are not implemented).
+//     uploads it (mode add, or overwrite with Overwrite): up to
+//     upload_chunk_bytes with one files/upload and its content_hash;
+//     larger through an upload session (upload_session/start, append_v2
+//     per chunk with the chunk's content_hash, finish with the commit),
+//     resumed at the offset Dropbox reports when an append's answer was
+//     lost. Dropbox checks each content_hash on arrival, and the stored
+//     file's size and content_hash are checked after. No size bound of
+//     svc's own (Dropbox's is its upload-session limit). A restore to
+//     the original place (named by the lower-case path, the id) goes
+//     back under the path as Dropbox last displayed it.
 //   - Quota is users/get_space_usage.
 //
 // Dropbox publishes no numeric rate limit (it answers 429 with
@@ -94,6 +101,7 @@ const (
 var configKeys = []string{
 	"api_url", "content_url", "root", vendorhttp.KeyAccessToken, vendorhttp.KeyRefreshToken, vendorhttp.KeyTokenType,
 	vendorhttp.KeyExpiry, vendorhttp.KeyClientID, vendorhttp.KeyClientSecret, vendorhttp.KeyTokenURL, "requests_per_second", "burst",
+	"upload_chunk_bytes",
 }
 
 // Provider is a vendor_c_files instance.
@@ -102,6 +110,7 @@ type Provider struct {
 	creds        *vendorhttp.Credentials
 	api, content string
 	root         string
+	chunk        int64 // upload_chunk_bytes
 }
 
 var (
@@ -127,7 +136,8 @@ func Open(cfg providers.Config, base http.RoundTripper) (*Provider, error) {
 		}
 		c[k] = v
 	}
-	p := &Provider{api: strings.TrimSuffix(c["api_url"], "/"), content: strings.TrimSuffix(c["content_url"], "/"), root: strings.TrimSuffix(c["root"], "/")}
+	p := &Provider{api: strings.TrimSuffix(c["api_url"], "/"), content: strings.TrimSuffix(c["content_url"], "/"), root: strings.TrimSuffix(c["root"], "/"),
+		chunk: DefaultChunk}
 	if p.api == "" {
 		p.api = DefaultAPIURL
 	}
@@ -168,12 +178,22 @@ func Open(cfg providers.Config, base http.RoundTripper) (*Provider, error) {
 		burst = n
 	}
 	p.creds = creds
+	if v := c["upload_chunk_bytes"]; v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < ChunkUnit || n > MaxChunk || n%ChunkUnit != 0 {
+			return nil, fmt.Errorf("dropbox: upload_chunk_bytes must be a multiple of %d up to %d: %w", ChunkUnit, MaxChunk, providers.ErrInvalidArgument)
+		}
+		p.chunk = n
+	}
 	p.http = vendorhttp.NewClient(vendorhttp.Options{
 		Base: base, Credentials: creds, Limiter: rate.NewLimiter(r, burst),
-		// Every route but the two that change the account may be sent again.
+		// Every route but those that change the account may be sent
+		// again. An upload session's start (a new, empty session) and
+		// append_v2 (Dropbox answers a repeated append with incorrect_offset
+		// and the offset it holds) may be too; its finish may not.
 		Idempotent: func(req *http.Request) bool {
 			switch path.Base(req.URL.Path) {
-			case "delete_v2", "restore", "upload":
+			case "delete_v2", "restore", "upload", "finish":
 				return false
 			}
 			return true
@@ -184,11 +204,6 @@ func Open(cfg providers.Config, base http.RoundTripper) (*Provider, error) {
 
 // Describe implements providers.Provider.
 func (p *Provider) Describe(context.Context) (providers.Description, error) { return Description, nil }
-
-// apiError is a route error (HTTP 409) or an auth or rate-limit error.
-type apiError struct {
-	Summary string `json:"error_summary"`
-}
 
 // call posts arg to an RPC route and decodes the result into out.
 func (p *Provider) call(ctx context.Context, route string, arg, out any) error {
@@ -228,16 +243,56 @@ func transportError(route string, err error) error {
 	return fmt.Errorf("%s: %v: %w", route, err, providers.ErrTransient)
 }
 
+// routeErr is an answer other than 200: the route, the error_summary (or
+// the HTTP status), the "error" value of a route error (HTTP 409), and
+// the providers sentinel it maps to (nil: none).
+type routeErr struct {
+	route, summary string
+	detail         json.RawMessage
+	sentinel       error
+}
+
+func (e *routeErr) Error() string {
+	if e.sentinel == nil {
+		return e.route + ": " + e.summary
+	}
+	return e.route + ": " + e.summary + ": " + e.sentinel.Error()
+}
+
+func (e *routeErr) Unwrap() error { return e.sentinel }
+
+// tag returns the route error's union tag and the object that carries it
+// (an upload session's {".tag":"incorrect_offset","correct_offset":N}).
+func (e *routeErr) tag() (string, json.RawMessage) {
+	var u struct {
+		Tag string `json:".tag"`
+	}
+	if json.Unmarshal(e.detail, &u) != nil {
+		return "", nil
+	}
+	return u.Tag, e.detail
+}
+
+// sessionTags are the ways an upload session is not where the client
+// thinks it is (UploadSessionLookupError): the upload may start or resume
+// again, so they are transient, never the object's ErrNotFound.
+var sessionTags = []string{"lookup_failed", "not_found", "incorrect_offset", "closed", "not_closed"}
+
 // routeError maps an answer other than 200 onto the providers' sentinels,
 // by status and by the error_summary's tags ("path/not_found/...").
 func routeError(route string, resp *http.Response) error {
-	var e apiError
+	var e struct {
+		Summary string          `json:"error_summary"`
+		Error   json.RawMessage `json:"error"`
+	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = json.Unmarshal(b, &e)
 	tags := strings.Split(strings.TrimSuffix(e.Summary, "."), "/")
 	has := func(t string) bool { return slices.Contains(tags, t) }
 	var sentinel error
 	switch s := resp.StatusCode; {
+	case s == http.StatusConflict && strings.HasPrefix(route, "files/upload_session/") && slices.Contains(sessionTags, tags[0]):
+		sentinel = providers.ErrTransient
 	case s == http.StatusConflict && has("reset"):
 		sentinel = providers.ErrMarkerExpired
 	case s == http.StatusConflict && has("not_found"):
@@ -252,6 +307,8 @@ func routeError(route string, resp *http.Response) error {
 		sentinel = providers.ErrInvalidArgument
 	case s == http.StatusConflict && (has("no_write_permission") || has("restricted_content") || has("access_restricted")):
 		sentinel = providers.ErrPermission
+	case s == http.StatusConflict && has("content_hash_mismatch"):
+		sentinel = providers.ErrTransient // what arrived is not what was checked before sending: send it again
 	case s == http.StatusUnauthorized:
 		sentinel = providers.ErrReauthRequired
 	case s == http.StatusForbidden:
@@ -265,10 +322,11 @@ func routeError(route string, resp *http.Response) error {
 	if summary == "" {
 		summary = resp.Status
 	}
-	if sentinel == nil {
-		return fmt.Errorf("%s: %s", route, summary)
+	out := &routeErr{route: route, summary: summary, sentinel: sentinel}
+	if resp.StatusCode == http.StatusConflict {
+		out.detail = e.Error
 	}
-	return fmt.Errorf("%s: %s: %w", route, summary, sentinel)
+	return out
 }
 
 // metadata is a Metadata union member as the API sends it.

@@ -3,8 +3,10 @@
 // cursor (list_folder/continue, the same cursor for the next page and for
 // the changes since), files/get_metadata, files/download (content endpoint,
 // Dropbox-API-Arg and Dropbox-API-Result headers), files/delete_v2 with
-// parent_rev, files/restore of a revision, users/get_space_usage, and the
-// OAuth 2 token endpoint for refresh grants.
+// parent_rev, files/restore of a revision, files/upload and upload
+// sessions (upload_session/start, append_v2 and finish, offsets checked),
+// users/get_space_usage, and the OAuth 2 authorization endpoint and token
+// endpoint (authorization codes with PKCE, refresh grants).
 //
 // It follows the documented wire format: RPC endpoints take and return
 // JSON with ".tag" unions; route errors are HTTP 409 with
@@ -34,10 +36,13 @@ import (
 	"svc.dev/svc/providers/contenthash"
 )
 
-// Tokens the fake accepts until Revoke.
+// Tokens the fake accepts until Revoke, svc's app key at it, and the
+// account's id (which the token endpoint names with a new grant).
 const (
 	AccessToken  = "dropbox-fake-access-token"
 	RefreshToken = "dropbox-fake-refresh-token"
+	ClientID     = "svc-dev"
+	AccountID    = "dbid:AADfakeAccount000000000000000000000"
 )
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -55,6 +60,12 @@ type Server struct {
 
 	allocated int64
 	pageFloor int
+
+	sessions    map[string]*uploadSession // upload sessions by id
+	nextSession int
+	chunks      []int // data lengths of the upload-session calls accepted
+	loseAfter   int   // appends to answer before losing any
+	loseAppends int   // appends to store but answer 503
 }
 
 // SetPageFloor makes every listing page hold at least n entries whatever
@@ -87,6 +98,7 @@ func New() *Server {
 		entries:   make(map[string]*entry),
 		revs:      make(map[string][]byte),
 		hashes:    make(map[string]string),
+		sessions:  make(map[string]*uploadSession),
 		Grants:    vendorfake.NewGrants("dropbox-fake-access", AccessToken, RefreshToken),
 		Traffic:   &vendorfake.Traffic{},
 		allocated: 2 << 40,
@@ -101,15 +113,19 @@ func New() *Server {
 
 func (s *Server) table() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
-		"POST /oauth2/token":                 s.token,
-		"POST /2/files/list_folder":          s.listFolder,
-		"POST /2/files/list_folder/continue": s.listFolderContinue,
-		"POST /2/files/get_metadata":         s.getMetadata,
-		"POST /2/files/download":             s.download,
-		"POST /2/files/delete_v2":            s.delete,
-		"POST /2/files/restore":              s.restore,
-		"POST /2/users/get_space_usage":      s.spaceUsage,
-		"POST /2/files/upload":               s.upload,
+		"POST /oauth2/token":                     s.token,
+		"GET /oauth2/authorize":                  s.Authorize(ClientID),
+		"POST /2/files/list_folder":              s.listFolder,
+		"POST /2/files/list_folder/continue":     s.listFolderContinue,
+		"POST /2/files/get_metadata":             s.getMetadata,
+		"POST /2/files/download":                 s.download,
+		"POST /2/files/delete_v2":                s.delete,
+		"POST /2/files/restore":                  s.restore,
+		"POST /2/users/get_space_usage":          s.spaceUsage,
+		"POST /2/files/upload":                   s.upload,
+		"POST /2/files/upload_session/start":     s.sessionStart,
+		"POST /2/files/upload_session/append_v2": s.sessionAppend,
+		"POST /2/files/upload_session/finish":    s.sessionFinish,
 	}
 }
 
@@ -131,13 +147,18 @@ func (s *Server) URL() string { return s.srv.URL }
 // TokenURL is the OAuth token endpoint.
 func (s *Server) TokenURL() string { return s.srv.URL + "/oauth2/token" }
 
+// AuthURL is the OAuth authorization endpoint (www.dropbox.com's at
+// Dropbox), where a connect flow sends the user's browser (it consents at
+// once, for ClientID).
+func (s *Server) AuthURL() string { return s.srv.URL + "/oauth2/authorize" }
+
 // ProviderConfig is the configuration of a vendor_c_files source on this
 // fake: its endpoints, the seeded token and the token endpoint to refresh
 // it at, with pacing lifted so tests and demos do not wait.
 func (s *Server) ProviderConfig() map[string]string {
 	return map[string]string{
 		"api_url": s.URL(), "content_url": s.URL(), "access_token": AccessToken, "refresh_token": RefreshToken,
-		"client_id": "svc-dev", "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
+		"client_id": ClientID, "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
 	}
 }
 
@@ -150,7 +171,7 @@ func (s *Server) ExpireAccessTokens() { s.ExpireAccess() }
 
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/oauth2/token" {
+		if strings.HasPrefix(r.URL.Path, "/oauth2/") {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -182,8 +203,22 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 	})
 }
 
+// token serves the token endpoint: the refresh_token grant, and the
+// authorization_code grant of a code from the authorization endpoint
+// (with PKCE), whose answer names the account.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "refresh_token" {
+	if err := r.ParseForm(); err == nil && r.PostForm.Get("grant_type") == "authorization_code" {
+		access, refresh, ok := s.Exchange(r)
+		if !ok {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant", "error_description": "code doesn't exist or has expired"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "bearer", "expires_in": 14400,
+			"refresh_token": refresh, "scope": "account_info.read files.content.read files.content.write files.metadata.read",
+			"uid": "12345678", "account_id": AccountID})
+		return
+	}
+	if r.PostForm.Get("grant_type") != "refresh_token" {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unsupported_grant_type", "error_description": "unsupported grant_type"})
 		return
 	}

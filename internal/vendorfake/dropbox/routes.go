@@ -314,47 +314,111 @@ func (s *Server) spaceUsage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"used": used, "allocation": map[string]any{".tag": "individual", "allocated": s.allocated}})
 }
 
+// maxPayload is the most data one request to a content route carries.
+const maxPayload = 150 << 20
+
+// contentCall reads an upload-style request: its argument from the
+// Dropbox-API-Arg header into arg, and its data. It answers bad requests
+// itself (ok false); tooLarge reports data over 150 MiB (read no further).
+func contentCall(w http.ResponseWriter, r *http.Request, arg any) (data []byte, tooLarge, ok bool) {
+	if err := json.Unmarshal([]byte(r.Header.Get("Dropbox-API-Arg")), arg); err != nil {
+		badRequest(w, "Dropbox-API-Arg: could not decode input as JSON")
+		return nil, false, false
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
+		badRequest(w, "Bad HTTP \"Content-Type\" header: \""+ct+"\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
+		return nil, false, false
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
+	if err != nil {
+		badRequest(w, "could not read the body")
+		return nil, false, false
+	}
+	return data, len(data) > maxPayload, true
+}
+
+// hashOK reports whether data matches a call's content_hash ("" matches).
+func hashOK(data []byte, want string) bool {
+	if want == "" {
+		return true
+	}
+	h := contenthash.NewDropbox()
+	h.Write(data)
+	return want == hex.EncodeToString(h.Sum(nil))
+}
+
+// commitArg is a CommitInfo (UploadArg's fields are its own and
+// content_hash).
+type commitArg struct {
+	Path       string `json:"path"`
+	Mode       any    `json:"mode"` // "add", "overwrite", {".tag":"update","update":REV}
+	Autorename bool   `json:"autorename"`
+}
+
+// conflicts reports whether saving at c's path would conflict with what
+// is there: a folder, or a file in mode add, or in mode update at another
+// rev. autorename is not served (the fake never renames). Hold s.mu.
+func (s *Server) conflicts(c commitArg) bool {
+	mode, rev := "add", ""
+	if c.Mode != nil {
+		mode = tagOf(c.Mode)
+	}
+	if m, ok := c.Mode.(map[string]any); ok {
+		rev, _ = m["update"].(string)
+	}
+	e := s.entries[lower(c.Path)]
+	if e == nil || e.deleted {
+		return false
+	}
+	return e.folder || mode == "add" || (mode == "update" && e.rev != rev)
+}
+
+// tagOf returns a union value's tag: a void member may come as its tag
+// alone ("add") or as {".tag":"add"}.
+func tagOf(v any) string {
+	switch u := v.(type) {
+	case string:
+		return u
+	case map[string]any:
+		t, _ := u[".tag"].(string)
+		return t
+	}
+	return ""
+}
+
+// save writes content at c's path and returns its FileMetadata. Hold s.mu.
+func (s *Server) save(c commitArg, content []byte) map[string]any {
+	s.addFolder(path.Dir(c.Path))
+	s.write(c.Path, content, time.Now().UTC().Truncate(time.Second))
+	meta := s.metadata(lower(c.Path), s.entries[lower(c.Path)])
+	delete(meta, ".tag") // FileMetadata itself
+	return meta
+}
+
 // upload serves files/upload on the content endpoint: the UploadArg in
 // Dropbox-API-Arg, the content as the body (at most 150 MiB).
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	var a struct {
-		Path        string `json:"path"`
-		Mode        any    `json:"mode"`
+		commitArg
 		ContentHash string `json:"content_hash"`
 	}
-	if err := json.Unmarshal([]byte(r.Header.Get("Dropbox-API-Arg")), &a); err != nil || !strings.HasPrefix(a.Path, "/") {
-		badRequest(w, "Dropbox-API-Arg: could not decode input as JSON")
+	body, tooLarge, ok := contentCall(w, r, &a)
+	switch {
+	case !ok:
 		return
-	}
-	mode := "add"
-	switch m := a.Mode.(type) {
-	case string:
-		mode = m
-	case map[string]any:
-		mode, _ = m[".tag"].(string)
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
-		badRequest(w, "Bad HTTP \"Content-Type\" header: \""+ct+"\".  Expecting one of \"application/octet-stream\", \"text/plain; charset=dropbox-cors-hack\".")
+	case !strings.HasPrefix(a.Path, "/"):
+		badRequest(w, "Dropbox-API-Arg: path: not a path")
 		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 150<<20+1))
-	if err != nil {
-		badRequest(w, "could not read the body")
-		return
-	}
-	if len(body) > 150<<20 {
+	case tooLarge:
 		routeError(w, "payload_too_large")
 		return
-	}
-	h := contenthash.NewDropbox()
-	h.Write(body)
-	if a.ContentHash != "" && a.ContentHash != hex.EncodeToString(h.Sum(nil)) {
+	case !hashOK(body, a.ContentHash):
 		routeError(w, "content_hash_mismatch")
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.entries[lower(a.Path)]; e != nil && !e.deleted && (e.folder || mode != "overwrite") {
+	if s.conflicts(a.commitArg) {
 		writeJSON(w, http.StatusConflict, map[string]any{
 			"error_summary": "path/conflict/file/..",
 			"error": map[string]any{".tag": "path", "reason": map[string]any{".tag": "conflict", "conflict": map[string]any{".tag": "file"}},
@@ -362,9 +426,5 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	s.addFolder(path.Dir(a.Path))
-	s.write(a.Path, body, time.Now().UTC().Truncate(time.Second))
-	meta := s.metadata(lower(a.Path), s.entries[lower(a.Path)])
-	delete(meta, ".tag") // FileMetadata itself
-	writeJSON(w, http.StatusOK, meta)
+	writeJSON(w, http.StatusOK, s.save(a.commitArg, body))
 }

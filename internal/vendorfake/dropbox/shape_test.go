@@ -1,24 +1,33 @@
 package dropbox_test
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"svc.dev/svc/internal/vendorfake"
 	"svc.dev/svc/internal/vendorfake/dropbox"
+	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/contenthash"
+	provider "svc.dev/svc/providers/dropbox"
 )
 
 // The shape test drives every route of the fake and checks what it
 // answers against the Dropbox API's stone specification
 // (testdata/stone/subset.stone): each result against the route's result
 // type, each 409 error's "error" against the route's error union, 401 and
-// 429 bodies against auth.AuthError and auth.RateLimitError. Fields the
+// 429 bodies against auth.AuthError and auth.RateLimitError, and the
+// content routes' Dropbox-API-Arg arguments (the test's own and those svc's
+// provider sends) against the routes' argument types. Fields the
 // spec does not define, values of the wrong type, strings that break an
 // alias's pattern or length, missing required fields and unknown union
 // tags all fail it.
@@ -121,6 +130,29 @@ func TestShapes(t *testing.T) {
 		}
 	}
 
+	// The authorization endpoint and the authorization_code grant: tokens
+	// that work and the account's id; the code is single-use.
+	r.tested.Saw("GET /oauth2/authorize")
+	first, replay := vendorfake.Consent(t, s.AuthURL(), s.TokenURL(), dropbox.ClientID)
+	tok, _ := vendorfake.DecodeJSON(t, first.Body).(map[string]any)
+	for k := range tok {
+		if !slices.Contains([]string{"access_token", "token_type", "expires_in", "refresh_token", "scope", "account_id", "uid", "team_id", "id_token"}, k) {
+			t.Errorf("code grant answer: %q", k)
+		}
+	}
+	if first.Status != 200 || tok["refresh_token"] == nil || tok["account_id"] != dropbox.AccountID {
+		t.Errorf("code grant: %d %s", first.Status, first.Body)
+	}
+	for _, e := range st.check(tok["account_id"], "users_common.AccountId", "users", "code grant's account_id") {
+		t.Error(e)
+	}
+	if m, _ := vendorfake.DecodeJSON(t, replay.Body).(map[string]any); replay.Status != 400 || m["error"] != "invalid_grant" {
+		t.Errorf("a code used twice: %d %s", replay.Status, replay.Body)
+	}
+	if access, _ := tok["access_token"].(string); !s.Valid(access) {
+		t.Errorf("the code grant's access token is not accepted")
+	}
+
 	// list_folder and continue, in pages, to the end of the round.
 	resp, b := r.call("/2/files/list_folder", `{"path":"","recursive":true,"limit":5}`, nil)
 	page := r.result("list_folder", resp, b, "ListFolderResult")
@@ -193,7 +225,7 @@ func TestShapes(t *testing.T) {
 		if hash != "" {
 			arg += `,"content_hash":"` + hash + `"`
 		}
-		return r.call("/2/files/upload", "", map[string]string{"Dropbox-API-Arg": arg + "}", "Content-Type": "application/octet-stream"})
+		return r.content("/2/files/upload", arg+"}", nil)
 	}
 	resp, b = up("/Uploads/new.txt", "add", "")
 	r.result("upload", resp, b, "FileMetadata")
@@ -201,6 +233,8 @@ func TestShapes(t *testing.T) {
 	r.routeError("upload onto a file", resp, b, "UploadError", "path/conflict")
 	resp, b = up("/Uploads/other.txt", "add", strings.Repeat("0", 64))
 	r.routeError("upload with a wrong content_hash", resp, b, "UploadError", "content_hash_mismatch")
+
+	r.uploadSessions()
 
 	resp, b = r.call("/2/users/get_space_usage", "", nil)
 	if resp.StatusCode != 200 {
@@ -224,4 +258,133 @@ func TestShapes(t *testing.T) {
 	for _, p := range r.tested.Missing(s.Patterns()) {
 		t.Errorf("route %s is not checked", p)
 	}
+}
+
+// argTypes are the stone types of the content routes' arguments.
+var argTypes = map[string]string{
+	"/2/files/upload":                   "UploadArg",
+	"/2/files/upload_session/start":     "UploadSessionStartArg",
+	"/2/files/upload_session/append_v2": "UploadSessionAppendArg",
+	"/2/files/upload_session/finish":    "UploadSessionFinishArg",
+}
+
+// content calls a content route with its argument in Dropbox-API-Arg and
+// data as the body, after checking the argument against its stone type.
+func (r *run) content(route, arg string, data []byte) (*http.Response, []byte) {
+	r.t.Helper()
+	for _, e := range r.st.check(vendorfake.DecodeJSON(r.t, []byte(arg)), argTypes[route], "files", route+" argument") {
+		r.t.Error(e)
+	}
+	r.tested.Saw("POST " + route)
+	req, _ := http.NewRequest("POST", r.s.URL()+route, bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+dropbox.AccessToken)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Dropbox-API-Arg", arg)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func dropboxHash(b []byte) string {
+	h := contenthash.NewDropbox()
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// uploadSessions drives upload_session/start, append_v2 and finish, and
+// their errors, then checks the arguments svc's provider sends on each.
+func (r *run) uploadSessions() {
+	t := r.t
+	a, b2 := bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 500)
+	cursor := func(id string, off int) string { return fmt.Sprintf(`{"session_id":%q,"offset":%d}`, id, off) }
+
+	resp, b := r.content("/2/files/upload_session/start", `{"close":false,"content_hash":"`+strings.Repeat("0", 64)+`"}`, a)
+	r.routeError("start with a wrong content_hash", resp, b, "UploadSessionStartError", "content_hash_mismatch")
+	resp, b = r.content("/2/files/upload_session/start", `{"close":false,"session_type":"sequential","content_hash":"`+dropboxHash(a)+`"}`, a)
+	id, _ := r.result("start", resp, b, "UploadSessionStartResult")["session_id"].(string)
+
+	resp, b = r.content("/2/files/upload_session/append_v2", `{"cursor":`+cursor(id, 10)+`}`, b2)
+	r.routeError("append at a wrong offset", resp, b, "UploadSessionAppendError", "incorrect_offset")
+	if m, _ := vendorfake.DecodeJSON(t, b).(map[string]any); fmt.Sprint(m["error"].(map[string]any)["correct_offset"]) != "1000" {
+		t.Errorf("incorrect_offset: %s, want correct_offset 1000", b)
+	}
+	resp, b = r.content("/2/files/upload_session/append_v2", `{"cursor":`+cursor("pid_upload_session:nope", 0)+`}`, b2)
+	r.routeError("append to an unknown session", resp, b, "UploadSessionAppendError", "not_found")
+	resp, b = r.content("/2/files/upload_session/append_v2", `{"cursor":`+cursor(id, 1000)+`,"close":true,"content_hash":"`+dropboxHash(b2)+`"}`, b2)
+	if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != "null" {
+		t.Errorf("append: %d %s, want 200 null (the route's result is Void)", resp.StatusCode, b)
+	}
+	resp, b = r.content("/2/files/upload_session/append_v2", `{"cursor":`+cursor(id, 1500)+`}`, b2)
+	r.routeError("append to a closed session", resp, b, "UploadSessionAppendError", "closed")
+
+	commit := func(p string) string {
+		return `{"path":"` + p + `","mode":"add","autorename":false,"mute":true,"strict_conflict":false}`
+	}
+	resp, b = r.content("/2/files/upload_session/finish", `{"cursor":`+cursor(id, 1000)+`,"commit":`+commit("/Uploads/session.txt")+`}`, nil)
+	r.routeError("finish at a wrong offset", resp, b, "UploadSessionFinishError", "lookup_failed/incorrect_offset")
+	resp, b = r.content("/2/files/upload_session/finish", `{"cursor":`+cursor(id, 1500)+`,"commit":`+commit("/Uploads/new.txt")+`}`, nil)
+	r.routeError("finish onto a file", resp, b, "UploadSessionFinishError", "path/conflict")
+	resp, b = r.content("/2/files/upload_session/finish", `{"cursor":`+cursor(id, 1500)+`,"commit":`+commit("/Uploads/session.txt")+`}`, nil)
+	if m := r.result("finish", resp, b, "FileMetadata"); m["content_hash"] != dropboxHash(append(a, b2...)) {
+		t.Errorf("finish stored %v", m)
+	}
+	resp, b = r.content("/2/files/upload_session/finish", `{"cursor":`+cursor(id, 1500)+`,"commit":`+commit("/Uploads/again.txt")+`}`, nil)
+	r.routeError("finish of a finished session", resp, b, "UploadSessionFinishError", "lookup_failed/not_found")
+
+	// svc's provider, through a session and one upload: each argument it
+	// sends is checked against its route's type.
+	rec := &argRecorder{}
+	cfg := providers.Config(r.s.ProviderConfig())
+	cfg["upload_chunk_bytes"] = "4194304"
+	p, err := provider.Open(cfg, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2<<22 + 1, 10} {
+		content := bytes.Repeat([]byte("c"), n)
+		sum := sha256.Sum256(content)
+		if _, err := p.Write(context.Background(), providers.WriteRequest{Path: fmt.Sprintf("Uploads/provider-%d.bin", n), SizeBytes: int64(n),
+			SHA256: hex.EncodeToString(sum[:])}, bytes.NewReader(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	for _, c := range rec.calls() {
+		seen[c.route]++
+		for _, e := range r.st.check(vendorfake.DecodeJSON(t, []byte(c.arg)), argTypes[c.route], "files", "provider's "+c.route+" argument") {
+			t.Error(e)
+		}
+	}
+	if seen["/2/files/upload_session/start"] != 1 || seen["/2/files/upload_session/append_v2"] != 3 ||
+		seen["/2/files/upload_session/finish"] != 1 || seen["/2/files/upload"] != 1 {
+		t.Errorf("the provider's content calls: %v", seen)
+	}
+}
+
+type argCall struct{ route, arg string }
+
+// argRecorder is a transport that keeps the Dropbox-API-Arg of every
+// content route request.
+type argRecorder struct {
+	mu   sync.Mutex
+	seen []argCall
+}
+
+func (a *argRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	if _, ok := argTypes[r.URL.Path]; ok {
+		a.mu.Lock()
+		a.seen = append(a.seen, argCall{r.URL.Path, r.Header.Get("Dropbox-API-Arg")})
+		a.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (a *argRecorder) calls() []argCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]argCall(nil), a.seen...)
 }

@@ -7,8 +7,9 @@
 // uploads and upload sessions: createUploadSession, fragments PUT with
 // Content-Range to a pre-authenticated upload URL that refuses a token,
 // 202 with nextExpectedRanges, 416 for a fragment out of place, status
-// and cancel) and the Microsoft identity platform's token endpoint for
-// refresh grants.
+// and cancel) and the Microsoft identity platform's authorization endpoint
+// (consenting at once, for ClientID) and token endpoint (authorization
+// codes with PKCE, refresh grants).
 //
 // It follows the documented wire format: paths under /v1.0, JSON bodies,
 // @odata.nextLink and @odata.deltaLink paging, "@removed" entries in message
@@ -35,10 +36,12 @@ import (
 	"svc.dev/svc/internal/vendorfake"
 )
 
-// Tokens the seeded server accepts until Revoke.
+// Tokens the seeded server accepts until Revoke, and svc's client id at
+// its identity platform.
 const (
 	AccessToken  = "graph-fake-access-token"
 	RefreshToken = "graph-fake-refresh-token"
+	ClientID     = "svc-dev"
 )
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -105,6 +108,11 @@ func (s *Server) Endpoint() string { return s.srv.URL + "/v1.0" }
 // TokenURL is the token endpoint to configure providers with.
 func (s *Server) TokenURL() string { return s.srv.URL + "/oauth2/v2.0/token" }
 
+// AuthURL is the identity platform's authorization endpoint, where a
+// connect flow sends the user's browser (it consents at once, for
+// ClientID).
+func (s *Server) AuthURL() string { return s.srv.URL + "/oauth2/v2.0/authorize" }
+
 // ProviderConfig is the configuration of a vendor_b_mail or vendor_b_files
 // source on this fake: its endpoint, the seeded token and the token
 // endpoint to refresh it at (what the connect flow and --oauth-config
@@ -112,7 +120,7 @@ func (s *Server) TokenURL() string { return s.srv.URL + "/oauth2/v2.0/token" }
 func (s *Server) ProviderConfig() map[string]string {
 	return map[string]string{
 		"endpoint": s.Endpoint(), "access_token": AccessToken, "refresh_token": RefreshToken,
-		"client_id": "svc-dev", "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
+		"client_id": ClientID, "token_url": s.TokenURL(), "requests_per_second": "1000", "burst": "100",
 	}
 }
 
@@ -134,7 +142,7 @@ func (s *Server) ExpireAccessTokens() { s.ExpireAccess() }
 
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/oauth2/v2.0/token" || strings.HasPrefix(r.URL.Path, "/_download/") {
+		if strings.HasPrefix(r.URL.Path, "/oauth2/v2.0/") || strings.HasPrefix(r.URL.Path, "/_download/") {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -161,9 +169,24 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 }
 
 // token serves the identity platform's token endpoint for the
-// refresh_token grant (RFC 6749 section 6), with its error body.
+// refresh_token grant (RFC 6749 section 6) and the authorization_code
+// grant of a code from the authorization endpoint (with PKCE), with its
+// error body.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "refresh_token" {
+	if err := r.ParseForm(); err == nil && r.PostForm.Get("grant_type") == "authorization_code" {
+		access, refresh, ok := s.Exchange(r)
+		if !ok {
+			oauthError(w, "invalid_grant", "AADSTS54005: OAuth2 Authorization code was already redeemed, please retry with a new valid code or use an existing refresh token.")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": access,
+			"refresh_token": refresh, "scope": "Mail.ReadWrite Files.ReadWrite offline_access",
+		})
+		return
+	}
+	if r.PostForm.Get("grant_type") != "refresh_token" {
 		oauthError(w, "unsupported_grant_type", "AADSTS70003: The app requested an unsupported grant type.")
 		return
 	}
@@ -223,6 +246,7 @@ type route struct {
 func (s *Server) table() []route {
 	return []route{
 		{"POST /oauth2/v2.0/token", s.token},
+		{"GET /oauth2/v2.0/authorize", s.Authorize(ClientID)},
 		{"GET /v1.0/me/mailFolders", s.listFolders},
 		{"GET /v1.0/me/mailFolders/{id}", s.getFolder},
 		{"GET /v1.0/me/mailFolders/{id}/childFolders", s.childFolders},

@@ -181,6 +181,28 @@ func TestShapes(t *testing.T) {
 		}
 	}
 
+	// The authorization endpoint and the authorization_code grant: the
+	// answer (RFC 6749 section 5.1 and Microsoft's ext_expires_in) carries
+	// tokens that work; the code is single-use (section 5.2).
+	r.tested.Saw("GET /oauth2/v2.0/authorize")
+	r.tested.Saw(tokenPattern)
+	first, replay := vendorfake.Consent(t, s.AuthURL(), s.TokenURL(), graph.ClientID)
+	tok := decodeJSON(t, first.Body)
+	for k := range tok {
+		if !slices.Contains([]string{"access_token", "token_type", "expires_in", "ext_expires_in", "refresh_token", "scope", "id_token"}, k) {
+			t.Errorf("code grant answer: field %q", k)
+		}
+	}
+	if first.Status != 200 || tok["refresh_token"] == nil {
+		t.Errorf("code grant: %d %s", first.Status, first.Body)
+	}
+	if replay.Status != 400 || decodeJSON(t, replay.Body)["error"] != "invalid_grant" {
+		t.Errorf("a code used twice: %d %s", replay.Status, replay.Body)
+	}
+	if access, _ := tok["access_token"].(string); !s.Valid(access) {
+		t.Errorf("the code grant's access token is not accepted")
+	}
+
 	// Mail folders, paged.
 	_, b := r.do("GET /v1.0/me/mailFolders", "GET", "/v1.0/me/mailFolders?$top=2", nil, nil)
 	folders, next, _ := r.collection("mailFolders", b, "graph.mailFolder")

@@ -13,10 +13,13 @@ import sys
 
 ROOTS = {
     "files": ["Metadata", "ListFolderResult", "DeleteResult", "ListFolderError", "ListFolderContinueError",
-              "GetMetadataError", "DownloadError", "DeleteError", "RestoreError", "UploadError"],
+              "GetMetadataError", "DownloadError", "DeleteError", "RestoreError", "UploadError", "UploadArg",
+              "UploadSessionStartArg", "UploadSessionStartResult", "UploadSessionStartError",
+              "UploadSessionAppendArg", "UploadSessionAppendError", "UploadSessionFinishArg", "UploadSessionFinishError"],
     "users": ["SpaceUsage"],
     "auth": ["AuthError", "RateLimitError"],
     "common": ["DropboxTimestamp"],
+    "users_common": ["AccountId"],
 }
 KEYWORDS = ("struct", "union", "union_closed", "alias")
 
