@@ -99,6 +99,7 @@ type Provider struct {
 	mu      sync.Mutex
 	folders map[string]string // folder id -> path ("Inbox/Lists"), Deleted Items left out
 	trash   string            // Deleted Items' id
+	inbox   string            // Inbox's id, once a write needed it
 }
 
 var (

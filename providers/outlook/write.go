@@ -76,7 +76,7 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	if len(content) == 0 {
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("no content: a message needs its MIME: %w", providers.ErrInvalidArgument))
 	}
-	fid, err := p.folderFor(ctx, req.Path)
+	fid, err := p.folderFor(ctx, req.Path, false)
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, err)
 	}
@@ -84,6 +84,12 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	var old []string // messages with this Message-ID in the folder before the write
 	if mid != "" {
 		found, err := p.findByMessageID(ctx, fid, mid)
+		if errors.Is(err, providers.ErrNotFound) {
+			// The folder went away since svc read the tree: read it again.
+			if fid, err = p.folderFor(ctx, req.Path, true); err == nil {
+				found, err = p.findByMessageID(ctx, fid, mid)
+			}
+		}
 		if err != nil {
 			return providers.Object{}, p.err("write", req.Path, err)
 		}
@@ -102,7 +108,7 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, err)
 	}
-	if mid != "" && m.InternetMessageID != mid {
+	if mid != "" && !sameMessageID(m.InternetMessageID, mid) {
 		_, _ = p.move(ctx, m.ID, "deleteditems")
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("Graph stored the message under Message-ID %q, sent %q; it was moved to Deleted Items: %w", m.InternetMessageID, mid, providers.ErrInvalidData))
 	}
@@ -139,14 +145,29 @@ func check(req providers.WriteRequest, n int64, digest string) error {
 	return nil
 }
 
-// messageID returns the Message-ID of a message's header, as Graph reports
-// it (internetMessageId), or "" when it has none or no header can be read.
+// messageID returns the Message-ID of a message's header as written
+// (Graph's internetMessageId is the header's value), or "" when it has
+// none or no header can be read.
 func messageID(content []byte) string {
 	m, err := mail.ReadMessage(bytes.NewReader(content))
-	if err != nil {
+	if err != nil || bareMessageID(m.Header.Get("Message-Id")) == "" {
 		return ""
 	}
 	return strings.TrimSpace(m.Header.Get("Message-Id"))
+}
+
+// bareMessageID is a Message-ID without its angle brackets and spaces.
+func bareMessageID(v string) string {
+	v = strings.TrimSpace(v)
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "<"), ">")
+	return strings.TrimSpace(v)
+}
+
+// sameMessageID compares Message-IDs as written with or without their
+// angle brackets.
+func sameMessageID(a, b string) bool {
+	x := bareMessageID(a)
+	return x != "" && x == bareMessageID(b)
 }
 
 // create POSTs the message's MIME into the folder. A POST is not resent
@@ -210,7 +231,7 @@ func (p *Provider) findByMessageID(ctx context.Context, fid, mid string) ([]mess
 	}
 	var out []message
 	for _, m := range page.Value {
-		if m.InternetMessageID == mid {
+		if sameMessageID(m.InternetMessageID, mid) {
 			out = append(out, m)
 		}
 	}
@@ -241,51 +262,50 @@ func (p *Provider) written(ctx context.Context, id string, n int64) (providers.O
 }
 
 // folderFor resolves a write's path to a mail folder id, creating the
-// missing folders (see Write).
-func (p *Provider) folderFor(ctx context.Context, target string) (string, error) {
+// missing folders (see Write). It reads the folder tree again only when
+// the folders it needs are not in the one it has (refresh: always).
+func (p *Provider) folderFor(ctx context.Context, target string, refresh bool) (string, error) {
 	segs := strings.Split(strings.Trim(target, "/"), "/")
 	for _, s := range segs {
 		if s == "" || s == "." || s == ".." || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return "", fmt.Errorf("path %q: %w", target, providers.ErrInvalidArgument)
 		}
 	}
-	lookup := func(refresh bool) (map[string]string, error) {
+	var byPath map[string]string
+	read := func(refresh bool) error {
 		folders, _, err := p.loadFolders(ctx, refresh)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		byPath := make(map[string]string, len(folders))
+		byPath = make(map[string]string, len(folders))
 		for id, path := range folders {
 			byPath[strings.ToLower(path)] = id
 		}
-		return byPath, nil
+		return nil
 	}
-	byPath, err := lookup(false)
-	if err != nil {
+	if err := read(refresh); err != nil {
 		return "", err
 	}
-	whole := strings.ToLower(strings.Join(segs, "/"))
-	if id, ok := byPath[whole]; ok {
-		return id, nil
-	}
-	if byPath, err = lookup(true); err != nil { // made since the folders were read?
-		return "", err
-	}
-	if id, ok := byPath[whole]; ok {
-		return id, nil
-	}
+	key := func(segs []string) string { return strings.ToLower(strings.Join(segs, "/")) }
 	dir := segs[:len(segs)-1]
-	if len(dir) == 0 {
-		var inbox mailFolder
-		if _, err := p.c.Do(ctx, http.MethodGet, "/me/mailFolders/inbox?$select=id,displayName", nil, nil, &inbox); err != nil {
-			return "", err
+	if _, ok := byPath[key(segs)]; !ok && !refresh {
+		if _, ok := byPath[key(dir)]; !ok && len(dir) > 0 {
+			// Made since the folders were read?
+			if err := read(true); err != nil {
+				return "", err
+			}
 		}
-		return inbox.ID, nil
+	}
+	if id, ok := byPath[key(segs)]; ok {
+		return id, nil
+	}
+	if len(dir) == 0 {
+		return p.inboxID(ctx)
 	}
 	parent := ""
 	for i := range dir {
 		path := strings.Join(dir[:i+1], "/")
-		if id, ok := byPath[strings.ToLower(path)]; ok {
+		if id, ok := byPath[key(dir[:i+1])]; ok {
 			parent = id
 			continue
 		}
@@ -293,25 +313,59 @@ func (p *Provider) folderFor(ctx context.Context, target string) (string, error)
 		if errors.Is(err, providers.ErrAlreadyExists) {
 			// Made by another writer meanwhile, or hidden from the listing
 			// (Deleted Items): read the folders again.
-			if byPath, err = lookup(true); err != nil {
+			if err := read(true); err != nil {
 				return "", err
 			}
 			var ok bool
-			if id, ok = byPath[strings.ToLower(path)]; !ok {
+			if id, ok = byPath[key(dir[:i+1])]; !ok {
 				return "", fmt.Errorf("folder %q exists but is not one svc writes into (Deleted Items is the trash): %w", path, providers.ErrInvalidArgument)
 			}
 		} else if err != nil {
 			return "", fmt.Errorf("create folder %q: %w", path, err)
 		}
 		parent = id
-		p.mu.Lock()
-		if p.folders != nil {
-			p.folders[id] = path
-		}
-		p.mu.Unlock()
-		byPath[strings.ToLower(path)] = id
+		byPath[key(dir[:i+1])] = id
+		p.learnFolder(id, path)
 	}
 	return parent, nil
+}
+
+// learnFolder adds a folder svc created to the folder tree it holds. The
+// map is replaced, not changed: callers read the one they were given
+// without the lock.
+func (p *Provider) learnFolder(id, path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.folders == nil {
+		return
+	}
+	next := make(map[string]string, len(p.folders)+1)
+	for k, v := range p.folders {
+		next[k] = v
+	}
+	next[id] = path
+	p.folders = next
+}
+
+// inboxID returns Inbox's id (read once).
+func (p *Provider) inboxID(ctx context.Context) (string, error) {
+	p.mu.Lock()
+	id := p.inbox
+	p.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	var inbox mailFolder
+	if _, err := p.c.Do(ctx, http.MethodGet, "/me/mailFolders/inbox?$select=id", nil, nil, &inbox); err != nil {
+		return "", err
+	}
+	if inbox.ID == "" {
+		return "", fmt.Errorf("inbox without an id: %w", providers.ErrTransient)
+	}
+	p.mu.Lock()
+	p.inbox = inbox.ID
+	p.mu.Unlock()
+	return inbox.ID, nil
 }
 
 // createFolder creates a mail folder at the top of the mailbox (parent "")
@@ -352,7 +406,7 @@ func (p *Provider) restoreByID(ctx context.Context, req providers.WriteRequest, 
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, err)
 	}
-	if mid := messageID(head.Bytes()); mid != "" && m.InternetMessageID != mid {
+	if mid := messageID(head.Bytes()); mid != "" && !sameMessageID(m.InternetMessageID, mid) {
 		return providers.Object{}, p.err("write", req.Path, fmt.Errorf("the message with this id is not the content to restore: %w", providers.ErrAlreadyExists))
 	}
 	_, trash, err := p.loadFolders(ctx, false)

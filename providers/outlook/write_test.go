@@ -296,3 +296,23 @@ func TestWriteRestoresToTheOriginalFolder(t *testing.T) {
 		t.Errorf("restore of other content onto a message's id: %v, want ErrAlreadyExists", err)
 	}
 }
+
+// TestWriteRequests: once its folders exist, a write costs three requests
+// (the lookup by Message-ID, the POST, reading the stored message back):
+// the folder tree is not read again for every message of a migration.
+func TestWriteRequests(t *testing.T) {
+	s := fake.Seeded(fake.Seed{Seed: 11, Messages: 20, Files: 1})
+	defer s.Close()
+	ctx := context.Background()
+	_, w := openWriter(t, s)
+	for i := range 6 {
+		content := mime(fmt.Sprintf("<migrated-%d@example.com>", i), "migrated")
+		before := s.Requests()
+		if _, err := w.Write(ctx, writeReq(fmt.Sprintf("src_2/Mail/%d.eml", i), content), bytes.NewReader(content)); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Requests() - before; i > 0 && n > 3 {
+			t.Errorf("write %d took %d requests, want 3", i, n)
+		}
+	}
+}
