@@ -171,9 +171,9 @@ func sameMessageID(a, b string) bool {
 }
 
 // create POSTs the message's MIME into the folder. A POST is not resent
-// blindly: after a 5xx or a lost connection the folder is searched for the
-// Message-ID (leaving out the messages old lists, there before), and only
-// when nothing was stored is it sent again. A message without a Message-ID
+// blindly: after a 5xx or a lost connection the folder (and Drafts) is
+// searched for the Message-ID (leaving out the messages old lists, there
+// before), and only when nothing was stored is it sent again. A message without a Message-ID
 // cannot be looked up: a lost answer is then an error that is not
 // transient (it may have been stored; sending it again could store it
 // twice).
@@ -195,14 +195,19 @@ func (p *Provider) create(ctx context.Context, fid, mid string, content []byte, 
 		if mid == "" {
 			return nil, fmt.Errorf("%v; the message has no Message-ID to look it up by, so it was not sent again (it may have been stored)", err)
 		}
-		found, ferr := p.findByMessageID(ctx, fid, mid)
-		if ferr != nil {
-			// Cannot tell: transient; a write tried again looks first.
-			return nil, err
-		}
-		for i := range found {
-			if !slices.Contains(old, found[i].ID) {
-				return &found[i], nil
+		// The folder, and Drafts: Graph's page says a create saves there by
+		// default, and a report has MIME creates land there whatever the
+		// folder asked (Write then moves it).
+		for _, f := range []string{fid, "drafts"} {
+			found, ferr := p.findByMessageID(ctx, f, mid)
+			if ferr != nil {
+				// Cannot tell: transient; a write tried again looks first.
+				return nil, err
+			}
+			for i := range found {
+				if !slices.Contains(old, found[i].ID) {
+					return &found[i], nil
+				}
 			}
 		}
 		if attempt >= createAttempts {

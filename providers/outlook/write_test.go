@@ -316,3 +316,31 @@ func TestWriteRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFiledInDrafts: where Graph files a message created from MIME in
+// Drafts whatever folder the request named (a third-party report says
+// Exchange Online does), the write moves it into its folder, and a lost
+// answer is found there without a second copy.
+func TestWriteFiledInDrafts(t *testing.T) {
+	s := fake.Seeded(fake.Seed{Seed: 12, Messages: 5, Files: 1})
+	defer s.Close()
+	ctx := context.Background()
+	_, w := openWriter(t, s)
+	s.CreatesInto("drafts")
+	drafts := len(s.Messages("drafts"))
+	content := mime("<drafted@example.com>", "drafted")
+	o, err := w.Write(ctx, writeReq("Inbox/Lists", content), bytes.NewReader(content))
+	if err != nil || s.MessageFolder(o.ID) != s.FolderPath("Inbox/Lists") || o.Path != "Inbox/Lists" {
+		t.Fatalf("write: %+v, %v; in %q", o, err, s.MessageFolder(o.ID))
+	}
+	s.Inject(fake.Fault{Method: http.MethodPost, PathPrefix: "/v1.0/me/mailFolders/" + s.FolderID("inbox") + "/messages", Status: http.StatusBadGateway, Times: 1, Performed: true})
+	n := s.MessageCount()
+	content = mime("<drafted-lost@example.com>", "drafted, answer lost")
+	o, err = w.Write(ctx, writeReq("Inbox", content), bytes.NewReader(content))
+	if err != nil || s.MessageFolder(o.ID) != s.FolderID("inbox") || s.MessageCount() != n+1 {
+		t.Errorf("write with a lost answer: %+v, %v; in %q; %d messages, had %d", o, err, s.MessageFolder(o.ID), s.MessageCount(), n)
+	}
+	if len(s.Messages("drafts")) != drafts {
+		t.Errorf("a written message was left in Drafts")
+	}
+}

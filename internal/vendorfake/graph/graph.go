@@ -60,8 +60,9 @@ type Server struct {
 	sessions     map[string]*uploadSession // open upload sessions by id
 	sessionStats SessionStats
 
-	floor int // least page size, whatever the client asks
-	now   func() time.Time
+	floor       int    // least page size, whatever the client asks
+	createsInto string // where messages created from MIME land; "" the folder asked
+	now         func() time.Time
 }
 
 // Fault makes matching requests fail (vendorfake.PathFault), answered with

@@ -53,6 +53,9 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "ErrorItemNotFound", "The specified object was not found in the store.")
 		return
 	}
+	if s.createsInto != "" {
+		f = s.folder(s.createsInto)
+	}
 	s.seq++
 	n := len(s.msgs) + 1
 	m := &Message{ID: fmt.Sprintf("AAMkAGMessage%06dAAA=", n), FolderID: f.ID, MIME: content, IsRead: true, Draft: true,
@@ -155,6 +158,16 @@ func (s *Server) createFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	s.seq++
 	writeJSON(w, http.StatusCreated, folderJSON(s, s.addFolder(parent, req.DisplayName), false))
+}
+
+// CreatesInto makes messages created through the API land in that folder
+// (a well-known name such as "drafts"; "" to stop) whatever folder the
+// request named, as a third-party report says Exchange Online files
+// messages created from MIME.
+func (s *Server) CreatesInto(folder string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.createsInto = folder
 }
 
 // Messages returns the ids of the messages filed in a folder (id,
