@@ -55,8 +55,8 @@ var graphID = regexp.MustCompile(`^[A-Za-z0-9_+=-]{20,}$`)
 // A restore to the original place (mode restore, the path a message id,
 // as svc's engine names it) moves the message back out of Deleted Items,
 // to the folder its trash came from (providers.MetaTrashResult) or, not
-// knowing it, to Inbox; a message no longer in the mailbox (Deleted Items
-// emptied) is ErrNotFound.
+// knowing it or that folder gone, to Inbox; a message no longer in the
+// mailbox (Deleted Items emptied) is ErrNotFound.
 func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
 	if req.Mode == providers.WriteRestore && graphID.MatchString(req.Path) {
 		return p.restoreByID(ctx, req, body)
@@ -423,7 +423,12 @@ func (p *Provider) restoreByID(ctx context.Context, req providers.WriteRequest, 
 		if dest == "" || dest == trash {
 			dest = "inbox"
 		}
-		if _, err := p.move(ctx, req.Path, dest); err != nil {
+		_, err := p.move(ctx, req.Path, dest)
+		if errors.Is(err, providers.ErrNotFound) && dest != "inbox" {
+			// The folder it came from is gone: back into the mailbox at least.
+			_, err = p.move(ctx, req.Path, "inbox")
+		}
+		if err != nil {
 			return providers.Object{}, p.err("write", req.Path, fmt.Errorf("move back out of Deleted Items: %w", err))
 		}
 	}

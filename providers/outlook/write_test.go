@@ -286,11 +286,23 @@ func TestWriteRestoresToTheOriginalFolder(t *testing.T) {
 			}
 		}
 	}
+	// Trashed again, from a folder that is then gone: back into Inbox.
+	o := nested[0]
+	o.Version = "" // moved since the listing
+	content := fetch(t, p, o)
+	if _, err := p.Trash(ctx, providers.ActionRequest{ObjectID: o.ID}); err != nil {
+		t.Fatal(err)
+	}
+	req := writeReq(o.ID, content)
+	req.Mode, req.Metadata = providers.WriteRestore, map[string]string{providers.MetaTrashResult: "AAMkAGFolderGoneAAA="}
+	if back, err := w.Write(ctx, req, bytes.NewReader(content)); err != nil || s.MessageFolder(o.ID) != s.FolderID("inbox") {
+		t.Errorf("restore to a folder that is gone: %+v, %v; in %q", back, err, s.MessageFolder(o.ID))
+	}
 	if s.MessageCount() != n {
 		t.Errorf("restores made copies: %d messages, had %d", s.MessageCount(), n)
 	}
 	other := mime("<someone-else@example.com>", "not this one")
-	req := writeReq(nested[0].ID, other)
+	req = writeReq(nested[0].ID, other)
 	req.Mode = providers.WriteRestore
 	if _, err := w.Write(ctx, req, bytes.NewReader(other)); !errors.Is(err, providers.ErrAlreadyExists) {
 		t.Errorf("restore of other content onto a message's id: %v, want ErrAlreadyExists", err)
