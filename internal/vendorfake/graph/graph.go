@@ -1,7 +1,8 @@
 // Package graph is an in-memory fake of the parts of Microsoft Graph v1.0
 // that svc's vendor_b_mail and vendor_b_files providers speak: a mailbox
 // (mail folders, messages and their MIME content, per-folder message delta
-// queries, moves), a OneDrive drive (driveItems, the root delta query with
+// queries, moves, folders created and messages created from MIME, a
+// folder's messages filtered by internetMessageId), a OneDrive drive (driveItems, the root delta query with
 // its token, content behind a pre-authenticated download URL, quickXorHash
 // and sha256 hashes, deletion to the recycle bin and restore, quota, simple
 // uploads and upload sessions: createUploadSession, fragments PUT with
