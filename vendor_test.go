@@ -25,6 +25,7 @@ func TestVendorCleanUpAndUndo(t *testing.T) {
 	defer g.Close()
 	d := dropboxfake.Seeded(dropboxfake.Seed{Seed: 21, Files: 6})
 	defer d.Close()
+	folders := map[string]string{}   // message id -> its folder before the clean-up
 	displayed := map[string]string{} // Dropbox path_lower -> path_display, as seeded
 	for _, p := range d.Paths() {
 		displayed[strings.ToLower(p)] = p
@@ -36,7 +37,8 @@ func TestVendorCleanUpAndUndo(t *testing.T) {
 		trashed func(id string) bool
 		back    func(id string) bool // the object is back as it was (name, place)
 	}{
-		{providers.VendorBMail, g.ProviderConfig(), "mail", func(id string) bool { return g.MessageFolder(id) == g.FolderID("deleteditems") }, nil},
+		{providers.VendorBMail, g.ProviderConfig(), "mail", func(id string) bool { return g.MessageFolder(id) == g.FolderID("deleteditems") },
+			func(id string) bool { return g.MessageFolder(id) == folders[id] }},
 		{providers.VendorBFiles, g.ProviderConfig(), "files", g.ItemDeleted, nil},
 		{providers.VendorCFiles, d.ProviderConfig(), "files", func(id string) bool { return !d.Exists(id) }, func(id string) bool { return d.DisplayPath(id) == displayed[id] }},
 	}
@@ -91,6 +93,9 @@ func TestVendorCleanUpAndUndo(t *testing.T) {
 			}
 			if len(trash) == 0 {
 				t.Fatalf("the clean-up plan trashes nothing (%d objects planned)", len(p.GetObjects()))
+			}
+			for _, id := range trash {
+				folders[id] = g.MessageFolder(id)
 			}
 			x := run(p, nil)
 			if x.GetBytesPreserved() == 0 {

@@ -144,6 +144,11 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 		fail("restore", fmt.Errorf("the provider cannot write: %w", providers.ErrUnsupported))
 		return
 	}
+	var meta map[string]string
+	if result, ok := UntrashResult(o); ok && r.plan.GetDestination() == nil {
+		// Where the trash took it from, for a provider whose ids do not say.
+		meta = map[string]string{providers.MetaTrashResult: result}
+	}
 	var written providers.Object
 	var vref VaultRef
 	err = r.retry(work, r.e.limiter(providers.Name(enumName(provider))), func() error {
@@ -154,7 +159,7 @@ func (r *runner) restore(ctx context.Context, o *svcv1.PlanObject, state svcv1.S
 		defer body.Close()
 		vref = v
 		written, err = w.Write(work, providers.WriteRequest{SourceRef: ref, Path: o.GetProviderObjectId(), SizeBytes: v.Size,
-			SHA256: v.SHA256, Mode: providers.WriteRestore}, body)
+			SHA256: v.SHA256, Mode: providers.WriteRestore, Metadata: meta}, body)
 		return err
 	})
 	switch {

@@ -345,6 +345,14 @@ type WriteRequest struct {
 	Metadata  map[string]string
 }
 
+// MetaTrashResult is the WriteRequest.Metadata key under which svc's
+// engine passes, with a restore to an object's original place (Mode
+// WriteRestore, Path the object's id), the ActionResult.ResultID of the
+// Trash that took it, when it has one: a provider whose trash does not
+// remember where an object was (a message in Outlook's Deleted Items) puts
+// it back there with it, as Untrash would.
+const MetaTrashResult = "svc.trash_result"
+
 // Quota is a source's storage use.
 type Quota struct {
 	UsedBytes  int64

@@ -115,6 +115,10 @@ type PathFault struct {
 	RetryAfter int
 	Times      int
 	After      int
+	// Performed makes the fake carry the request out before it answers
+	// Status: the answer is lost, not the request (a create that stored
+	// and then failed). Only the Graph fake honours it so far.
+	Performed bool
 }
 
 // maxHits bounds the request times a fake keeps.

@@ -282,6 +282,43 @@ func (c *Client) Upload(ctx context.Context, pathOrLink string, r io.ReaderAt, n
 	return b, nil
 }
 
+// Create POSTs body with the given Content-Type to a path under the
+// endpoint and decodes the 2xx JSON answer into out (when non-nil). A POST
+// creates something, so it is not resent after a 5xx or a dropped
+// connection (it may have been carried out and only the answer lost: the
+// caller looks for what it may have created before trying again); a 429 is
+// resent (Graph refused it unperformed).
+func (c *Client) Create(ctx context.Context, pathOrLink, contentType string, body []byte, out any) error {
+	u, err := c.URL(pathOrLink)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("graph: %w", providers.ErrInvalidArgument)
+	}
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set(noRetryHeader, "1")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return Error(resp)
+	}
+	if out != nil {
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(out); err != nil {
+			return fmt.Errorf("graph: decode POST answer: %v: %w", err, providers.ErrTransient)
+		}
+	}
+	return nil
+}
+
 // noRetryHeader marks a request the transport must not send again after a
 // 5xx or a dropped connection; it is removed before the request leaves.
 const noRetryHeader = "X-Svc-No-Retry"
@@ -356,8 +393,10 @@ func Error(resp *http.Response) error {
 		sentinel = providers.ErrMarkerExpired
 	case s == http.StatusPreconditionFailed:
 		sentinel = providers.ErrVersionMismatch
-	case s == http.StatusConflict && strings.Contains(strings.ToLower(code), "namealreadyexists"):
+	case s == http.StatusConflict && (strings.Contains(strings.ToLower(code), "namealreadyexists") || strings.EqualFold(code, "ErrorFolderExists")):
 		sentinel = providers.ErrAlreadyExists
+	case s == http.StatusRequestEntityTooLarge:
+		sentinel = providers.ErrTooLarge
 	case s == http.StatusUnauthorized:
 		sentinel = providers.ErrReauthRequired
 	case s == http.StatusForbidden:

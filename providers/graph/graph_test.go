@@ -99,3 +99,46 @@ func TestConcurrencyBound(t *testing.T) {
 		t.Errorf("%d requests in flight at once, want at most 4 (and some parallelism)", most.Load())
 	}
 }
+
+// TestCreateIsNotResentBlindly: a POST answered 503 is sent once (it may
+// have been carried out) and is ErrTransient; one answered 429 (refused
+// unperformed) is sent again; 413 is ErrTooLarge; the body and its
+// Content-Type arrive as given, every time.
+func TestCreateIsNotResentBlindly(t *testing.T) {
+	var posts atomic.Int32
+	answers := []int{http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusCreated, http.StatusRequestEntityTooLarge}
+	var mu sync.Mutex
+	c, _ := client(t, func(w http.ResponseWriter, r *http.Request) {
+		n := posts.Add(1)
+		b := make([]byte, 16)
+		k, _ := r.Body.Read(b)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "text/plain" || string(b[:k]) != "TUlNRQ==" || r.Header.Get("X-Svc-No-Retry") != "" {
+			t.Errorf("request %d: %s %q %q", n, r.Method, r.Header.Get("Content-Type"), b[:k])
+		}
+		mu.Lock()
+		status := answers[0]
+		answers = answers[1:]
+		mu.Unlock()
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "0")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if status == http.StatusCreated {
+			fmt.Fprint(w, `{"id":"m1"}`)
+		} else {
+			fmt.Fprint(w, `{"error":{"code":"x","message":"y"}}`)
+		}
+	}, graph.Pacing{})
+	ctx := context.Background()
+	if err := c.Create(ctx, "/me/mailFolders/inbox/messages", "text/plain", []byte("TUlNRQ=="), nil); !errors.Is(err, providers.ErrTransient) || posts.Load() != 1 {
+		t.Fatalf("503: %v after %d requests, want ErrTransient after 1", err, posts.Load())
+	}
+	var out struct{ ID string }
+	if err := c.Create(ctx, "/me/mailFolders/inbox/messages", "text/plain", []byte("TUlNRQ=="), &out); err != nil || out.ID != "m1" || posts.Load() != 3 {
+		t.Fatalf("429 then 201: %v, %+v after %d requests", err, out, posts.Load())
+	}
+	if err := c.Create(ctx, "/me/mailFolders/inbox/messages", "text/plain", []byte("TUlNRQ=="), nil); !errors.Is(err, providers.ErrTooLarge) {
+		t.Errorf("413: %v, want ErrTooLarge", err)
+	}
+}

@@ -30,6 +30,13 @@
 //     changeKey; the result id is the folder it came from, and Untrash
 //     moves it back there (idempotent). Exchange keeps Deleted Items until
 //     the user or a retention policy empties it.
+//   - Write stores a message's MIME in a mail folder (the path, as the
+//     listing writes containers; missing folders are created), as Graph
+//     creates one from MIME: a draft, at most MaxMIMEBytes. A message
+//     whose Message-ID the folder holds is not stored twice, and a lost
+//     answer is looked up by it before the POST is sent again. A restore
+//     to the original place, named by the message's id, moves it back out
+//     of Deleted Items.
 //   - Quota sums every mail folder's PR_MESSAGE_SIZE_EXTENDED (Deleted
 //     Items as the trash); Graph v1.0 gives the mailbox's user no quota
 //     limit, so LimitBytes is 0.
@@ -58,7 +65,7 @@ import (
 	"svc.dev/svc/providers/graph"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapQuota, providers.CapCredentials}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapCredentials}
 
 // Description is the vendor_b_mail provider's description.
 var Description = providers.Description{
@@ -92,6 +99,7 @@ type Provider struct {
 	mu      sync.Mutex
 	folders map[string]string // folder id -> path ("Inbox/Lists"), Deleted Items left out
 	trash   string            // Deleted Items' id
+	inbox   string            // Inbox's id, once a write needed it
 }
 
 var (
@@ -99,6 +107,7 @@ var (
 	_ providers.Trasher   = (*Provider)(nil)
 	_ providers.Untrasher = (*Provider)(nil)
 	_ providers.Quotaer   = (*Provider)(nil)
+	_ providers.Writer    = (*Provider)(nil)
 )
 
 // New opens a vendor_b_mail provider. It is a providers.Factory; it does

@@ -1,7 +1,8 @@
 // Package graph is an in-memory fake of the parts of Microsoft Graph v1.0
 // that svc's vendor_b_mail and vendor_b_files providers speak: a mailbox
 // (mail folders, messages and their MIME content, per-folder message delta
-// queries, moves), a OneDrive drive (driveItems, the root delta query with
+// queries, moves, folders created and messages created from MIME, a
+// folder's messages filtered by internetMessageId), a OneDrive drive (driveItems, the root delta query with
 // its token, content behind a pre-authenticated download URL, quickXorHash
 // and sha256 hashes, deletion to the recycle bin and restore, quota, simple
 // uploads and upload sessions: createUploadSession, fragments PUT with
@@ -16,7 +17,8 @@
 // deltas and "deleted" facets in drive deltas, OData error bodies
 // ({"error":{"code","message","innerError"}}), 410 Gone for an unknown delta
 // token, 412 for an If-Match that no longer holds, 401 for a bad token, and
-// 429/503 with Retry-After from fault injection. shape_test.go checks every
+// 429/503 with Retry-After from fault injection (a fault may also strike
+// after the request was carried out, as a lost answer). shape_test.go checks every
 // shape it serves against the entity types of Graph's published metadata.
 //
 // New returns an empty server; Seeded returns one with a realistic mailbox
@@ -62,8 +64,9 @@ type Server struct {
 	sessions     map[string]*uploadSession // open upload sessions by id
 	sessionStats SessionStats
 
-	floor int // least page size, whatever the client asks
-	now   func() time.Time
+	floor       int    // least page size, whatever the client asks
+	createsInto string // where messages created from MIME land; "" the folder asked
+	now         func() time.Time
 }
 
 // Fault makes matching requests fail (vendorfake.PathFault), answered with
@@ -150,6 +153,10 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		// Upload URLs are pre-authenticated: no token (session checks that).
 		ok := s.Valid(vendorfake.Bearer(r)) || strings.HasPrefix(r.URL.Path, "/_upload/")
 		if hit != nil {
+			if hit.Performed && ok {
+				// The request is carried out and its answer lost.
+				next.ServeHTTP(httptest.NewRecorder(), r)
+			}
 			if hit.RetryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(hit.RetryAfter))
 			}
@@ -250,6 +257,10 @@ func (s *Server) table() []route {
 		{"GET /v1.0/me/mailFolders", s.listFolders},
 		{"GET /v1.0/me/mailFolders/{id}", s.getFolder},
 		{"GET /v1.0/me/mailFolders/{id}/childFolders", s.childFolders},
+		{"POST /v1.0/me/mailFolders", s.createFolder},
+		{"POST /v1.0/me/mailFolders/{id}/childFolders", s.createFolder},
+		{"GET /v1.0/me/mailFolders/{id}/messages", s.listMessages},
+		{"POST /v1.0/me/mailFolders/{id}/messages", s.createMessage},
 		{"GET /v1.0/me/mailFolders/{id}/messages/delta", s.messagesDelta},
 		{"GET /v1.0/me/messages/{id}", s.getMessage},
 		{"GET /v1.0/me/messages/{id}/{value}", s.messageValue},

@@ -31,7 +31,21 @@ type Message struct {
 	IsRead   bool
 	Flagged  bool
 	Received time.Time
-	seq      int64 // last change
+	// Draft says the message was created through the API (from MIME),
+	// which Graph files as a draft.
+	Draft bool
+	// GeneratedID is the internetMessageId the server gave a message whose
+	// MIME has no Message-ID, as Exchange does.
+	GeneratedID string
+	seq         int64 // last change
+}
+
+// internetMessageID is the message's Message-ID as Graph reports it.
+func (m *Message) internetMessageID(h mail.Header) string {
+	if v := strings.TrimSpace(h.Get("Message-Id")); v != "" {
+		return v
+	}
+	return m.GeneratedID
 }
 
 var wellKnown = []struct{ name, display string }{
@@ -73,9 +87,13 @@ func (s *Server) AddFolder(parent, name string) string {
 	if p := s.folder(parent); p != nil {
 		pid = p.ID
 	}
-	f := &Folder{ID: fmt.Sprintf("AAMkAGFolderUser%03dAAA=", len(s.folders)), DisplayName: name, ParentFolderID: pid}
+	return s.addFolder(pid, name).ID
+}
+
+func (s *Server) addFolder(parentID, name string) *Folder {
+	f := &Folder{ID: fmt.Sprintf("AAMkAGFolderUser%03dAAA=", len(s.folders)), DisplayName: name, ParentFolderID: parentID}
 	s.folders = append(s.folders, f)
-	return f.ID
+	return f
 }
 
 // AddMessage files a MIME message in a folder (id or well-known name) and
@@ -283,14 +301,14 @@ func (s *Server) messageJSON(m *Message, sel []string, expandSize bool) map[stri
 		"receivedDateTime":        m.Received.Format(time.RFC3339),
 		"sentDateTime":            sent.Format(time.RFC3339),
 		"hasAttachments":          strings.Contains(strings.ToLower(h.Get("Content-Type")), "multipart/mixed"),
-		"internetMessageId":       h.Get("Message-Id"),
+		"internetMessageId":       m.internetMessageID(h),
 		"subject":                 dec.header(h.Get("Subject")),
 		"bodyPreview":             preview,
 		"importance":              "normal",
 		"parentFolderId":          m.FolderID,
 		"conversationId":          "AAQkAGConv" + strings.Trim(h.Get("Thread-Topic")+h.Get("In-Reply-To"), "<>@ "),
 		"isRead":                  m.IsRead,
-		"isDraft":                 false,
+		"isDraft":                 m.Draft,
 		"inferenceClassification": "focused",
 		"webLink":                 "https://outlook.office365.com/owa/?ItemID=" + m.ID,
 		"flag":                    map[string]any{"flagStatus": map[bool]string{true: "flagged", false: "notFlagged"}[m.Flagged]},

@@ -264,6 +264,7 @@ func TestShapes(t *testing.T) {
 	if len(changes) != 1 || changes[0]["@removed"] == nil || changes[0]["id"] != id {
 		t.Errorf("delta after a move out of the inbox: %v", changes)
 	}
+	r.mailWrites()
 	resp, b = r.do(deltaPattern, "GET", "/v1.0/me/mailFolders/inbox/messages/delta?$deltatoken=expired", nil, nil)
 	r.odataError("expired delta token", resp, b, http.StatusGone)
 	resp, b = r.do("GET /v1.0/me/messages/{id}", "GET", "/v1.0/me/messages/nope", nil, nil)
@@ -426,4 +427,78 @@ func (r *shapeRun) uploadSession() {
 	if st := r.s.Sessions(); st.Open != 0 {
 		t.Errorf("sessions %+v after the cancel", st)
 	}
+}
+
+// mailWrites drives what vendor_b_mail's writes use: folder creation at the
+// top and under a folder (201 mailFolder, 409 for a name taken), a message
+// created from MIME (text/plain, base64: 201 message, a draft, its $value
+// the MIME), the folder's messages filtered by internetMessageId, and the
+// errors: a body that is not base64 (400 ErrorMimeContentInvalidBase64String),
+// one over 4 MB (413), a filter the fake does not know (400).
+func (r *shapeRun) mailWrites() {
+	t := r.t
+	resp, b := r.do("POST /v1.0/me/mailFolders", "POST", "/v1.0/me/mailFolders", strings.NewReader(`{"displayName":"Imported","isHidden":false}`), nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create folder: %d %s", resp.StatusCode, b)
+	}
+	top := r.entity("created mailFolder", b, "graph.mailFolder")
+	resp, b = r.do("POST /v1.0/me/mailFolders", "POST", "/v1.0/me/mailFolders", strings.NewReader(`{"displayName":"imported"}`), nil)
+	r.odataError("create a folder whose name is taken", resp, b, http.StatusConflict)
+	child := "POST /v1.0/me/mailFolders/{id}/childFolders"
+	resp, b = r.do(child, "POST", "/v1.0/me/mailFolders/"+url.PathEscape(top["id"].(string))+"/childFolders", strings.NewReader(`{"displayName":"2024"}`), nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create child folder: %d %s", resp.StatusCode, b)
+	}
+	sub := r.entity("created child mailFolder", b, "graph.mailFolder")
+	if sub["parentFolderId"] != top["id"] {
+		t.Errorf("child folder's parent %v, want %v", sub["parentFolderId"], top["id"])
+	}
+	resp, b = r.do(child, "POST", "/v1.0/me/mailFolders/nope/childFolders", strings.NewReader(`{"displayName":"x"}`), nil)
+	r.odataError("child folder of a missing folder", resp, b, http.StatusNotFound)
+
+	create := "POST /v1.0/me/mailFolders/{id}/messages"
+	folder := url.PathEscape(sub["id"].(string))
+	content := "From: Ana <ana@example.com>\r\nTo: bo@example.org\r\nSubject: imported\r\nMessage-ID: <imp'1@example.com>\r\n\r\nbody\r\n"
+	resp, b = r.do(create, "POST", "/v1.0/me/mailFolders/"+folder+"/messages", strings.NewReader(base64.StdEncoding.EncodeToString([]byte(content))), map[string]string{"Content-Type": "text/plain"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create message from MIME: %d %s", resp.StatusCode, b)
+	}
+	m := r.entity("message created from MIME", b, "graph.message")
+	if m["isDraft"] != true || m["internetMessageId"] != "<imp'1@example.com>" || m["parentFolderId"] != sub["id"] {
+		t.Errorf("message created from MIME: %v", m)
+	}
+	resp, b = r.do("GET /v1.0/me/messages/{id}/{value}", "GET", "/v1.0/me/messages/"+url.PathEscape(m["id"].(string))+"/$value", nil, nil)
+	if resp.StatusCode != 200 || string(b) != content {
+		t.Errorf("$value of the created message: %d %q", resp.StatusCode, b)
+	}
+	resp, b = r.do(create, "POST", "/v1.0/me/mailFolders/"+folder+"/messages", strings.NewReader("not base64!"), map[string]string{"Content-Type": "text/plain"})
+	r.odataError("MIME that is not base64", resp, b, http.StatusBadRequest)
+	if e, _ := decodeJSON(t, b)["error"].(map[string]any); e["code"] != "ErrorMimeContentInvalidBase64String" {
+		t.Errorf("MIME that is not base64: code %v", e["code"])
+	}
+	resp, b = r.do(create, "POST", "/v1.0/me/mailFolders/"+folder+"/messages", bytes.NewReader(bytes.Repeat([]byte("QUFB"), graph.MaxCreateBody/4+1)), map[string]string{"Content-Type": "text/plain"})
+	r.odataError("MIME over 4 MB", resp, b, http.StatusRequestEntityTooLarge)
+
+	list := "GET /v1.0/me/mailFolders/{id}/messages"
+	_, b = r.do(list, "GET", "/v1.0/me/mailFolders/"+folder+"/messages?$filter="+url.QueryEscape("internetMessageId eq '<imp''1@example.com>'")+"&$select=id,internetMessageId,parentFolderId", nil, nil)
+	if found, _, _ := r.collection("messages by internetMessageId", b, "graph.message"); len(found) != 1 || found[0]["id"] != m["id"] {
+		t.Errorf("messages by internetMessageId: %v", found)
+	}
+	_, b = r.do(list, "GET", "/v1.0/me/mailFolders/inbox/messages?$filter="+url.QueryEscape("internetMessageId eq '<imp''1@example.com>'"), nil, nil)
+	if found, _, _ := r.collection("messages by internetMessageId elsewhere", b, "graph.message"); len(found) != 0 {
+		t.Errorf("another folder's message found: %v", found)
+	}
+	u := "/v1.0/me/mailFolders/inbox/messages?$top=2"
+	var all []map[string]any
+	for u != "" {
+		var page []map[string]any
+		_, b = r.do(list, "GET", u, nil, nil)
+		page, u, _ = r.collection("inbox messages", b, "graph.message")
+		all = append(all, page...)
+	}
+	if len(all) != len(r.s.Messages("inbox")) {
+		t.Errorf("listed %d inbox messages, it holds %d", len(all), len(r.s.Messages("inbox")))
+	}
+	resp, b = r.do(list, "GET", "/v1.0/me/mailFolders/inbox/messages?$filter="+url.QueryEscape("subject eq 'x'"), nil, nil)
+	r.odataError("a filter the fake does not serve", resp, b, http.StatusBadRequest)
 }
