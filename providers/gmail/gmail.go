@@ -26,7 +26,7 @@ import (
 	"svc.dev/svc/providers/google"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapTrashBatch, providers.CapFetchBatch}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapTrashBatch, providers.CapFetchBatch, providers.CapWrite}
 
 // Description is the vendor_a_mail provider's description.
 var Description = providers.Description{
@@ -40,7 +40,8 @@ var Description = providers.Description{
 }
 
 // Scopes are the OAuth scopes vendor_a_mail needs: gmail.modify reads
-// messages and history and trashes and untrashes them (docs/providers.md).
+// messages and history, trashes and untrashes them, imports messages and
+// creates labels (docs/providers.md).
 var Scopes = []string{gm.GmailModifyScope}
 
 // DefaultEndpoint is the Gmail API's root.
@@ -93,6 +94,10 @@ func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) 
 func Cost(r *http.Request) int {
 	p := r.URL.Path
 	switch {
+	case strings.HasSuffix(p, "/messages/import"):
+		return 25
+	case r.Method == http.MethodPost && (strings.HasSuffix(p, "/labels") || strings.HasSuffix(p, "/modify")):
+		return 5
 	case strings.HasSuffix(p, "/profile"), strings.HasSuffix(p, "/labels"):
 		return 1
 	case strings.HasSuffix(p, "/history"):
