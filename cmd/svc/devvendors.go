@@ -10,24 +10,28 @@ import (
 	"svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/vendorhttp"
+	"svc.dev/svc/providers/gdrive"
 	"svc.dev/svc/server"
 	"svc.dev/svc/server/devseed"
 )
 
 // startDevVendors starts, on loopback, local fakes of the vendors' APIs (written to their
 // documented wire formats, internal/vendorfake) and returns the dev tenant's sources at them,
-// one per vendor provider, so that `svc serve --dev` shows a clean-up over the real-API
-// connectors end to end, and each fake's authorization endpoint, where devOAuth sends a user
-// who connects another account there. The fakes keep their accounts in memory: each start
-// begins from the same seeded accounts. stop closes them.
+// one per vendor provider and a second vendor_a_files source over the Drive fake's shared
+// drive, so that `svc serve --dev` shows a clean-up over the real-API connectors end to end,
+// and each fake's authorization endpoint, where devOAuth sends a user who connects another
+// account there. The fakes keep their accounts in memory: each start begins from the same
+// seeded accounts. stop closes them.
 func startDevVendors() (vendors []devseed.Vendor, authURLs map[providers.Name]string, stop func()) {
 	gm := gmail.Start(gmail.Options{Messages: 80, Seed: 42})
-	dr := drive.Start(drive.Options{Files: 8, Seed: 42})
+	dr := drive.Start(drive.Options{Files: 8, SharedFiles: 6, Seed: 42})
 	gr := graph.Seeded(graph.Seed{Seed: 42, Messages: 60, Files: 8})
 	db := dropbox.Seeded(dropbox.Seed{Seed: 42, Files: 8})
 	vendors = []devseed.Vendor{
 		{Provider: providers.VendorAMail, Kind: "mail", Label: "Vendor A mailbox (local fake)", Config: gm.Config()},
 		{Provider: providers.VendorAFiles, Kind: "files", Label: "Vendor A drive (local fake)", Config: dr.Config()},
+		{Provider: providers.VendorAFiles, Kind: "files", Label: "Vendor A shared drive (local fake)", Config: dr.Config(),
+			SourceRef: gdrive.SharedDrivePrefix + drive.SharedDriveID},
 		{Provider: providers.VendorBMail, Kind: "mail", Label: "Vendor B mailbox (local fake)", Config: gr.ProviderConfig()},
 		{Provider: providers.VendorBFiles, Kind: "files", Label: "Vendor B drive (local fake)", Config: gr.ProviderConfig()},
 		{Provider: providers.VendorCFiles, Kind: "files", Label: "Vendor C files (local fake)", Config: db.ProviderConfig()},
@@ -64,7 +68,9 @@ func devOAuth(oauth map[providers.Name]server.OAuthProvider, vendors []devseed.V
 	defaults := map[providers.Name]providers.Config{}
 	for _, v := range vendors {
 		authURL, served := authURLs[v.Provider]
-		if _, configured := oauth[v.Provider]; configured || !served {
+		if _, configured := out[v.Provider]; configured || !served {
+			// Configured by --oauth-config or by an earlier source of the same fake (the
+			// shared drive's is the drive's).
 			continue
 		}
 		out[v.Provider] = server.OAuthProvider{AuthURL: authURL, TokenURL: v.Config[vendorhttp.KeyTokenURL],

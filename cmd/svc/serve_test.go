@@ -206,10 +206,20 @@ func TestServeDevAndGracefulShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("svc sources list: %v\n%s", err, lo)
 	}
-	for _, label := range []string{"Vendor A mailbox", "Vendor A drive", "Vendor B mailbox", "Vendor B drive", "Vendor C files"} {
+	for _, label := range []string{"Vendor A mailbox", "Vendor A drive", "Vendor A shared drive", "Vendor B mailbox", "Vendor B drive", "Vendor C files"} {
 		if n := strings.Count(string(lo), label+" (local fake)"); n != 1 {
 			t.Errorf("%s: %d sources after a restart, want 1:\n%s", label, n, lo)
 		}
+	}
+	// The second vendor_a_files source is the Drive fake's shared drive: a plan over it lists
+	// the shared drive's files.
+	shared := regexp.MustCompile(`(src_\S+)\s+vendor_a_files\s.*Vendor A shared drive \(local fake\)`).FindStringSubmatch(string(lo))
+	if shared == nil {
+		t.Fatalf("no vendor_a_files shared-drive source:\n%s", lo)
+	}
+	out, err = exec.Command(bin, "plan", "create", "--credentials", credsFile, "--intent", "svc", "--source", shared[1]).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Decision: ") {
+		t.Fatalf("a plan over the shared drive of the vendor_a_files fake: %v\n%s", err, out)
 	}
 	dropbox := regexp.MustCompile(`(src_\S+)\s+vendor_c_files`).FindStringSubmatch(string(lo))
 	if dropbox == nil {

@@ -33,7 +33,7 @@ func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (p
 	}
 	page := req.Since.Value
 	if req.PageToken != "" {
-		t, err := decodeToken(req.PageToken)
+		t, err := decodeToken(changesKind, req.PageToken)
 		if err != nil {
 			return providers.ChangePage{}, err
 		}
@@ -77,7 +77,9 @@ func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (p
 		}
 	}
 	if res.NextPageToken != "" {
-		out.NextPageToken = encodeToken(token{Marker: req.Since.Value, Page: res.NextPageToken})
+		if out.NextPageToken, err = encodeToken(changesKind, token{Marker: req.Since.Value, Page: res.NextPageToken}); err != nil {
+			return providers.ChangePage{}, fail("changes", "", err)
+		}
 	} else {
 		out.Marker = providers.Marker{Kind: providers.MarkerPageToken, Value: res.NewStartPageToken}
 	}

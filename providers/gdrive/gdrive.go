@@ -24,6 +24,7 @@ import (
 
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/google"
+	"svc.dev/svc/providers/pagetoken"
 )
 
 var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapCredentials}
@@ -142,28 +143,53 @@ func checkRef(ref string) error {
 	return err
 }
 
+// token is a listing's or a delta's page token: the marker the listing
+// carries (a delta's start) and Drive's own page token.
 type token struct {
-	V      int    `json:"v"`
 	Marker string `json:"m"`
 	Page   string `json:"p"`
 }
 
-func encodeToken(t token) string {
-	t.V = 1
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
+// Page token kinds (providers/pagetoken).
+const (
+	listKind    = "gdrive.list"
+	changesKind = "gdrive.changes"
+)
+
+func encodeToken(kind string, t token) (string, error) {
+	return pagetoken.EncodeState(kind, t)
 }
 
-func decodeToken(s string) (token, error) {
+// decodeToken reads a page token of kind, or one of the format before
+// providers/pagetoken (a listing paused across an upgrade hands one back;
+// it served listings and deltas alike).
+func decodeToken(kind, s string) (token, error) {
 	var t token
+	err := pagetoken.DecodeState(kind, s, &t)
+	if err != nil {
+		t, err = decodeLegacyToken(s)
+	}
+	if err != nil || t.Marker == "" || t.Page == "" {
+		return token{}, fmt.Errorf("page token not issued by vendor_a_files: %w", providers.ErrInvalidArgument)
+	}
+	return t, nil
+}
+
+// decodeLegacyToken reads a token of the hand-made format: base64url of
+// {"v":1,"m":MARKER,"p":PAGE}.
+func decodeLegacyToken(s string) (token, error) {
+	var t struct {
+		V int `json:"v"`
+		token
+	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		err = json.Unmarshal(b, &t)
 	}
-	if err != nil || t.V != 1 || t.Marker == "" || t.Page == "" {
-		return token{}, fmt.Errorf("page token not issued by vendor_a_files: %w", providers.ErrInvalidArgument)
+	if err == nil && t.V != 1 {
+		err = errors.New("not a version 1 token")
 	}
-	return t, nil
+	return t.token, err
 }
 
 // downloadable reports whether a file has bytes to fetch (not a folder,
@@ -188,7 +214,7 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	}
 	var t token
 	if req.PageToken != "" {
-		if t, err = decodeToken(req.PageToken); err != nil {
+		if t, err = decodeToken(listKind, req.PageToken); err != nil {
 			return providers.Page{}, err
 		}
 	} else {
@@ -224,7 +250,9 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	}
 	if res.NextPageToken != "" {
 		t.Page = res.NextPageToken
-		page.NextPageToken = encodeToken(t)
+		if page.NextPageToken, err = encodeToken(listKind, t); err != nil {
+			return providers.Page{}, fail("list", "", err)
+		}
 	} else {
 		page.Marker = providers.Marker{Kind: providers.MarkerPageToken, Value: t.Marker}
 	}

@@ -25,8 +25,11 @@
 // the revision marker is the mailbox's historyId (kind history_id) read
 // before the listing; Changes follows users.history.list from it and
 // answers ErrMarkerExpired when Gmail no longer has that history (404).
-// Fetch reads the message in RFC 5322 form (format=raw). Trash and
-// Untrash are Gmail's; there is no Remove (deleting for good needs the
+// Fetch reads the message in RFC 5322 form (format=raw). Write imports a
+// message (users.messages.import, at most MaxImportBytes) into the label
+// its path names, creating a missing user label, and never sends an import
+// twice without first looking the message up by its Message-ID (Write's
+// doc says how). Trash and Untrash are Gmail's; there is no Remove (deleting for good needs the
 // full-mailbox scope svc does not ask for) and no quota (the Gmail API
 // reports none; vendor_a_files reports the account's storage).
 package gmail

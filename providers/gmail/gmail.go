@@ -24,9 +24,10 @@ import (
 	"svc.dev/svc/mail"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/google"
+	"svc.dev/svc/providers/pagetoken"
 )
 
-var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapTrashBatch, providers.CapFetchBatch, providers.CapCredentials}
+var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapTrashBatch, providers.CapFetchBatch, providers.CapCredentials}
 
 // Description is the vendor_a_mail provider's description.
 var Description = providers.Description{
@@ -40,7 +41,8 @@ var Description = providers.Description{
 }
 
 // Scopes are the OAuth scopes vendor_a_mail needs: gmail.modify reads
-// messages and history and trashes and untrashes them (docs/providers.md).
+// messages and history, trashes and untrashes them, imports messages and
+// creates labels (docs/providers.md).
 var Scopes = []string{gm.GmailModifyScope}
 
 // DefaultEndpoint is the Gmail API's root.
@@ -93,6 +95,10 @@ func New(ctx context.Context, cfg providers.Config) (providers.Provider, error) 
 func Cost(r *http.Request) int {
 	p := r.URL.Path
 	switch {
+	case strings.HasSuffix(p, "/messages/import"):
+		return 25
+	case r.Method == http.MethodPost && (strings.HasSuffix(p, "/labels") || strings.HasSuffix(p, "/modify")):
+		return 5
 	case strings.HasSuffix(p, "/profile"), strings.HasSuffix(p, "/labels"):
 		return 1
 	case strings.HasSuffix(p, "/history"):
@@ -116,29 +122,52 @@ func user(ref string) string {
 func fail(op, id string, err error) error { return google.Err(providers.VendorAMail, op, id, err) }
 
 // token is a listing's or a delta's page token: the marker the listing
-// carries and Gmail's own page token.
+// carries (a delta's start) and Gmail's own page token.
 type token struct {
-	V       int    `json:"v"`
 	History uint64 `json:"h"`
 	Page    string `json:"p"`
 }
 
-func encodeToken(t token) string {
-	t.V = 1
-	b, _ := json.Marshal(t)
-	return base64.RawURLEncoding.EncodeToString(b)
+// Page token kinds (providers/pagetoken).
+const (
+	listKind    = "gmail.list"
+	changesKind = "gmail.changes"
+)
+
+func encodeToken(kind string, t token) (string, error) {
+	return pagetoken.EncodeState(kind, t)
 }
 
-func decodeToken(s string) (token, error) {
+// decodeToken reads a page token of kind, or one of the format before
+// providers/pagetoken (a listing paused across an upgrade hands one back;
+// it served listings and deltas alike).
+func decodeToken(kind, s string) (token, error) {
 	var t token
+	err := pagetoken.DecodeState(kind, s, &t)
+	if err != nil {
+		t, err = decodeLegacyToken(s)
+	}
+	if err != nil || t.History == 0 || t.Page == "" {
+		return token{}, fmt.Errorf("page token not issued by vendor_a_mail: %w", providers.ErrInvalidArgument)
+	}
+	return t, nil
+}
+
+// decodeLegacyToken reads a token of the hand-made format: base64url of
+// {"v":1,"h":HISTORY,"p":PAGE}.
+func decodeLegacyToken(s string) (token, error) {
+	var t struct {
+		V int `json:"v"`
+		token
+	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		err = json.Unmarshal(b, &t)
 	}
-	if err != nil || t.V != 1 || t.History == 0 || t.Page == "" {
-		return token{}, fmt.Errorf("page token not issued by vendor_a_mail: %w", providers.ErrInvalidArgument)
+	if err == nil && t.V != 1 {
+		err = errors.New("not a version 1 token")
 	}
-	return t, nil
+	return t.token, err
 }
 
 // List returns a page of the mailbox's messages, newest first, trashed
@@ -148,7 +177,7 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	var t token
 	if req.PageToken != "" {
 		var err error
-		if t, err = decodeToken(req.PageToken); err != nil {
+		if t, err = decodeToken(listKind, req.PageToken); err != nil {
 			return providers.Page{}, err
 		}
 	} else {
@@ -192,7 +221,9 @@ func (p *Provider) List(ctx context.Context, req providers.ListRequest) (provide
 	}
 	if res.NextPageToken != "" {
 		t.Page = res.NextPageToken
-		page.NextPageToken = encodeToken(t)
+		if page.NextPageToken, err = encodeToken(listKind, t); err != nil {
+			return providers.Page{}, fail("list", "", err)
+		}
 	} else {
 		page.Marker = marker(t.History)
 	}
@@ -405,7 +436,7 @@ func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (p
 	}
 	call := p.svc.Users.History.List(uid).StartHistoryId(since).MaxResults(int64(min(providers.ClampPageSize(req.PageSize), maxPage))).Context(ctx)
 	if req.PageToken != "" {
-		t, err := decodeToken(req.PageToken)
+		t, err := decodeToken(changesKind, req.PageToken)
 		if err != nil {
 			return providers.ChangePage{}, err
 		}
@@ -450,7 +481,9 @@ func (p *Provider) Changes(ctx context.Context, req providers.ChangesRequest) (p
 		}
 	}
 	if res.NextPageToken != "" {
-		page.NextPageToken = encodeToken(token{History: since, Page: res.NextPageToken})
+		if page.NextPageToken, err = encodeToken(changesKind, token{History: since, Page: res.NextPageToken}); err != nil {
+			return providers.ChangePage{}, fail("changes", "", err)
+		}
 	} else {
 		page.Marker = marker(res.HistoryId)
 	}

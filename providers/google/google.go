@@ -48,6 +48,18 @@ type Client struct {
 
 type costKey struct{}
 
+type onceKey struct{}
+
+// Once marks the requests made with ctx as not idempotent (Gmail's
+// messages.import stores another copy each time it is sent): the client
+// does not send them again after a 5xx answer or a dropped connection,
+// which may have come after the vendor acted. A 429 is still retried: the
+// vendor refused it unperformed. The caller finds out what happened and
+// decides.
+func Once(ctx context.Context) context.Context {
+	return context.WithValue(ctx, onceKey{}, true)
+}
+
 // WithCost sets the quota cost of the requests made with ctx (a batch
 // carries its calls' sum).
 func WithCost(ctx context.Context, units int) context.Context {
@@ -95,9 +107,10 @@ func NewClient(cfg providers.Config, defaultEndpoint string, defaultQuota int, c
 			}
 			return cost(r)
 		},
-		// Every call these connectors make is idempotent: reads, and
-		// trash/untrash, which leave the same state when repeated.
-		Idempotent: func(*http.Request) bool { return true },
+		// The calls these connectors make are idempotent (reads, and
+		// trash/untrash, which leave the same state when repeated) but for
+		// those made with Once.
+		Idempotent: func(r *http.Request) bool { return r.Context().Value(onceKey{}) == nil },
 		Throttled:  func(resp *http.Response, body []byte) bool { return resp.StatusCode == 403 && RateLimited(body) },
 	}
 	return &Client{HTTP: vendorhttp.NewClient(opts), Endpoint: ep, Limiter: lim, Credentials: creds}, nil

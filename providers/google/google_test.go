@@ -1,10 +1,16 @@
 package google_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/api/googleapi"
 
@@ -62,5 +68,36 @@ func TestSharedLimiter(t *testing.T) {
 	b, _ := google.NewClient(cfg("rt-b"), "https://api.example/", 6000, nil)
 	if a1.Limiter != a2.Limiter || a1.Limiter == b.Limiter || a1.Limiter == nil {
 		t.Errorf("limiters %p %p %p: want the first two shared", a1.Limiter, a2.Limiter, b.Limiter)
+	}
+}
+
+// TestOnce: a request made with Once is not sent again after a 5xx (it
+// may have been performed); others are.
+func TestOnce(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	c, err := google.NewClient(providers.Config{"access_token": "t", "quota_per_minute": "off"}, srv.URL, 6000, func(*http.Request) int { return 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ctx  context.Context
+		want int32
+	}{{google.Once(context.Background()), 1}, {context.Background(), 2}} {
+		n.Store(0)
+		ctx, cancel := context.WithTimeout(tc.ctx, 3*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/import", strings.NewReader("x"))
+		resp, err := c.HTTP.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+		}
+		if got := n.Load(); (tc.want == 1 && got != 1) || (tc.want > 1 && got < tc.want) {
+			t.Errorf("sent %d times, want %d", got, tc.want)
+		}
 	}
 }

@@ -87,6 +87,9 @@ type Vendor struct {
 	Kind     string // "mail" or "files"
 	Label    string // its display name, which also finds it again at the next start
 	Config   providers.Config
+	// SourceRef is the source at the provider (a shared drive, "drive:ID"); "" means
+	// "default", the account's own.
+	SourceRef string
 }
 
 // connectVendors connects each vendor source in the dev tenant, through the application's
@@ -114,7 +117,11 @@ func (d Deps) connectVendors(ctx context.Context, creds *Credentials, vendors []
 			}
 			continue
 		}
-		_, err := sc.ConnectSource(ctx, svc.SourceSpec{Provider: v.Provider, SourceRef: "default", Kind: v.Kind, DisplayName: v.Label,
+		ref := v.SourceRef
+		if ref == "" {
+			ref = "default"
+		}
+		_, err := sc.ConnectSource(ctx, svc.SourceSpec{Provider: v.Provider, SourceRef: ref, Kind: v.Kind, DisplayName: v.Label,
 			Config: v.Config, ConnectionID: creds.ConnectionID, ApplicationID: creds.ApplicationID})
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.Label, err)

@@ -23,6 +23,8 @@ import (
 func cost(r *http.Request) int {
 	p := r.URL.Path
 	switch {
+	case r.Method == http.MethodPost && (strings.HasSuffix(p, "/labels") || strings.HasSuffix(p, "/modify")):
+		return 5
 	case strings.HasSuffix(p, "/profile"), strings.HasSuffix(p, "/labels"):
 		return 1
 	case strings.HasSuffix(p, "/history"):
@@ -51,7 +53,11 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	case r.Method == "GET" && rest == "profile":
 		s.profile(w)
 	case r.Method == "GET" && rest == "labels":
-		s.labels(w)
+		s.listLabels(w)
+	case r.Method == "POST" && rest == "labels":
+		s.createLabel(w, r)
+	case r.Method == "POST" && len(parts) == 3 && parts[0] == "messages" && parts[2] == "modify":
+		s.modify(w, r, parts[1])
 	case r.Method == "GET" && rest == "history":
 		s.listHistory(w, r)
 	case r.Method == "GET" && rest == "messages":
@@ -73,12 +79,15 @@ func (s *Server) profile(w http.ResponseWriter) {
 	s.JSON(w, 200, "Profile", map[string]any{"emailAddress": s.email, "messagesTotal": n, "threadsTotal": n, "historyId": strconv.FormatUint(h, 10)})
 }
 
-func (s *Server) labels(w http.ResponseWriter) {
+func (s *Server) listLabels(w http.ResponseWriter) {
 	var out []map[string]any
 	for _, l := range systemLabels {
 		out = append(out, map[string]any{"id": l, "name": l, "type": "system"})
 	}
-	for _, l := range userLabels {
+	s.mu.Lock()
+	user := slices.Clone(s.labels)
+	s.mu.Unlock()
+	for _, l := range user {
 		out = append(out, map[string]any{"id": l[0], "name": l[1], "type": "user", "messageListVisibility": "show", "labelListVisibility": "labelShow"})
 	}
 	s.JSON(w, 200, "ListLabelsResponse", map[string]any{"labels": out})
@@ -99,6 +108,7 @@ func pageSize(r *http.Request, def, most int) (int, bool) {
 
 // listMessages pages through the mailbox newest first. The page token is
 // the id listed last, so messages delivered meanwhile do not shift pages.
+// Of Gmail's search (q) it knows rfc822msgid:.
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	size, ok := pageSize(r, 100, 500)
@@ -108,6 +118,11 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	spamTrash := q.Get("includeSpamTrash") == "true"
 	want := q["labelIds"]
+	msgID, ok := search(q.Get("q"))
+	if !ok {
+		vendorfake.GoogleError(w, 400, "invalidArgument", "fake: the fake's search knows rfc822msgid: only")
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Positions: 0..len(inserted)-1 are the inserted ids, then seeded i at
@@ -148,6 +163,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if len(want) > 0 && !containsAll(m.labels, want) {
+			continue
+		}
+		if msgID != "" && s.messageIDOf(m) != msgID {
 			continue
 		}
 		out = append(out, map[string]string{"id": m.id, "threadId": m.thread})

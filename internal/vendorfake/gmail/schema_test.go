@@ -1,6 +1,7 @@
 package gmail_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -51,7 +52,20 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, schema := range served.Missing([]string{"Profile", "ListLabelsResponse", "ListMessagesResponse", "Message", "ListHistoryResponse"}) {
+	// Write: the import route on the upload path (multipart/related), the
+	// rfc822msgid: search, a new user label, and a message already there
+	// given another label (messages.modify).
+	raw := []byte("From: a@example.com\r\nMessage-ID: <schema@example.com>\r\nSubject: hi\r\n\r\nhello\r\n")
+	w := p.(providers.Writer)
+	for _, label := range []string{"Imported", "INBOX"} {
+		if _, err := w.Write(ctx, providers.WriteRequest{SourceRef: "me", Path: label, SizeBytes: int64(len(raw)), Mode: providers.WriteCopy}, bytes.NewReader(raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Imports() != 1 {
+		t.Errorf("%d imports, want 1", s.Imports())
+	}
+	for _, schema := range served.Missing([]string{"Profile", "ListLabelsResponse", "ListMessagesResponse", "Message", "ListHistoryResponse", "Label"}) {
 		t.Errorf("no %s was served: the test does not cover it", schema)
 	}
 	t.Logf("checked %v", served)
@@ -73,6 +87,11 @@ func TestErrorBodies(t *testing.T) {
 		{"GET", "/gmail/v1/users/someone@example.com/profile", vendorfake.AccessToken, 403},
 		{"GET", "/gmail/v1/users/me/profile", "not-a-token", 401},
 		{"POST", "/batch/gmail/v1", vendorfake.AccessToken, 400},
+		{"POST", "/upload/gmail/v1/users/me/messages/import?uploadType=resumable", vendorfake.AccessToken, 400},
+		{"POST", "/upload/gmail/v1/users/me/messages/import?uploadType=multipart", vendorfake.AccessToken, 400},
+		{"POST", "/upload/gmail/v1/users/me/messages/nope?uploadType=multipart", vendorfake.AccessToken, 404},
+		{"POST", "/gmail/v1/users/me/labels", vendorfake.AccessToken, 400},
+		{"GET", "/gmail/v1/users/me/messages?q=from:someone", vendorfake.AccessToken, 400},
 	}
 	for _, c := range cases {
 		req, _ := http.NewRequest(c.method, s.URL()+c.path, nil)

@@ -30,6 +30,10 @@ type Server struct {
 	kept      int
 	failing   map[string]int
 	nextID    uint64
+	labels    [][2]string // the mailbox's own labels (id, name)
+	nextLabel int
+	imports   int   // messages.import calls that stored a message
+	afterFail []int // answers for the next imports, after storing (0: drop the connection)
 }
 
 // head is what a pool message's metadata answer needs, computed once.
@@ -67,10 +71,11 @@ func Start(opts Options) *Server {
 		opts.HistoryKept = 10000
 	}
 	s := &Server{Base: vendorfake.NewBase(), email: opts.Email, n: opts.Messages, pool: pool(opts),
-		changed: map[string]*message{}, failing: map[string]int{}, kept: opts.HistoryKept, nextID: idBase + 1<<40}
+		changed: map[string]*message{}, failing: map[string]int{}, kept: opts.HistoryKept, nextID: idBase + 1<<40,
+		labels: slices.Clone(userLabels), nextLabel: len(userLabels) + 1}
 	s.historyID = 20000
 	s.floor = s.historyID
-	s.Serve(map[string]http.HandlerFunc{"POST /batch/gmail/v1": s.batch, "/gmail/v1/": s.api})
+	s.Serve(map[string]http.HandlerFunc{"POST /batch/gmail/v1": s.batch, "/gmail/v1/": s.api, "/upload/gmail/v1/": s.upload})
 	return s
 }
 
@@ -125,10 +130,15 @@ func (s *Server) addHistory(kind, msg string, labels ...string) uint64 {
 func (s *Server) Insert(raw []byte, labels ...string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.insert(raw, labels, time.Now().UTC())
+}
+
+// insert stores a new message. Callers hold s.mu.
+func (s *Server) insert(raw []byte, labels []string, internal time.Time) string {
 	s.nextID++
 	id := strconv.FormatUint(s.nextID, 16)
 	h := s.addHistory("messagesAdded", id)
-	s.changed[id] = &message{id: id, thread: "t" + id[1:], raw: raw, labels: labels, internal: time.Now().UTC(), history: h}
+	s.changed[id] = &message{id: id, thread: "t" + id[1:], raw: raw, labels: labels, internal: internal, history: h}
 	s.inserted = append([]string{id}, s.inserted...)
 	return id
 }
@@ -200,4 +210,52 @@ func (s *Server) FailMessage(id string, status int) {
 		return
 	}
 	s.failing[id] = status
+}
+
+// FailAfterImport makes the next users.messages.import calls store their
+// message and then answer the given statuses, one per call (0 drops the
+// connection instead): the failure that leaves a client not knowing
+// whether its import took.
+func (s *Server) FailAfterImport(statuses ...int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.afterFail = append(s.afterFail, statuses...)
+}
+
+// Imports is how many messages users.messages.import stored.
+func (s *Server) Imports() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.imports
+}
+
+// UserLabels returns the mailbox's own labels by id.
+func (s *Server) UserLabels() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.labels))
+	for _, l := range s.labels {
+		out[l[0]] = l[1]
+	}
+	return out
+}
+
+// Raw returns a message's raw bytes (nil when it does not exist).
+func (s *Server) Raw(id string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.get(id); m != nil {
+		return slices.Clone(m.raw)
+	}
+	return nil
+}
+
+// AddLabel creates a user label (as another client would) and returns its id.
+func (s *Server) AddLabel(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := "Label_" + strconv.Itoa(s.nextLabel)
+	s.nextLabel++
+	s.labels = append(s.labels, [2]string{id, name})
+	return id
 }
