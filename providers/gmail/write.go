@@ -57,10 +57,15 @@ var systemLabels = []string{"INBOX", "SPAM", "UNREAD", "STARRED", "IMPORTANT", "
 // req.Path names the label to put it in, the way a listing names a
 // message's containers: a system label by id (INBOX, SPAM, STARRED,
 // CATEGORY_UPDATES, ...; any case), a user label by name ("Receipts",
-// "Archive/2024"); "" is INBOX. A user label that does not exist is
-// created (and its parents, for a nested name), as Drive's Write creates
-// missing folders: writing into a label is what the user asked for. A
-// message written into a user label is not also put in the inbox.
+// "Archive/2024"); "" is INBOX. Any other path is a destination's, the
+// label followed by the message's name ("Archive/2024/Minutes.eml", as a
+// destination's path template renders it, the way Drive's and OneDrive's
+// paths end in a file's name; Outlook's Write reads paths the same way):
+// the label is what precedes the last "/", and a name alone is INBOX. A
+// user label that does not exist is created (and its parents, for a nested
+// name), as Drive's Write creates missing folders: writing into a label is
+// what the user asked for. A message written into a user label is not also
+// put in the inbox.
 //
 // Import is not idempotent: each send stores another copy. So a message
 // with a Message-ID is first looked up by it (users.messages.list
@@ -275,28 +280,64 @@ func messageID(raw []byte) string {
 }
 
 // targetLabels maps a write's path to label ids, creating a user label
-// that does not exist.
+// that does not exist. A path that names a label (a system label, or a user
+// label that exists) is that label. Any other path is a destination's, as a
+// path template renders it ("From Outlook/Inbox/Minutes.eml"): its last
+// segment is the message's name and the rest the label, created when
+// missing; a name alone is the inbox.
 func (p *Provider) targetLabels(ctx context.Context, uid, path string) ([]string, error) {
 	name := strings.Trim(path, "/")
-	if name == "" {
-		return []string{"INBOX"}, nil
-	}
 	if strings.ContainsFunc(name, unicode.IsControl) {
 		return nil, fmt.Errorf("label %q: %w", path, providers.ErrInvalidArgument)
 	}
-	for _, l := range systemLabels {
-		if strings.EqualFold(l, name) {
-			return []string{l}, nil
-		}
+	if id, ok, err := p.namedLabel(ctx, uid, name); ok || err != nil {
+		return []string{id}, err
 	}
-	if strings.EqualFold(name, "TRASH") || strings.EqualFold(name, "DRAFT") {
-		return nil, fmt.Errorf("label %s: a message is not written into it: %w", name, providers.ErrInvalidArgument)
+	dir, _, ok := cutLast(name, "/")
+	if !ok {
+		return []string{"INBOX"}, nil
 	}
-	id, err := p.userLabel(ctx, uid, name)
+	if id, ok, err := p.namedLabel(ctx, uid, dir); ok || err != nil {
+		return []string{id}, err
+	}
+	id, err := p.userLabel(ctx, uid, dir)
 	if err != nil {
 		return nil, err
 	}
 	return []string{id}, nil
+}
+
+// namedLabel returns the label a write into name goes to when name is
+// "" (INBOX), a system label's id (any case) or an existing user label's
+// name; TRASH and DRAFT are refused.
+func (p *Provider) namedLabel(ctx context.Context, uid, name string) (string, bool, error) {
+	if name == "" {
+		return "INBOX", true, nil
+	}
+	for _, l := range systemLabels {
+		if strings.EqualFold(l, name) {
+			return l, true, nil
+		}
+	}
+	if strings.EqualFold(name, "TRASH") || strings.EqualFold(name, "DRAFT") {
+		return "", false, fmt.Errorf("label %s: a message is not written into it: %w", name, providers.ErrInvalidArgument)
+	}
+	names, err := p.labelNames(ctx, uid)
+	if err != nil {
+		return "", false, err
+	}
+	if id := findLabel(names, name); id != "" {
+		return id, true, nil
+	}
+	return "", false, nil
+}
+
+// cutLast slices s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // userLabel returns the id of the user label named name (Gmail's label

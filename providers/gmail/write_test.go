@@ -67,8 +67,11 @@ func TestWriteRoundTrip(t *testing.T) {
 		{"INBOX", "INBOX"},
 		{"", "INBOX"},
 		{"spam", "SPAM"},
-		{"Receipts", "Receipts"},
-		{"Imported/2026", "Imported/2026"},
+		{"Receipts/Minutes.eml", "Receipts"},
+		{"Receipts", "Receipts"}, // exists now: the label itself
+		{"Imported/2026/Minutes.eml", "Imported/2026"},
+		{"Family", "Family"},
+		{"Minutes.eml", "INBOX"}, // a name alone
 	} {
 		subject := fmt.Sprintf("Minutes %d", i)
 		raw := message(fmt.Sprintf("rt-%d@example.com", i), subject)
@@ -98,8 +101,8 @@ func TestWriteRoundTrip(t *testing.T) {
 	if want := []string{"Family", "Imported", "Imported/2026", "Receipts"}; !slices.Equal(names, want) {
 		t.Errorf("user labels %v, want %v (the new label and its parent created, no other)", names, want)
 	}
-	if s.Imports() != 5 {
-		t.Errorf("%d imports, want 5", s.Imports())
+	if s.Imports() != 8 {
+		t.Errorf("%d imports, want 8", s.Imports())
 	}
 	if _, err := p.(providers.Writer).Write(ctx, writeReq(message("x@example.com", "x"), "TRASH"), bytes.NewReader(message("x@example.com", "x"))); !errors.Is(err, providers.ErrInvalidArgument) {
 		t.Errorf("write into TRASH: %v, want ErrInvalidArgument", err)
@@ -230,7 +233,7 @@ func TestWriteLabelMadeMeanwhile(t *testing.T) {
 	write(t, p, writeReq(raw, "Receipts"), raw) // reads the labels
 	id := s.AddLabel("Later")
 	raw = message("b@example.com", "B")
-	o := write(t, p, writeReq(raw, "later"), raw)
+	o := write(t, p, writeReq(raw, "later/B.eml"), raw)
 	if !slices.Contains(o.Containers, "Later") || !slices.Contains(s.Labels(o.ID), id) || len(s.UserLabels()) != 3 {
 		t.Errorf("containers %v, labels %v, user labels %v: want the existing label Later", o.Containers, s.Labels(o.ID), s.UserLabels())
 	}
