@@ -9,8 +9,8 @@ import (
 	"svc.dev/svc/internal/vendorfake/gmail"
 	"svc.dev/svc/internal/vendorfake/graph"
 	"svc.dev/svc/providers"
-	"svc.dev/svc/providers/vendorhttp"
 	"svc.dev/svc/providers/gdrive"
+	"svc.dev/svc/providers/vendorhttp"
 	"svc.dev/svc/server"
 	"svc.dev/svc/server/devseed"
 )
