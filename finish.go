@@ -238,6 +238,13 @@ func (c *core) recordDestination(ctx context.Context, tenant, exeID string, p *s
 	if dst := p.GetDestination(); dst != nil {
 		d.DestinationID, d.Provider, d.Lossiness = dst.GetDestinationId(), dst.GetProvider(), dst.GetKnownLossiness()
 	}
+	if t.Rendered != "" {
+		// The destination keeps a form of its own: read back, it is not the bytes written.
+		d.Verified = false
+		if !slices.Contains(d.Lossiness, t.Rendered) {
+			d.Lossiness = append(slices.Clone(d.Lossiness), t.Rendered)
+		}
+	}
 	switch {
 	case slices.Contains(o.GetActions(), svcv1.PlanAction_PLAN_ACTION_MOVE):
 		d.Mode = svcv1.DestinationMode_DESTINATION_MODE_MOVE

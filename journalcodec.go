@@ -18,8 +18,13 @@ import (
 // each way. Entries written before (JSON objects, which start with '{') are still read.
 const journalV2 = 0x02
 
+// journalV3 is journalV2 followed by the transition's Rendered, for the entries that have one:
+// every other entry is still written, byte for byte, as journalV2.
+const journalV3 = 0x03
+
 // encodeTransition appends t's stored form to b.
 func encodeTransition(b []byte, t execute.Transition) []byte {
+	start := len(b)
 	b = append(b, journalV2)
 	b = appendString(b, t.AssetID)
 	b = binary.AppendVarint(b, int64(t.From))
@@ -41,7 +46,12 @@ func encodeTransition(b []byte, t execute.Transition) []byte {
 	}
 	b = append(b, restorable)
 	b = appendString(b, t.Error)
-	return appendString(b, t.Path)
+	b = appendString(b, t.Path)
+	if t.Rendered != "" {
+		b[start] = journalV3
+		b = appendString(b, t.Rendered)
+	}
+	return b
 }
 
 func appendString(b []byte, s string) []byte {
@@ -57,7 +67,7 @@ func decodeTransition(b []byte) (execute.Transition, error) {
 		err := json.Unmarshal(b, &t)
 		return t, err
 	}
-	if len(b) == 0 || b[0] != journalV2 {
+	if len(b) == 0 || (b[0] != journalV2 && b[0] != journalV3) {
 		return t, fmt.Errorf("%w: unknown version", errBadEntry)
 	}
 	d := decoder{b: b[1:]}
@@ -76,6 +86,11 @@ func decodeTransition(b []byte) (execute.Transition, error) {
 	t.Restorable = d.byte() == 1
 	t.Error = d.string()
 	t.Path = d.string()
+	if b[0] == journalV3 {
+		if t.Rendered = d.string(); t.Rendered == "" {
+			d.fail() // one form per entry: without it, the entry is a journalV2 one
+		}
+	}
 	if d.err != nil || len(d.b) != 0 {
 		return execute.Transition{}, fmt.Errorf("%w: %d bytes", errBadEntry, len(b))
 	}

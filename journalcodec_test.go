@@ -15,7 +15,9 @@ func TestJournalCodec(t *testing.T) {
 		To: svcv1.StepState_STEP_STATE_VAULT_COMMITTED, Step: "commit", Status: "ok", At: time.Date(2026, 11, 25, 6, 30, 1, 123456789, time.UTC),
 		VaultID: "vlt_01M88MF478BZETF13VH6D5WN0A", VaultSHA256: "f0e8f2d98e02a4110d4f5d27103e079212d10a47bc5878c9972ff18572a4bc83",
 		Bytes: 8243, ResultID: "res_1", Restorable: true, Error: "ünïcode error\x00with nul", Path: "a/b/c.eml"}
-	for _, tr := range []execute.Transition{full, {AssetID: "ast_1", To: svcv1.StepState_STEP_STATE_SELECTED, Step: "select", Status: "ok"}, {}} {
+	rendered := full
+	rendered.Rendered = "mime_rerendered"
+	for _, tr := range []execute.Transition{full, rendered, {AssetID: "ast_1", To: svcv1.StepState_STEP_STATE_SELECTED, Step: "select", Status: "ok"}, {}} {
 		b := encodeTransition(nil, tr)
 		got, err := decodeTransition(b)
 		if err != nil || got != tr {
@@ -30,6 +32,10 @@ func TestJournalCodec(t *testing.T) {
 		if _, err := decodeTransition(append(b, 0)); !errors.Is(err, errBadEntry) {
 			t.Fatalf("a trailing byte: %v", err)
 		}
+	}
+	// An entry without Rendered is the journalV2 entry it always was.
+	if b := encodeTransition(nil, full); b[0] != journalV2 {
+		t.Fatalf("an entry without Rendered is written as version %d", b[0])
 	}
 	// Entries journaled as JSON before the binary form still read.
 	old, err := json.Marshal(full)
@@ -52,7 +58,7 @@ func FuzzJournalCodec(f *testing.F) {
 	f.Add([]byte{journalV2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, err := decodeTransition(b)
-		if err != nil || len(b) == 0 || b[0] != journalV2 {
+		if err != nil || len(b) == 0 || (b[0] != journalV2 && b[0] != journalV3) {
 			return
 		}
 		// What decodes re-encodes to the same bytes (one form per entry) when its time is

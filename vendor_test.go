@@ -2,6 +2,7 @@ package svc_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,74 @@ func TestVendorCleanUpAndUndo(t *testing.T) {
 			}
 			t.Logf("%s: %d objects planned, %d trashed and restored, %d bytes preserved", tc.name, len(p.GetObjects()), len(trash), x.GetBytesPreserved())
 		})
+	}
+}
+
+// TestMigrateIntoAMailboxThatRenders: mail migrated into an Outlook mailbox whose server keeps
+// messages in a form of its own (the Graph fake serving back MIME of its own rendering, as
+// Exchange does) completes: each message's vault copy is committed and verified, the
+// destination holds the message under its Message-ID, and the manifest records the write as
+// not verified byte for byte, with mime_rerendered among its lossiness.
+func TestMigrateIntoAMailboxThatRenders(t *testing.T) {
+	g := graphfake.Seeded(graphfake.Seed{Seed: 3, Messages: 4})
+	defer g.Close()
+	g.Rerenders(true)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg, err := builtin.Registry(builtin.Options{Vendors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	sv, err := svc.OpenMemory(ctx, &svc.Options{Providers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sv.Close()
+	src, err := sv.ConnectSource(ctx, svc.SourceSpec{Provider: providers.Simulated, SourceRef: "mail", Config: providers.Config{"objects": "6", "seed": "3"}, Kind: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := sv.AddDestination(ctx, svc.DestinationSpec{Provider: providers.VendorBMail, SourceRef: "default", Config: g.ProviderConfig(),
+		Label: "Outlook", PathTemplate: "Migrated/{name}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := g.MessageCount()
+	p, err := sv.BuildPlan(ctx, svc.PlanRequest{SourceIDs: []string{src.Id}, Intent: svcv1.PlanIntent_PLAN_INTENT_MIGRATE, Destination: dst})
+	if err == nil {
+		p, err = sv.AuthorizePlan(ctx, p.PlanId, p.Hash, nil)
+	}
+	var x *svcv1.Execution
+	if err == nil {
+		x, err = sv.Execute(ctx, p.PlanId, nil)
+	}
+	if err == nil {
+		x, err = sv.Wait(ctx, x.Id)
+	}
+	if err != nil || x.GetStatus() != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED {
+		t.Fatalf("migrate: %v (%v, errors %v)", err, x.GetStatus(), x.GetErrors())
+	}
+	moved, stored := 0, map[string]bool{}
+	for _, o := range p.GetObjects() {
+		m, err := sv.Manifest(ctx, o.GetAssetId())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range m.GetDestinations() {
+			moved++
+			stored[d.GetObjectId()] = true
+			if d.GetVerified() || !slices.Contains(d.GetLossiness(), "mime_rerendered") {
+				t.Errorf("%s: destination recorded verified=%v, lossiness %v", o.GetAssetId(), d.GetVerified(), d.GetLossiness())
+			}
+		}
+		if m.GetVault().GetSha256() == "" {
+			t.Errorf("%s: no verified vault copy", o.GetAssetId())
+		}
+	}
+	// Messages sharing a Message-ID (the simulated mailbox has duplicates) are one message
+	// at the destination.
+	if moved == 0 || g.MessageCount() != before+len(stored) {
+		t.Fatalf("%d messages moved as %d, the mailbox went from %d to %d", moved, len(stored), before, g.MessageCount())
 	}
 }

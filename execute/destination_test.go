@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,4 +195,48 @@ func TestMoveCrashAtAnyJournalWrite(t *testing.T) {
 			}
 		}
 	})
+}
+
+// rendering is a destination that keeps content in a form of its own (as Exchange keeps a
+// message): what it serves back is not the bytes written, and its Write says so
+// (providers.MetaRendered).
+type rendering struct {
+	providers.Provider
+}
+
+func (d rendering) Write(ctx context.Context, req providers.WriteRequest, body io.Reader) (providers.Object, error) {
+	o, err := d.Provider.(providers.Writer).Write(ctx, req, body)
+	o.Metadata = map[string]string{providers.MetaRendered: "test_rendered"}
+	return o, err
+}
+
+func (d rendering) Fetch(ctx context.Context, req providers.FetchRequest) (*providers.Content, error) {
+	c, err := d.Provider.Fetch(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(strings.NewReader("X-Rendered: yes\r\n"), c.Body), c.Body}
+	return c, nil
+}
+
+// A destination that keeps its own form of the content is taken at its word only for assets
+// whose exact bytes the vault holds: a move with preservation completes; a copy without a
+// vault copy is not done (skipped), and its source is left alone.
+func TestRenderingDestination(t *testing.T) {
+	r := newDestRig(t, t.TempDir(), 8, svcv1.PlanAction_PLAN_ACTION_PRESERVE, svcv1.PlanAction_PLAN_ACTION_MOVE)
+	r.dst = rendering{r.dst}
+	x := r.run(t)
+	if x.Status != svcv1.ExecutionStatus_EXECUTION_STATUS_COMPLETED || x.Completed != 8 || len(r.src.trash) != 8 {
+		t.Fatalf("move with preservation: %v %d/%d, %d removed: %v", x.Status, x.Completed, x.Attempted, len(r.src.trash), x.Errors)
+	}
+
+	c := newDestRig(t, t.TempDir(), 8, svcv1.PlanAction_PLAN_ACTION_COPY)
+	c.dst = rendering{c.dst}
+	x = c.run(t)
+	if x.Completed != 0 || countSkipped(x) != 8 || len(c.src.trash) != 0 {
+		t.Fatalf("copy without a vault copy: %v completed %d skipped %d, %d removed: %v", x.Status, x.Completed, countSkipped(x), len(c.src.trash), x.Errors)
+	}
 }

@@ -47,6 +47,10 @@ type Transition struct {
 	// Path is where a copy, move or restore writes at its destination, journaled with
 	// RESTORE_QUEUED before the write so that a redone write goes to the same place.
 	Path string `json:",omitempty"`
+	// Rendered, on a write to a destination, is what the destination changed in keeping the
+	// content in a form of its own (providers.MetaRendered): the write was not verified byte
+	// for byte. Empty: the destination holds exactly the bytes written.
+	Rendered string `json:",omitempty"`
 }
 
 // AssetState is an asset's latest journal entry.

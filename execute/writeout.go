@@ -104,6 +104,7 @@ func (r *runner) writeOut(ctx context.Context, o *svcv1.PlanObject, state svcv1.
 	}
 	if !step(restored, name, "ok", func(t *Transition) {
 		t.ResultID, t.Bytes, t.Path, t.VaultID, t.VaultSHA256 = out.obj.ID, out.size, path, out.vault.ID, out.vault.SHA256
+		t.Rendered = out.rendered
 	}) {
 		return false
 	}
@@ -113,9 +114,10 @@ func (r *runner) writeOut(ctx context.Context, o *svcv1.PlanObject, state svcv1.
 
 // writeResult is a verified write to a destination.
 type writeResult struct {
-	obj   providers.Object // as the destination reports it
-	size  int64
-	vault VaultRef // the vault copy it was written from, if any
+	obj      providers.Object // as the destination reports it
+	size     int64
+	vault    VaultRef // the vault copy it was written from, if any
+	rendered string   // what the destination changed, when it keeps a form of its own
 }
 
 // writeVerified writes body with w and reads the written object back from dst, checking that
@@ -151,6 +153,12 @@ func writeVerified(ctx context.Context, dst providers.Provider, w providers.Writ
 		return writeResult{}, fmt.Errorf("read back %s from the destination: %w", id, err)
 	}
 	if there != sum || n != cr.n {
+		// A destination that keeps its own form of the content (providers.MetaRendered) is
+		// taken at its word only when the vault holds the exact bytes: the asset stays whole.
+		if r := obj.Metadata[providers.MetaRendered]; r != "" && v.ID != "" {
+			obj.ID = id
+			return writeResult{obj: obj, size: cr.n, vault: v, rendered: r}, nil
+		}
 		return writeResult{}, fmt.Errorf("the destination holds sha256 %s (%d bytes) at %s, written %s (%d bytes): %w", there, n, id, sum, cr.n, providers.ErrInvalidData)
 	}
 	obj.ID = id

@@ -353,6 +353,16 @@ type WriteRequest struct {
 // it back there with it, as Untrash would.
 const MetaTrashResult = "svc.trash_result"
 
+// MetaRendered is the Object.Metadata key under which a Writer says that the destination keeps
+// the content in a form of its own rather than byte for byte (Exchange renders a message it was
+// given as MIME into its own store and serves its own MIME back), so that reading the written
+// object back gives other bytes. Its value names what changes ("mime_rerendered"). A Writer
+// sets it only after checking by its own means that the destination holds the item it was
+// given (a message's Message-ID). svc's engine then accepts a write whose read-back differs
+// from what was written only when the asset has a verified vault copy, and records the
+// destination as not verified, with the value among its lossiness.
+const MetaRendered = "svc.rendered"
+
 // Quota is a source's storage use.
 type Quota struct {
 	UsedBytes  int64

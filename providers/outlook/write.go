@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -98,7 +99,7 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 			if err != nil {
 				return providers.Object{}, p.err("write", req.Path, err)
 			}
-			return o, nil
+			return rendered(o), nil
 		}
 		for _, m := range found {
 			old = append(old, m.ID)
@@ -130,7 +131,26 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	if err != nil {
 		return providers.Object{}, p.err("write", req.Path, err)
 	}
-	return o, nil
+	if mid == "" {
+		return o, nil // nothing but its bytes says it is the message sent
+	}
+	return rendered(o), nil
+}
+
+// Rendered is the providers.MetaRendered value of a message Write stored: Exchange keeps a
+// message it is given as MIME in its own form and serves its own MIME of it back, which need
+// not be the bytes sent (headers dropped or added, parts re-encoded).
+const Rendered = "mime_rerendered"
+
+// rendered marks o, a message Write stored and found under the Message-ID sent, as kept in
+// Exchange's own form (providers.MetaRendered).
+func rendered(o providers.Object) providers.Object {
+	o.Metadata = maps.Clone(o.Metadata)
+	if o.Metadata == nil {
+		o.Metadata = map[string]string{}
+	}
+	o.Metadata[providers.MetaRendered] = Rendered
+	return o
 }
 
 // check holds content of n bytes and SHA-256 digest to the request's

@@ -66,6 +66,7 @@ type Server struct {
 
 	floor       int    // least page size, whatever the client asks
 	createsInto string // where messages created from MIME land; "" the folder asked
+	rerenders   bool   // messages created from MIME are served back in a form of the fake's own
 	now         func() time.Time
 }
 

@@ -63,6 +63,9 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) {
 	if h, err := mail.ReadMessage(bytes.NewReader(content)); err != nil || strings.TrimSpace(h.Header.Get("Message-Id")) == "" {
 		m.GeneratedID = fmt.Sprintf("<FAKE%06d@fake.outlook.example>", n)
 	}
+	if s.rerenders {
+		m.MIME = rerender(content)
+	}
 	s.msgs[m.ID] = m
 	writeJSON(w, http.StatusCreated, s.messageJSON(m, nil, false))
 }
@@ -158,6 +161,22 @@ func (s *Server) createFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	s.seq++
 	writeJSON(w, http.StatusCreated, folderJSON(s, s.addFolder(parent, req.DisplayName), false))
+}
+
+// Rerenders makes messages created from MIME be served back ($value) in a form of the fake's
+// own, not the bytes sent, as Exchange keeps a message in its store and renders its MIME anew
+// when asked: headers of its own added, line endings made CRLF.
+func (s *Server) Rerenders(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rerenders = on
+}
+
+// rerender is the fake's rendering of a message it was given as MIME.
+func rerender(content []byte) []byte {
+	lf := bytes.ReplaceAll(content, []byte("\r\n"), []byte("\n"))
+	out := []byte("X-MS-Exchange-Organization-AuthAs: Internal\r\nX-MS-Has-Attach: \r\n")
+	return append(out, bytes.ReplaceAll(lf, []byte("\n"), []byte("\r\n"))...)
 }
 
 // CreatesInto makes messages created through the API land in that folder
