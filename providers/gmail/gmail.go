@@ -24,6 +24,7 @@ import (
 	"svc.dev/svc/mail"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/google"
+	"svc.dev/svc/providers/internal/keylock"
 	"svc.dev/svc/providers/pagetoken"
 )
 
@@ -70,6 +71,8 @@ type Provider struct {
 
 	mu     sync.Mutex
 	labels map[string]string // user label id -> name
+
+	writing keylock.Locks // a Write's look-up and import, by Message-ID
 }
 
 // New opens a vendor_a_mail provider from its configuration.

@@ -115,6 +115,9 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	msgID := messageID(raw)
 	var before []string // copies there before the first send
 	if msgID != "" {
+		// Two writes of one message at once (a plan's duplicates) would each find none and
+		// import it twice: the second waits, then finds the first's.
+		defer p.writing.Lock(msgID)()
 		if before, err = p.findByMessageID(ctx, uid, msgID); err != nil {
 			return providers.Object{}, fail("write", req.Path, err)
 		}

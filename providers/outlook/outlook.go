@@ -63,6 +63,7 @@ import (
 	"svc.dev/svc/mail"
 	"svc.dev/svc/providers"
 	"svc.dev/svc/providers/graph"
+	"svc.dev/svc/providers/internal/keylock"
 )
 
 var caps = []providers.Capability{providers.CapTrash, providers.CapUntrash, providers.CapWrite, providers.CapQuota, providers.CapCredentials}
@@ -100,6 +101,8 @@ type Provider struct {
 	folders map[string]string // folder id -> path ("Inbox/Lists"), Deleted Items left out
 	trash   string            // Deleted Items' id
 	inbox   string            // Inbox's id, once a write needed it
+
+	writing keylock.Locks // a Write's look-up and create, by Message-ID
 }
 
 var (

@@ -84,6 +84,9 @@ func (p *Provider) Write(ctx context.Context, req providers.WriteRequest, body i
 	mid := messageID(content)
 	var old []string // messages with this Message-ID in the folder before the write
 	if mid != "" {
+		// Two writes of one message at once (a plan's duplicates) would each find none and
+		// create it twice: the second waits, then finds the first's.
+		defer p.writing.Lock(mid)()
 		found, err := p.findByMessageID(ctx, fid, mid)
 		if errors.Is(err, providers.ErrNotFound) {
 			// The folder went away since svc read the tree: read it again.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	fake "svc.dev/svc/internal/vendorfake/graph"
@@ -354,5 +355,35 @@ func TestWriteFiledInDrafts(t *testing.T) {
 	}
 	if len(s.Messages("drafts")) != drafts {
 		t.Errorf("a written message was left in Drafts")
+	}
+}
+
+// TestWriteOnceConcurrently: writes of one message at once (a plan's duplicates, run by the
+// engine's workers side by side) leave one message, which each of them returns.
+func TestWriteOnceConcurrently(t *testing.T) {
+	s := fake.Seeded(fake.Seed{Seed: 7, Messages: 2, Files: 1})
+	defer s.Close()
+	_, w := openWriter(t, s)
+	content := mime("<twins@example.com>", "twins")
+	n := s.MessageCount()
+	ids := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			o, err := w.Write(context.Background(), writeReq("Inbox", content), bytes.NewReader(content))
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = o.ID
+		})
+	}
+	wg.Wait()
+	if s.MessageCount() != n+1 {
+		t.Fatalf("%d messages stored, want 1", s.MessageCount()-n)
+	}
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("the writes returned %v, want one message", ids)
+		}
 	}
 }
