@@ -25,8 +25,10 @@ type IdempotencyRecord struct {
 // concurrent claims of one key, exactly one succeeds.
 type IdempotencyStore interface {
 	// ClaimIdempotency stores rec under key unless a record created at or after notBefore is
-	// there; it returns that record (and stores nothing) or nil when rec was stored.
-	ClaimIdempotency(ctx context.Context, key string, rec *IdempotencyRecord, notBefore time.Time) (*IdempotencyRecord, error)
+	// there that is done or was created at or after unfinishedBefore (an unfinished record
+	// older than that was abandoned: the process that claimed it died); it returns that record
+	// (and stores nothing) or nil when rec was stored.
+	ClaimIdempotency(ctx context.Context, key string, rec *IdempotencyRecord, notBefore, unfinishedBefore time.Time) (*IdempotencyRecord, error)
 	// FinishIdempotency replaces the record under key.
 	FinishIdempotency(ctx context.Context, key string, rec *IdempotencyRecord) error
 	// ReleaseIdempotency deletes the record under key.
@@ -51,11 +53,16 @@ const (
 	IdempotencyInUse
 )
 
+// DefaultIdempotencyInFlight is how long a request may hold its key unfinished before the key
+// counts as abandoned (NewIdempotency's default; see Idempotency.AbandonAfter).
+const DefaultIdempotencyInFlight = 10 * time.Minute
+
 // Idempotency implements Idempotency-Key semantics: key + principal + endpoint + request hash,
 // replayed for IdempotencyWindow.
 type Idempotency struct {
-	store IdempotencyStore
-	now   func() time.Time
+	store    IdempotencyStore
+	now      func() time.Time
+	inFlight time.Duration
 }
 
 // NewIdempotency returns the idempotency service over s; now defaults to time.Now.
@@ -63,7 +70,19 @@ func NewIdempotency(s IdempotencyStore, now func() time.Time) *Idempotency {
 	if now == nil {
 		now = time.Now
 	}
-	return &Idempotency{store: s, now: now}
+	return &Idempotency{store: s, now: now, inFlight: DefaultIdempotencyInFlight}
+}
+
+// AbandonAfter sets how long a key may stay claimed by a request that has not finished before
+// another request with it may claim it again (default DefaultIdempotencyInFlight), and returns
+// i. A process that dies with requests in flight leaves their keys claimed; one process
+// releases its own at its next start, but in a cluster the other replicas go on, and would
+// answer idempotency_key_in_use for the whole IdempotencyWindow. d must be well over the
+// longest a request runs (the server's request deadline), or a request still running could
+// be run twice.
+func (i *Idempotency) AbandonAfter(d time.Duration) *Idempotency {
+	i.inFlight = d
+	return i
 }
 
 // Key is the storage key of an Idempotency-Key header value for one principal.
@@ -75,7 +94,7 @@ func (i *Idempotency) Key(principal, headerValue string) string {
 func (i *Idempotency) Begin(ctx context.Context, key, endpoint, requestHash string) (IdempotencyOutcome, *IdempotencyRecord, error) {
 	now := i.now().UTC()
 	rec := &IdempotencyRecord{Endpoint: endpoint, RequestHash: requestHash, CreatedAt: now}
-	prev, err := i.store.ClaimIdempotency(ctx, key, rec, now.Add(-IdempotencyWindow))
+	prev, err := i.store.ClaimIdempotency(ctx, key, rec, now.Add(-IdempotencyWindow), now.Add(-i.inFlight))
 	if err != nil {
 		return 0, nil, fmt.Errorf("claim idempotency key: %w", err)
 	}

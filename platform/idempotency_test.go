@@ -16,10 +16,10 @@ type memIdem struct {
 	recs map[string]platform.IdempotencyRecord
 }
 
-func (m *memIdem) ClaimIdempotency(_ context.Context, key string, rec *platform.IdempotencyRecord, notBefore time.Time) (*platform.IdempotencyRecord, error) {
+func (m *memIdem) ClaimIdempotency(_ context.Context, key string, rec *platform.IdempotencyRecord, notBefore, unfinishedBefore time.Time) (*platform.IdempotencyRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.recs[key]; ok && !old.CreatedAt.Before(notBefore) {
+	if old, ok := m.recs[key]; ok && !old.CreatedAt.Before(notBefore) && (old.Done || !old.CreatedAt.Before(unfinishedBefore)) {
 		return &old, nil
 	}
 	m.recs[key] = *rec
@@ -88,5 +88,33 @@ func TestIdempotencyOutcomes(t *testing.T) {
 	idem.Begin(ctx, idem.Key("usr_1", "stuck"), "/a", "h")
 	if n, _ := idem.Purge(ctx, true); n != 1 {
 		t.Fatalf("purged %d, want the stuck record", n)
+	}
+
+	// A key left claimed by a process that died (another replica: nobody purges it) is in use
+	// until the in-flight limit, then claimed again; a finished one is replayed all its window.
+	stuck := idem.Key("usr_1", "dead-replica")
+	if v, _, _ := idem.Begin(ctx, stuck, "/a", "h"); v != platform.IdempotencyProceed {
+		t.Fatalf("first claim: %v", v)
+	}
+	now = now.Add(platform.DefaultIdempotencyInFlight - time.Second)
+	if v, _, _ := idem.Begin(ctx, stuck, "/a", "h"); v != platform.IdempotencyInUse {
+		t.Fatalf("within the in-flight limit: %v", v)
+	}
+	now = now.Add(2 * time.Second)
+	v, rec, _ = idem.Begin(ctx, stuck, "/a", "h")
+	if v != platform.IdempotencyProceed {
+		t.Fatalf("past the in-flight limit: %v, want the abandoned key claimed again", v)
+	}
+	idem.Finish(ctx, stuck, rec, 201, nil, []byte("done"))
+	now = now.Add(2 * platform.DefaultIdempotencyInFlight)
+	if v, got, _ := idem.Begin(ctx, stuck, "/a", "h"); v != platform.IdempotencyReplay || string(got.Body) != "done" {
+		t.Fatalf("a finished key past the in-flight limit: %v, want a replay", v)
+	}
+	short := platform.NewIdempotency(st, func() time.Time { return now }).AbandonAfter(time.Minute)
+	k := short.Key("usr_1", "short")
+	short.Begin(ctx, k, "/a", "h")
+	now = now.Add(61 * time.Second)
+	if v, _, _ := short.Begin(ctx, k, "/a", "h"); v != platform.IdempotencyProceed {
+		t.Fatalf("AbandonAfter(1m), 61 s on: %v", v)
 	}
 }

@@ -256,13 +256,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	res := store.Resources()
 	*s = Server{
-		cfg:          cfg,
-		core:         core,
-		log:          cfg.Logger,
-		store:        store,
-		accounts:     platform.NewAccounts(store, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
-		devs:         platform.NewDevelopers(store, cfg.Now),
-		idem:         platform.NewIdempotency(store, cfg.Now),
+		cfg:      cfg,
+		core:     core,
+		log:      cfg.Logger,
+		store:    store,
+		accounts: platform.NewAccounts(store, &platform.AccountsOptions{Password: cfg.Password, Now: cfg.Now}),
+		devs:     platform.NewDevelopers(store, cfg.Now),
+		// A key left claimed by a replica that died is claimed again well after any request
+		// of a live one would have ended (its deadline).
+		idem:         platform.NewIdempotency(store, cfg.Now).AbandonAfter(max(platform.DefaultIdempotencyInFlight, 4*cfg.RequestTimeout)),
 		limiter:      platform.NewLimiter(cfg.RateLimit, cfg.Now),
 		pager:        rpc.Pager{Cursors: platform.NewCursors(core.DeriveKey("cursor"))},
 		validator:    v,

@@ -195,13 +195,13 @@ func (db *DB) Connection(ctx context.Context, id string) (*platform.Connection, 
 
 // ClaimIdempotency implements platform.IdempotencyStore. bbolt serializes write
 // transactions, so the read-then-put below is atomic across concurrent claims.
-func (db *DB) ClaimIdempotency(ctx context.Context, key string, rec *platform.IdempotencyRecord, notBefore time.Time) (*platform.IdempotencyRecord, error) {
+func (db *DB) ClaimIdempotency(ctx context.Context, key string, rec *platform.IdempotencyRecord, notBefore, unfinishedBefore time.Time) (*platform.IdempotencyRecord, error) {
 	var prev *platform.IdempotencyRecord
 	err := db.update(func(tx *bbolt.Tx) error {
 		var old platform.IdempotencyRecord
 		err := getJSON(tx, bIdempotency, key, &old, platform.ErrNotFound)
 		switch {
-		case err == nil && !old.CreatedAt.Before(notBefore):
+		case err == nil && !old.CreatedAt.Before(notBefore) && (old.Done || !old.CreatedAt.Before(unfinishedBefore)):
 			prev = &old
 			return nil
 		case err != nil && !errors.Is(err, platform.ErrNotFound):

@@ -117,6 +117,35 @@ func TestUsersAndOrgsPersist(t *testing.T) {
 	}
 }
 
+// An unfinished claim older than unfinishedBefore (its process died) is taken; a finished one
+// is kept for its whole window.
+func TestClaimIdempotencyTakesAnAbandonedKey(t *testing.T) {
+	db, _ := open(t)
+	ctx := context.Background()
+	now := time.Now()
+	claim := func(key string, unfinishedBefore time.Time) *platform.IdempotencyRecord {
+		t.Helper()
+		prev, err := db.ClaimIdempotency(ctx, key, &platform.IdempotencyRecord{Endpoint: "/a", RequestHash: "h", CreatedAt: now}, now.Add(-time.Hour), unfinishedBefore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prev
+	}
+	claim("k", now.Add(-time.Hour))
+	if claim("k", now.Add(-time.Minute)) == nil {
+		t.Fatal("a key in flight was claimed again")
+	}
+	if claim("k", now.Add(time.Second)) != nil {
+		t.Fatal("an abandoned key was not claimed again")
+	}
+	if err := db.FinishIdempotency(ctx, "k", &platform.IdempotencyRecord{Endpoint: "/a", RequestHash: "h", CreatedAt: now, Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	if prev := claim("k", now.Add(time.Second)); prev == nil || !prev.Done {
+		t.Fatalf("a finished key was claimed again: %+v", prev)
+	}
+}
+
 func TestClaimIdempotencyIsAtomic(t *testing.T) {
 	db, _ := open(t)
 	var won atomic.Int32
@@ -126,7 +155,7 @@ func TestClaimIdempotencyIsAtomic(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			prev, err := db.ClaimIdempotency(context.Background(), "usr_1\x00k",
-				&platform.IdempotencyRecord{Endpoint: "/a", RequestHash: "h", CreatedAt: time.Now()}, time.Now().Add(-time.Hour))
+				&platform.IdempotencyRecord{Endpoint: "/a", RequestHash: "h", CreatedAt: time.Now()}, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
 			if err != nil {
 				t.Error(err)
 			}

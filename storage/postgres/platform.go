@@ -288,13 +288,13 @@ func (s *Store) UpdateConnection(ctx context.Context, id string, fn func(*platfo
 
 // ClaimIdempotency implements platform.IdempotencyStore: the record is read FOR UPDATE (or
 // its insertion races), so of concurrent claims of one key exactly one proceeds.
-func (s *Store) ClaimIdempotency(ctx context.Context, key string, rec *platform.IdempotencyRecord, notBefore time.Time) (*platform.IdempotencyRecord, error) {
+func (s *Store) ClaimIdempotency(ctx context.Context, key string, rec *platform.IdempotencyRecord, notBefore, unfinishedBefore time.Time) (*platform.IdempotencyRecord, error) {
 	var prev *platform.IdempotencyRecord
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		prev = nil
 		old, err := getJSON[platform.IdempotencyRecord](ctx, tx, "idempotency", "key", []byte(key), true)
 		switch {
-		case err == nil && !old.CreatedAt.Before(notBefore):
+		case err == nil && !old.CreatedAt.Before(notBefore) && (old.Done || !old.CreatedAt.Before(unfinishedBefore)):
 			prev = old
 			return nil
 		case err != nil && !errors.Is(err, platform.ErrNotFound):
@@ -314,7 +314,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, key string, rec *platform.
 			}
 			return nil
 		}
-		return putIdempotency(ctx, tx, key, rec) // an expired record is replaced
+		return putIdempotency(ctx, tx, key, rec) // an expired or abandoned record is replaced
 	})
 	return prev, err
 }

@@ -150,7 +150,7 @@ func TestIdempotencyClaims(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-24*time.Hour))
+			prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-24*time.Hour), now.Add(-24*time.Hour))
 			if err != nil {
 				t.Error(err)
 				return
@@ -167,15 +167,28 @@ func TestIdempotencyClaims(t *testing.T) {
 	if err := s.FinishIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now, Done: true, Status: 201}); err != nil {
 		t.Fatal(err)
 	}
-	prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour))
+	prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour), now.Add(time.Minute))
 	if err != nil || prev == nil || !prev.Done || prev.Status != 201 {
-		t.Fatalf("a claim of a finished key: %+v %v", prev, err)
+		t.Fatalf("a claim of a finished key (however old its claim): %+v %v", prev, err)
+	}
+	// An unfinished claim older than unfinishedBefore was abandoned (its replica died): taken.
+	if _, err := s.ClaimIdempotency(ctx, "k3", &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour), now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if prev, err := s.ClaimIdempotency(ctx, "k3", &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour), now.Add(-time.Minute)); err != nil || prev == nil {
+		t.Fatalf("a claim of a key in flight: %+v %v", prev, err)
+	}
+	if prev, err := s.ClaimIdempotency(ctx, "k3", &platform.IdempotencyRecord{CreatedAt: now.Add(time.Second)}, now.Add(-time.Hour), now.Add(time.Millisecond)); err != nil || prev != nil {
+		t.Fatalf("a claim of an abandoned key: %+v %v", prev, err)
+	}
+	if err := s.ReleaseIdempotency(ctx, "k3"); err != nil {
+		t.Fatal(err)
 	}
 	later := now.Add(25 * time.Hour)
-	if prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: later}, later.Add(-24*time.Hour)); err != nil || prev != nil {
+	if prev, err := s.ClaimIdempotency(ctx, k1, &platform.IdempotencyRecord{CreatedAt: later}, later.Add(-24*time.Hour), later.Add(-24*time.Hour)); err != nil || prev != nil {
 		t.Fatalf("a claim of an expired key: %+v %v", prev, err)
 	}
-	if _, err := s.ClaimIdempotency(ctx, "k2", &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour)); err != nil {
+	if _, err := s.ClaimIdempotency(ctx, "k2", &platform.IdempotencyRecord{CreatedAt: now}, now.Add(-time.Hour), now.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.PurgeIdempotency(ctx, now.Add(time.Hour), false); err != nil || n != 1 {
