@@ -57,7 +57,7 @@ func TestShapesMatchDiscovery(t *testing.T) {
 	// given another label (messages.modify).
 	raw := []byte("From: a@example.com\r\nMessage-ID: <schema@example.com>\r\nSubject: hi\r\n\r\nhello\r\n")
 	w := p.(providers.Writer)
-	for _, label := range []string{"Imported", "INBOX"} {
+	for _, label := range []string{"Imported/hi.eml", "INBOX"} {
 		if _, err := w.Write(ctx, providers.WriteRequest{SourceRef: "me", Path: label, SizeBytes: int64(len(raw)), Mode: providers.WriteCopy}, bytes.NewReader(raw)); err != nil {
 			t.Fatal(err)
 		}
