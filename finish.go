@@ -274,17 +274,37 @@ func (s *Scope) quotaSnapshots(ctx context.Context, p *svcv1.Plan) (before, afte
 		}
 		before = append(before, b)
 		a := receipt.Quota{SourceID: m.GetSourceId(), Provider: m.GetProvider(), ObservedAt: s.c.now().UTC()}
-		if prov, ref, err := s.OpenSource(ctx, m.GetSourceId()); err == nil {
-			if q, ok := providers.AsQuotaer(prov); ok {
-				if quota, err := q.Quota(ctx, ref); err == nil {
-					a.UsedBytes = &quota.UsedBytes
-					if quota.LimitBytes > 0 {
-						a.LimitBytes = &quota.LimitBytes
-					}
-				}
+		if quota, ok := s.quotaNow(ctx, m.GetSourceId()); ok {
+			a.UsedBytes = &quota.UsedBytes
+			if quota.LimitBytes > 0 {
+				a.LimitBytes = &quota.LimitBytes
 			}
 		}
 		after = append(after, a)
 	}
 	return before, after
+}
+
+// quotaTimeout bounds the provider call for a receipt's quota after the execution: the figure
+// is best effort (null when the provider does not answer), never a reason to hold up a receipt.
+const quotaTimeout = 10 * time.Second
+
+// quotaNow asks a source's provider for its storage use now, for at most quotaTimeout and not
+// past the start of Close (a provider that stopped answering must not hold up a shutdown).
+func (s *Scope) quotaNow(ctx context.Context, sourceID string) (providers.Quota, bool) {
+	ctx, cancel := context.WithTimeout(ctx, quotaTimeout)
+	defer cancel()
+	if s.c.closing != nil {
+		defer context.AfterFunc(s.c.closing, cancel)()
+	}
+	prov, ref, err := s.OpenSource(ctx, sourceID)
+	if err != nil {
+		return providers.Quota{}, false
+	}
+	q, ok := providers.AsQuotaer(prov)
+	if !ok {
+		return providers.Quota{}, false
+	}
+	quota, err := q.Quota(ctx, ref)
+	return quota, err == nil
 }

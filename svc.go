@@ -141,6 +141,11 @@ type core struct {
 
 	opened   providers.Instances // the providers opened for sources, by tenant/source
 	configMu sync.Mutex          // one write of a source's sealed configuration at a time
+
+	// closing ends when Close begins: best-effort provider calls (a receipt's quotas) stop
+	// waiting then, rather than hold the close up on a provider that does not answer.
+	closing     context.Context
+	stopClosing context.CancelFunc
 }
 
 // Open opens (creating it if needed) svc's data directory dir: the store (svc.db unless
@@ -167,6 +172,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Instance, error) {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	c := &core{store: o.Store, providers: o.Providers, now: o.Now, log: o.Logger, opts: o}
+	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	ok := false
 	defer func() {
 		if !ok {
@@ -353,6 +359,9 @@ func (sv *Instance) Shutdown() { sv.core.engine.Shutdown() }
 func (sv *Instance) Close() error { return sv.core.close() }
 
 func (c *core) close() error {
+	if c.stopClosing != nil {
+		c.stopClosing()
+	}
 	if c.stopKeys != nil {
 		close(c.stopKeys)
 		c.stopKeys = nil
