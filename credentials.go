@@ -33,7 +33,7 @@ func (s *Scope) keepCredentials(p providers.Provider, sourceID string, opened pr
 			if r := creds[providers.KeyRefreshToken]; r != "" { // else the source keeps its own
 				held = r
 			}
-			s.c.log.Debug("kept a source's renewed credentials", "source_id", sourceID)
+			s.c.log.Info("kept a source's renewed credentials", "source_id", sourceID)
 		default:
 			s.c.log.Info("a source's renewed credentials were not kept: its configuration was replaced meanwhile", "source_id", sourceID)
 		}

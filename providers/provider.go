@@ -178,9 +178,10 @@ type CredentialWatcher interface {
 	// WatchCredentials registers fn, called each time the credentials are replaced with the
 	// configuration entries that now hold them (only CredentialKeys: access token, refresh
 	// token, token type, expiry). Each call carries the whole current set, so a later call
-	// supersedes an earlier one. Calls are serialized, in the order the credentials were
-	// issued; fn must not block for long. A later WatchCredentials replaces fn; nil stops
-	// the calls.
+	// supersedes an earlier one. Credentials replaced before fn was registered are reported
+	// to it at once, so a watch that starts late misses no rotation. Calls are serialized, in
+	// the order the credentials were issued; fn must not block for long. A later
+	// WatchCredentials replaces fn; nil stops the calls.
 	WatchCredentials(fn func(Config))
 }
 

@@ -54,6 +54,7 @@ type crashRig struct {
 	creds      map[string]string
 	cmd        *exec.Cmd
 	log        strings.Builder
+	onLine     func(string) // when set, told each line the server writes to stderr
 }
 
 func (r *crashRig) start(env ...string) {
@@ -88,6 +89,9 @@ func (r *crashRig) start(env ...string) {
 		sc.Buffer(nil, 1<<20)
 		re := regexp.MustCompile(`base_url=(\S+)`)
 		for sc.Scan() {
+			if r.onLine != nil {
+				r.onLine(sc.Text())
+			}
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 				continue

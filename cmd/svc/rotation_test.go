@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,8 +23,17 @@ func TestRotatedRefreshTokenSurvivesARestart(t *testing.T) {
 	for k, v := range g.ProviderConfig() {
 		q.Set(k, v)
 	}
+	kept := make(chan struct{}, 16)
 	r := &crashRig{t: t, bin: svcBinary(t), data: t.TempDir(), root: t.TempDir(), home: t.TempDir(),
-		devSource: "vendor_b_mail:rotating@example.com?" + q.Encode()}
+		devSource: "vendor_b_mail:rotating@example.com?" + q.Encode(),
+		onLine: func(line string) {
+			if strings.Contains(line, "kept a source's renewed credentials") {
+				select { // never blocks the server's stderr
+				case kept <- struct{}{}:
+				default:
+				}
+			}
+		}}
 	r.start()
 	defer func() { r.cmd.Process.Signal(syscall.SIGTERM); r.exited() }()
 	_, srcs, _ := r.call("GET", "/v1/sources?provider=vendor_b_mail", "")
@@ -47,7 +57,11 @@ func TestRotatedRefreshTokenSurvivesARestart(t *testing.T) {
 		}
 	}
 	plan()
-	time.Sleep(time.Second) // the plugin's report reaches the host and is stored within milliseconds
+	select { // the plugin's report reaches the host, which stores it
+	case <-kept:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the rotated token was not kept")
+	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.exited()
 	r.start()

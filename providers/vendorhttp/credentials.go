@@ -35,9 +35,10 @@ type Credentials struct {
 	conf *oauth2.Config // nil: no refresh
 	http *http.Client   // for the token endpoint; nil means http.DefaultClient
 
-	mu    sync.Mutex
-	tok   *oauth2.Token
-	watch func(providers.Config) // told of each refreshed token
+	mu        sync.Mutex
+	tok       *oauth2.Token
+	refreshed bool                   // tok came from a refresh, not from the configuration
+	watch     func(providers.Config) // told of each refreshed token
 }
 
 // NewCredentials returns credentials holding tok. With conf (its ClientID,
@@ -145,7 +146,7 @@ func (c *Credentials) refreshLocked(ctx context.Context) (*oauth2.Token, error) 
 	if tok.RefreshToken == "" {
 		tok.RefreshToken = c.tok.RefreshToken
 	}
-	c.tok = tok
+	c.tok, c.refreshed = tok, true
 	if c.watch != nil {
 		// Under the lock: the watcher hears of tokens in the order they were issued.
 		c.watch(TokenConfig(tok))
@@ -155,12 +156,18 @@ func (c *Credentials) refreshLocked(ctx context.Context) (*oauth2.Token, error) 
 
 // WatchCredentials registers fn, called (under the credentials' lock, so in the order the
 // tokens were issued) with the configuration entries of each token a refresh brings: a new
-// access token, and the new refresh token when the vendor rotated it. Connectors forward
-// their providers.CredentialWatcher to it. nil stops the calls.
+// access token, and the new refresh token when the vendor rotated it. When a refresh came
+// before fn was registered (a plugin's host starts watching a moment after the instance is
+// opened and may already be using it), fn is called at once with the current token, so no
+// rotation goes unreported. Connectors forward their providers.CredentialWatcher to it. nil
+// stops the calls.
 func (c *Credentials) WatchCredentials(fn func(providers.Config)) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.watch = fn
-	c.mu.Unlock()
+	if fn != nil && c.refreshed {
+		fn(TokenConfig(c.tok))
+	}
 }
 
 // TokenConfig returns the configuration entries that hold tok, as CredentialsFromConfig

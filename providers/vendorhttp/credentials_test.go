@@ -232,3 +232,25 @@ func TestWatchCredentials(t *testing.T) {
 		t.Fatalf("watcher called %d times, want once", len(got))
 	}
 }
+
+// A refresh that came before the watcher was registered is reported at once when it is: a
+// plugin's host starts watching a moment after it opened the instance, which may already have
+// refreshed (and the vendor rotated the refresh token).
+func TestWatchCredentialsLate(t *testing.T) {
+	ts := newTokenServer(t)
+	c := creds(t, ts, providers.Config{"expiry": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	var got []providers.Config
+	c.WatchCredentials(func(cfg providers.Config) { got = append(got, cfg) })
+	if len(got) != 0 {
+		t.Fatalf("reported %d times before any refresh", len(got))
+	}
+	c.WatchCredentials(nil)
+	tok, err := c.Token(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WatchCredentials(func(cfg providers.Config) { got = append(got, cfg) })
+	if len(got) != 1 || got[0]["access_token"] != tok.AccessToken {
+		t.Fatalf("a watcher registered after the refresh got %v", got)
+	}
+}
