@@ -112,6 +112,9 @@ func NewClient(cfg providers.Config, defaultEndpoint string, defaultQuota int, c
 		// those made with Once.
 		Idempotent: func(r *http.Request) bool { return r.Context().Value(onceKey{}) == nil },
 		Throttled:  func(resp *http.Response, body []byte) bool { return resp.StatusCode == 403 && RateLimited(body) },
+		// The client library reuses a chunked upload's buffer as soon as a chunk's round trip
+		// returns (a -race failure of TestWriteResumable).
+		OwnBodies: true,
 	}
 	return &Client{HTTP: vendorhttp.NewClient(opts), Endpoint: ep, Limiter: lim, Credentials: creds}, nil
 }

@@ -50,6 +50,12 @@ type Options struct {
 	// It is given the answer with up to 64 KiB of its body, which the
 	// caller still reads afterwards. nil means none is.
 	Throttled func(resp *http.Response, body []byte) bool
+	// OwnBodies copies each request's body (of a known length, up to 64 MiB) before sending
+	// it, for a caller that reuses a request's buffer once the round trip returns:
+	// google.golang.org/api's chunked uploads do, while net/http may still be reading the
+	// body (a server that answered before it had read all of it). Callers whose bodies are
+	// their own (a section of a spooled file) leave it off and cost no copy.
+	OwnBodies bool
 }
 
 func (o *Options) defaults() {
@@ -100,9 +106,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	idempotent := t.idempotent(req)
-	req, err := ownBody(req)
-	if err != nil {
-		return nil, err
+	if t.opts.OwnBodies {
+		var err error
+		if req, err = ownBody(req); err != nil {
+			return nil, err
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		if err := t.pace(req); err != nil {
@@ -176,11 +184,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 const maxOwnedBody = 64 << 20
 
 // ownBody returns req with its body (when its length is known and at most maxOwnedBody) read
-// into a buffer of the transport's own, and closes the caller's. net/http may go on reading a
-// request's body after RoundTrip has returned (a server that answers before it has read the
-// whole body), while a caller such as google.golang.org/api's chunked upload reuses its buffer
-// for the next chunk as soon as RoundTrip returns: a copy nobody else writes keeps the bytes
-// sent those of this request.
+// into a buffer of the transport's own, and closes the caller's (Options.OwnBodies). net/http
+// may go on reading a request's body after RoundTrip has returned (a server that answers
+// before it has read the whole body), while a caller such as google.golang.org/api's chunked
+// upload reuses its buffer for the next chunk as soon as RoundTrip returns: a copy nobody
+// else writes keeps the bytes sent those of this request.
 func ownBody(req *http.Request) (*http.Request, error) {
 	if req.Body == nil || req.Body == http.NoBody || req.ContentLength <= 0 || req.ContentLength > maxOwnedBody {
 		return req, nil

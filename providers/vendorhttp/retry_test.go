@@ -279,12 +279,12 @@ func (l lateReader) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
 }
 
-// The transport sends its own copy of a request's body: a caller that reuses its buffer once
+// With OwnBodies the transport sends its own copy of a request's body: a caller that reuses its buffer once
 // RoundTrip returns (google.golang.org/api's chunked uploads do) cannot change the bytes a
 // late reader of the request sends.
 func TestRequestBodyIsTheTransportsOwn(t *testing.T) {
 	l := lateReader{read: make(chan []byte, 1)}
-	c := vendorhttp.NewClient(vendorhttp.Options{Base: l})
+	c := vendorhttp.NewClient(vendorhttp.Options{Base: l, OwnBodies: true})
 	buf := []byte("first chunk")
 	req, err := http.NewRequest(http.MethodPut, "http://vendor.example/upload", bytes.NewReader(buf))
 	if err != nil {
