@@ -44,6 +44,11 @@ func (sv *Instance) EraseAccount(ctx context.Context, e Erasure, p *job.Progress
 		if err := c.engine.Fence(ctx, t); err != nil {
 			return nil, err
 		}
+		// In a cluster, the other replicas too (erasurefence.go): the account's deletion is
+		// due, so none starts one of the tenant's executions, and those running are stopped.
+		if err := c.fenceCluster(ctx, t); err != nil {
+			return nil, err
+		}
 		if err := e.Jobs.Fence(ctx, t, jobID); err != nil {
 			return nil, err
 		}

@@ -45,6 +45,15 @@ func (s *Scope) Execute(ctx context.Context, planID string, opts *ExecuteOptions
 	if err := s.checkSources(ctx, p); err != nil {
 		return nil, err
 	}
+	if s.c.replica != nil && s.c.leases != nil {
+		// The replica erasing the tenant fences only its own engine: the account's record
+		// fences the others (erasurefence.go).
+		if erasing, err := s.c.erasing(ctx, s.key()); err != nil {
+			return nil, err
+		} else if erasing {
+			return nil, execute.ErrFenced // as the erasing replica's own engine answers
+		}
+	}
 	x, err := s.c.engine.Start(ctx, s.key(), planID, principal)
 	if errors.Is(err, execute.ErrNotAuthorized) {
 		return nil, refused(CodePlanStale, "The plan's hash is not the authorized one.")

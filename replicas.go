@@ -118,6 +118,13 @@ func (c *core) fence(executionID string) storage.Write {
 type execClaims struct{ c *core }
 
 func (x execClaims) Claim(ctx context.Context, tenant, exeID string, ttl time.Duration) (execute.Claim, error) {
+	// No replica starts, adopts or resumes an execution of a tenant whose account's deletion
+	// is due (erasurefence.go).
+	if erasing, err := x.c.erasing(ctx, tenant); err != nil {
+		return nil, err
+	} else if erasing {
+		return nil, fmt.Errorf("%w: its tenant is being erased", execute.ErrClaimed)
+	}
 	l, err := x.c.leases.Claim(ctx, "execution:"+tenant+"/"+exeID, x.c.replica.Holder, ttl)
 	if errors.Is(err, storage.ErrLeaseHeld) {
 		return nil, fmt.Errorf("%w: %w", execute.ErrClaimed, err)
