@@ -332,7 +332,11 @@ func serve(ctx context.Context, o serveOptions) error {
 		creds, err := srv.Seed(ctx, baseURL, &devseed.Options{Sources: extra, Vendors: vendors, DriveObjects: o.driveObjects})
 		if err != nil {
 			ln.Close()
-			srv.Close()
+			// A SIGTERM during the seed: the seed's executions or jobs may wait on a plugin
+			// that stopped answering, as at any shutdown.
+			if cerr := closeServer(srv, reg, logger); cerr != nil {
+				logger.Error("close", "err", cerr)
+			}
 			return fmt.Errorf("seed: %w", err)
 		}
 		logger.Info("dev tenant ready", "credentials", filepath.Join(o.dataDir, devseed.CredentialsFile), "user_id", creds.UserID)
@@ -360,35 +364,35 @@ func serve(ctx context.Context, o serveOptions) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	closed := make(chan error, 1)
-	go func() { closed <- srv.Close() }()
-	wait := func(d time.Duration) bool {
-		select {
-		case cerr := <-closed:
-			if err == nil {
-				err = cerr
-			}
-			return true
-		case <-time.After(d):
-			return false
-		}
-	}
-	if !wait(closeGrace / 2) {
-		// Executions wait on provider calls (a frozen plugin, say): stop the plugins without
-		// waiting on them, so those calls fail at once; the steps resume from the journal.
-		logger.Warn("executions still wait on providers: stopping the provider plugins")
-		go reg.Close()
-		if !wait(closeGrace / 2) {
-			// Something holds the store (a stuck request's transaction): stop without it.
-			// Every committed transaction is on disk; executions resume from their journals.
-			logger.Error("the store did not close in time; stopping without it", "after", closeGrace)
-			if err == nil {
-				err = errors.New("stopped without closing the store (see the log)")
-			}
-		}
+	if cerr := closeServer(srv, reg, logger); err == nil {
+		err = cerr
 	}
 	logger.Info("stopped")
 	return err
+}
+
+// closeServer closes the server within closeGrace: when it still waits on provider calls
+// after half of it (a frozen plugin, say), the plugins are stopped without waiting on them,
+// so those calls fail at once (the steps resume from the journal); when it still waits after
+// the rest (a stuck request's transaction holds the store), the process stops without it.
+// Every committed transaction is on disk; executions resume from their journals.
+func closeServer(srv *server.Server, reg *providers.Registry, logger *slog.Logger) error {
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(closeGrace / 2):
+	}
+	logger.Warn("executions still wait on providers: stopping the provider plugins")
+	go reg.Close()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(closeGrace / 2):
+	}
+	logger.Error("the store did not close in time; stopping without it", "after", closeGrace)
+	return errors.New("stopped without closing the store (see the log)")
 }
 
 // serveDebug serves net/http/pprof on a loopback address, for finding a stuck request
