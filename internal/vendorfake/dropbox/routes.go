@@ -409,11 +409,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	case !strings.HasPrefix(a.Path, "/"):
 		badRequest(w, "Dropbox-API-Arg: path: not a path")
 		return
-	case tooLarge:
-		routeError(w, "payload_too_large")
-		return
-	case !hashOK(body, a.ContentHash):
-		routeError(w, "content_hash_mismatch")
+	case !dataAccepted(w, body, tooLarge, a.ContentHash):
 		return
 	}
 	s.mu.Lock()

@@ -64,11 +64,7 @@ func (s *Server) sessionStart(w http.ResponseWriter, r *http.Request) {
 	case a.SessionType != nil && tagOf(a.SessionType) != "sequential":
 		badRequest(w, "session_type: the fake serves sequential sessions only")
 		return
-	case tooLarge:
-		routeError(w, "payload_too_large")
-		return
-	case !hashOK(data, a.ContentHash):
-		routeError(w, "content_hash_mismatch")
+	case !dataAccepted(w, data, tooLarge, a.ContentHash):
 		return
 	}
 	s.mu.Lock()
@@ -78,6 +74,31 @@ func (s *Server) sessionStart(w http.ResponseWriter, r *http.Request) {
 	s.sessions[id] = &uploadSession{data: data, closed: a.Close}
 	s.chunks = append(s.chunks, len(data))
 	writeJSON(w, http.StatusOK, map[string]any{"session_id": id})
+}
+
+// dataAccepted reports whether a content call's data may be stored: not over the route's limit
+// (tooLarge, from contentCall) and matching the content_hash the call gave, if any. When not,
+// it answers the route error itself.
+func dataAccepted(w http.ResponseWriter, data []byte, tooLarge bool, contentHash string) bool {
+	switch {
+	case tooLarge:
+		routeError(w, "payload_too_large")
+	case !hashOK(data, contentHash):
+		routeError(w, "content_hash_mismatch")
+	default:
+		return true
+	}
+	return false
+}
+
+// cursorGiven reports whether a session call's cursor names a session and an offset, and
+// answers 400 when not.
+func cursorGiven(w http.ResponseWriter, c sessionCursor) bool {
+	if c.SessionID == "" || c.Offset == nil {
+		badRequest(w, "Dropbox-API-Arg: cursor: missing session_id or offset")
+		return false
+	}
+	return true
 }
 
 // session looks a cursor's session up for a call bringing data, and
@@ -122,14 +143,9 @@ func (s *Server) sessionAppend(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 		return
-	case a.Cursor.SessionID == "" || a.Cursor.Offset == nil:
-		badRequest(w, "Dropbox-API-Arg: cursor: missing session_id or offset")
+	case !cursorGiven(w, a.Cursor):
 		return
-	case tooLarge:
-		routeError(w, "payload_too_large")
-		return
-	case !hashOK(data, a.ContentHash):
-		routeError(w, "content_hash_mismatch")
+	case !dataAccepted(w, data, tooLarge, a.ContentHash):
 		return
 	}
 	s.mu.Lock()
@@ -163,17 +179,12 @@ func (s *Server) sessionFinish(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 		return
-	case a.Cursor.SessionID == "" || a.Cursor.Offset == nil:
-		badRequest(w, "Dropbox-API-Arg: cursor: missing session_id or offset")
+	case !cursorGiven(w, a.Cursor):
 		return
 	case !strings.HasPrefix(a.Commit.Path, "/"):
 		routeError(w, "path", "malformed_path")
 		return
-	case tooLarge:
-		routeError(w, "payload_too_large")
-		return
-	case !hashOK(data, a.ContentHash):
-		routeError(w, "content_hash_mismatch")
+	case !dataAccepted(w, data, tooLarge, a.ContentHash):
 		return
 	}
 	s.mu.Lock()
